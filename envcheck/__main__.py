@@ -1,0 +1,5 @@
+import sys
+
+from envcheck.cli import main
+
+sys.exit(main())

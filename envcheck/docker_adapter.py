@@ -1,0 +1,99 @@
+"""The one place that touches the `docker` SDK's connection and errors.
+
+Every `docker.errors.*` / `requests` exception raised while acting on the engine is translated
+here into an `EnvcheckError` with its exit status and a fix, always `raise … from e`.
+The SDK is imported lazily: it costs ~300 ms, more than the whole `doctor --no-smoke` budget.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from envcheck.errors import EnvcheckError, EnvironmentProblem, UsageError
+
+if TYPE_CHECKING:
+    import docker
+
+LABEL = "envcheck"  # every container envcheck creates carries this label (value: the run id)
+
+GPU_DRIVER_MISSING = 'could not select device driver "" with capabilities: [[gpu]]'
+
+NVIDIA_RUNTIME_FIX = (
+    "install the NVIDIA Container Toolkit and register it with Docker: "
+    "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker` "
+    "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)"
+)
+
+
+class GpuRequestRefused(EnvironmentProblem):
+    """The engine has no NVIDIA runtime/CDI to satisfy a GPU device request."""
+
+
+def engine_host() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def connect(timeout: float = 30.0) -> docker.DockerClient:
+    """A client for the engine named by DOCKER_HOST (default: the local socket), pinged once."""
+    import docker
+
+    with translate_errors("connecting to the Docker engine"):
+        client = docker.from_env(timeout=int(timeout))
+        client.ping()
+        return client
+
+
+@contextmanager
+def translate_errors(action: str) -> Iterator[None]:
+    """Map the SDK's exceptions to one-screen errors with exit codes."""
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        yield
+    except EnvcheckError:
+        raise
+    except docker.errors.ImageNotFound as e:
+        raise UsageError(f"{action}: image not found: {_explanation(e)}") from e
+    except docker.errors.NotFound as e:
+        raise UsageError(f"{action}: not found: {_explanation(e)}") from e
+    except docker.errors.APIError as e:
+        text = _explanation(e)
+        if GPU_DRIVER_MISSING in text or "could not select device driver" in text:
+            raise GpuRequestRefused(
+                f"{action}: the engine cannot provide GPUs: {text}", hint=NVIDIA_RUNTIME_FIX
+            ) from e
+        if "no space left on device" in text:
+            raise EnvironmentProblem(
+                f"{action}: no space left on device",
+                hint="free space with `docker system prune` or move Docker's data-root",
+            ) from e
+        if e.status_code in (401, 403) or "unauthorized" in text or "denied" in text:
+            raise EnvironmentProblem(f"{action}: access denied: {text}") from e
+        raise EnvironmentProblem(f"{action}: the engine answered: {text}") from e
+    except docker.errors.DockerException as e:
+        raise _unreachable(action, e) from e
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as e:
+        raise _unreachable(action, e) from e
+    except PermissionError as e:
+        raise _unreachable(action, e) from e
+
+
+def _unreachable(action: str, e: BaseException) -> EnvironmentProblem:
+    text = str(e)
+    if "Permission denied" in text or isinstance(e, PermissionError):
+        hint = (
+            "add yourself to the docker group (`sudo usermod -aG docker $USER`, then log in again) "
+            "or run as root"
+        )
+    else:
+        hint = f"start the Docker engine (`sudo systemctl start docker`) or set DOCKER_HOST (now {engine_host()})"
+    return EnvironmentProblem(f"{action}: cannot reach the Docker engine at {engine_host()}: {text}", hint)
+
+
+def _explanation(e: BaseException) -> str:
+    explanation = getattr(e, "explanation", None)
+    return str(explanation or e)

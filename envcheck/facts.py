@@ -1,0 +1,222 @@
+"""What the probes found: frozen dataclasses that round-trip to JSON.
+
+The same rules judge a live host or a saved `host` object (bug reports, fleets, tests), so every
+field is optional: a missing key means "unknown", an unknown key is ignored. Each layer carries a
+`status` (`ok` / `absent` / `error`) and, when not ok, the `reason` in words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+Status = Literal["ok", "absent", "error", "unknown"]
+STATUSES: tuple[str, ...] = ("ok", "absent", "error", "unknown")
+
+
+@dataclass(frozen=True)
+class DriverFacts:
+    """`nvidia-smi --query-gpu=driver_version --format=csv` plus the CUDA version in its header."""
+
+    status: Status = "unknown"
+    version: str | None = None  # user-space driver (NVML), as printed: "535.104.05"
+    cuda: str | None = None  # highest CUDA the driver supports: "12.2"
+    kernel_module: str | None = None  # /proc/driver/nvidia/version
+    nvml_version: str | None = None
+    error: str | None = None  # NVML error constant, e.g. "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+    reason: str | None = None
+    library: str | None = None  # the libnvidia-ml file that answered
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """`nvidia-smi --query-gpu=index,name,uuid,compute_cap,memory.total,mig.mode.current`."""
+
+    index: int = 0
+    name: str | None = None
+    uuid: str | None = None
+    compute_capability: str | None = None  # "8.0"
+    memory_total_mib: int | None = None
+    mig_mode: bool | None = None  # current MIG mode enabled
+    mig_instances: int | None = None  # GPU instances present when MIG is on
+    process_query: str | None = None  # which per-process query the driver supports ("v3", "v2", None)
+
+
+@dataclass(frozen=True)
+class CudaDriverFacts:
+    """`cuInit(0)`, `cuDriverGetVersion`, `cuDeviceGetCount` through libcuda.so.1, in a subprocess."""
+
+    status: Status = "unknown"
+    version: str | None = None  # "12.2"
+    device_count: int | None = None
+    error: str | None = None  # CUresult name, "timeout", "crashed"
+    reason: str | None = None
+    library: str | None = None
+
+
+@dataclass(frozen=True)
+class LibraryCandidate:
+    path: str
+    version: str | None = None
+    origin: str = "system"  # "system" | "pip" | "LD_LIBRARY_PATH" | "cuda-home"
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    """A CUDA user-space library a Paddle process would load (libcudart, libcudnn)."""
+
+    status: Status = "unknown"
+    version: str | None = None  # of the file that would be loaded
+    path: str | None = None
+    origin: str | None = None
+    candidates: tuple[LibraryCandidate, ...] = ()
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PaddleFacts:
+    """`python -c "import paddle; paddle.version.show()"`, read from the file without importing."""
+
+    status: Status = "unknown"
+    package: str | None = None  # "paddlepaddle" (CPU) | "paddlepaddle-gpu"
+    version: str | None = None
+    cuda: str | None = None  # None for a CPU build
+    cudnn: str | None = None
+    compiled_cuda_archs: tuple[int, ...] | None = None  # None = not recorded (2.x)
+    with_pip_cuda_libraries: bool | None = None
+    nccl: str | None = None
+    location: str | None = None
+    python: str | None = None  # the target interpreter
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    """`docker version` / `docker info`: the container engine, if any."""
+
+    status: Status = "unknown"
+    version: str | None = None
+    api_version: str | None = None
+    runtimes: tuple[str, ...] = ()
+    default_runtime: str | None = None
+    nvidia_runtime: bool | None = None
+    cdi_devices: tuple[str, ...] = ()
+    host: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    hostname: str | None = None
+    os: str | None = None
+    kernel: str | None = None
+    arch: str | None = None
+    python: str | None = None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    driver: DriverFacts = field(default_factory=DriverFacts)
+    gpus: tuple[GpuFacts, ...] = ()
+    cuda_driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)
+    cuda_runtime: LibraryFacts = field(default_factory=LibraryFacts)
+    cudnn: LibraryFacts = field(default_factory=LibraryFacts)
+    paddle: PaddleFacts = field(default_factory=PaddleFacts)
+    engine: EngineFacts = field(default_factory=EngineFacts)
+    env: dict[str, str] = field(default_factory=dict)
+    machine: MachineFacts = field(default_factory=MachineFacts)
+
+
+class FactsError(ValueError):
+    """A saved facts document has a value of the wrong type."""
+
+
+T = TypeVar("T")
+
+
+def to_dict(obj: Any) -> Any:
+    """Dataclasses -> plain JSON-ready values (tuples become lists)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def from_dict(cls: type[T], data: Any, where: str = "host") -> T:
+    """Build `cls` from a JSON object: missing keys keep their defaults, unknown keys are ignored,
+    a wrong type raises FactsError naming the path (`host.driver.version`)."""
+    if not isinstance(data, dict):
+        raise FactsError(f"{where}: expected an object, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in data:
+            kwargs[f.name] = _coerce(hints[f.name], data[f.name], f"{where}.{f.name}")
+    return cls(**kwargs)
+
+
+def _coerce(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(arg, value, where)
+            except FactsError as e:
+                errors.append(str(e))
+        raise FactsError(errors[0] if errors else f"{where}: unexpected null")
+    if origin is Literal:
+        if value not in args:
+            raise FactsError(f"{where}: expected one of {', '.join(map(str, args))}, got {value!r}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise FactsError(f"{where}: expected a list, got {type(value).__name__}")
+        return tuple(_coerce(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise FactsError(f"{where}: expected an object, got {type(value).__name__}")
+        return {str(k): _coerce(args[1], v, f"{where}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, where)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise FactsError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise FactsError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)  # "cuda": 12.2 written by hand
+        if not isinstance(value, str):
+            raise FactsError(f"{where}: expected a string, got {value!r}")
+        return value
+    raise FactsError(f"{where}: unsupported type {tp!r}")  # pragma: no cover
+
+
+def host_from_document(doc: Any) -> HostFacts:
+    """Accept a bare `host` object or a whole saved report (`{"host": {...}, ...}`)."""
+    if isinstance(doc, dict) and isinstance(doc.get("host"), dict) and "findings" in doc:
+        doc = doc["host"]
+    elif isinstance(doc, dict) and set(doc) == {"host"}:
+        doc = doc["host"]
+    return from_dict(HostFacts, doc)
+
+
+def usable_gpus(host: HostFacts) -> tuple[GpuFacts, ...]:
+    """GPUs the driver reports, when the driver answered."""
+    return host.gpus if host.driver.status == "ok" else ()

@@ -1,0 +1,157 @@
+"""The compatibility matrix as typed, validated data, with the queries the rules need.
+
+Loaded from `matrix/*.toml` by `envcheck.matrix.load`. Every row cites its source (a tag from
+`../shared/facts/compat_facts.md` §0) and says whether that source confirms it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from envcheck.versions import parse_dotted
+
+
+@dataclass(frozen=True)
+class ToolkitDriver:
+    """CUDA toolkit release -> minimum Linux x86_64 driver (full compatibility), NV-RN Table 3."""
+
+    cuda: str  # "12.2.2"
+    label: str  # "12.2 Update 2"
+    min_driver: str  # "535.104.05"
+    source: str
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class MinorCompat:
+    """The floor for running any build of a CUDA major through minor-version compatibility."""
+
+    cuda_major: int
+    min_driver: str
+    source: str
+    confirmed: bool = True
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ArchSet:
+    """Real (SASS) architectures a CUDA toolkit can build, e.g. 11.8 -> 35 … 90."""
+
+    cuda: str  # "11.8": applies to this and later minors until the next row
+    archs: tuple[int, ...]
+    source: str
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    names: tuple[str, ...]  # substrings matched against the NVML name, e.g. ("A100", "A800")
+    compute_capability: str  # "8.0"
+    architecture: str  # "Ampere"
+    source: str
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class PaddleRelease:
+    version: str
+    min_compute_capability: str  # "6.0" (docs: "超过 6.0")
+    python: str | None  # a SpecifierSet, e.g. ">=3.9,<3.14"
+    source: str
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class PaddleBuild:
+    """One GPU (or CPU) wheel flavour of a Paddle release."""
+
+    paddle: str
+    package: str  # "paddlepaddle-gpu" | "paddlepaddle"
+    cuda: str | None  # None for CPU
+    cudnn: str | None
+    archs: tuple[int, ...] | None  # compiled SASS archs where known
+    pip: str  # the exact install command
+    source: str
+    confirmed: bool = True
+    min_driver: str | None = None  # Paddle docs' own floor for this flavour, when stated
+
+
+@dataclass(frozen=True)
+class ImageTag:
+    paddle: str
+    tag: str
+    kind: str  # "gpu" | "cpu"
+    cuda: str | None
+    cudnn: str | None
+    registries: tuple[str, ...]  # names in Matrix.registries
+    source: str
+    confirmed: bool = True
+    digest: str | None = None  # pinned "sha256:…" when known
+
+
+@dataclass(frozen=True)
+class Matrix:
+    toolkit_drivers: tuple[ToolkitDriver, ...]
+    minor_compat: tuple[MinorCompat, ...]
+    arch_sets: tuple[ArchSet, ...]
+    gpus: tuple[GpuModel, ...]
+    releases: tuple[PaddleRelease, ...]
+    builds: tuple[PaddleBuild, ...]
+    images: tuple[ImageTag, ...]
+    registries: dict[str, str]  # "dockerhub" -> "docker.io/paddlepaddle/paddle"
+    path: str = ""
+
+    # -- CUDA and drivers -------------------------------------------------------------------
+    def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:
+        """The GA row of a CUDA minor (`"12.2"` -> 12.2 GA, `>=535.54.03`): full compatibility."""
+        want = _release(cuda)[:2]
+        rows = [r for r in self.toolkit_drivers if _release(r.cuda)[:2] == want]
+        return min(rows, key=lambda r: parse_dotted(r.min_driver).version, default=None)
+
+    def minor_compat_for(self, cuda: str) -> MinorCompat | None:
+        major = _release(cuda)[0]
+        return next((r for r in self.minor_compat if r.cuda_major == major), None)
+
+    def archs_for_cuda(self, cuda: str) -> ArchSet | None:
+        """The arch set of the newest row not newer than `cuda`."""
+        v = Version(cuda)
+        rows = [r for r in self.arch_sets if Version(r.cuda) <= v]
+        return max(rows, key=lambda r: Version(r.cuda), default=None)
+
+    # -- GPUs --------------------------------------------------------------------------------
+    def gpu_model(self, name: str) -> GpuModel | None:
+        """The longest matching name wins ("RTX 4090" over "RTX 40")."""
+        upper = name.upper()
+        best: tuple[int, GpuModel] | None = None
+        for g in self.gpus:
+            for n in g.names:
+                if n.upper() in upper and (best is None or len(n) > best[0]):
+                    best = (len(n), g)
+        return best[1] if best else None
+
+    # -- Paddle ------------------------------------------------------------------------------
+    def release(self, version: str) -> PaddleRelease | None:
+        v = Version(version)
+        return next((r for r in self.releases if Version(r.version) == v), None)
+
+    def newest_release(self) -> PaddleRelease:
+        return max(self.releases, key=lambda r: Version(r.version))
+
+    def builds_for(self, paddle: str) -> tuple[PaddleBuild, ...]:
+        v = Version(paddle)
+        return tuple(b for b in self.builds if Version(b.paddle) == v)
+
+    def images_for(self, paddle: str, kind: str | None = None) -> tuple[ImageTag, ...]:
+        v = Version(paddle)
+        return tuple(
+            i for i in self.images if Version(i.paddle) == v and (kind is None or i.kind == kind)
+        )
+
+    def image_ref(self, image: ImageTag, registry: str) -> str:
+        return f"{self.registries[registry]}:{image.tag}"
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return (*Version(text).release, 0, 0)

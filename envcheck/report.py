@@ -1,0 +1,90 @@
+"""The doctor's result: facts + findings + chosen image + smoke, and the verdict they imply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from envcheck.exitcodes import ExitStatus
+from envcheck.facts import HostFacts, to_dict
+from envcheck.findings import Finding
+
+SCHEMA_VERSION = 1
+
+Verdict = Literal["pass", "warn", "fail", "cpu-fallback"]
+
+CPU_FALLBACK_ID = "smoke.cpu-fallback"
+
+
+@dataclass(frozen=True)
+class Rejected:
+    ref: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImageChoice:
+    ref: str | None  # full reference with registry and tag
+    registry: str | None = None
+    tag: str | None = None
+    kind: str | None = None  # "gpu" | "cpu"
+    cuda: str | None = None
+    cudnn: str | None = None
+    paddle: str | None = None
+    pip_command: str | None = None
+    reason: str | None = None
+    confirmed: bool = True  # False when the matrix marks the tag UNCONFIRMED
+    source: str | None = None
+    digest: str | None = None
+    rejected: tuple[Rejected, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    host: HostFacts
+    findings: tuple[Finding, ...]
+    image: ImageChoice | None = None
+    smoke: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # envcheck version, matrix path, timings
+
+    @property
+    def verdict(self) -> Verdict:
+        return verdict_of(self.findings)
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        return exit_status_of(self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "verdict": self.verdict,
+            "exit_code": int(self.exit_status),
+            "host": to_dict(self.host),
+            "findings": [to_dict(f) | {"family": f.family} for f in self.findings],
+            "image": to_dict(self.image) if self.image else {"ref": None},
+            "smoke": self.smoke,
+            "meta": self.meta,
+        }
+
+
+def verdict_of(findings: tuple[Finding, ...] | list[Finding]) -> Verdict:
+    failed = [f for f in findings if f.severity == "fail"]
+    if any(f.id == CPU_FALLBACK_ID for f in failed):
+        return "cpu-fallback"
+    if failed:
+        return "fail"
+    if any(f.severity == "warn" for f in findings):
+        return "warn"
+    return "pass"
+
+
+def exit_status_of(findings: tuple[Finding, ...] | list[Finding]) -> ExitStatus:
+    failed = [f for f in findings if f.severity == "fail"]
+    if any(f.id == CPU_FALLBACK_ID for f in failed):
+        return ExitStatus.CPU_FALLBACK
+    if any(f.family == "smoke" for f in failed):
+        return ExitStatus.SMOKE_FAILED
+    if failed:
+        return ExitStatus.INCOMPATIBLE
+    return ExitStatus.OK

@@ -1,0 +1,1 @@
+"""Smoke training of the tutorial text classifier, in the selected container or a subprocess."""

@@ -1,0 +1,21 @@
+"""What the doctor's flags ask of the smoke run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SmokeOptions:
+    image: str | None = None  # --image REF (else the doctor's choice)
+    in_process: bool = False  # --in-process: a subprocess of the target Python, no container
+    python: str | None = None  # --python: the target interpreter (None: the current one)
+    gpus: tuple[int, ...] | None = None  # --gpus 0,2 (None: every visible GPU)
+    expect_gpu: bool = False  # --expect-gpu
+    pull: bool = True  # --no-pull forbids pulling a missing image
+    amp: bool = False
+    compare_cpu: bool = False
+    export: bool = False
+    timeout: float = 300.0  # --smoke-timeout seconds, after which the container is killed
+    steps: int = 60
+    quiet: bool = False  # no progress display
