@@ -1,0 +1,214 @@
+"""`envcheck doctor`: probe (or read saved facts) → judge → choose the image → smoke → render."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from envcheck import __version__
+from envcheck.errors import UsageError
+from envcheck.exitcodes import EXIT_CODES_HELP
+from envcheck.facts import FactsError, HostFacts, host_from_document
+from envcheck.findings import Finding
+from envcheck.report import ImageChoice, Report
+from envcheck.smoke.options import SmokeOptions
+
+REGISTRIES = ("dockerhub", "baidu")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="inspect the GPU stack, judge it, choose the image, run the smoke training",
+        description="Inspect the NVIDIA driver, GPUs, CUDA, cuDNN and the Paddle build; judge them "
+        "against the compatibility matrix; choose the image tag for this host; run a smoke "
+        "training inside it and prove where it ran.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON document on stdout, nothing else")
+    out.add_argument("--no-color", action="store_true", help="plain text even on a terminal (also NO_COLOR)")
+    out.add_argument("--explain", action="store_true", help="list every rejected image tag with its reason")
+    out.add_argument("--junit", metavar="FILE", help="write a JUnit XML report (one test case per check)")
+    out.add_argument("--markdown", metavar="FILE",
+                     help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY under GitHub Actions)")
+    src = p.add_argument_group("what to judge")
+    src.add_argument("--facts", metavar="FILE", help="judge a saved `host` object or report instead of probing ('-' = stdin)")
+    src.add_argument("--matrix", metavar="DIR", help="compatibility matrix folder (default: ENVCHECK_MATRIX, else the shipped one)")
+    src.add_argument("--python", metavar="PATH", help="the interpreter whose Paddle to inspect (default: this one)")
+    src.add_argument("--paddle", metavar="VERSION", help="Paddle release to choose an image for (default: the newest in the matrix)")
+    src.add_argument("--registry", choices=REGISTRIES, default="dockerhub", help="registry for the image (default: dockerhub)")
+    src.add_argument("--expect-gpu", action="store_true", help="this host must train on a GPU: no usable GPU is a failure")
+    smoke = p.add_argument_group("smoke training")
+    smoke.add_argument("--no-smoke", action="store_true", help="skip the smoke training")
+    smoke.add_argument("--in-process", action="store_true", help="run the smoke in a subprocess of --python, not in a container")
+    smoke.add_argument("--image", metavar="REF", help="run the smoke in this image instead of the chosen one")
+    smoke.add_argument("--no-pull", action="store_true", help="never pull: a missing image is an error")
+    smoke.add_argument("--gpus", metavar="LIST", help="GPU indices to smoke-train on, e.g. 0,2 (default: all visible)")
+    smoke.add_argument("--amp", action="store_true", help="also train under automatic mixed precision")
+    smoke.add_argument("--compare-cpu", action="store_true", help="also run the same steps on CPU and report the speedup")
+    smoke.add_argument("--export", action="store_true", help="also export with to_static and check paddle.inference predictions")
+    smoke.add_argument("--smoke-timeout", metavar="SECONDS", type=_positive_float, default=300.0,
+                       help="kill the smoke after this many seconds (default: 300)")
+    drift = p.add_argument_group("drift (CI gate)")
+    drift.add_argument("--baseline", metavar="FILE", help="compare with the facts of the last good run")
+    drift.add_argument("--strict-drift", action="store_true", help="a changed fact is a failure, not a warning")
+    drift.add_argument("--save-baseline", metavar="FILE", help="after a pass, save this run's facts as the baseline")
+    p.set_defaults(run=run)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError("must be between 0 and 86400 seconds")
+    return value
+
+
+def parse_gpus(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        gpus = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UsageError(f"--gpus takes indices like 0,2, got {text!r}") from None
+    if not gpus or any(g < 0 for g in gpus):
+        raise UsageError(f"--gpus takes non-negative indices like 0,2, got {text!r}")
+    return gpus
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    from envcheck.judge import Context, judge
+    from envcheck.matrix.load import load_matrix
+
+    gpus = parse_gpus(args.gpus)
+    matrix = load_matrix(args.matrix)
+    host = read_facts(args.facts) if args.facts else _probe(args)
+    image = _choose_image(args, host, matrix)
+    smoke_runs = not args.no_smoke and not args.facts
+    ctx = Context(host=host, matrix=matrix, image=image, expect_gpu=args.expect_gpu,
+                  needs_engine=smoke_runs and not args.in_process)
+    findings: list[Finding] = judge(ctx)
+    smoke_doc = None
+    if smoke_runs:
+        from envcheck.smoke.check import smoke_check
+
+        smoke_doc, smoke_findings = smoke_check(host, image, _smoke_options(args, gpus))
+        findings += smoke_findings
+    if args.baseline:
+        findings += _drift(args, host, image)
+    report = Report(host=host, findings=tuple(findings), image=image, smoke=smoke_doc,
+                    meta=_meta(matrix.path, started))
+    _render(args, report)
+    _save_baseline(args, report)
+    return int(report.exit_status)
+
+
+def read_facts(path: str) -> HostFacts:
+    try:
+        if path == "-":
+            text = sys.stdin.read(16 * 1024 * 1024)
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read(16 * 1024 * 1024)
+        return host_from_document(json.loads(text))
+    except OSError as e:
+        raise UsageError(f"cannot read facts file {path}: {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise UsageError(f"facts file {path} is not JSON: {e.msg} at line {e.lineno} column {e.colno}",
+                         hint="pass a saved `envcheck doctor --json` report or its `host` object") from e
+    except FactsError as e:
+        raise UsageError(f"facts file {path}: {e}", hint="fix the value, or remove the key (missing means unknown)") from e
+
+
+def _probe(args: argparse.Namespace) -> HostFacts:
+    from envcheck.probe.host import probe_host
+
+    return probe_host(args.python)
+
+
+def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> ImageChoice:
+    from envcheck.select import select_image
+
+    choice = select_image(host, matrix, paddle=args.paddle, registry=args.registry)
+    if args.image:
+        from dataclasses import replace
+
+        from envcheck.reference import parse_reference
+
+        parse_reference(args.image)  # a bad reference is exit 2 before anything runs
+        return replace(choice, ref=args.image, tag=None, digest=None, reason="given with --image",
+                       confirmed=True)
+    return choice
+
+
+def _smoke_options(args: argparse.Namespace, gpus: tuple[int, ...] | None) -> SmokeOptions:
+    return SmokeOptions(image=args.image, in_process=args.in_process, python=args.python, gpus=gpus,
+                        expect_gpu=args.expect_gpu, pull=not args.no_pull, amp=args.amp,
+                        compare_cpu=args.compare_cpu, export=args.export, timeout=args.smoke_timeout,
+                        quiet=args.json)
+
+
+def _drift(args: argparse.Namespace, host: HostFacts, image: ImageChoice) -> list[Finding]:
+    from envcheck.drift import compare_baseline, load_baseline
+
+    baseline = load_baseline(args.baseline)
+    return compare_baseline(Report(host=host, findings=(), image=image), baseline, strict=args.strict_drift)
+
+
+def _meta(matrix_path: str, started: float) -> dict[str, Any]:
+    return {
+        "envcheck_version": __version__,
+        "matrix": matrix_path,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "elapsed_s": round(time.perf_counter() - started, 3),
+    }
+
+
+def _render(args: argparse.Namespace, report: Report) -> None:
+    if args.json:
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif _color(args):
+        from envcheck.render.text import render_rich
+
+        render_rich(report, sys.stdout, explain=args.explain)
+    else:
+        from envcheck.render.text import render_plain
+
+        render_plain(report, sys.stdout, explain=args.explain)
+    if args.junit:
+        from envcheck.render.junit import write_junit
+
+        write_junit(report, args.junit)
+    if args.markdown or os.environ.get("GITHUB_ACTIONS") == "true":
+        from envcheck.render.annotations import emit_ci_outputs
+
+        emit_ci_outputs(report, markdown_path=args.markdown, stream=sys.stderr if args.json else sys.stdout)
+
+
+def _color(args: argparse.Namespace) -> bool:
+    return not args.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+def _save_baseline(args: argparse.Namespace, report: Report) -> None:
+    if not args.save_baseline:
+        return
+    if report.verdict not in ("pass", "warn"):
+        print(f"envcheck: baseline not saved: the verdict is {report.verdict}", file=sys.stderr)
+        return
+    from envcheck.drift import baseline_document
+
+    try:
+        with open(args.save_baseline, "w", encoding="utf-8") as f:
+            json.dump(baseline_document(report), f, indent=2)
+    except OSError as e:
+        raise UsageError(f"cannot write the baseline {args.save_baseline}: {e.strerror or e}") from e

@@ -1,0 +1,408 @@
+"""Pure rules: (facts, matrix, image choice) -> findings. Nothing here probes or prints.
+
+Each check is a small function with a stable id family. A check whose prerequisite is unknown
+(e.g. no driver answered) returns nothing rather than guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from envcheck.compat import arch_supported, driver_support
+from envcheck.facts import GpuFacts, HostFacts, usable_gpus
+from envcheck.findings import Finding, fail, passed, warn
+from envcheck.matrix.model import Matrix
+from envcheck.report import ImageChoice
+from envcheck.versions import VersionParseError, parse_dotted, sm_of
+
+REBOOT_FIX = (
+    "reboot, or reload the kernel module without rebooting: "
+    "`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia` "
+    "(the driver package was upgraded but the old module is still loaded)"
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    host: HostFacts
+    matrix: Matrix
+    image: ImageChoice | None
+    expect_gpu: bool = False
+    needs_engine: bool = False  # the smoke will run in a container
+
+    @property
+    def gpus(self) -> tuple[GpuFacts, ...]:
+        return usable_gpus(self.host)
+
+    @property
+    def pip_fix(self) -> str:
+        if self.image and self.image.pip_command:
+            return self.image.pip_command
+        return "python -m pip install paddlepaddle-gpu  (pick the CUDA build for your driver: `envcheck doctor --explain`)"
+
+
+Check = Callable[[Context], Iterable[Finding]]
+
+
+# -- driver --------------------------------------------------------------------------------
+_NVML_ERRORS: dict[str, tuple[str, str, str]] = {
+    "NVML_ERROR_DRIVER_NOT_LOADED": (
+        "driver.not-loaded",
+        "the NVIDIA kernel module is not loaded (NVML: Driver Not Loaded)",
+        "load it: `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvrm` "
+        "(Secure Boot blocking an unsigned module, or the module missing for this kernel: "
+        "reinstall the driver for `uname -r`)",
+    ),
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": (
+        "driver.version-mismatch",
+        "driver/library version mismatch: the loaded kernel module is older than the user-space "
+        "driver (a driver upgrade is waiting for a reboot)",
+        REBOOT_FIX,
+    ),
+    "NVML_ERROR_NO_PERMISSION": (
+        "driver.no-permission",
+        "no permission to talk to the GPU driver (NVML: Insufficient Permissions)",
+        "check `ls -l /dev/nvidia*`: the device files must be readable and writable by your "
+        "user (add it to the `video` group, or fix NVreg_DeviceFileMode); in a container, pass "
+        "the GPU with `--gpus all`",
+    ),
+}
+
+
+def check_driver(ctx: Context) -> Iterable[Finding]:
+    d = ctx.host.driver
+    if d.status == "ok":
+        yield passed("driver.present", f"NVIDIA driver {d.version} (supports CUDA up to {d.cuda or '?'})",
+                     "driver", version=d.version, cuda=d.cuda)
+        if d.kernel_module and d.version and d.kernel_module != d.version:
+            yield fail("driver.version-mismatch",
+                       f"kernel module {d.kernel_module} differs from the user-space driver {d.version}",
+                       REBOOT_FIX, "driver", kernel_module=d.kernel_module, version=d.version)
+        return
+    if d.status == "absent":
+        message = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
+        if ctx.expect_gpu:
+            yield fail("driver.missing", message, _install_driver_fix(ctx), "driver")
+        else:
+            yield passed("driver.missing", f"{message}: this host can only run the CPU build", "driver")
+        return
+    if d.status == "error":
+        id_, message, fix = _NVML_ERRORS.get(
+            d.error or "", ("driver.error", f"NVML failed: {d.error or d.reason}",
+                            "run `nvidia-smi` to see the driver's own message; reinstall the driver if it fails too"))
+        if d.kernel_module and d.version:
+            message += f" (kernel module {d.kernel_module}, user space {d.version})"
+        yield fail(id_, message, fix, "driver", error=d.error, reason=d.reason,
+                   kernel_module=d.kernel_module)
+
+
+def _install_driver_fix(ctx: Context) -> str:
+    floor = ctx.matrix.minor_compat_for("12.0")
+    at_least = f" {floor.min_driver} or newer" if floor else ""
+    return f"install the NVIDIA driver{at_least} (https://www.nvidia.com/Download/index.aspx), then reboot"
+
+
+# -- GPUs ----------------------------------------------------------------------------------
+def check_gpus(ctx: Context) -> Iterable[Finding]:
+    if ctx.host.driver.status != "ok":
+        return
+    if not ctx.host.gpus:
+        sev = fail if ctx.expect_gpu else warn
+        yield sev("gpu.none", "the driver answered but reports no GPU",
+                  "check `nvidia-smi -L` and `lspci | grep -i nvidia`; a GPU may have fallen off the bus "
+                  "(`sudo dmesg | grep -i xid`)", "gpu")
+        return
+    for g in ctx.host.gpus:
+        yield from _check_one_gpu(ctx, g)
+
+
+def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
+    label = f"GPU {g.index} {g.name or '?'}"
+    release = ctx.matrix.release(_target_paddle(ctx))
+    if g.compute_capability and release and _cc_below(g.compute_capability, release.min_compute_capability):
+        yield fail("gpu.cc-too-low",
+                   f"{label} has compute capability {g.compute_capability}; Paddle {release.version} "
+                   f"needs more than {release.min_compute_capability}",
+                   "use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)",
+                   "gpu", index=g.index, compute_capability=g.compute_capability)
+    elif g.mig_mode and g.mig_instances == 0:
+        yield fail("gpu.mig-no-instances", f"{label} is in MIG mode with no GPU instance: nothing can run on it",
+                   f"create instances (`sudo nvidia-smi mig -i {g.index} -cgi <profile> -C`) or disable MIG "
+                   f"(`sudo nvidia-smi -i {g.index} -mig 0`, then reset the GPU)", "gpu", index=g.index)
+    else:
+        yield passed(f"gpu.{g.index}", f"{label}, compute capability {g.compute_capability or '?'}, "
+                     f"{g.memory_total_mib or '?'} MiB", "gpu", index=g.index,
+                     compute_capability=g.compute_capability)
+
+
+def _cc_below(cc: str, minimum: str) -> bool:
+    try:
+        return parse_dotted(cc).version < parse_dotted(minimum).version
+    except VersionParseError:
+        return False
+
+
+def _target_paddle(ctx: Context) -> str:
+    if ctx.image and ctx.image.paddle:
+        return ctx.image.paddle
+    return ctx.matrix.newest_release().version
+
+
+# -- CUDA driver API and libraries ---------------------------------------------------------
+def check_cuda_driver_api(ctx: Context) -> Iterable[Finding]:
+    c = ctx.host.cuda_driver
+    if c.status == "ok":
+        yield passed("cuda.driver-api", f"cuInit OK: driver API {c.version}, {c.device_count} device(s)",
+                     "cuda", version=c.version, device_count=c.device_count)
+    elif c.status == "error" and ctx.host.driver.status == "ok":
+        yield fail("cuda.init-failed", f"the CUDA driver API failed: {c.error} ({c.reason})",
+                   "run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
+                   "(`sudo modprobe nvidia-uvm`) and that no stub libcuda.so shadows the driver's",
+                   "cuda", error=c.error)
+
+
+def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
+    rt = ctx.host.cuda_runtime
+    if rt.status == "ok":
+        note = f" ({rt.reason})" if rt.reason else ""
+        yield passed("cuda.runtime", f"CUDA runtime {rt.version} at {rt.path}{note}", "cuda",
+                     version=rt.version, path=rt.path)
+    p = ctx.host.paddle
+    if p.status != "ok" or not p.cuda or not p.cudnn:
+        return
+    dnn = ctx.host.cudnn
+    if dnn.status != "ok" or not dnn.version:
+        yield fail("cudnn.missing",
+                   f"Paddle {p.version} is built with cuDNN {p.cudnn} but no libcudnn can be loaded",
+                   _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries), "cuda", compiled=p.cudnn)
+        return
+    have, want = _release(dnn.version), _release(p.cudnn)
+    if have[0] != want[0]:
+        yield fail("cudnn.major-mismatch",
+                   f"cuDNN {dnn.version} ({dnn.path}) but Paddle {p.version} is built with cuDNN {p.cudnn}",
+                   _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries), "cuda",
+                   found=dnn.version, compiled=p.cudnn)
+    elif have[:2] < want[:2]:
+        yield warn("cudnn.too-old",
+                   f"cuDNN {dnn.version} is older than the {p.cudnn} Paddle was built with "
+                   "(Paddle warns: \"may cause serious incompatible bug\")",
+                   _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries), "cuda",
+                   found=dnn.version, compiled=p.cudnn)
+    else:
+        yield passed("cudnn.ok", f"cuDNN {dnn.version} at {dnn.path}", "cuda", version=dnn.version)
+
+
+def _release(text: str) -> tuple[int, ...]:
+    try:
+        return (*parse_dotted(text).version.release, 0, 0)
+    except VersionParseError:
+        return (0, 0, 0)
+
+
+def _cudnn_fix(cudnn: str, cuda: str, pip_libs: bool | None) -> str:
+    major = _release(cudnn)[0]
+    cu = _release(cuda)[0]
+    if pip_libs:
+        return (f"reinstall Paddle so pip brings its pinned cuDNN: `python -m pip install --force-reinstall "
+                f"paddlepaddle-gpu` with the index of your CUDA build")
+    return (f"install cuDNN {cudnn} for CUDA {cu}: `python -m pip install nvidia-cudnn-cu{cu}=={major}.*` and put "
+            f"its lib folder on LD_LIBRARY_PATH, or use the official image (`envcheck pull-image`)")
+
+
+# -- Paddle build --------------------------------------------------------------------------
+def check_paddle(ctx: Context) -> Iterable[Finding]:
+    p = ctx.host.paddle
+    if p.status == "absent":
+        yield warn("paddle.missing", f"Paddle is not installed for {p.python or 'this Python'}",
+                   ctx.pip_fix, "paddle", python=p.python)
+        return
+    if p.status != "ok":
+        if p.status == "error":
+            yield warn("paddle.unreadable", f"could not read the Paddle build: {p.reason}", ctx.pip_fix, "paddle")
+        return
+    if p.reason and "both" in p.reason:
+        yield fail("paddle.both-installed", p.reason,
+                   f"`python -m pip uninstall -y paddlepaddle paddlepaddle-gpu`, then `{ctx.pip_fix}`", "paddle")
+    if not p.cuda:
+        yield from _check_cpu_build(ctx)
+        return
+    yield passed("paddle.build", f"{p.package or 'paddle'} {p.version}, CUDA {p.cuda}, cuDNN {p.cudnn}",
+                 "paddle", version=p.version, cuda=p.cuda, cudnn=p.cudnn)
+    yield from _check_driver_for_build(ctx, p.cuda, f"Paddle {p.version} (CUDA {p.cuda})")
+    yield from _check_archs(ctx)
+
+
+def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
+    p = ctx.host.paddle
+    if ctx.gpus or ctx.expect_gpu:
+        yield fail("paddle.cpu-build",
+                   f"{p.package or 'paddlepaddle'} {p.version} is the CPU-only build on a host with "
+                   f"{len(ctx.gpus)} GPU(s): training will silently run on the CPU",
+                   f"`python -m pip uninstall -y paddlepaddle && {ctx.pip_fix}`", "paddle",
+                   package=p.package, version=p.version)
+    else:
+        yield passed("paddle.build", f"{p.package or 'paddlepaddle'} {p.version} (CPU build) on a host without GPU",
+                     "paddle", package=p.package, version=p.version)
+
+
+def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Finding]:
+    d = ctx.host.driver
+    if d.status != "ok" or not d.version:
+        return
+    support = driver_support(d.version, d.cuda, cuda, ctx.matrix)
+    if support.level == "full":
+        yield passed("driver.cuda", f"driver {d.version} runs {what}", "driver", driver=d.version, cuda=cuda)
+    elif support.level == "minor-compat":
+        yield warn("driver.minor-compat",
+                   f"driver {d.version} supports CUDA {d.cuda}, older than {what}: it runs through "
+                   f"minor-version compatibility ({support.reason}); PTX JIT and newer-driver APIs fail",
+                   f"upgrade the driver to {support.full_driver} or newer for full support", "driver",
+                   driver=d.version, driver_cuda=d.cuda, cuda=cuda)
+    else:
+        yield fail("driver.too-old",
+                   f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
+                   "(Paddle: \"CUDA driver version is insufficient for CUDA runtime version\")",
+                   f"upgrade the driver to {support.minimum_driver} or newer, or install a build for an "
+                   f"older CUDA: `{ctx.pip_fix}`", "driver", driver=d.version, cuda=cuda,
+                   minimum_driver=support.minimum_driver)
+
+
+def _check_archs(ctx: Context) -> Iterable[Finding]:
+    p = ctx.host.paddle
+    archs = p.compiled_cuda_archs or _matrix_archs(ctx)
+    if not archs:
+        return
+    for g in ctx.gpus:
+        if not g.compute_capability:
+            continue
+        if arch_supported(g.compute_capability, archs):
+            continue
+        yield fail("paddle.arch-missing",
+                   f"GPU {g.index} {g.name} is sm_{sm_of(g.compute_capability)} but Paddle {p.version} was "
+                   f"compiled for {' '.join(map(str, archs))}: \"no kernel image is available for execution "
+                   "on the device\"", f"install a build compiled for sm_{sm_of(g.compute_capability)}: `{ctx.pip_fix}`",
+                   "paddle", index=g.index, compute_capability=g.compute_capability, compiled=list(archs))
+
+
+def _matrix_archs(ctx: Context) -> tuple[int, ...] | None:
+    p = ctx.host.paddle
+    if not p.version or not p.cuda:
+        return None
+    try:
+        builds = ctx.matrix.builds_for(p.version)
+    except ValueError:
+        return None
+    for b in builds:
+        if b.cuda and b.archs and _release(b.cuda)[:2] == _release(p.cuda)[:2]:
+            return b.archs
+    return None
+
+
+# -- environment ---------------------------------------------------------------------------
+def check_visible_devices(ctx: Context) -> Iterable[Finding]:
+    value = ctx.host.env.get("CUDA_VISIBLE_DEVICES")
+    if value is None or not ctx.gpus:
+        return
+    hidden = _hides_all(value, len(ctx.gpus))
+    if hidden:
+        yield fail("env.cuda-visible-devices",
+                   f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU ({hidden}): Paddle will say "
+                   "\"CUDA_VISIBLE_DEVICES is set to be empty. No GPU detected.\"",
+                   f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES="
+                   f"{','.join(str(i) for i in range(len(ctx.gpus)))}`", "env", value=value)
+    else:
+        yield passed("env.cuda-visible-devices", f"CUDA_VISIBLE_DEVICES={value}", "env", value=value)
+
+
+def _hides_all(value: str, count: int) -> str | None:
+    """CUDA stops at the first invalid entry: "" and "-1" hide everything, as does a list whose
+    first entry is not a valid ordinal or GPU-/MIG- UUID (CUDA C Programming Guide, env vars)."""
+    first = value.split(",")[0].strip()
+    if not first:
+        return "empty"
+    if first.startswith(("GPU-", "MIG-")):
+        return None
+    if not first.isdigit():
+        return f"{first!r} is not a device index"
+    if int(first) >= count:
+        return f"device {first} does not exist (this host has {count})"
+    return None
+
+
+def check_nvidia_visible_devices(ctx: Context) -> Iterable[Finding]:
+    value = ctx.host.env.get("NVIDIA_VISIBLE_DEVICES")
+    if value is not None and value.strip() in ("", "void", "none") and ctx.host.driver.status != "ok":
+        yield warn("env.nvidia-visible-devices",
+                   f"NVIDIA_VISIBLE_DEVICES={value!r}: this container was started without GPUs",
+                   "start the container with `--gpus all` (or NVIDIA_VISIBLE_DEVICES=all with the NVIDIA runtime)",
+                   "env", value=value)
+
+
+# -- container engine ----------------------------------------------------------------------
+def check_engine(ctx: Context) -> Iterable[Finding]:
+    e = ctx.host.engine
+    if e.status == "ok":
+        if ctx.gpus and not e.nvidia_runtime:
+            from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX
+
+            yield warn("engine.no-nvidia-runtime",
+                       f"Docker {e.version} has no NVIDIA runtime or CDI device (runtimes: "
+                       f"{', '.join(e.runtimes) or 'none'}): containers cannot get a GPU",
+                       NVIDIA_RUNTIME_FIX, "engine", runtimes=list(e.runtimes))
+        else:
+            gpu = "with the NVIDIA runtime" if e.nvidia_runtime else "without GPU support"
+            yield passed("engine.ok", f"Docker {e.version} (API {e.api_version}) {gpu}", "engine",
+                         version=e.version)
+    elif ctx.needs_engine:
+        yield warn("engine.unreachable", f"no container engine: {e.reason}",
+                   "start Docker (`sudo systemctl start docker`) or run the smoke with --in-process",
+                   "engine", reason=e.reason)
+
+
+# -- image ---------------------------------------------------------------------------------
+def check_image(ctx: Context) -> Iterable[Finding]:
+    img = ctx.image
+    if img is None:
+        return
+    if img.ref is None:
+        reasons = "; ".join(f"{r.ref}: {r.reason}" for r in img.rejected[:4])
+        yield fail("image.none", f"no image of Paddle {img.paddle} can run on this host: {reasons}",
+                   img.reason or "upgrade the driver, or choose another release with --paddle", "image",
+                   rejected=[r.ref for r in img.rejected])
+        return
+    note = "" if img.confirmed else f" (tag known from {img.source}: unconfirmed by an official source)"
+    yield passed("image.selected", f"{img.ref}{note}", "image", ref=img.ref, kind=img.kind,
+                 confirmed=img.confirmed)
+
+
+def check_expected_gpu(ctx: Context) -> Iterable[Finding]:
+    if ctx.expect_gpu and not ctx.gpus and ctx.host.driver.status == "ok" and ctx.host.gpus == ():
+        return  # gpu.none already failed
+    if ctx.expect_gpu and not ctx.gpus and ctx.host.driver.status not in ("ok", "absent", "error"):
+        yield fail("gpu.expected", "a GPU was expected (--expect-gpu) but none is usable",
+                   _install_driver_fix(ctx), "gpu")
+
+
+CHECKS: tuple[Check, ...] = (
+    check_driver,
+    check_gpus,
+    check_cuda_driver_api,
+    check_cuda_libraries,
+    check_paddle,
+    check_visible_devices,
+    check_nvidia_visible_devices,
+    check_engine,
+    check_image,
+    check_expected_gpu,
+)
+
+
+def judge(ctx: Context) -> list[Finding]:
+    return [finding for check in CHECKS for finding in check(ctx)]
+
+
+def _newest(versions: Iterable[str]) -> str:
+    return max(versions, key=Version)

@@ -1,0 +1,126 @@
+"""The Paddle build of the target interpreter, read from files — never by importing Paddle.
+
+Equivalent to `python -c "import paddle; paddle.version.show()"` without its ~1 s import and
+315 MB: the generated `paddle/version/__init__.py` is plain assignments of literals
+(compat_facts §6b; written by `write_version_py()` in Paddle's setup.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+
+from envcheck.facts import PaddleFacts
+
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
+_DISTS = {"paddlepaddle_gpu": "paddlepaddle-gpu", "paddlepaddle": "paddlepaddle"}
+_SYS_PATH_TIMEOUT = 10.0
+
+
+def interpreter_paths(python: str | None) -> tuple[str | None, list[str], str | None]:
+    """(python, its sys.path, error). The current interpreter needs no subprocess."""
+    if python is None or os.path.realpath(python) == os.path.realpath(sys.executable):
+        return sys.executable, [p for p in sys.path if p], None
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys, json; print(json.dumps(sys.path))"],
+            capture_output=True,
+            text=True,
+            timeout=_SYS_PATH_TIMEOUT,
+            check=True,
+        ).stdout
+        return python, [p for p in json.loads(out) if isinstance(p, str) and p], None
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return python, [], f"cannot run the target interpreter {python}: {e}"
+
+
+def parse_version_file(text: str) -> dict[str, object]:
+    """The literal assignments of `paddle/version/__init__.py` (functions below them ignored)."""
+    values: dict[str, object] = {}
+    for name, expr in _ASSIGN.findall(text):
+        try:
+            values[name] = ast.literal_eval(expr)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return values
+
+
+def _flag(value: object) -> str | None:
+    """Paddle writes 'False'/'None'/'0' for "not built with it"."""
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    return None if text in ("", "False", "None", "0", "OFF") else text
+
+
+def build_facts(values: dict[str, object], package: str | None, location: str, python: str | None) -> PaddleFacts:
+    archs = values.get("compiled_cuda_archs")
+    pip_libs = values.get("with_pip_cuda_libraries")
+    return PaddleFacts(
+        status="ok",
+        package=package,
+        version=_flag(values.get("full_version")),
+        cuda=_flag(values.get("cuda_version")),
+        cudnn=_flag(values.get("cudnn_version")),
+        compiled_cuda_archs=(
+            tuple(a for a in archs if isinstance(a, int)) if isinstance(archs, list) else None
+        ),
+        with_pip_cuda_libraries=(pip_libs == "ON") if isinstance(pip_libs, str) else None,
+        nccl=_flag(values.get("nccl_version")),
+        location=location,
+        python=python,
+    )
+
+
+def installed_distributions(site_dir: str) -> list[str]:
+    """`paddlepaddle` and/or `paddlepaddle-gpu` dist-info folders next to the `paddle` package."""
+    found = []
+    try:
+        entries = os.listdir(site_dir)
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.endswith((".dist-info", ".egg-info")):
+            name = entry.split("-", 1)[0].lower().replace(".", "_")
+            if name in _DISTS:
+                found.append(_DISTS[name])
+    return sorted(set(found))
+
+
+def probe_paddle(python: str | None = None, paths: list[str] | None = None) -> PaddleFacts:
+    """`pip show paddlepaddle-gpu paddlepaddle` + `paddle.version.show()`, from the files."""
+    if paths is None:
+        python, paths, error = interpreter_paths(python)
+        if error:
+            return PaddleFacts(status="error", python=python, reason=error)
+    for site_dir in paths:
+        version_file = os.path.join(site_dir, "paddle", "version", "__init__.py")
+        try:
+            with open(version_file, encoding="utf-8", errors="replace") as f:
+                text = f.read(256 * 1024)
+        except OSError:
+            continue
+        dists = installed_distributions(site_dir)
+        facts = build_facts(parse_version_file(text), _package(dists, text), os.path.dirname(os.path.dirname(version_file)), python)
+        if len(dists) > 1:
+            return _with_reason(facts, "both paddlepaddle and paddlepaddle-gpu are installed: they overwrite each other's files")
+        if facts.version is None:
+            return PaddleFacts(status="error", python=python, location=facts.location, reason=f"unreadable {version_file}")
+        return facts
+    return PaddleFacts(status="absent", python=python, reason="Paddle is not installed for this interpreter")
+
+
+def _package(dists: list[str], text: str) -> str | None:
+    if len(dists) == 1:
+        return dists[0]
+    return None if not dists else "paddlepaddle-gpu" if "cuda_version = 'False'" not in text else "paddlepaddle"
+
+
+def _with_reason(facts: PaddleFacts, reason: str) -> PaddleFacts:
+    from dataclasses import replace
+
+    return replace(facts, reason=reason)

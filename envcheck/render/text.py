@@ -1,0 +1,161 @@
+"""The doctor's report for people: rich tables on a terminal, plain text otherwise.
+
+Layer by layer: what is installed, then each check with its outcome and, under every problem,
+the exact fix. rich is imported only when colour output is wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import IO
+
+from envcheck import __version__
+from envcheck.facts import HostFacts
+from envcheck.findings import Finding
+from envcheck.report import Report
+
+LAYERS: tuple[tuple[str, str], ...] = (
+    ("driver", "NVIDIA driver"),
+    ("gpu", "GPUs"),
+    ("cuda", "CUDA & cuDNN"),
+    ("paddle", "Paddle build"),
+    ("env", "Environment"),
+    ("engine", "Container engine"),
+    ("image", "Image"),
+    ("smoke", "Smoke training"),
+    ("drift", "Drift"),
+)
+_MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
+_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+_VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "cpu-fallback": "bold red"}
+
+
+def layer_facts(host: HostFacts, layer: str) -> str:
+    """One line of what is installed, per layer."""
+    h = host
+    if layer == "driver":
+        d = h.driver
+        if d.status != "ok":
+            return f"{d.status}: {d.error or d.reason or 'unknown'}"
+        module = f", kernel module {d.kernel_module}" if d.kernel_module else ""
+        return f"{d.version} (CUDA {d.cuda}){module}"
+    if layer == "gpu":
+        return ", ".join(f"[{g.index}] {g.name} (CC {g.compute_capability})" for g in h.gpus) or "none"
+    if layer == "cuda":
+        c, rt, dnn = h.cuda_driver, h.cuda_runtime, h.cudnn
+        api = f"driver API {c.version}" if c.status == "ok" else f"driver API {c.status}"
+        runtime = f"runtime {rt.version}" if rt.status == "ok" else f"runtime {rt.status}"
+        cudnn = f"cuDNN {dnn.version}" if dnn.status == "ok" else f"cuDNN {dnn.status}"
+        return f"{api}; {runtime}; {cudnn}"
+    if layer == "paddle":
+        p = h.paddle
+        if p.status != "ok":
+            return f"{p.status}: {p.reason or ''}".strip()
+        build = f"CUDA {p.cuda}, cuDNN {p.cudnn}" if p.cuda else "CPU build"
+        return f"{p.package} {p.version} ({build}) in {p.python}"
+    if layer == "env":
+        return ", ".join(f"{k}={v}" for k, v in h.env.items() if k != "LD_LIBRARY_PATH") or "no GPU variables set"
+    if layer == "engine":
+        e = h.engine
+        return f"Docker {e.version}, runtimes: {', '.join(e.runtimes)}" if e.status == "ok" else f"{e.status}: {e.reason or ''}"
+    return ""
+
+
+def grouped(report: Report) -> Iterator[tuple[str, str, list[Finding]]]:
+    known = {name for name, _ in LAYERS}
+    for name, title in LAYERS:
+        items = [f for f in report.findings if f.layer == name]
+        if items or name in ("driver", "gpu", "cuda", "paddle"):
+            yield name, title, items
+    others = [f for f in report.findings if f.layer not in known]
+    if others:
+        yield "other", "Other", others
+
+
+def headline(report: Report) -> str:
+    m = report.host.machine
+    where = ", ".join(x for x in (m.hostname, m.os, m.arch) if x)
+    return f"envcheck {__version__} doctor — {where}"
+
+
+def render_plain(report: Report, stream: IO[str], explain: bool = False) -> None:
+    w = stream.write
+    w(headline(report) + "\n")
+    for name, title, items in grouped(report):
+        facts = layer_facts(report.host, name)
+        w(f"\n{title}" + (f": {facts}" if facts else "") + "\n")
+        for f in items:
+            w(f"  {_MARK[f.severity]}  {f.id:<28} {f.message}\n")
+            if f.fix and f.severity != "pass":
+                w(f"        fix: {f.fix}\n")
+    _plain_image(report, w, explain)
+    _plain_smoke(report, w)
+    w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
+
+
+def _plain_image(report: Report, write: Callable[[str], object], explain: bool) -> None:
+    img = report.image
+    if img is None:
+        return
+    if img.pip_command:
+        write(f"  pip:   {img.pip_command}\n")
+    if explain:
+        for r in img.rejected:
+            write(f"  rejected {r.ref}: {r.reason}\n")
+
+
+def _plain_smoke(report: Report, write: Callable[[str], object]) -> None:
+    runs = (report.smoke or {}).get("runs")
+    for run in runs if isinstance(runs, list) else []:
+        if isinstance(run, dict):
+            write(f"  run {run.get('device_used', '?')}: loss {run.get('loss_start')} -> "
+                  f"{run.get('loss_end')}, {run.get('steps_per_s')} steps/s\n")
+
+
+def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=stream, highlight=False)
+    console.print(Text(headline(report), style="bold"))
+    for name, title, items in grouped(report):
+        table = Table(title=f"{title}: {layer_facts(report.host, name)}", title_justify="left",
+                      show_header=False, box=None, pad_edge=False, expand=False)
+        table.add_column(width=4)
+        table.add_column(style="dim")
+        table.add_column(overflow="fold")
+        for f in items:
+            body = Text(f.message)
+            if f.fix and f.severity != "pass":
+                body.append("\nfix: ", style="bold").append(f.fix, style="cyan")
+            table.add_row(Text(_MARK[f.severity], style=_STYLE[f.severity]), f.id, body)
+        console.print()
+        console.print(table)
+    img = report.image
+    if img and img.pip_command:
+        console.print(f"  pip: [cyan]{img.pip_command}[/cyan]", markup=True)
+    if img and explain:
+        for r in img.rejected:
+            console.print(f"  [dim]rejected[/dim] {r.ref}: {r.reason}", markup=True, highlight=False)
+    _rich_smoke(report, console)
+    console.print()
+    console.print(Text(f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
+                       style=_VERDICT_STYLE[report.verdict]))
+
+
+def _rich_smoke(report: Report, console: object) -> None:
+    from rich.table import Table
+
+    runs = (report.smoke or {}).get("runs")
+    if not isinstance(runs, list) or not runs:
+        return
+    table = Table(title="Smoke runs", title_justify="left")
+    for col in ("device asked", "device used", "loss start → end", "steps/s", "first step s", "peak MiB"):
+        table.add_column(col)
+    for run in runs:
+        if isinstance(run, dict):
+            table.add_row(str(run.get("device_asked")), str(run.get("device_used")),
+                          f"{run.get('loss_start')} → {run.get('loss_end')}", str(run.get("steps_per_s")),
+                          str(run.get("time_to_first_step_s")), str(run.get("peak_gpu_memory_mib")))
+    console.print(table)  # type: ignore[attr-defined]
