@@ -1,0 +1,140 @@
+"""The Paddle build read from files: recorded real version files, and the real CPU wheel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck.probe.paddle_build import parse_version_file, probe_paddle
+
+# Exact head of paddle/version/__init__.py in the PyPI paddlepaddle 3.3.1 CPU wheel (compat_facts §6b, W-331).
+VERSION_331_CPU = """\
+full_version     = '3.3.1'
+major            = '3'
+minor            = '3'
+patch            = '1'
+nccl_version     = '0'
+rc               = '0'
+cuda_version     = 'False'
+cudnn_version    = 'False'
+hip_version      = None
+xpu_xre_version  = 'False'
+xpu_xccl_version = 'False'
+xpu_xhpc_version = 'False'
+is_tagged        = True
+commit           = '7688495538f4d6c1893f084dd238a402e8f68ab6'
+with_mkl         = 'ON'
+with_hml         = ''
+cinn_version     = 'False'
+tensorrt_version = 'None'
+with_pip_cuda_libraries = 'ON'
+with_pip_tensorrt       = 'OFF'
+compiled_cuda_archs     = []
+
+def show():
+    pass
+"""
+
+# The PyPI paddlepaddle-gpu 2.6.2 cp311 wheel (W-262): no nccl, archs or pip-libraries fields.
+VERSION_262_GPU = """\
+full_version    = '2.6.2'
+major           = '2'
+minor           = '6'
+patch           = '2'
+rc              = '0'
+cuda_version    = '11.8'
+cudnn_version   = '8.6.0'
+xpu_version     = 'False'
+xpu_xccl_version = 'False'
+istaged         = True
+commit          = '8ce0de584c570589117e403322f3d1a0de6554e5'
+with_mkl        = 'ON'
+cinn_version    = 'False'
+"""
+
+VERSION_331_CU126 = VERSION_331_CPU.replace("cuda_version     = 'False'", "cuda_version     = '12.6'").replace(
+    "cudnn_version    = 'False'", "cudnn_version    = '9.5.1'").replace(
+    "compiled_cuda_archs     = []", "compiled_cuda_archs     = [75, 80, 86, 89, 90]").replace(
+    "nccl_version     = '0'", "nccl_version     = '22501'")
+
+
+def make_site(tmp_path: Path, version_text: str, *dists: str) -> Path:
+    site = tmp_path / "site-packages"
+    (site / "paddle" / "version").mkdir(parents=True)
+    (site / "paddle" / "version" / "__init__.py").write_text(version_text)
+    for dist in dists:
+        (site / f"{dist}.dist-info").mkdir()
+    return site
+
+
+@pytest.mark.parametrize(
+    ("text", "dist", "expect"),
+    [
+        (VERSION_331_CPU, "paddlepaddle-3.3.1", dict(package="paddlepaddle", version="3.3.1", cuda=None,
+                                                     cudnn=None, compiled_cuda_archs=(), with_pip_cuda_libraries=True)),
+        (VERSION_262_GPU, "paddlepaddle_gpu-2.6.2", dict(package="paddlepaddle-gpu", version="2.6.2", cuda="11.8",
+                                                         cudnn="8.6.0", compiled_cuda_archs=None, nccl=None)),
+        (VERSION_331_CU126, "paddlepaddle_gpu-3.3.1", dict(package="paddlepaddle-gpu", cuda="12.6",
+                                                           compiled_cuda_archs=(75, 80, 86, 89, 90), nccl="22501")),
+    ],
+    ids=["pypi-331-cpu", "pypi-262-cu118", "vendor-331-cu126"],
+)
+def test_recorded_version_files(tmp_path: Path, text: str, dist: str, expect: dict[str, object]) -> None:
+    facts = probe_paddle("python", [str(make_site(tmp_path, text, dist))])
+    assert facts.status == "ok"
+    for key, value in expect.items():
+        assert getattr(facts, key) == value, key
+
+
+def test_both_distributions_installed_is_reported(tmp_path: Path) -> None:
+    site = make_site(tmp_path, VERSION_331_CPU, "paddlepaddle-3.3.1", "paddlepaddle_gpu-3.3.1")
+    facts = probe_paddle("python", [str(site)])
+    assert facts.reason is not None and "both" in facts.reason
+
+
+def test_absent_when_no_site_has_paddle(tmp_path: Path) -> None:
+    assert probe_paddle("python", [str(tmp_path)]).status == "absent"
+
+
+def test_garbled_version_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    site = make_site(tmp_path, "full_version = (((\n\x00\xff garbage", "paddlepaddle-3.3.1")
+    facts = probe_paddle("python", [str(site)])
+    assert facts.status == "error" and facts.reason and "unreadable" in facts.reason
+
+
+def test_parse_ignores_code_after_the_literals() -> None:
+    values = parse_version_file(VERSION_331_CPU + "\nx = os.system('boom')\n")
+    assert values["full_version"] == "3.3.1" and "x" not in values
+
+
+def test_the_real_cpu_wheel_matches_paddles_own_answer() -> None:
+    """The venv's real Paddle CPU build: the file read agrees with `paddle.version` imported."""
+    facts = probe_paddle(sys.executable)
+    assert facts.status == "ok", facts.reason
+    out = subprocess.run(
+        [sys.executable, "-c", "import paddle; print(paddle.version.full_version, paddle.version.cuda(), "
+         "paddle.is_compiled_with_cuda())"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout.split()
+    assert facts.version == out[0]
+    assert (facts.cuda is None) == (out[1] == "False") == (out[2] == "False")
+    assert facts.package == "paddlepaddle"
+
+
+def test_other_interpreter_is_asked_for_its_path(tmp_path: Path) -> None:
+    site = make_site(tmp_path, VERSION_262_GPU, "paddlepaddle_gpu-2.6.2")
+    fake_python = tmp_path / "python"
+    # a stand-in interpreter: whatever it is asked, it answers with its sys.path
+    fake_python.write_text(f"#!{sys.executable}\nimport json\nprint(json.dumps([{str(site)!r}]))\n")
+    fake_python.chmod(0o755)
+    facts = probe_paddle(str(fake_python))
+    assert facts.version == "2.6.2" and facts.python == str(fake_python)
+
+
+def test_missing_interpreter_is_an_error_fact(tmp_path: Path) -> None:
+    facts = probe_paddle(os.path.join(tmp_path, "no-such-python"))
+    assert facts.status == "error" and "cannot run" in (facts.reason or "")
