@@ -1,0 +1,144 @@
+"""Child process of the CUDA probes: load NVIDIA libraries and report, one JSON line per step.
+
+Run by path as `python -I -S _cuda_child.py '<request json>'` so it imports nothing but the
+standard library (~20 ms to start). A broken driver can hang in cuInit or abort the process;
+each step prints `{"step": ..., "begin": true}` before it starts and its result after, flushed,
+so the parent knows which step never finished.
+
+Request: {"libraries": [{"kind": "cudart"|"cudnn", "path": "..."}], "driver": true|false}.
+Steps: "library" (one per path), "driver-load" (dlopen + cuDriverGetVersion), "driver" (cuInit).
+Library loads come first: they do not touch the driver, so a wedged cuInit cannot hide them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+from typing import Any
+
+# CUresult names from cuda.h, for a libcuda whose cuGetErrorName cannot answer.
+# https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html
+CURESULT_NAMES = {
+    0: "CUDA_SUCCESS",
+    1: "CUDA_ERROR_INVALID_VALUE",
+    2: "CUDA_ERROR_OUT_OF_MEMORY",
+    3: "CUDA_ERROR_NOT_INITIALIZED",
+    4: "CUDA_ERROR_DEINITIALIZED",
+    34: "CUDA_ERROR_STUB_LIBRARY",
+    36: "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER",
+    46: "CUDA_ERROR_DEVICE_UNAVAILABLE",
+    100: "CUDA_ERROR_NO_DEVICE",
+    101: "CUDA_ERROR_INVALID_DEVICE",
+    102: "CUDA_ERROR_DEVICE_NOT_LICENSED",
+    304: "CUDA_ERROR_OPERATING_SYSTEM",
+    800: "CUDA_ERROR_NOT_PERMITTED",
+    801: "CUDA_ERROR_NOT_SUPPORTED",
+    802: "CUDA_ERROR_SYSTEM_NOT_READY",
+    803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+    999: "CUDA_ERROR_UNKNOWN",
+}
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def emit(record: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def loaded_from(function: Any) -> str | None:
+    """The file a symbol was loaded from (dladdr), symlinks resolved."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        info = _DlInfo()
+        if dladdr(ctypes.cast(function, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
+            return os.path.realpath(os.fsdecode(info.dli_fname))
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
+
+
+def library_version(kind: str, path: str) -> dict[str, Any]:
+    """cudaRuntimeGetVersion / cudnnGetVersion of one file, loaded by its full path."""
+    try:
+        lib = ctypes.CDLL(path)
+        if kind == "cudart":
+            value = ctypes.c_int(0)
+            status = lib.cudaRuntimeGetVersion(ctypes.byref(value))
+            if status != 0:
+                return {"error": f"cudaRuntimeGetVersion returned {status}"}
+            return {"version": value.value}
+        get_version = lib.cudnnGetVersion
+        get_version.restype = ctypes.c_size_t
+        return {"version": int(get_version())}
+    except (OSError, AttributeError) as e:
+        return {"error": str(e)}
+
+
+def error_name(lib: Any, code: int) -> str:
+    name = ctypes.c_char_p()
+    try:
+        if lib.cuGetErrorName(code, ctypes.byref(name)) == 0 and name.value:
+            return name.value.decode("ascii", "replace")
+    except AttributeError:
+        pass
+    return CURESULT_NAMES.get(code, f"CUresult {code}")
+
+
+def load_driver() -> tuple[Any, dict[str, Any]]:
+    """dlopen libcuda.so.1 and ask its version, which it answers even before cuInit.
+
+    The explicit soname, because ctypes.util.find_library misses LD_LIBRARY_PATH.
+    """
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        return None, {"absent": True, "detail": str(e)}
+    found: dict[str, Any] = {"library": loaded_from(lib.cuInit)}
+    version = ctypes.c_int(0)
+    code = lib.cuDriverGetVersion(ctypes.byref(version))
+    if code == 0:
+        found["version"] = version.value
+    return lib, found
+
+
+def init_driver(lib: Any) -> dict[str, Any]:
+    """cuInit(0), then cuDeviceGetCount."""
+    code = lib.cuInit(0)
+    if code != 0:
+        return {"code": code, "error": error_name(lib, code), "call": "cuInit"}
+    count = ctypes.c_int(0)
+    code = lib.cuDeviceGetCount(ctypes.byref(count))
+    if code != 0:
+        return {"code": code, "error": error_name(lib, code), "call": "cuDeviceGetCount"}
+    return {"device_count": count.value}
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(argv[1]) if len(argv) > 1 else {"driver": True}
+    for item in request.get("libraries", []):
+        emit({"step": "library", "path": item["path"], "begin": True})
+        emit({"step": "library", "path": item["path"], **library_version(item["kind"], item["path"])})
+    if request.get("driver"):
+        emit({"step": "driver-load", "begin": True})
+        lib, found = load_driver()
+        emit({"step": "driver-load", **found})
+        if lib is not None:
+            emit({"step": "driver", "begin": True})
+            emit({"step": "driver", **init_driver(lib)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

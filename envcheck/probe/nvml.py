@@ -1,0 +1,253 @@
+"""The NVIDIA driver and its GPUs as NVML reports them: the one adapter for `pynvml`.
+
+Every `pynvml.NVMLError` is translated here into a fact with a status: no NVML library means
+"no driver" (`absent`); any other failure is `error`, with the NVML constant name in `error` and
+plain words in `reason` (the way nvitop explains them:
+https://github.com/XuehaiPan/nvitop/blob/main/nvitop/api/libnvml.py). Nothing here raises.
+
+NVML reference: https://docs.nvidia.com/deploy/nvml-api/
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+from envcheck.facts import DriverFacts, GpuFacts
+from envcheck.versions import VersionParseError, cuda_version_from_int, parse_kernel_module_version
+
+PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
+PROC_DRIVER_VERSION_ENV = "ENVCHECK_PROC_DRIVER_VERSION"  # tests point it at a fake file
+
+T = TypeVar("T")
+
+# Plain words for the NVML errors a user can act on. Driver/library mismatch is the classic
+# "upgraded the driver, did not reboot": https://github.com/oddmario/NVIDIA-Ubuntu-Driver-Guide/issues/4
+_REASONS: dict[str, str] = {
+    "NVML_ERROR_LIBRARY_NOT_FOUND": (
+        "No NVIDIA driver is installed: libnvidia-ml.so.1 (NVML, shipped with the driver) is not"
+        " on the loader path. A CUDA toolkit alone does not provide it."
+    ),
+    "NVML_ERROR_DRIVER_NOT_LOADED": (
+        "The NVIDIA driver's libraries are installed but its kernel module is not loaded (no"
+        " NVIDIA GPU in this machine, the module failed to build for this kernel, or Secure Boot"
+        " refused it). Check `lsmod | grep nvidia` and `dmesg | grep -i nvidia`."
+    ),
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": (
+        "Driver/library version mismatch: the user-space driver libraries differ from the loaded"
+        " kernel module{module}. The driver was upgraded without a reboot; reboot (or reload the"
+        " nvidia kernel modules) before using the GPU."
+    ),
+    "NVML_ERROR_NO_PERMISSION": (
+        "NVML was denied access to the GPU device files (/dev/nvidia*). Run as a user allowed to"
+        " open them or, in a container, start it with the GPUs exposed (`--gpus all`)."
+    ),
+    "NVML_ERROR_FUNCTION_NOT_FOUND": (
+        "The driver's libnvidia-ml lacks a function nvidia-ml-py needs: the driver is older than"
+        " the NVML API in use. Upgrade the NVIDIA driver."
+    ),
+    "NVML_ERROR_GPU_IS_LOST": (
+        "A GPU stopped responding or fell off the bus (see `dmesg` for Xid errors); reboot the"
+        " machine and check the GPU's power and seating."
+    ),
+    "NVML_ERROR_UNKNOWN": (
+        "NVML failed with an unknown error: the driver is in a bad state. Look for Xid errors in"
+        " `dmesg`; a reboot usually clears it."
+    ),
+}
+
+
+def probe_driver() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
+    """`nvidia-smi --query-gpu=driver_version,index,name,uuid,compute_cap,memory.total,
+    mig.mode.current --format=csv` plus the "CUDA Version" of the `nvidia-smi` header."""
+    kernel_module = read_kernel_module_version()
+    try:
+        import pynvml  # deferred: ~50 ms to import, and only this probe needs it
+    except ImportError as e:
+        reason = f"nvidia-ml-py (pynvml) cannot be imported: {e}. Reinstall envcheck."
+        return DriverFacts(status="error", error="pynvml-missing", reason=reason), ()
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        return _failed(pynvml, e, kernel_module), ()
+    try:
+        driver = _read_driver(pynvml, kernel_module)
+        gpus = tuple(_read_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount()))
+    except pynvml.NVMLError as e:
+        return _failed(pynvml, e, kernel_module), ()
+    finally:
+        _shutdown(pynvml)
+    return driver, gpus
+
+
+def read_kernel_module_version(path: str | None = None) -> str | None:
+    """`cat /proc/driver/nvidia/version`: the loaded kernel module, None when not loaded."""
+    path = path or os.environ.get(PROC_DRIVER_VERSION_ENV) or PROC_DRIVER_VERSION
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return parse_kernel_module_version(f.read(4096))
+    except (OSError, VersionParseError):
+        return None
+
+
+def error_name(nvml: ModuleType, error: BaseException) -> str:
+    """`NVMLError(18)` -> "NVML_ERROR_LIB_RM_VERSION_MISMATCH" (the name in nvml.h)."""
+    value = getattr(error, "value", None)
+    for name, constant in vars(nvml).items():
+        if name.startswith("NVML_ERROR_") and constant == value:
+            return name
+    return f"NVML_ERROR_{value}"
+
+
+def _read_driver(nvml: ModuleType, kernel_module: str | None) -> DriverFacts:
+    return DriverFacts(
+        status="ok",
+        version=nvml.nvmlSystemGetDriverVersion(),
+        cuda=_cuda_version(nvml),
+        kernel_module=kernel_module,
+        nvml_version=_optional(nvml, nvml.nvmlSystemGetNVMLVersion),
+        library=_library_path(nvml),
+    )
+
+
+def _cuda_version(nvml: ModuleType) -> str | None:
+    """The "CUDA Version" nvidia-smi prints: the newest CUDA this driver supports."""
+    raw = _optional(nvml, nvml.nvmlSystemGetCudaDriverVersion_v2)
+    if raw is None:  # drivers before the _v2 entry point
+        raw = _optional(nvml, nvml.nvmlSystemGetCudaDriverVersion)
+    try:
+        return cuda_version_from_int(raw) if raw is not None else None
+    except VersionParseError:
+        return None
+
+
+def _read_gpu(nvml: ModuleType, index: int) -> GpuFacts:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    cc = _optional(nvml, nvml.nvmlDeviceGetCudaComputeCapability, handle)
+    memory = _optional(nvml, nvml.nvmlDeviceGetMemoryInfo, handle)
+    mig_mode = _mig_mode(nvml, handle)
+    return GpuFacts(
+        index=index,
+        name=_optional(nvml, nvml.nvmlDeviceGetName, handle),
+        uuid=_optional(nvml, nvml.nvmlDeviceGetUUID, handle),
+        compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
+        memory_total_mib=memory.total // (1024 * 1024) if memory is not None else None,
+        mig_mode=mig_mode,
+        mig_instances=_mig_instances(nvml, handle) if mig_mode else None,
+        process_query=_process_query(nvml, handle),
+    )
+
+
+def _mig_mode(nvml: ModuleType, handle: Any) -> bool | None:
+    """`nvidia-smi --query-gpu=mig.mode.current`; None where MIG does not exist (not A100/H100)."""
+    modes = _optional(nvml, nvml.nvmlDeviceGetMigMode, handle)
+    return bool(modes[0] == nvml.NVML_DEVICE_MIG_ENABLE) if modes is not None else None
+
+
+def _mig_instances(nvml: ModuleType, handle: Any) -> int | None:
+    """`nvidia-smi -L` MIG lines: the MIG devices (GPU + compute instance) CUDA can use.
+
+    Counted through the MIG device handles, as nvitop does, because enumerating GPU instances
+    (`nvmlDeviceGetGpuInstances`) needs root. MIG on with 0 devices leaves CUDA no GPU at all.
+    """
+    slots = _optional(nvml, nvml.nvmlDeviceGetMaxMigDeviceCount, handle)
+    if slots is None:
+        return None
+    count = 0
+    for slot in range(slots):
+        try:
+            nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        except nvml.NVMLError_NotFound:
+            continue  # an empty slot
+        except nvml.NVMLError:
+            return None
+        count += 1
+    return count
+
+
+def _process_query(nvml: ModuleType, handle: Any) -> str | None:
+    """Which `nvidia-smi --query-compute-apps` entry point works: "v3" (R510+), "v2" (older
+    drivers lack the _v3 symbol), None when neither answers. Decided the way nvitop does."""
+    for suffix, query in (
+        ("v3", nvml.nvmlDeviceGetComputeRunningProcesses_v3),
+        ("v2", nvml.nvmlDeviceGetComputeRunningProcesses_v2),
+    ):
+        try:
+            query(handle)
+        except nvml.NVMLError_FunctionNotFound:
+            continue
+        except nvml.NVMLError:
+            return None
+        return suffix
+    return None
+
+
+def _optional(nvml: ModuleType, query: Callable[..., T], *args: Any) -> T | None:
+    """One field: None when this driver or GPU cannot say (NOT_SUPPORTED on GeForce and Jetson,
+    FUNCTION_NOT_FOUND on old drivers). Errors that mean the driver is broken propagate."""
+    try:
+        return query(*args)
+    except (nvml.NVMLError_NotSupported, nvml.NVMLError_FunctionNotFound, nvml.NVMLError_NoPermission):
+        return None
+
+
+def _failed(nvml: ModuleType, error: BaseException, kernel_module: str | None) -> DriverFacts:
+    name = error_name(nvml, error)
+    template = _REASONS.get(name, f"NVML failed: {error} ({name}).")
+    module = f" (kernel module {kernel_module})" if kernel_module else ""
+    library = _library_path(nvml)
+    return DriverFacts(
+        status="absent" if name == "NVML_ERROR_LIBRARY_NOT_FOUND" else "error",
+        # With a mismatch NVML cannot say its version; the library's file name still can.
+        version=_version_from_library_name(library),
+        kernel_module=kernel_module,
+        error=name,
+        reason=template.format(module=module),
+        library=library,
+    )
+
+
+def _shutdown(nvml: ModuleType) -> None:
+    try:
+        nvml.nvmlShutdown()
+    except nvml.NVMLError:
+        pass  # nothing left to release; the facts are already read
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def _library_path(nvml: ModuleType) -> str | None:
+    """The libnvidia-ml file that answered (symlinks resolved), found with dladdr(3)."""
+    lib = getattr(nvml, "nvmlLib", None)
+    if lib is None:
+        return None
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        info = _DlInfo()
+        address = ctypes.cast(lib.nvmlShutdown, ctypes.c_void_p)
+        if not dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+            return None
+        return os.path.realpath(os.fsdecode(info.dli_fname))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+_VERSIONED_LIBRARY = re.compile(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
+def _version_from_library_name(path: str | None) -> str | None:
+    """`/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15` -> "550.54.15"."""
+    m = _VERSIONED_LIBRARY.search(path or "")
+    return m.group(1) if m else None

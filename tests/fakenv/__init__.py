@@ -1,0 +1,226 @@
+"""Fake NVIDIA hosts at the C ABI: fake libnvidia-ml / libcuda / libcudart / libcudnn built with
+gcc and driven by host profiles (profiles/*.toml). See README.md for how to use them.
+
+A process sees a fake host only through its environment (dlopen reads LD_LIBRARY_PATH once, at
+start), so every use is a subprocess started with `fake_nvidia(<profile>)` merged into its env.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE / "src"
+PROFILES = HERE / "profiles"
+
+# (soname, cudaRuntimeGetVersion) per CUDA runtime; CUDA 11's soname really is libcudart.so.11.0.
+CUDART_BUILDS: dict[str, tuple[str, int]] = {
+    "11.8": ("libcudart.so.11.0", 11080),
+    "12.2": ("libcudart.so.12", 12020),
+    "12.6": ("libcudart.so.12", 12060),
+    "12.9": ("libcudart.so.12", 12090),
+    "13.0": ("libcudart.so.13", 13000),
+}
+# (soname, cudnnGetVersion): cuDNN 8 encodes 1000*major+100*minor+patch, cuDNN 9 10000*major+…
+CUDNN_BUILDS: dict[str, tuple[str, int]] = {
+    "8.9.6": ("libcudnn.so.8", 8906),
+    "9.5.1": ("libcudnn.so.9", 90501),
+    "9.9.0": ("libcudnn.so.9", 90900),
+    "9.13.0": ("libcudnn.so.9", 91300),
+}
+
+PROC_VERSION_TEXT = {
+    # Formats from real /proc/driver/nvidia/version files (shared/facts/compat_facts.md §9).
+    "proprietary": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {v}  Sat Aug 19 01:15:15 UTC 2023\n",
+    "open": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build"
+    "  (dvs-builder@U16-I3-B03-4-3)  Tue Jul 22 18:46:37 UTC 2025\n",
+}
+
+
+class FakeBuildError(RuntimeError):
+    """gcc is missing or a fake library did not compile."""
+
+
+@dataclass(frozen=True)
+class FakeBuild:
+    root: Path
+
+    def nvml(self, variant: str) -> Path:
+        return self.root / f"nvml-{variant}" / "libnvidia-ml.so"
+
+    @property
+    def cuda(self) -> Path:
+        return self.root / "cuda" / "libcuda.so"
+
+    def cudart(self, version: str) -> Path:
+        return self.root / f"cudart-{version}" / CUDART_BUILDS[version][0]
+
+    def cudnn(self, version: str) -> Path:
+        return self.root / f"cudnn-{version}" / CUDNN_BUILDS[version][0]
+
+
+def profile_names() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in PROFILES.glob("*.toml")))
+
+
+def load_profile(name: str) -> dict[str, Any]:
+    with open(PROFILES / f"{name}.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def build(root: Path) -> FakeBuild:
+    """Compile every fake library under `root`, in parallel. Raises FakeBuildError."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        raise FakeBuildError("gcc is not installed: the fake NVIDIA libraries cannot be built")
+    fake = FakeBuild(root)
+    jobs: list[tuple[Path, str, list[str]]] = [
+        (fake.nvml("current"), "fake_nvml.c", []),
+        (fake.nvml("legacy"), "fake_nvml.c", ["-DFAKE_NVML_LEGACY"]),
+        (fake.cuda, "fake_cuda.c", []),
+    ]
+    jobs += [(fake.cudart(v), "fake_cudart.c", [f"-DFAKE_CUDART_VERSION={n}"])
+             for v, (_, n) in CUDART_BUILDS.items()]
+    jobs += [(fake.cudnn(v), "fake_cudnn.c", [f"-DFAKE_CUDNN_VERSION={n}"])
+             for v, (_, n) in CUDNN_BUILDS.items()]
+    procs = []
+    for out, source, defines in jobs:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [gcc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-fvisibility=hidden",
+               f"-Wl,-soname,{_soname(out)}", *defines, "-o", str(out), str(SRC / source)]
+        procs.append((cmd, subprocess.Popen(cmd, stderr=subprocess.PIPE)))
+    failures = [f"{' '.join(cmd)}\n{p.communicate()[1].decode()}" for cmd, p in procs if p.wait()]
+    if failures:  # the first one is enough to act on
+        raise FakeBuildError(f"{len(failures)} fake library build(s) failed:\n{failures[0]}")
+    return fake
+
+
+def _soname(out: Path) -> str:
+    # The driver libraries are built as plain .so files and linked in under their sonames.
+    return {"libnvidia-ml.so": "libnvidia-ml.so.1", "libcuda.so": "libcuda.so.1"}.get(out.name, out.name)
+
+
+def make_host(fake: FakeBuild, profile: str, work: Path, trace: Path | None = None) -> dict[str, str]:
+    """Lay out the files of one fake host under `work` and return the environment variables
+    that make a subprocess see it (merge them into os.environ)."""
+    host = load_profile(profile)["host"]
+    driver_dir, ld_dir, site = work / "driver", work / "ld", work / "site-packages"
+    for d in (driver_dir, ld_dir, site):
+        d.mkdir(parents=True, exist_ok=True)
+    _install_driver(fake, host, driver_dir)
+    _install_libraries(fake, host, site, ld_dir)
+    proc_version = work / "proc" / "driver" / "nvidia" / "version"
+    if host.get("kernel_module"):
+        proc_version.parent.mkdir(parents=True, exist_ok=True)
+        text = PROC_VERSION_TEXT[host.get("kernel_module_flavor", "proprietary")]
+        proc_version.write_text(text.format(v=host["kernel_module"]) + "GCC version:  gcc 12.2.0\n")
+    env = {
+        "FAKE_NVIDIA_PROFILE": str(PROFILES / f"{profile}.toml"),
+        "LD_LIBRARY_PATH": f"{driver_dir}:{ld_dir}",
+        "ENVCHECK_PROC_DRIVER_VERSION": str(proc_version),
+        "FAKE_NVIDIA_SITE_PACKAGES": str(site),
+    }
+    if trace is not None:
+        env["FAKE_NVIDIA_TRACE"] = str(trace)
+    return env
+
+
+def _install_driver(fake: FakeBuild, host: Mapping[str, Any], driver_dir: Path) -> None:
+    # As a driver package does: libnvidia-ml.so.1 -> libnvidia-ml.so.<driver version>.
+    version = host.get("driver_version")
+    if host.get("nvml", "none") != "none":
+        _link_versioned(fake.nvml(host["nvml"]), driver_dir, "libnvidia-ml.so", version)
+    if host.get("libcuda"):
+        _link_versioned(fake.cuda, driver_dir, "libcuda.so", version)
+
+
+def _link_versioned(built: Path, directory: Path, stem: str, version: str | None) -> None:
+    target = directory / (f"{stem}.{version}" if version else stem)
+    shutil.copyfile(built, target)
+    (directory / f"{stem}.1").symlink_to(target.name)
+
+
+def _install_libraries(fake: FakeBuild, host: Mapping[str, Any], site: Path, ld_dir: Path) -> None:
+    # Copies, not links: each place holds its own file, as on a real host.
+    if "pip_cudart" in host:
+        v = host["pip_cudart"]
+        sub = "cu13" if v.startswith("13.") else "cuda_runtime"
+        _copy_into(fake.cudart(v), site / "nvidia" / sub / "lib")
+    if "pip_cudnn" in host:
+        _copy_into(fake.cudnn(host["pip_cudnn"]), site / "nvidia" / "cudnn" / "lib")
+    if "ld_cudart" in host:
+        _copy_into(fake.cudart(host["ld_cudart"]), ld_dir)
+    if "ld_cudnn" in host:
+        _copy_into(fake.cudnn(host["ld_cudnn"]), ld_dir)
+
+
+def _copy_into(built: Path, directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(built, directory / built.name)
+
+
+# The probes in one subprocess, as the doctor runs them; prints one JSON document.
+PROBE_SCRIPT = """
+import json, os, sys, time
+from envcheck.facts import to_dict
+t0 = time.perf_counter()
+from envcheck.probe.nvml import probe_driver
+driver, gpus = probe_driver()
+t1 = time.perf_counter()
+from envcheck.probe.cuda_libs import probe_cuda
+sites = [p for p in [os.environ.get("FAKE_NVIDIA_SITE_PACKAGES")] if p]
+cuda_driver, cudart, cudnn = probe_cuda(sites, os.environ, timeout=float(sys.argv[1]))
+t2 = time.perf_counter()
+print(json.dumps({"driver": to_dict(driver), "gpus": to_dict(gpus),
+                  "cuda_driver": to_dict(cuda_driver), "cudart": to_dict(cudart),
+                  "cudnn": to_dict(cudnn), "seconds": {"nvml": t1 - t0, "cuda": t2 - t1}}))
+"""
+
+
+def run_probes(env: Mapping[str, str], timeout: float = 2.0) -> dict[str, Any]:
+    """Run every envcheck probe in a fresh interpreter under `env` (merged into os.environ)."""
+    full = {**os.environ, **env}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE_SCRIPT, str(timeout)],
+        env=full, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode == 0, f"probe subprocess failed ({proc.returncode}):\n{proc.stderr}"
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+_BUILDS: dict[str, FakeBuild] = {}
+
+
+@pytest.fixture(scope="session")
+def fake_build(tmp_path_factory: pytest.TempPathFactory) -> FakeBuild:
+    """The fake libraries, compiled once per session. Fails (never skips) without gcc."""
+    if "build" not in _BUILDS:
+        try:
+            _BUILDS["build"] = build(tmp_path_factory.mktemp("fakenv-build"))
+        except FakeBuildError as e:
+            pytest.fail(str(e), pytrace=False)
+    return _BUILDS["build"]
+
+
+@pytest.fixture(scope="session")
+def fake_nvidia(
+    fake_build: FakeBuild, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], dict[str, str]]:
+    """`fake_nvidia("a100x2-535") -> {env var: value}` for a subprocess that must see that host."""
+
+    def make(profile: str) -> dict[str, str]:
+        return make_host(fake_build, profile, tmp_path_factory.mktemp(f"host-{profile}"))
+
+    return make
