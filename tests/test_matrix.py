@@ -1,0 +1,309 @@
+"""The shipped matrix: it loads, cites its sources, flags what is unconfirmed, says what the fact
+sheet says; and a broken matrix is reported whole (every problem, with file, entry and field)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from envcheck.errors import MatrixError, UsageError
+from envcheck.matrix import load as load_module
+from envcheck.matrix.load import ENV_VAR, REPO_DIR, load_matrix, matrix_dir
+from envcheck.matrix.model import Matrix
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# compat_facts.md §0: the only tags a row may cite.
+SOURCE_TAGS = {
+    "NV-RN", "NV-MVC", "NV-DC", "NV-cuFFT", "NV-curanddx", "CMAKE", "CUDART",
+    "D-2.4", "D-2.5", "D-2.6", "D-3.0b", "D-dev", "PD-DOCS-now", "PD-IDX", "OCR-3.2", "OCR-3.0",
+    "PX-3.1", "ERNIE", "PFORM", "CONDA", "SETUP", "CUDA.cmake-old", "PR52285", "PR78720",
+    "PR79154", "PR79314", "PR79331", "GPURES", "PLACE", "DYNLOAD", "ENFORCE", "W-262", "W-331",
+    "ISSUES", "3P",
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _no_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Matrix:
+    return load_matrix(str(REPO_DIR))
+
+
+def all_rows(m: Matrix) -> list[object]:
+    return [*m.toolkit_drivers, *m.minor_compat, *m.arch_sets, *m.gpus, *m.releases, *m.builds, *m.images]
+
+
+# -- the shipped matrix ---------------------------------------------------------------------------
+
+
+def test_shipped_matrix_loads_from_the_repo_folder_when_no_wheel_copy_exists() -> None:
+    m = load_matrix()
+    assert Path(m.path) in (REPO_DIR, load_module.SHIPPED_DIR)
+    assert m.newest_release().version == "3.3.1"
+    assert set(m.registries) == {"dockerhub", "baidu", "baidu-legacy"}
+
+
+def test_shipped_matrix_loads_in_a_few_milliseconds() -> None:
+    # The doctor's whole run has ~150 ms; tomllib (pure Python) is most of this.
+    best = min(_timed(load_matrix) for _ in range(3))
+    assert best < 0.25, f"load_matrix took {best * 1000:.0f} ms"
+
+
+def _timed(fn: object) -> float:
+    start = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - start
+
+
+def test_every_row_cites_a_source_tag_from_the_fact_sheet(shipped: Matrix) -> None:
+    unknown = {
+        (type(row).__name__, tag)
+        for row in all_rows(shipped)
+        for tag in (t.strip() for t in row.source.split(","))  # type: ignore[attr-defined]
+        if tag not in SOURCE_TAGS
+    }
+    assert not unknown
+
+
+def test_third_party_only_rows_are_flagged_unconfirmed(shipped: Matrix) -> None:
+    third_party_only = [row for row in all_rows(shipped) if row.source == "3P"]  # type: ignore[attr-defined]
+    assert third_party_only
+    assert all(not row.confirmed for row in third_party_only)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "what",
+    ["3.3.1 images (3P only)", "CUDA 13.0 arch set (derived)", "3.1.0 cu126 archs (3P report)",
+     "3.1+ CPU tags (inferred pattern)", "K80 compute capability"],
+)
+def test_facts_the_sheet_marks_unconfirmed_stay_unconfirmed(shipped: Matrix, what: str) -> None:
+    rows: list[object] = {
+        "3.3.1 images (3P only)": list(shipped.images_for("3.3.1", "gpu")),
+        "CUDA 13.0 arch set (derived)": [shipped.archs_for_cuda("13.0")],
+        "3.1.0 cu126 archs (3P report)": [b for b in shipped.builds_for("3.1.0") if b.archs],
+        "3.1+ CPU tags (inferred pattern)": [
+            i for v in ("3.1.0", "3.2.0", "3.3.0", "3.3.1") for i in shipped.images_for(v, "cpu")],
+        "K80 compute capability": [shipped.gpu_model("Tesla K80")],
+    }[what]
+    assert rows and all(row is not None and not row.confirmed for row in rows)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (lambda m: m.toolkit_min_driver("12.9").min_driver, "575.51.03"),
+        (lambda m: m.toolkit_min_driver("12.2").min_driver, "535.54.03"),
+        (lambda m: m.toolkit_min_driver("11.4").min_driver, "470.42.01"),
+        (lambda m: m.minor_compat_for("11.8").min_driver, "450.80.02"),
+        (lambda m: m.minor_compat_for("12.9").min_driver, "525.60.13"),
+        (lambda m: m.minor_compat_for("13.0").min_driver, "580.65.06"),
+        (lambda m: 120 in m.archs_for_cuda("12.8").archs, True),
+        (lambda m: 120 in m.archs_for_cuda("12.6").archs, False),
+        (lambda m: 70 in m.archs_for_cuda("13.0").archs, False),
+        (lambda m: 37 in m.archs_for_cuda("12.0").archs, False),
+        (lambda m: m.gpu_model("NVIDIA A100-SXM4-80GB").compute_capability, "8.0"),
+        (lambda m: m.gpu_model("NVIDIA A10G").compute_capability, "8.6"),
+        (lambda m: m.gpu_model("NVIDIA GeForce RTX 5090").compute_capability, "12.0"),
+        (lambda m: m.registries["baidu"], "ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle"),
+        (lambda m: m.registries["baidu-legacy"], "registry.baidubce.com/paddlepaddle/paddle"),
+        (lambda m: [b.archs for b in m.builds_for("2.6.2") if b.cuda == "11.8"], [(61, 70, 75, 80, 86)]),
+    ],
+    ids=["cu129-full-575", "cu122-ga-535.54", "cu114-ga-470.42", "11x-minor-compat-450.80.02",
+         "12x-minor-compat-525.60.13", "13x-minor-compat-580", "sm120-needs-12.8", "no-sm120-in-12.6",
+         "volta-gone-in-13.0", "kepler-gone-in-12.0", "a100-not-a10", "a10g", "rtx5090-sm120",
+         "baidu-ccr-mirror", "baidu-2x-registry", "measured-262-cu118-archs"],
+)
+def test_shipped_matrix_says_what_the_fact_sheet_says(shipped: Matrix, query: object, expected: object) -> None:
+    assert query(shipped) == expected  # type: ignore[operator]
+
+
+def test_every_gpu_image_has_its_pip_build(shipped: Matrix) -> None:
+    from envcheck.select import build_for
+
+    missing = [i.tag for i in shipped.images if i.kind == "gpu" and build_for(shipped, i.paddle, i.cuda) is None]
+    assert missing == []
+
+
+def test_pyproject_ships_the_matrix_folder_inside_the_wheel() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    force = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert force["matrix"] == "envcheck/_matrix"
+    assert load_module.SHIPPED_DIR == ROOT / "envcheck" / "_matrix"
+
+
+# -- where the matrix comes from ------------------------------------------------------------------
+
+
+def test_env_var_overrides_the_shipped_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = _copy_shipped(tmp_path / "mine")
+    images = copy / "images.toml"
+    images.write_text(images.read_text().replace('"docker.io/paddlepaddle/paddle"', '"mirror.example/paddle"'))
+    monkeypatch.setenv(ENV_VAR, str(copy))
+    m = load_matrix()
+    assert m.path == str(copy) and m.registries["dockerhub"] == "mirror.example/paddle"
+
+
+def test_explicit_path_beats_the_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "nowhere"))
+    assert load_matrix(str(_copy_shipped(tmp_path / "flag"))).path == str(tmp_path / "flag")
+
+
+def test_wheel_copy_beats_the_repo_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(load_module, "SHIPPED_DIR", _copy_shipped(tmp_path / "_matrix"))
+    assert matrix_dir() == (tmp_path / "_matrix", "shipped")
+    monkeypatch.setattr(load_module, "SHIPPED_DIR", tmp_path / "absent")
+    assert matrix_dir() == (REPO_DIR, "repository")
+
+
+def _copy_shipped(dest: Path) -> Path:
+    shutil.copytree(REPO_DIR, dest, ignore=shutil.ignore_patterns("*.md"))
+    return dest
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda p: p / "missing", "(from ENVCHECK_MATRIX): no such directory"),
+        (lambda p: p, "(from ENVCHECK_MATRIX): no *.toml files"),
+    ],
+    ids=["typo-in-ENVCHECK_MATRIX", "folder-without-toml"],
+)
+def test_unusable_override_is_a_matrix_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             make: object, problem: str) -> None:
+    monkeypatch.setenv(ENV_VAR, str(make(tmp_path)))  # type: ignore[operator]
+    with pytest.raises(MatrixError) as e:
+        load_matrix()
+    assert len(e.value.problems) == 1 and problem in e.value.problems[0]
+    assert isinstance(e.value, UsageError)  # exit 2
+
+
+# -- a broken matrix ------------------------------------------------------------------------------
+
+BROKEN = {
+    "cuda_drivers.toml": """
+[[minor_compat]]
+cuda_major = "12"
+min_driver = "525.60.13"
+source = "NV-RN"
+confirmed = true
+
+[[toolkt]]
+cuda = "12.9.0"
+""",
+    "gpus.toml": """
+[[gpu]]
+names = ["X1"]
+compute_capability = "8"
+architecture = "Ampere"
+source = "3P"
+confirmed = false
+""",
+    "paddle.toml": """
+[[release]]
+version = "3.3.1"
+min_compute_capability = "6.0"
+source = "PD-DOCS-now"
+confirmed = true
+
+[[release]]
+version = "3.3.1"
+min_compute_capability = "6.0"
+confirmed = "yes"
+
+[[build]]
+paddle = "9.9.9"
+package = "paddlepaddle-gpu"
+cuda = "12.9"
+pip = "python -m pip install paddlepaddle-gpu==9.9.9"
+min_driver = "575.x"
+source = "3P"
+confirmed = false
+colour = "red"
+""",
+    "images.toml": """
+[[registry]]
+name = "dockerhub"
+ref = "docker.io/paddlepaddle/paddle"
+source = "D-2.6"
+confirmed = true
+
+[[image]]
+paddle = "3.3.1"
+tag = "3.3.1-gpu-cuda12.9-cudnn9.9"
+kind = "gpu"
+cuda = 12.9
+cudnn = "9.9"
+registries = ["quay"]
+source = "3P"
+confirmed = false
+
+[[image]]
+paddle = "3.3.1"
+tag = "3.3.1-gpu-cuda12.9-cudnn9.9"
+kind = "gpu"
+cuda = "12.6"
+cudnn = "9.9"
+registries = ["dockerhub"]
+source = "3P"
+confirmed = false
+""",
+}
+
+BROKEN_PROBLEMS = [
+    "cuda_drivers.toml: minor_compat entry 1 (12): cuda_major: expected a positive integer, got str '12'",
+    "cuda_drivers.toml: toolkt: unknown table (did you mean 'toolkit'?)",
+    "gpus.toml: gpu entry 1 (['X1']): compute_capability: not a compute capability: '8' "
+    '(expected "major.minor", e.g. "8.6")',
+    "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): cuda: expected a quoted string, "
+    'got float 12.9 (write "12.9")',
+    "paddle.toml: release entry 2 (3.3.1): source: missing",
+    "paddle.toml: release entry 2 (3.3.1): confirmed: expected true or false, got str 'yes'",
+    "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
+    "(known: paddle, package, cuda, cudnn, archs, pip, min_driver, source, confirmed, note)",
+    "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): min_driver: not a dotted version: '575.x'",
+    "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): duplicate of "
+    "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9)",
+    "paddle.toml: release entry 2 (3.3.1): duplicate of paddle.toml: release entry 1 (3.3.1)",
+    "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle: no [[release]] with version 9.9.9",
+    "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): registries: unknown ['quay'] (known: dockerhub)",
+    "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): tag: "
+    "'3.3.1-gpu-cuda12.9-cudnn9.9' does not contain -cuda12.6",
+]
+
+
+def test_a_broken_matrix_reports_every_problem_with_file_entry_and_field(tmp_path: Path) -> None:
+    for name, text in BROKEN.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(MatrixError) as e:
+        load_matrix(str(tmp_path))
+    assert sorted(e.value.problems) == sorted(BROKEN_PROBLEMS)
+    assert f"{len(BROKEN_PROBLEMS)} problem(s)" in e.value.message
+
+
+def test_toml_syntax_error_names_the_file_and_line_and_other_files_are_still_checked(tmp_path: Path) -> None:
+    _copy_shipped(tmp_path / "m")
+    (tmp_path / "m" / "gpus.toml").write_text('[[gpu]]\nnames = ["X"]\ncompute_capability = "8.0\n')
+    (tmp_path / "m" / "extra.toml").write_text('[[release]]\nversion = "nope"\n')
+    with pytest.raises(MatrixError) as e:
+        load_matrix(str(tmp_path / "m"))
+    syntax = [p for p in e.value.problems if p.startswith("gpus.toml: TOML syntax error")]
+    assert len(syntax) == 1 and "line 3" in syntax[0]
+    assert "extra.toml: release entry 1 (nope): version: not a PEP 440 version: 'nope'" in e.value.problems
+
+
+def test_a_matrix_without_releases_or_registries_cannot_select(tmp_path: Path) -> None:
+    (tmp_path / "gpus.toml").write_text("")
+    with pytest.raises(MatrixError) as e:
+        load_matrix(str(tmp_path))
+    assert e.value.problems == [
+        f"{tmp_path}: no [[release]] entries in any file",
+        f"{tmp_path}: no [[registry]] entries in any file",
+    ]
