@@ -1,0 +1,279 @@
+"""Drift: what changed on a runner since its last good run.
+
+A GPU runner that passed yesterday breaks today because something moved under it: the driver
+was upgraded without a reboot, the image tag now points at another digest, a CPU wheel replaced
+the GPU one. `--save-baseline FILE` records the facts that matter after a pass; `--baseline FILE`
+compares the current run with it and reports each change (`drift.<fact>`), as a warning or,
+with `--strict-drift`, as a failure.
+
+A value in the baseline is one of: the fact as printed by the system; `"none"` when the layer was
+found but the field is empty (a CPU build of Paddle has no CUDA: that *is* a fact); `"absent"`
+when the layer itself was not found; `null` when it could not be observed (a probe error, a run
+without smoke has no digest). Only facts known on both sides are compared, so a run with other
+flags does not cry wolf; a layer that broke is the business of its own checks, not of drift.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from envcheck import __version__
+from envcheck.errors import UsageError
+from envcheck.facts import FactsError, HostFacts, host_from_document
+from envcheck.findings import Finding, fail, passed, warn
+from envcheck.fleet import report_time
+from envcheck.render.files import write_report_file
+from envcheck.report import SCHEMA_VERSION, Report
+
+BASELINE_KIND = "envcheck-baseline"
+BASELINE_VERSION = 1
+
+REBASELINE = "once the new state is validated, re-run with --save-baseline FILE to accept it"
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str  # the `drift.<key>` id and the key in the baseline's `facts`
+    label: str  # "driver version was X, now Y"
+    fix: str
+
+
+FACTS: tuple[Fact, ...] = (
+    Fact(
+        "driver",
+        "NVIDIA driver",
+        "a driver upgrade needs a reboot (or `sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset "
+        f"nvidia && sudo modprobe nvidia`) before CUDA works again; {REBASELINE}",
+    ),
+    Fact(
+        "kernel-module",
+        "NVIDIA kernel module",
+        "the loaded kernel module changed: check `cat /proc/driver/nvidia/version` matches the "
+        f"user-space driver (`nvidia-smi`), reboot if not; {REBASELINE}",
+    ),
+    Fact("driver-cuda", "driver's CUDA version", f"follows the driver; {REBASELINE}"),
+    Fact(
+        "cudart",
+        "CUDA runtime (libcudart)",
+        "another libcudart is loaded now: check LD_LIBRARY_PATH and the pip `nvidia-*` wheels "
+        f"in the environment; {REBASELINE}",
+    ),
+    Fact(
+        "cudnn",
+        "cuDNN",
+        f"another libcudnn is loaded now: check LD_LIBRARY_PATH and the pip wheels; {REBASELINE}",
+    ),
+    Fact(
+        "paddle",
+        "PaddlePaddle version",
+        f"Paddle was reinstalled or upgraded: pin the version in your requirements; {REBASELINE}",
+    ),
+    Fact(
+        "paddle-cuda",
+        "Paddle's CUDA build",
+        "a different Paddle build is installed (`none` means a CPU wheel): reinstall "
+        f"`paddlepaddle-gpu` for your CUDA from the Paddle package index; {REBASELINE}",
+    ),
+    Fact("paddle-cudnn", "Paddle's cuDNN build", f"follows the Paddle build; {REBASELINE}"),
+    Fact(
+        "image",
+        "smoke image",
+        f"the selected image changed (new Paddle version, matrix or --image); {REBASELINE}",
+    ),
+    Fact(
+        "image-digest",
+        "smoke image digest",
+        "the same tag now points at other content: pin the image by digest "
+        f"(`REF@sha256:…`) in your jobs; {REBASELINE}",
+    ),
+    Fact(
+        "gpus",
+        "GPUs",
+        "the GPUs changed (replaced, fell off the bus, MIG reconfigured): check `nvidia-smi -L` "
+        f"and `dmesg | grep -i xid`; {REBASELINE}",
+    ),
+)
+
+
+def baseline_document(report: Report) -> dict[str, Any]:
+    """The facts that matter for drift, with where and when they were seen."""
+    image = report.image
+    return {
+        "kind": BASELINE_KIND,
+        "baseline_version": BASELINE_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "envcheck_version": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "hostname": report.host.machine.hostname,
+        "verdict": report.verdict,
+        "facts": facts_of(report.host, image.ref if image else None, image.digest if image else None),
+    }
+
+
+def facts_of(host: HostFacts, image_ref: str | None, image_digest: str | None) -> dict[str, Any]:
+    driver_seen = _layer(host.driver.status)
+    paddle_seen = _layer(host.paddle.status)
+    return {
+        "driver": driver_seen(host.driver.version),
+        "kernel-module": driver_seen(host.driver.kernel_module),
+        "driver-cuda": driver_seen(host.driver.cuda),
+        "cudart": _layer(host.cuda_runtime.status)(host.cuda_runtime.version),
+        "cudnn": _layer(host.cudnn.status)(host.cudnn.version),
+        "paddle": paddle_seen(host.paddle.version),
+        "paddle-cuda": paddle_seen(host.paddle.cuda),
+        "paddle-cudnn": paddle_seen(host.paddle.cudnn),
+        "image": image_ref,
+        "image-digest": image_digest,
+        "gpus": _gpus(host) if host.driver.status == "ok" else None,
+    }
+
+
+def _layer(status: str) -> Callable[[str | None], str | None]:
+    def value(field: str | None) -> str | None:
+        if status == "ok":
+            return field if field else "none"
+        return "absent" if status == "absent" else None
+
+    return value
+
+
+def _gpus(host: HostFacts) -> str:
+    return ", ".join(
+        f"{g.index}: {g.name or 'unknown'}"
+        + (f" (sm {g.compute_capability})" if g.compute_capability else "")
+        for g in sorted(host.gpus, key=lambda g: g.index)
+    ) or "none"
+
+
+def compare_baseline(report: Report, baseline: Mapping[str, Any], *, strict: bool) -> list[Finding]:
+    """One `drift.<fact>` finding per changed fact; `drift.none` (pass) when nothing changed."""
+    was_facts = baseline.get("facts", {})
+    image = report.image
+    now_facts = facts_of(report.host, image.ref if image else None, image.digest if image else None)
+    since = baseline.get("created") or "the baseline"
+    findings: list[Finding] = []
+    compared: list[str] = []
+    for fact in FACTS:
+        was, now = was_facts.get(fact.key), now_facts[fact.key]
+        if was is None or now is None:
+            continue
+        compared.append(fact.key)
+        if str(was) != str(now):
+            findings.append(_changed(fact, str(was), str(now), since, strict))
+    if findings:
+        return findings
+    return [
+        passed(
+            "drift.none",
+            f"no drift since {since}: {len(compared)} facts unchanged"
+            + _not_compared(now_facts, was_facts, compared),
+            "drift",
+            compared=compared,
+            baseline_created=baseline.get("created"),
+        )
+    ]
+
+
+def _changed(fact: Fact, was: str, now: str, since: str, strict: bool) -> Finding:
+    make = fail if strict else warn
+    return make(
+        f"drift.{fact.key}",
+        f"{fact.label} was {was}, now {now} (baseline from {since})",
+        fact.fix,
+        "drift",
+        was=was,
+        now=now,
+        strict=strict,
+    )
+
+
+def _not_compared(now: Mapping[str, Any], was: Mapping[str, Any], compared: list[str]) -> str:
+    skipped = [f.key for f in FACTS if f.key not in compared and (now[f.key] or was.get(f.key))]
+    return f" (not observed on both sides: {', '.join(skipped)})" if skipped else ""
+
+
+def load_baseline(path: str) -> dict[str, Any]:
+    """Read `--baseline FILE`: a baseline written by --save-baseline, or a saved `--json` report
+    of a good run (teams already archive those). Missing or corrupt → UsageError (exit 2)."""
+    hint = "write one with `envcheck doctor --save-baseline FILE` after a good run"
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError as e:
+        raise UsageError(f"--baseline {path}: no such file", hint=hint) from e
+    except OSError as e:
+        raise UsageError(f"--baseline {path}: cannot read it: {e.strerror or e}", hint=hint) from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UsageError(f"--baseline {path}: not a JSON document: {e}", hint=hint) from e
+    try:
+        return parse_baseline(doc)
+    except ValueError as e:
+        raise UsageError(f"--baseline {path}: {e}", hint=hint) from e
+
+
+def parse_baseline(doc: Any) -> dict[str, Any]:
+    """Validate a baseline document (or turn a saved good report into one); ValueError if not."""
+    if isinstance(doc, dict) and "findings" in doc and "host" in doc:
+        return _from_report(doc)
+    if not isinstance(doc, dict) or doc.get("kind") != BASELINE_KIND:
+        raise ValueError(f"not an envcheck baseline (no \"kind\": \"{BASELINE_KIND}\")")
+    version = doc.get("baseline_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError("baseline_version is missing or not an integer")
+    if version > BASELINE_VERSION:
+        raise ValueError(f"written by a newer envcheck (baseline_version {version}); upgrade envcheck")
+    facts = doc.get("facts")
+    if not isinstance(facts, dict):
+        raise ValueError("\"facts\" is missing or not an object")
+    bad = [k for k, v in facts.items() if v is not None and not isinstance(v, str)]
+    if bad:
+        raise ValueError(f"facts must be strings or null: {', '.join(sorted(bad))}")
+    return doc
+
+
+def _from_report(doc: dict[str, Any]) -> dict[str, Any]:
+    if doc.get("verdict") not in ("pass", "warn"):
+        raise ValueError(
+            f"this saved report is not a good run (verdict {doc.get('verdict')!r}): "
+            "a baseline must come from a run that passed"
+        )
+    try:
+        host = host_from_document(doc)
+    except FactsError as e:
+        raise ValueError(f"invalid saved report: {e}") from e
+    image = doc.get("image") if isinstance(doc.get("image"), dict) else {}
+    ref, digest = image.get("ref"), image.get("digest")
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    return {
+        "kind": BASELINE_KIND,
+        "baseline_version": BASELINE_VERSION,
+        "schema_version": doc.get("schema_version"),
+        "created": _created(meta),
+        "hostname": host.machine.hostname,
+        "verdict": doc.get("verdict"),
+        "facts": facts_of(
+            host, ref if isinstance(ref, str) else None, digest if isinstance(digest, str) else None
+        ),
+    }
+
+
+def _created(meta: Mapping[str, Any]) -> str | None:
+    when = report_time(meta)
+    return when.isoformat(timespec="seconds") if when else None
+
+
+def save_baseline(report: Report, path: str) -> bool:
+    """`--save-baseline FILE`: write the baseline if this run passed (exit 0, warnings allowed).
+
+    Returns whether it was written: a failed run is never a baseline, or the next run would
+    compare against the very breakage the gate exists to catch.
+    """
+    if int(report.exit_status) != 0:
+        return False
+    text = json.dumps(baseline_document(report), indent=2, sort_keys=False) + "\n"
+    write_report_file(path, text, flag="--save-baseline")
+    return True

@@ -1,0 +1,244 @@
+"""Fleets: many saved doctor reports (`--json`) merged into one host × layer × verdict summary.
+
+What a team runs after a matrix of runner jobs, a Kubernetes Job per GPU node or `srun` over a
+Slurm partition. Pure: documents in, summary out; reading files is the `report` command's job.
+A host that reported twice (a re-run job, two artifacts) counts once, with its newest report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from envcheck.facts import FactsError, from_dict, host_from_document
+from envcheck.findings import Finding
+from envcheck.render.text import LAYERS
+from envcheck.report import SCHEMA_VERSION, ImageChoice, Report
+
+LAYER_ORDER = tuple(name for name, _ in LAYERS)  # the doctor's own layer order
+
+VERDICT_ORDER = ("pass", "warn", "fail", "cpu-fallback")  # worst last
+SEVERITY_ORDER = ("pass", "warn", "fail")
+TIMESTAMP_KEYS = ("generated_at", "finished_at", "started_at", "timestamp")  # in `meta`
+MAX_EXIT_CODE = 6
+
+
+class ReportDocumentError(ValueError):
+    """A saved report is not one envcheck can merge; the message says why."""
+
+
+@dataclass(frozen=True)
+class SavedReport:
+    """A document as read from `source`; `mtime` breaks ties when reports carry no timestamp."""
+
+    source: str
+    document: Any
+    mtime: float | None = None
+
+
+@dataclass(frozen=True)
+class HostReport:
+    source: str
+    hostname: str | None
+    verdict: str  # as that host's envcheck said (the document's, not recomputed)
+    exit_code: int
+    report: Report
+    timestamp: datetime | None = None
+    mtime: float | None = None
+
+    def layer_severities(self) -> dict[str, str]:
+        """The worst severity per layer: `{"driver": "fail", "smoke": "pass", …}`."""
+        worst: dict[str, str] = {}
+        for f in self.report.findings:
+            if SEVERITY_ORDER.index(f.severity) >= SEVERITY_ORDER.index(worst.get(f.layer, "pass")):
+                worst[f.layer] = f.severity
+        return worst
+
+    def first_problem(self) -> Finding | None:
+        problems = [f for f in self.report.findings if f.severity != "pass"]
+        problems.sort(key=lambda f: f.severity != "fail")
+        return problems[0] if problems else None
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    hostname: str
+    kept: str
+    ignored: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FleetSummary:
+    hosts: tuple[HostReport, ...]  # one per host, sorted by hostname
+    duplicates: tuple[Duplicate, ...] = ()
+    layers: tuple[str, ...] = ()
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """The highest exit code of the merged reports: 6 (CPU fallback) > 5 (smoke) > 1."""
+        return max((h.exit_code for h in self.hosts), default=0)
+
+    @property
+    def verdict(self) -> str:
+        return max((h.verdict for h in self.hosts), key=VERDICT_ORDER.index, default="pass")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "envcheck-fleet",
+            "schema_version": SCHEMA_VERSION,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "counts": self.counts,
+            "layers": list(self.layers),
+            "hosts": [_host_json(h) for h in self.hosts],
+            "duplicates": [
+                {"hostname": d.hostname, "kept": d.kept, "ignored": list(d.ignored)}
+                for d in self.duplicates
+            ],
+        }
+
+
+def _host_json(host: HostReport) -> dict[str, Any]:
+    return {
+        "hostname": host.hostname,
+        "source": host.source,
+        "verdict": host.verdict,
+        "exit_code": host.exit_code,
+        "timestamp": host.timestamp.isoformat() if host.timestamp else None,
+        "layers": host.layer_severities(),
+        "image": host.report.image.ref if host.report.image else None,
+        "problems": [
+            {"id": f.id, "severity": f.severity, "layer": f.layer, "message": f.message, "fix": f.fix}
+            for f in host.report.findings
+            if f.severity != "pass"
+        ],
+    }
+
+
+def merge_reports(saved: Iterable[SavedReport | HostReport]) -> FleetSummary:
+    """Merge parsed reports (documents are parsed here; a bad one raises ReportDocumentError)."""
+    hosts = [s if isinstance(s, HostReport) else parse_report(s) for s in saved]
+    kept, duplicates = _newest_per_host(hosts)
+    kept.sort(key=lambda h: (h.hostname is None, h.hostname or h.source))
+    counts = {v: sum(h.verdict == v for h in kept) for v in VERDICT_ORDER}
+    return FleetSummary(tuple(kept), tuple(duplicates), _layers(kept), counts)
+
+
+def _newest_per_host(hosts: list[HostReport]) -> tuple[list[HostReport], list[Duplicate]]:
+    groups: dict[str, list[tuple[int, HostReport]]] = {}
+    for order, host in enumerate(hosts):
+        # Reports without a hostname cannot be the same host as anything: keep each one.
+        groups.setdefault(host.hostname or f"\0{order}", []).append((order, host))
+    kept: list[HostReport] = []
+    duplicates: list[Duplicate] = []
+    for name, group in groups.items():
+        group.sort(key=lambda pair: _age_key(pair[1], pair[0]))
+        newest = group[-1][1]
+        kept.append(newest)
+        if len(group) > 1:
+            ignored = tuple(h.source for _, h in group[:-1])
+            duplicates.append(Duplicate(name, newest.source, ignored))
+    return kept, duplicates
+
+
+def _age_key(host: HostReport, order: int) -> tuple[float, float, int]:
+    """Newest = latest report timestamp, then latest file mtime, then last given on the line."""
+    stamp = host.timestamp.timestamp() if host.timestamp else float("-inf")
+    return (stamp, host.mtime if host.mtime is not None else float("-inf"), order)
+
+
+def _layers(hosts: Sequence[HostReport]) -> tuple[str, ...]:
+    seen = {f.layer for h in hosts for f in h.report.findings}
+    known = [layer for layer in LAYER_ORDER if layer in seen]
+    return tuple(known + sorted(seen - set(LAYER_ORDER)))
+
+
+def parse_report(saved: SavedReport) -> HostReport:
+    """Validate one saved `envcheck doctor --json` document; ReportDocumentError says what is wrong."""
+    doc = saved.document
+    if not isinstance(doc, dict):
+        raise ReportDocumentError(f"expected a JSON object, got {type(doc).__name__}")
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ReportDocumentError("not an envcheck report (no integer \"schema_version\")")
+    if version > SCHEMA_VERSION:
+        raise ReportDocumentError(
+            f"written by a newer envcheck (schema_version {version} > {SCHEMA_VERSION}); upgrade envcheck"
+        )
+    verdict = doc.get("verdict")
+    if verdict not in VERDICT_ORDER:
+        raise ReportDocumentError(f"\"verdict\" must be one of {', '.join(VERDICT_ORDER)}, got {verdict!r}")
+    exit_code = doc.get("exit_code")
+    if not isinstance(exit_code, int) or isinstance(exit_code, bool) or not 0 <= exit_code <= MAX_EXIT_CODE:
+        raise ReportDocumentError(f"\"exit_code\" must be an integer 0-{MAX_EXIT_CODE}, got {exit_code!r}")
+    if not isinstance(doc.get("host"), dict):
+        raise ReportDocumentError("\"host\" is missing or not an object")
+    try:
+        host = host_from_document(doc["host"])
+        image = _image(doc.get("image"))
+    except FactsError as e:
+        raise ReportDocumentError(str(e)) from e
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    smoke = doc.get("smoke") if isinstance(doc.get("smoke"), dict) else None
+    report = Report(host, _findings(doc.get("findings")), image, smoke, meta)
+    return HostReport(
+        source=saved.source,
+        hostname=host.machine.hostname,
+        verdict=verdict,
+        exit_code=exit_code,
+        report=report,
+        timestamp=report_time(meta),
+        mtime=saved.mtime,
+    )
+
+
+def _findings(items: Any) -> tuple[Finding, ...]:
+    if not isinstance(items, list):
+        raise ReportDocumentError("\"findings\" must be a list")
+    return tuple(_finding(item, i) for i, item in enumerate(items))
+
+
+def _finding(item: Any, i: int) -> Finding:
+    where = f"findings[{i}]"
+    if not isinstance(item, dict):
+        raise ReportDocumentError(f"{where}: expected an object")
+    for key in ("id", "message"):
+        if not isinstance(item.get(key), str):
+            raise ReportDocumentError(f"{where}.{key}: expected a string")
+    if item.get("severity") not in SEVERITY_ORDER:
+        raise ReportDocumentError(f"{where}.severity: expected pass, warn or fail, got {item.get('severity')!r}")
+    fix, layer, observed = item.get("fix"), item.get("layer", "host"), item.get("observed", {})
+    if fix is not None and not isinstance(fix, str):
+        raise ReportDocumentError(f"{where}.fix: expected a string or null")
+    if not isinstance(layer, str):
+        raise ReportDocumentError(f"{where}.layer: expected a string")
+    return Finding(
+        id=item["id"],
+        severity=item["severity"],
+        message=item["message"],
+        fix=fix,
+        layer=layer,
+        observed=observed if isinstance(observed, dict) else {},
+    )
+
+
+def _image(data: Any) -> ImageChoice | None:
+    if not isinstance(data, dict) or data.get("ref") is None:
+        return None
+    return from_dict(ImageChoice, data, "image")
+
+
+def report_time(meta: Mapping[str, Any]) -> datetime | None:
+    """When the doctor ran, from its `meta` (aware, UTC if the text had no zone)."""
+    for key in TIMESTAMP_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str):
+            try:
+                stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+    return None

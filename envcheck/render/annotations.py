@@ -1,0 +1,146 @@
+"""GitHub Actions outputs: `::error`/`::warning` annotations and the step summary.
+
+Only under `GITHUB_ACTIONS=true`: anywhere else `::error …` lines are noise in a terminal or a
+log. The runner reads workflow commands from the step's stdout *and* stderr (actions/runner,
+`ScriptHandler.cs`: both streams go through an `OutputManager` bound to the command manager), so
+the doctor prints them on stderr and `--json` keeps stdout to exactly one JSON document.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TextIO
+
+from envcheck.findings import Finding
+from envcheck.render.files import write_report_file
+from envcheck.render.markdown import render_fleet_markdown, render_markdown
+from envcheck.report import Report
+
+if TYPE_CHECKING:
+    from envcheck.fleet import FleetSummary
+
+# GitHub shows at most 10 error and 10 warning annotations per step and drops the rest silently
+# (actions/toolkit docs/problem-matchers.md, "Limitations"): the last slot says what was dropped.
+ANNOTATIONS_PER_LEVEL = 10
+# $GITHUB_STEP_SUMMARY may hold at most 1 MiB per step; over that the upload fails and the
+# summary is lost, so a long one is cut with a note instead.
+STEP_SUMMARY_LIMIT = 1024 * 1024
+
+LEVELS = {"fail": "error", "warn": "warning"}
+
+
+def in_github_actions(environ: Mapping[str, str] | None = None) -> bool:
+    return (environ if environ is not None else os.environ).get("GITHUB_ACTIONS") == "true"
+
+
+def github_annotations(report: Report) -> list[str]:
+    """`::error title=envcheck driver.too-old on gpu-3::message%0AFix: …` per failed/warned check."""
+    host = report.host.machine.hostname
+    where = f" on {host}" if host else ""
+    problems = [
+        (LEVELS[f.severity], f"envcheck {f.id}{where}", _message(f), f.id)
+        for f in report.findings
+        if f.severity in LEVELS
+    ]
+    return _capped(problems)
+
+
+def fleet_annotations(summary: FleetSummary) -> list[str]:
+    """One annotation per host that did not pass, naming its first problem."""
+    problems = []
+    for host in summary.hosts:
+        first = host.first_problem()
+        if first is None:
+            continue
+        level = "warning" if host.verdict == "warn" else "error"
+        name = host.hostname or host.source
+        problems.append((level, f"envcheck {host.verdict} on {name}", _message(first), name))
+    return _capped(problems)
+
+
+def emit_ci_outputs(report: Report, *, markdown_path: str | None, stream: TextIO) -> None:
+    """Write `--markdown FILE` if asked; under GitHub Actions also append the same Markdown to
+    the step summary and print the annotations on `stream` (the doctor passes stderr)."""
+    _emit(render_markdown(report), github_annotations(report), markdown_path, stream)
+
+
+def emit_fleet_ci_outputs(
+    summary: FleetSummary, *, markdown_path: str | None, stream: TextIO
+) -> None:
+    _emit(render_fleet_markdown(summary), fleet_annotations(summary), markdown_path, stream)
+
+
+def _emit(markdown: str, annotations: list[str], markdown_path: str | None, stream: TextIO) -> None:
+    if markdown_path:
+        write_report_file(markdown_path, markdown, flag="--markdown")
+    if not in_github_actions():
+        return
+    problem = append_step_summary(markdown)
+    lines = list(annotations)
+    if problem:
+        lines.append(f"::warning title=envcheck step summary::{escape_data(problem)}")
+    for line in lines:
+        print(line, file=stream)
+    stream.flush()
+
+
+def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Append to `$GITHUB_STEP_SUMMARY`; return why it could not, or None.
+
+    A summary that cannot be written must not turn a passing gate red: it becomes a warning.
+    """
+    path = (environ if environ is not None else os.environ).get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return "GITHUB_STEP_SUMMARY is not set: no step summary written"
+    try:
+        used = os.path.getsize(path) if os.path.exists(path) else 0
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(_fit(markdown, STEP_SUMMARY_LIMIT - used))
+    except OSError as e:
+        return f"cannot write the step summary {path}: {e.strerror or e}"
+    return None
+
+
+def _fit(markdown: str, budget: int) -> str:
+    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    data = text.encode("utf-8")
+    if len(data) <= budget:
+        return text
+    note = "\n\n*(summary cut: GitHub allows 1 MiB per step; the full report is in the artifacts)*\n"
+    keep = max(budget - len(note.encode("utf-8")), 0)
+    return data[:keep].decode("utf-8", errors="ignore") + note if keep else ""
+
+
+def _message(finding: Finding) -> str:
+    return f"{finding.message}\nFix: {finding.fix}" if finding.fix else finding.message
+
+
+def _capped(problems: list[tuple[str, str, str, str]]) -> list[str]:
+    """Errors first, then warnings; per level at most ANNOTATIONS_PER_LEVEL lines, the last of
+    which lists what did not fit rather than letting GitHub drop it without a word."""
+    lines: list[str] = []
+    for level in ("error", "warning"):
+        mine = [p for p in problems if p[0] == level]
+        if len(mine) > ANNOTATIONS_PER_LEVEL:
+            kept, rest = mine[: ANNOTATIONS_PER_LEVEL - 1], mine[ANNOTATIONS_PER_LEVEL - 1 :]
+            more = ", ".join(p[3] for p in rest)
+            kept.append((level, f"envcheck: {len(rest)} more", f"also: {more} (see the step summary)", ""))
+            mine = kept
+        lines += [workflow_command(lvl, message, title=title) for lvl, title, message, _ in mine]
+    return lines
+
+
+def workflow_command(command: str, message: str, **properties: str) -> str:
+    """`::command key=value,…::message` with GitHub's escaping (actions/toolkit `command.ts`):
+    data escapes `%`, CR and LF; property values also `:` and `,`."""
+    props = ",".join(f"{k}={escape_property(v)}" for k, v in properties.items() if v)
+    return f"::{command}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -1,0 +1,179 @@
+"""`::error`/`::warning` annotations and the step summary: only under GITHUB_ACTIONS=true."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from envcheck.findings import fail
+from envcheck.render import annotations as ann
+from envcheck.render.annotations import (
+    ANNOTATIONS_PER_LEVEL,
+    STEP_SUMMARY_LIMIT,
+    emit_ci_outputs,
+    escape_data,
+    escape_property,
+    github_annotations,
+    workflow_command,
+)
+from envcheck.render.markdown import render_markdown
+from tests import report_samples as samples
+
+COMMAND = re.compile(r"^::(error|warning|notice)(?: (?P<props>[^:]*))?::(?P<data>.*)$")
+
+
+def _unescape(text: str, *, prop: bool = False) -> str:
+    """The runner's decoding (actions/runner `ActionCommand.Unescape`), as a single pass."""
+    table = {"%25": "%", "%0D": "\r", "%0A": "\n"} | ({"%3A": ":", "%2C": ","} if prop else {})
+    return re.sub("|".join(table), lambda m: table[m.group()], text)
+
+
+def _parse(line: str) -> tuple[str, dict[str, str], str]:
+    m = COMMAND.match(line)
+    assert m, line
+    props = dict(p.split("=", 1) for p in m["props"].split(",")) if m["props"] else {}
+    return m[1], {k: _unescape(v, prop=True) for k, v in props.items()}, _unescape(m["data"])
+
+
+@pytest.fixture
+def github(monkeypatch, tmp_path):
+    summary = tmp_path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    return summary
+
+
+@pytest.mark.parametrize(("builder", "verdict", "exit_code"),
+                         [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
+                         ids=[i for i, *_ in samples.BY_VERDICT])
+def test_one_annotation_per_problem_with_the_fix(builder, verdict, exit_code):
+    report = builder()
+    lines = github_annotations(report)
+    problems = [f for f in report.findings if f.severity != "pass"]
+    assert len(lines) == len(problems)
+    for line, finding in zip(lines, sorted(problems, key=lambda f: f.severity != "fail")):
+        level, props, message = _parse(line)
+        assert level == {"fail": "error", "warn": "warning"}[finding.severity]
+        assert props["title"] == f"envcheck {finding.id} on {report.host.machine.hostname}"
+        assert message == f"{finding.message}\nFix: {finding.fix}"
+        assert "\n" not in line
+
+
+@given(st.text())
+def test_escaping_round_trips_through_the_runners_decoding(text):
+    assert "\n" not in escape_data(text) and "\r" not in escape_data(text)
+    assert _unescape(escape_data(text)) == text
+    escaped = escape_property(text)
+    assert not set(":,\n\r") & set(escaped)
+    assert _unescape(escaped, prop=True) == text
+
+
+def test_title_with_colons_and_commas_is_one_property():
+    line = workflow_command("error", "100% broken\nreally", title="envcheck: a, b")
+    assert line == "::error title=envcheck%3A a%2C b::100%25 broken%0Areally"
+
+
+def test_more_than_ten_failures_keep_ten_lines_and_name_the_rest():
+    report = samples.report(tuple(fail(f"check.n{i}", f"broken {i}", "fix it", "env") for i in range(15)))
+    lines = github_annotations(report)
+    assert len(lines) == ANNOTATIONS_PER_LEVEL
+    *_, last = lines
+    _, props, message = _parse(last)
+    assert props["title"] == "envcheck: 6 more"
+    assert message.startswith("also: check.n9, check.n10") and message.count("check.n") == 6
+
+
+@pytest.mark.parametrize("value", [None, "false", "1", "True"], ids=["unset", "false", "one", "True"])
+def test_nothing_for_github_unless_github_actions_is_true(monkeypatch, tmp_path, value):
+    summary = tmp_path / "summary.md"
+    if value is None:
+        monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    else:
+        monkeypatch.setenv("GITHUB_ACTIONS", value)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    stream = io.StringIO()
+    emit_ci_outputs(samples.driver_upgraded_without_reboot(), markdown_path=None, stream=stream)
+    assert stream.getvalue() == ""
+    assert not summary.exists()
+
+
+def test_markdown_file_is_written_anywhere(monkeypatch, tmp_path):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    out = tmp_path / "summary.md"
+    report = samples.cpu_wheel_in_image()
+    emit_ci_outputs(report, markdown_path=str(out), stream=io.StringIO())
+    assert out.read_text(encoding="utf-8") == render_markdown(report)
+
+
+def test_under_github_actions_summary_is_appended_and_annotations_printed(github):
+    github.write_text("# earlier step output\n", encoding="utf-8")
+    report = samples.driver_upgraded_without_reboot()
+    stream = io.StringIO()
+    emit_ci_outputs(report, markdown_path=None, stream=stream)
+    assert github.read_text(encoding="utf-8") == "# earlier step output\n" + render_markdown(report)
+    assert stream.getvalue().splitlines() == github_annotations(report)
+
+
+def test_passing_report_prints_no_annotation_but_still_summarises(github):
+    stream = io.StringIO()
+    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
+    assert stream.getvalue() == ""
+    assert "**pass**" in github.read_text(encoding="utf-8")
+
+
+def test_summary_that_cannot_be_written_is_a_warning_not_a_crash(github, monkeypatch, tmp_path):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing-dir" / "summary.md"))
+    stream = io.StringIO()
+    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
+    level, props, message = _parse(stream.getvalue().strip())
+    assert level == "warning" and props["title"] == "envcheck step summary"
+    assert message.startswith("cannot write the step summary")
+
+
+def test_step_summary_stays_under_githubs_one_mebibyte(github, monkeypatch):
+    monkeypatch.setattr(ann, "STEP_SUMMARY_LIMIT", 2000)
+    github.write_text("x" * 1500, encoding="utf-8")
+    emit_ci_outputs(samples.driver_upgraded_without_reboot(), markdown_path=None, stream=io.StringIO())
+    text = github.read_text(encoding="utf-8")
+    assert len(text.encode("utf-8")) <= 2000
+    assert text.endswith("the full report is in the artifacts)*\n")
+    assert STEP_SUMMARY_LIMIT == 1024 * 1024
+
+
+def _doctor(tmp_path: Path, *flags: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    facts = tmp_path / "facts.json"
+    report = samples.driver_upgraded_without_reboot()
+    facts.write_text(json.dumps(report.to_json()), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--facts", str(facts), "--expect-gpu", *flags],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )
+
+
+def test_doctor_json_keeps_stdout_one_document_and_annotates_on_stderr(tmp_path):
+    """The real command: workflow commands on stderr (the runner reads both streams)."""
+    summary = tmp_path / "summary.md"
+    done = _doctor(tmp_path, "--json", env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    doc = json.loads(done.stdout)  # exactly one JSON document, nothing around it
+    assert doc["verdict"] != "pass" and done.returncode == doc["exit_code"] != 0
+    errors = [line for line in done.stderr.splitlines() if line.startswith("::error ")]
+    assert errors, done.stderr
+    assert all(_parse(line)[0] == "error" for line in errors)
+    assert f"(exit {doc['exit_code']})" in summary.read_text(encoding="utf-8")
+
+
+def test_doctor_prints_no_workflow_command_outside_github_actions(tmp_path):
+    env = {"GITHUB_ACTIONS": "", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    done = _doctor(tmp_path, env=env)
+    assert done.returncode != 0
+    assert "::error" not in done.stdout + done.stderr
+    assert not (tmp_path / "summary.md").exists()

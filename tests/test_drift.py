@@ -1,0 +1,211 @@
+"""Drift: each fact changed in a saved baseline is reported, as a warning or with --strict-drift a failure."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.drift import (
+    BASELINE_KIND,
+    FACTS,
+    baseline_document,
+    compare_baseline,
+    load_baseline,
+    parse_baseline,
+    save_baseline,
+)
+from envcheck.errors import UsageError
+from envcheck.facts import DriverFacts, GpuFacts, PaddleFacts
+from envcheck.report import Report
+from tests import report_samples as samples
+
+FACT_KEYS = [f.key for f in FACTS]
+
+
+def _saved(tmp_path: Path, report: Report | None = None) -> dict[str, Any]:
+    """A baseline as the doctor would have saved it, read back from disk."""
+    path = tmp_path / "baseline.json"
+    assert save_baseline(report or samples.healthy(), str(path))
+    return load_baseline(str(path))
+
+
+def test_baseline_holds_the_facts_that_matter():
+    doc = baseline_document(samples.healthy())
+    assert doc["kind"] == BASELINE_KIND and doc["baseline_version"] == 1 and doc["schema_version"] == 1
+    assert doc["hostname"] == "gpu-node-1" and doc["created"].endswith("+00:00")
+    assert doc["facts"] == {
+        "driver": "535.104.05",
+        "kernel-module": "535.104.05",
+        "driver-cuda": "12.2",
+        "cudart": "12.6",
+        "cudnn": "9.5.1",
+        "paddle": "3.0.0",
+        "paddle-cuda": "12.6",
+        "paddle-cudnn": "9.5",
+        "image": samples.IMAGE.ref,
+        "image-digest": samples.IMAGE.digest,
+        "gpus": "0: NVIDIA A100-SXM4-80GB (sm 8.0), 1: NVIDIA A100-SXM4-80GB (sm 8.0)",
+    }
+    assert list(doc["facts"]) == FACT_KEYS
+
+
+def test_unchanged_host_is_one_passing_drift_none(tmp_path):
+    (finding,) = compare_baseline(samples.healthy(), _saved(tmp_path), strict=True)
+    assert (finding.id, finding.severity, finding.layer) == ("drift.none", "pass", "drift")
+    assert "11 facts unchanged" in finding.message
+    assert finding.observed["compared"] == FACT_KEYS
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
+@pytest.mark.parametrize("key", FACT_KEYS)
+def test_each_fact_changed_in_the_saved_baseline_is_reported(tmp_path, key, strict):
+    baseline = _saved(tmp_path)
+    current = baseline["facts"][key]
+    baseline["facts"][key] = "an-older-value"
+
+    (finding,) = compare_baseline(samples.healthy(), baseline, strict=strict)
+
+    assert finding.id == f"drift.{key}" and finding.layer == "drift"
+    assert finding.severity == ("fail" if strict else "warn")
+    assert f"was an-older-value, now {current}" in finding.message
+    assert finding.fix and "--save-baseline" in finding.fix
+    assert finding.observed == {"was": "an-older-value", "now": current, "strict": strict}
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
+def test_drift_sets_the_verdict(tmp_path, strict):
+    baseline = _saved(tmp_path)
+    baseline["facts"]["driver"] = "530.30.02"
+    report = samples.healthy()
+    report = dataclasses.replace(
+        report, findings=report.findings + tuple(compare_baseline(report, baseline, strict=strict))
+    )
+    assert (report.verdict, int(report.exit_status)) == (("fail", 1) if strict else ("warn", 0))
+
+
+@pytest.mark.parametrize(("change", "key", "was", "now"), [
+    ({"driver": DriverFacts(status="ok", version="550.54.14", cuda="12.4", kernel_module="550.54.14")},
+     "driver", "535.104.05", "550.54.14"),
+    ({"paddle": PaddleFacts(status="ok", package="paddlepaddle", version="3.0.0", cuda=None, cudnn=None)},
+     "paddle-cuda", "12.6", "none"),
+    ({"gpus": (GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),)},
+     "gpus", "0: NVIDIA A100-SXM4-80GB (sm 8.0), 1: NVIDIA A100-SXM4-80GB (sm 8.0)",
+     "0: NVIDIA A100-SXM4-80GB (sm 8.0)"),
+    ({"driver": DriverFacts(status="absent", reason="no libnvidia-ml.so.1")}, "driver", "535.104.05", "absent"),
+], ids=["driver-upgraded", "cpu-wheel-replaced-gpu-wheel", "gpu-fell-off-the-bus", "driver-uninstalled"])
+def test_real_changes_on_the_host(tmp_path, change, key, was, now):
+    findings = compare_baseline(samples.healthy(**change), _saved(tmp_path), strict=False)
+    by_id = {f.id: f for f in findings}
+    assert f"drift.{key}" in by_id
+    assert by_id[f"drift.{key}"].observed["was"] == was and by_id[f"drift.{key}"].observed["now"] == now
+
+
+def test_same_tag_new_digest_says_pin_by_digest(tmp_path):
+    moved = dataclasses.replace(samples.IMAGE, digest="sha256:" + "cd" * 32)
+    report = dataclasses.replace(samples.healthy(), image=moved)
+    (finding,) = compare_baseline(report, _saved(tmp_path), strict=False)
+    assert finding.id == "drift.image-digest" and "pin the image by digest" in finding.fix
+
+
+def test_facts_not_observed_now_are_not_compared(tmp_path):
+    """A run without smoke has no digest; a driver in error has no version: not drift."""
+    report = dataclasses.replace(
+        samples.healthy(driver=samples.MISMATCHED_DRIVER), image=dataclasses.replace(samples.IMAGE, digest=None)
+    )
+    (finding,) = compare_baseline(report, _saved(tmp_path), strict=True)
+    assert finding.id == "drift.none"
+    assert "not observed on both sides: driver, kernel-module, driver-cuda, image-digest, gpus" in finding.message
+
+
+def test_fact_missing_from_an_older_baseline_is_not_compared(tmp_path):
+    baseline = _saved(tmp_path)
+    del baseline["facts"]["gpus"]
+    (finding,) = compare_baseline(samples.healthy(), baseline, strict=True)
+    assert finding.id == "drift.none" and "gpus" not in finding.observed["compared"]
+
+
+def test_save_baseline_only_after_a_passing_run(tmp_path):
+    assert save_baseline(samples.unconfirmed_image_tag(), str(tmp_path / "warn.json"))
+    assert not save_baseline(samples.driver_upgraded_without_reboot(), str(tmp_path / "fail.json"))
+    assert not save_baseline(samples.cpu_wheel_in_image(), str(tmp_path / "fallback.json"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["warn.json"]
+
+
+def test_a_saved_good_report_serves_as_a_baseline(tmp_path):
+    path = tmp_path / "last-good.json"
+    path.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
+    baseline = load_baseline(str(path))
+    assert baseline["facts"] == baseline_document(samples.healthy())["facts"]
+    assert baseline["created"] == "2026-03-01T10:00:00+00:00"
+
+
+@pytest.mark.parametrize(("content", "error"), [
+    (None, "no such file"),
+    ("{not json", "not a JSON document"),
+    ("[1, 2]", "not an envcheck baseline"),
+    ('{"kind": "something-else"}', "not an envcheck baseline"),
+    ('{"kind": "envcheck-baseline", "baseline_version": 99, "facts": {}}', "newer envcheck"),
+    ('{"kind": "envcheck-baseline", "baseline_version": 1}', '"facts" is missing'),
+    ('{"kind": "envcheck-baseline", "baseline_version": 1, "facts": {"driver": 535}}', "facts must be strings"),
+    (json.dumps(samples.driver_upgraded_without_reboot().to_json()), "not a good run"),
+    ("\udcff", "not a JSON document"),
+], ids=["missing", "corrupt", "list", "other-kind", "newer", "no-facts", "number-fact",
+        "failed-report", "not-utf8"])
+def test_bad_baseline_files_are_usage_errors_naming_the_file(tmp_path, content, error):
+    path = tmp_path / "baseline.json"
+    if content == "\udcff":
+        path.write_bytes(b"\xff\xfe{")
+    elif content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(UsageError) as info:
+        load_baseline(str(path))
+    assert str(path) in info.value.message and error in info.value.message
+    assert info.value.hint and "--save-baseline" in info.value.hint
+    assert int(info.value.status) == 2
+
+
+def test_parse_baseline_accepts_its_own_output():
+    doc = json.loads(json.dumps(baseline_document(samples.healthy())))
+    assert parse_baseline(doc) == doc
+
+
+def _doctor(facts: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--facts", str(facts), "--json", *flags],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "GITHUB_ACTIONS": ""},
+    )
+
+
+def test_doctor_saves_then_compares_a_baseline(tmp_path):
+    """The real command line: --save-baseline after a pass, then --baseline / --strict-drift."""
+    facts, baseline = tmp_path / "facts.json", tmp_path / "baseline.json"
+    facts.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
+    first = _doctor(facts, "--save-baseline", str(baseline))
+    assert first.returncode == 0, first.stderr
+    assert json.loads(baseline.read_text(encoding="utf-8"))["facts"]["driver"] == "535.104.05"
+
+    upgraded = samples.healthy(driver=DriverFacts(status="ok", version="550.54.14", cuda="12.4",
+                                                  kernel_module="550.54.14"))
+    facts.write_text(json.dumps(upgraded.to_json()), encoding="utf-8")
+    lenient = _doctor(facts, "--baseline", str(baseline))
+    drift = {f["id"]: f for f in json.loads(lenient.stdout)["findings"] if f["layer"] == "drift"}
+    assert lenient.returncode == 0 and drift["drift.driver"]["severity"] == "warn"
+    assert "was 535.104.05, now 550.54.14" in drift["drift.driver"]["message"]
+
+    strict = _doctor(facts, "--baseline", str(baseline), "--strict-drift")
+    assert strict.returncode == 1 and json.loads(strict.stdout)["verdict"] == "fail"
+
+
+def test_doctor_with_a_missing_baseline_exits_2_with_the_fix(tmp_path):
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
+    done = _doctor(facts, "--baseline", str(tmp_path / "nope.json"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "nope.json: no such file" in done.stderr and "--save-baseline" in done.stderr

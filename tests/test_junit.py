@@ -1,0 +1,155 @@
+"""`--junit FILE`: one test case per check, valid JUnit XML that round-trips through junitparser."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from junitparser import Failure, JUnitXml
+
+from tests import report_samples as samples
+from envcheck.errors import UsageError
+from envcheck.findings import fail, passed
+from envcheck.render.junit import junit_xml, write_fleet_junit, write_junit
+from envcheck.report import Report
+
+
+def _load(path: Path) -> JUnitXml:
+    xml = JUnitXml.fromfile(str(path))
+    assert isinstance(xml, JUnitXml), "root must be <testsuites>"
+    return xml
+
+
+@pytest.mark.parametrize(("builder", "verdict", "exit_code"),
+                         [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
+                         ids=[i for i, *_ in samples.BY_VERDICT])
+def test_one_testcase_per_check_with_layer_as_classname(tmp_path, builder, verdict, exit_code):
+    report: Report = builder()
+    out = tmp_path / "envcheck.xml"
+    write_junit(report, str(out))
+
+    xml = _load(out)
+    (suite,) = list(xml)
+    cases = list(suite)
+    assert [(c.classname, c.name) for c in cases] == [(f.layer, f.id) for f in report.findings]
+    assert suite.tests == xml.tests == len(report.findings)
+    assert suite.failures == xml.failures == sum(f.severity == "fail" for f in report.findings)
+    assert suite.errors == suite.skipped == 0
+    assert suite.hostname == report.host.machine.hostname
+    props = {p.name: p.value for p in suite.properties()}
+    assert props["verdict"] == verdict
+    assert props["exit_code"] == str(exit_code)
+    assert props["image_digest"] == report.image.digest
+
+
+@pytest.mark.parametrize("builder", [samples.driver_upgraded_without_reboot, samples.cpu_wheel_in_image],
+                         ids=["driver-upgraded-without-reboot", "cpu-wheel-in-image"])
+def test_failure_carries_message_and_fix(tmp_path, builder):
+    report = builder()
+    out = tmp_path / "r.xml"
+    write_junit(report, str(out))
+    failed = {f.id: f for f in report.findings if f.severity == "fail"}
+    seen = {}
+    for case in next(iter(_load(out))):
+        results = case.result
+        if case.name not in failed:
+            assert case.is_passed and not results
+            continue
+        (result,) = results
+        assert isinstance(result, Failure)
+        seen[case.name] = result
+        finding = failed[case.name]
+        assert result.message == finding.message
+        assert result.type == finding.id
+        assert finding.message in result.text and f"Fix: {finding.fix}" in result.text
+    assert set(seen) == set(failed)
+
+
+def test_warning_is_a_passing_case_that_says_warning_and_fix(tmp_path):
+    report = samples.unconfirmed_image_tag()
+    out = tmp_path / "w.xml"
+    write_junit(report, str(out))
+    (case,) = [c for c in next(iter(_load(out))) if c.name == "image.unconfirmed"]
+    assert case.is_passed and not case.is_skipped
+    assert case.system_out.startswith("WARNING: tag 3.3.1")
+    assert "Fix: pin a tag" in case.system_out
+
+
+def test_round_trips_through_junitparser_unchanged(tmp_path):
+    first, second = tmp_path / "a.xml", tmp_path / "b.xml"
+    write_junit(samples.cpu_wheel_in_image(), str(first))
+    _load(first).write(str(second))
+    a, b = _load(first), _load(second)
+    assert (a.tests, a.failures, a.errors, a.skipped) == (b.tests, b.failures, b.errors, b.skipped)
+    assert [(c.classname, c.name, [r.message for r in c.result]) for s in a for c in s] == [
+        (c.classname, c.name, [r.message for r in c.result]) for s in b for c in s
+    ]
+
+
+def test_follows_the_common_junit_schema_shape():
+    """The constraints of the Jenkins/Ant JUnit XSD that importers enforce: required attributes,
+    `properties` before the test cases, only known children."""
+    root = ET.fromstring(junit_xml([samples.unconfirmed_image_tag(), samples.smoke_crashed()]))
+    assert root.tag == "testsuites"
+    for suite in root:
+        assert suite.tag == "testsuite"
+        assert {"name", "tests", "failures", "errors", "time"} <= set(suite.attrib)
+        float(suite.get("time"))
+        children = [child.tag for child in suite]
+        assert children[0] == "properties" and set(children[1:]) == {"testcase"}
+        for case in suite.iter("testcase"):
+            assert {"name", "classname"} <= set(case.attrib)
+            assert {child.tag for child in case} <= {"failure", "system-out"}
+            for failure in case.iter("failure"):
+                assert failure.get("message") and failure.get("type")
+
+
+def test_fleet_has_one_suite_per_host_and_totals(tmp_path):
+    reports = [samples.healthy(), samples.driver_upgraded_without_reboot(), samples.cpu_wheel_in_image()]
+    out = tmp_path / "fleet.xml"
+    write_fleet_junit(reports, str(out))
+    xml = _load(out)
+    assert [s.hostname for s in xml] == ["gpu-node-1", "gpu-node-3", "gpu-node-4"]
+    assert xml.tests == sum(len(r.findings) for r in reports)
+    assert xml.failures == 3
+
+
+def test_unwritable_path_is_a_usage_error_naming_the_flag(tmp_path):
+    with pytest.raises(UsageError, match=r"--junit .*no-such-dir"):
+        write_junit(samples.healthy(), str(tmp_path / "no-such-dir" / "r.xml"))
+
+
+def test_no_temp_file_left_behind(tmp_path):
+    write_junit(samples.healthy(), str(tmp_path / "r.xml"))
+    assert [p.name for p in tmp_path.iterdir()] == ["r.xml"]
+
+
+# Smoke output ends up in messages: tracebacks, ANSI colours (\x1b), NULs from a crashed process.
+# XML 1.0 cannot carry most C0 controls at all, so the file must stay parseable whatever comes.
+@settings(max_examples=200, deadline=None)
+@given(message=st.text(), fix=st.text())
+def test_any_text_gives_parseable_xml_and_readable_message(message, fix):
+    report = Report(
+        host=samples.host(),
+        findings=(fail("smoke.crashed", message, fix or None, "smoke"), passed("driver.ok", fix, "driver")),
+    )
+    root = ET.fromstring(junit_xml([report]).encode("utf-8"))
+    failure = root.find("./testsuite/testcase/failure")
+    assert failure is not None
+    assert failure.get("message") == "".join(map(_visible, message))
+
+
+def _visible(ch: str) -> str:
+    """What the XML 1.0 `Char` production admits stays; anything else is shown as `\\xNN`."""
+    code = ord(ch)
+    allowed = ch in "\t\n\r" or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or code >= 0x10000
+    return ch if allowed else f"\\x{code:02x}"
+
+
+def test_control_characters_are_shown_not_dropped():
+    report = Report(host=samples.host(), findings=(fail("smoke.crashed", "\x1b[31mKilled\x00", None, "smoke"),))
+    failure = ET.fromstring(junit_xml([report])).find("./testsuite/testcase/failure")
+    assert failure.get("message") == "\\x1b[31mKilled\\x00"
