@@ -85,14 +85,15 @@ def test_third_party_only_rows_are_flagged_unconfirmed(shipped: Matrix) -> None:
      "3.1+ CPU tags (inferred pattern)", "K80 compute capability"],
 )
 def test_facts_the_sheet_marks_unconfirmed_stay_unconfirmed(shipped: Matrix, what: str) -> None:
-    rows: list[object] = {
+    candidates: dict[str, list[object]] = {
         "3.3.1 images (3P only)": list(shipped.images_for("3.3.1", "gpu")),
         "CUDA 13.0 arch set (derived)": [shipped.archs_for_cuda("13.0")],
         "3.1.0 cu126 archs (3P report)": [b for b in shipped.builds_for("3.1.0") if b.archs],
         "3.1+ CPU tags (inferred pattern)": [
             i for v in ("3.1.0", "3.2.0", "3.3.0", "3.3.1") for i in shipped.images_for(v, "cpu")],
         "K80 compute capability": [shipped.gpu_model("Tesla K80")],
-    }[what]
+    }
+    rows = candidates[what]
     assert rows and all(row is not None and not row.confirmed for row in rows)  # type: ignore[attr-defined]
 
 

@@ -1,0 +1,263 @@
+"""Choose the Paddle Docker image a host can run: a pure function of (facts, matrix).
+
+For the requested release (default: the newest in the matrix) every GPU tag is tried, newest CUDA
+first and confirmed before unconfirmed at the same CUDA. A tag is rejected, with the reason, when
+
+- the driver cannot run its CUDA: neither full compatibility (the driver's CUDA >= the image's)
+  nor minor-version compatibility (driver >= the floor of that CUDA major, NV-RN Table 2 / NV-MVC),
+  or no driver version is known (`envcheck.compat.driver_support`);
+- a GPU is below the release's minimum compute capability, or its architecture is not among the
+  archs the build was compiled for (when the matrix knows them, §4b) or else the CUDA toolkit can
+  target (§2a: sm_120 needs CUDA >= 12.8, Volta is gone in 13.0). Paddle accepts a device whose
+  exact sm or major*10 is compiled in (GPURES, `envcheck.compat.arch_supported`);
+- the tag is not published on the requested registry.
+
+The first survivor wins. No usable GPU -> the release's CPU tag. GPUs but every tag rejected ->
+`ImageChoice(ref=None)` whose `reason` says what would fix it (the judge shows it as the fix).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from envcheck.compat import DriverSupport, arch_supported, driver_support
+from envcheck.errors import UsageError
+from envcheck.facts import GpuFacts, HostFacts, usable_gpus
+from envcheck.matrix.model import ImageTag, Matrix, PaddleBuild, PaddleRelease
+from envcheck.report import ImageChoice, Rejected
+from envcheck.versions import VersionParseError, parse_compute_capability, sm_of
+
+
+def select_image(
+    host: HostFacts, matrix: Matrix, paddle: str | None = None, registry: str = "dockerhub"
+) -> ImageChoice:
+    """The image of Paddle `paddle` (default: newest) on `registry` that this host can run."""
+    release = _release(matrix, paddle)
+    if registry not in matrix.registries:
+        known = ", ".join(matrix.registries)
+        raise UsageError(f"unknown registry {registry!r} (known: {known})", hint=f"use one of: {known}")
+    gpus = usable_gpus(host)
+    if not gpus:
+        return _cpu_choice(matrix, release, registry, _why_no_gpu(host))
+    candidates = gpu_candidates(matrix, release.version)
+    assessed = [_assess(host, gpus, image, matrix, release, registry) for image in candidates]
+    rejected: list[Rejected] = []
+    for a in assessed:
+        if not a.problems:
+            return _choice(matrix, a.image, registry, a.reason, rejected)
+        rejected.append(Rejected(matrix.image_ref(a.image, registry), "; ".join(a.problems)))
+    return ImageChoice(ref=None, registry=registry, kind="gpu", paddle=release.version,
+                       reason=_what_would_fix(assessed, matrix, release), rejected=tuple(rejected))
+
+
+# -- public pure helpers (the judge reuses them) ----------------------------------------------------
+
+
+def gpu_candidates(matrix: Matrix, paddle: str) -> tuple[ImageTag, ...]:
+    """The GPU tags of a release in trial order: newest CUDA first, confirmed first at equal CUDA."""
+    def key(image: ImageTag) -> tuple[int, int, bool]:
+        major, minor = _major_minor(image.cuda or "0")
+        return -major, -minor, not image.confirmed
+
+    return tuple(sorted(matrix.images_for(paddle, "gpu"), key=key))
+
+
+def build_for(matrix: Matrix, paddle: str, cuda: str | None) -> PaddleBuild | None:
+    """The wheel flavour of `paddle` for CUDA `cuda` (compared as major.minor), or its CPU wheel
+    when `cuda` is None. Confirmed rows win over unconfirmed ones."""
+    want = _major_minor(cuda) if cuda else None
+    builds = [b for b in matrix.builds_for(paddle) if (_major_minor(b.cuda) if b.cuda else None) == want]
+    return min(builds, key=lambda b: not b.confirmed, default=None)
+
+
+@dataclass(frozen=True)
+class ArchSource:
+    """The archs a Paddle build can run on, and where the matrix learnt them."""
+
+    archs: tuple[int, ...]
+    origin: str  # "compiled into Paddle 3.1.0 cu126 [PD-IDX, 3P; unconfirmed]"
+
+
+def runnable_archs(matrix: Matrix, paddle: str, cuda: str) -> ArchSource | None:
+    """The build's own compiled archs when known (§4b, measured or observed); otherwise every arch
+    the CUDA toolkit can target (§2a): the most a build of that CUDA could contain."""
+    build = build_for(matrix, paddle, cuda)
+    if build is not None and build.archs:
+        label = f"compiled into Paddle {paddle} cu{cuda.replace('.', '')}"
+        return ArchSource(build.archs, f"{label} [{_cited(build.source, build.confirmed)}]")
+    toolkit = matrix.archs_for_cuda(cuda)
+    if toolkit is None:
+        return None
+    return ArchSource(toolkit.archs, f"CUDA {cuda} can target [{_cited(toolkit.source, toolkit.confirmed)}]")
+
+
+def gpu_compute_capability(gpu: GpuFacts, matrix: Matrix) -> str | None:
+    """What the probe read, else the matrix's entry for the GPU's name (gpus.toml); None if neither
+    is a readable `major.minor`."""
+    cc = gpu.compute_capability
+    if cc is None and gpu.name:
+        model = matrix.gpu_model(gpu.name)
+        cc = model.compute_capability if model else None
+    try:
+        return cc if cc is not None and parse_compute_capability(cc) else None
+    except VersionParseError:
+        return None
+
+
+def cc_below(cc: str, minimum: str) -> bool:
+    """`'3.7'` below `'6.0'`, compared as (major, minor); unreadable values are never below."""
+    try:
+        return parse_compute_capability(cc) < parse_compute_capability(minimum)
+    except VersionParseError:
+        return False
+
+
+# -- one image against the host ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Assessment:
+    image: ImageTag
+    driver: DriverSupport | None  # None: no driver version known
+    driver_problem: str | None
+    gpu_problems: tuple[str, ...]
+    registry_problem: str | None
+    reason: str  # why it is fine, when it has no problems
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return tuple(p for p in (self.driver_problem, *self.gpu_problems, self.registry_problem) if p)
+
+
+def _assess(host: HostFacts, gpus: tuple[GpuFacts, ...], image: ImageTag, matrix: Matrix,
+            release: PaddleRelease, registry: str) -> _Assessment:
+    cuda = image.cuda or ""
+    support = driver_support(host.driver.version, host.driver.cuda, cuda, matrix) if host.driver.version else None
+    driver_ok, driver_text = _driver_text(host, cuda, support)
+    archs = runnable_archs(matrix, release.version, cuda)
+    gpu_problems = tuple(_gpu_problems(gpus, matrix, release, archs))
+    registry_problem = None
+    if registry not in image.registries:
+        registry_problem = f"not published on {registry} (known on: {', '.join(image.registries)})"
+    checked = archs is not None and any(gpu_compute_capability(g, matrix) for g in gpus)
+    arch_text = f"every GPU's arch is among the archs {archs.origin}" if archs and checked else (
+        "GPU architectures not checked (unknown)")
+    return _Assessment(image, support, None if driver_ok else driver_text, gpu_problems,
+                       registry_problem, f"CUDA {cuda}: {driver_text}; {arch_text}")
+
+
+def _driver_text(host: HostFacts, cuda: str, support: DriverSupport | None) -> tuple[bool, str]:
+    d = host.driver
+    if support is None:
+        return False, f"no driver version known: cannot tell whether the driver runs CUDA {cuda}"
+    have = f"driver {d.version} (CUDA {d.cuda or '?'})"
+    if support.level == "full":
+        return True, f"{have} runs CUDA {cuda} with full compatibility ({support.reason})"
+    if support.level == "minor-compat":
+        return True, f"{have} runs CUDA {cuda} through minor-version compatibility ({support.reason})"
+    return False, f"{have} cannot run CUDA {cuda}: {support.reason}"
+
+
+def _gpu_problems(gpus: tuple[GpuFacts, ...], matrix: Matrix, release: PaddleRelease,
+                  archs: ArchSource | None) -> Iterable[str]:
+    for cc, indices, name in _gpu_groups(gpus, matrix):
+        label = f"GPU {','.join(indices)} {name} (sm_{sm_of(cc)})"
+        if cc_below(cc, release.min_compute_capability):
+            yield (f"{label} is below Paddle {release.version}'s minimum compute capability "
+                   f"{release.min_compute_capability} [{release.source}]")
+        elif archs is not None and not arch_supported(cc, archs.archs):
+            yield f"{label} is not among the archs {archs.origin}: {' '.join(map(str, archs.archs))}"
+
+
+def _gpu_groups(gpus: tuple[GpuFacts, ...], matrix: Matrix) -> list[tuple[str, list[str], str]]:
+    """(cc, indices, name) per distinct GPU model; a GPU whose CC is unknown is left to the judge."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for g in gpus:
+        cc = gpu_compute_capability(g, matrix)
+        if cc is not None:
+            groups.setdefault((cc, g.name or "?"), []).append(str(g.index))
+    return [(cc, indices, name) for (cc, name), indices in groups.items()]
+
+
+# -- results ----------------------------------------------------------------------------------------
+
+
+def _choice(matrix: Matrix, image: ImageTag, registry: str, reason: str,
+            rejected: Iterable[Rejected]) -> ImageChoice:
+    build = build_for(matrix, image.paddle, image.cuda)
+    return ImageChoice(
+        ref=matrix.image_ref(image, registry), registry=registry, tag=image.tag, kind=image.kind,
+        cuda=image.cuda, cudnn=image.cudnn, paddle=image.paddle,
+        pip_command=build.pip if build else None, reason=reason, confirmed=image.confirmed,
+        source=image.source, digest=image.digest, rejected=tuple(rejected),
+    )
+
+
+def _cpu_choice(matrix: Matrix, release: PaddleRelease, registry: str, why: str) -> ImageChoice:
+    images = sorted(matrix.images_for(release.version, "cpu"), key=lambda i: not i.confirmed)
+    for image in images:
+        if registry in image.registries:
+            return _choice(matrix, image, registry, f"{why}: the CPU image", ())
+    where = f" on {registry} (known on: {', '.join(images[0].registries)})" if images else " in the matrix"
+    return ImageChoice(ref=None, registry=registry, kind="cpu", paddle=release.version,
+                       reason=f"{why}, and there is no CPU image of Paddle {release.version}{where}")
+
+
+def _why_no_gpu(host: HostFacts) -> str:
+    d = host.driver
+    if d.status != "ok":
+        detail = d.reason or d.error or "not found"
+        return f"no usable NVIDIA driver ({d.status}: {detail})"
+    return "the NVIDIA driver reports no GPU"
+
+
+def _what_would_fix(assessed: list[_Assessment], matrix: Matrix, release: PaddleRelease) -> str:
+    """The smallest change that would make one tag runnable, as the judge's fix text."""
+    head = f"no GPU image of Paddle {release.version} runs on this host"
+    if not assessed:
+        return f"{head}: the matrix has no GPU image for it; choose another release with --paddle"
+    if all(a.driver is None for a in assessed):
+        return f"{head}: the driver version is unknown; check that `nvidia-smi` prints it"
+    floors = [(Version(a.driver.minimum_driver), a.driver.minimum_driver, a.image)
+              for a in assessed if a.problems == (a.driver_problem,)
+              and a.driver is not None and a.driver.minimum_driver]
+    if floors:
+        _, driver, image = min(floors, key=lambda floor: floor[0])
+        ref = matrix.image_ref(image, image.registries[0])
+        return f"{head}: upgrade the NVIDIA driver to >= {driver} to run {ref}"
+    registry_only = [a for a in assessed if a.problems == (a.registry_problem,)]
+    if registry_only:
+        image = registry_only[0].image
+        return f"{head}: use --registry {image.registries[0]} ({matrix.image_ref(image, image.registries[0])})"
+    return f"{head}: choose another release with --paddle, or a GPU its builds support"
+
+
+# -- small parsing helpers --------------------------------------------------------------------------
+
+
+def _release(matrix: Matrix, paddle: str | None) -> PaddleRelease:
+    if paddle is None:
+        return matrix.newest_release()
+    try:
+        found = matrix.release(paddle)
+    except InvalidVersion:
+        found = None
+    if found is None:
+        known = ", ".join(r.version for r in sorted(matrix.releases, key=lambda r: Version(r.version)))
+        raise UsageError(f"unknown Paddle version {paddle!r} (known: {known})",
+                         hint=f"choose one of: {known}, or add it to the matrix (matrix/README.md)")
+    return found
+
+
+def _cited(source: str, confirmed: bool) -> str:
+    return source if confirmed else f"{source}; unconfirmed"
+
+
+def _major_minor(cuda: str) -> tuple[int, int]:
+    release = (*Version(cuda).release, 0)
+    return release[0], release[1]
+
+
