@@ -1,0 +1,112 @@
+"""`envcheck report FILE…`: merge saved doctor reports into one fleet table and exit code.
+
+Run after a matrix of runner jobs, a Kubernetes Job per GPU node or `srun` over a Slurm
+partition. A file that cannot be read is named on stderr and left out; the others are still
+merged, and the command then exits 2 so a broken collection step is not mistaken for a fleet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envcheck.errors import UsageError
+from envcheck.exitcodes import ExitStatus
+
+if TYPE_CHECKING:
+    from envcheck.fleet import HostReport
+
+FILE_HINT = "each FILE must be the output of `envcheck doctor --json` (or a folder of them)"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="merge saved `doctor --json` reports into one host × layer × verdict table",
+        description=(
+            "Merge saved `envcheck doctor --json` reports (files, or folders of *.json) into one "
+            "table and exit with the highest exit code among them; 2 if any file was unreadable."
+        ),
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="saved reports, or folders of *.json")
+    p.add_argument("--json", action="store_true", help="print the merged summary as JSON")
+    p.add_argument("--markdown", metavar="FILE", help="also write the summary as Markdown")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test suite per host")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from envcheck.fleet import merge_reports
+    from envcheck.render.annotations import emit_fleet_ci_outputs
+
+    paths, errors = expand_paths(args.files)
+    hosts, unreadable = read_reports(paths)
+    errors += unreadable
+    for error in errors:
+        print(f"envcheck: error: {error}", file=sys.stderr)
+    if not hosts:
+        raise UsageError(f"no report could be read ({len(errors)} file(s) failed)", hint=FILE_HINT)
+    if errors:
+        print(f"hint: {FILE_HINT}; the other reports were merged", file=sys.stderr)
+    summary = merge_reports(hosts)
+    if args.json:
+        doc = summary.to_json() | {"errors": errors}
+        doc["exit_code"] = _exit_code(summary.exit_code, errors)
+        print(json.dumps(doc, indent=2))
+    else:
+        from envcheck.render.table import print_fleet_table
+
+        print_fleet_table(summary, sys.stdout)
+    if args.junit:
+        from envcheck.render.junit import write_fleet_junit
+
+        write_fleet_junit([h.report for h in summary.hosts], args.junit)
+    emit_fleet_ci_outputs(summary, markdown_path=args.markdown, stream=sys.stderr)
+    return _exit_code(summary.exit_code, errors)
+
+
+def _exit_code(worst: int, errors: list[str]) -> int:
+    return int(ExitStatus.USAGE) if errors else worst
+
+
+def expand_paths(names: list[str]) -> tuple[list[Path], list[str]]:
+    """A folder stands for its `*.json` files: thousands of node reports overflow a command line."""
+    paths: list[Path] = []
+    errors: list[str] = []
+    for name in names:
+        path = Path(name)
+        if not path.is_dir():
+            paths.append(path)
+        elif found := sorted(path.glob("*.json")):
+            paths += found
+        else:
+            errors.append(f"{path}: a folder with no *.json report in it")
+    return paths, errors
+
+
+def read_reports(paths: list[Path]) -> tuple[list[HostReport], list[str]]:
+    """Parse every file; return the good reports and one error line per bad file."""
+    from envcheck.fleet import ReportDocumentError, SavedReport, parse_report
+
+    hosts: list[HostReport] = []
+    errors: list[str] = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+            mtime = path.stat().st_mtime
+        except OSError as e:
+            errors.append(f"{path}: cannot read it: {e.strerror or e}")
+            continue
+        except UnicodeDecodeError:
+            errors.append(f"{path}: not a text file")
+            continue
+        try:
+            hosts.append(parse_report(SavedReport(str(path), json.loads(text), mtime)))
+        except json.JSONDecodeError as e:
+            errors.append(f"{path}: not JSON: {e.msg} (line {e.lineno}, column {e.colno})")
+        except ReportDocumentError as e:
+            errors.append(f"{path}: {e}")
+    return hosts, errors

@@ -1,0 +1,278 @@
+"""`envcheck report FILE…`: mixed verdicts, duplicates, and a corrupt file among good ones."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from junitparser import JUnitXml
+
+from envcheck import cli
+from envcheck.findings import fail, passed, warn
+from envcheck.fleet import ReportDocumentError, SavedReport, merge_reports, parse_report
+from envcheck.render.table import fleet_table_text, print_fleet_table
+from envcheck.report import Report
+from tests import report_samples as samples
+
+FLEET = [samples.healthy, samples.unconfirmed_image_tag, samples.driver_upgraded_without_reboot,
+         samples.cpu_wheel_in_image, samples.smoke_crashed]
+
+
+def _saved(report: Report, source: str | None = None, mtime: float | None = None) -> SavedReport:
+    return SavedReport(source or f"{report.host.machine.hostname}.json", report.to_json(), mtime)
+
+
+def _write(folder: Path, report: Report, name: str | None = None) -> Path:
+    path = folder / (name or f"{report.host.machine.hostname}.json")
+    path.write_text(json.dumps(report.to_json()), encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------- merge (pure)
+
+def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code():
+    summary = merge_reports([_saved(build()) for build in FLEET])
+    assert [h.hostname for h in summary.hosts] == [f"gpu-node-{i}" for i in range(1, 6)]
+    assert summary.counts == {"pass": 1, "warn": 1, "fail": 2, "cpu-fallback": 1}
+    assert (summary.verdict, summary.exit_code) == ("cpu-fallback", 6)
+    assert summary.layers == ("driver", "gpu", "paddle", "image", "smoke")
+    assert summary.duplicates == ()
+
+
+@pytest.mark.parametrize(("builders", "verdict", "exit_code"), [
+    ([samples.healthy], "pass", 0),
+    ([samples.healthy, samples.unconfirmed_image_tag], "warn", 0),
+    ([samples.healthy, samples.driver_upgraded_without_reboot], "fail", 1),
+    ([samples.driver_upgraded_without_reboot, samples.smoke_crashed], "fail", 5),
+    ([samples.smoke_crashed, samples.cpu_wheel_in_image], "cpu-fallback", 6),
+], ids=["all-pass", "a-warning", "one-incompatible", "smoke-beats-incompatible", "cpu-fallback-worst"])
+def test_summary_exit_code_is_the_highest(builders, verdict, exit_code):
+    summary = merge_reports([_saved(b()) for b in builders])
+    assert (summary.verdict, summary.exit_code) == (verdict, exit_code)
+
+
+def test_layer_cell_is_the_worst_severity_of_that_layer():
+    report = samples.report((
+        passed("smoke.trained", "ok", "smoke"),
+        warn("smoke.slow", "slow", "check clocks", "smoke"),
+        passed("driver.ok", "ok", "driver"),
+    ))
+    (host,) = merge_reports([_saved(report)]).hosts
+    assert host.layer_severities() == {"smoke": "warn", "driver": "pass"}
+
+
+@pytest.mark.parametrize(("older", "newer", "kept"), [
+    ({"meta": {"generated_at": "2026-03-01T09:00:00Z"}}, {"meta": {"generated_at": "2026-03-01T10:00:00Z"}}, "b"),
+    ({"meta": {"generated_at": "2026-03-02T09:00:00Z"}}, {"meta": {"generated_at": "2026-03-01T10:00:00Z"}}, "a"),
+    ({"mtime": 200.0}, {"mtime": 100.0}, "a"),
+    ({}, {}, "b"),
+], ids=["newer-timestamp-second", "newer-timestamp-first", "no-timestamp-newer-mtime", "no-clue-last-given"])
+def test_duplicate_host_keeps_the_newest_report(older, newer, kept):
+    def saved(name: str, spec: dict[str, Any], build: Any) -> SavedReport:
+        meta = spec.get("meta", {})
+        report = build(hostname="gpu-node-7")
+        doc = report.to_json()
+        doc["meta"] = {"envcheck_version": "0.1.0", **meta}
+        return SavedReport(name, doc, spec.get("mtime"))
+
+    summary = merge_reports([saved("a", older, samples.healthy), saved("b", newer, samples.driver_upgraded_without_reboot)])
+    (host,) = summary.hosts
+    assert host.source == kept
+    assert host.verdict == ("pass" if kept == "a" else "fail")
+    (dup,) = summary.duplicates
+    assert (dup.hostname, dup.kept, dup.ignored) == ("gpu-node-7", kept, ("b",) if kept == "a" else ("a",))
+
+
+def test_reports_without_hostname_are_never_merged_together():
+    doc = samples.healthy().to_json()
+    doc["host"]["machine"]["hostname"] = None
+    summary = merge_reports([SavedReport("x.json", doc), SavedReport("y.json", doc)])
+    assert [h.source for h in summary.hosts] == ["x.json", "y.json"] and summary.duplicates == ()
+
+
+def _doc(**changes: Any) -> dict[str, Any]:
+    doc = samples.healthy().to_json()
+    for key, value in changes.items():
+        if value is ...:
+            del doc[key]
+        else:
+            doc[key] = value
+    return doc
+
+
+@pytest.mark.parametrize(("document", "error"), [
+    ([], "expected a JSON object, got list"),
+    (_doc(schema_version=...), 'no integer "schema_version"'),
+    (_doc(schema_version=99), "newer envcheck"),
+    (_doc(verdict="great"), '"verdict" must be one of'),
+    (_doc(exit_code="0"), '"exit_code" must be an integer'),
+    (_doc(exit_code=42), '"exit_code" must be an integer 0-6'),
+    (_doc(host=...), '"host" is missing'),
+    (_doc(host={"driver": {"version": 535}, "gpus": "many"}), "host.gpus: expected a list"),
+    (_doc(findings=None), '"findings" must be a list'),
+    (_doc(findings=[{"id": "x", "message": "m", "severity": "bad"}]), "findings[0].severity"),
+    (_doc(findings=[{"id": 3, "message": "m", "severity": "pass"}]), "findings[0].id"),
+    (_doc(image={"ref": "a", "rejected": "nope"}), "image.rejected: expected a list"),
+], ids=["list", "no-schema", "newer-schema", "bad-verdict", "string-exit", "exit-42", "no-host",
+        "bad-host", "no-findings", "bad-severity", "bad-id", "bad-image"])
+def test_invalid_documents_say_what_is_wrong(document, error):
+    with pytest.raises(ReportDocumentError) as info:
+        parse_report(SavedReport("r.json", document))
+    assert error in str(info.value)
+
+
+def test_fleet_json_document():
+    doc = merge_reports([_saved(b()) for b in FLEET[:3]]).to_json()
+    assert doc["kind"] == "envcheck-fleet" and doc["exit_code"] == 1 and doc["verdict"] == "fail"
+    node3 = doc["hosts"][2]
+    assert node3["hostname"] == "gpu-node-3" and node3["layers"] == {"driver": "fail", "paddle": "pass"}
+    assert node3["problems"][0]["id"] == "driver.version-mismatch" and node3["problems"][0]["fix"]
+    json.dumps(doc)
+
+
+# ----------------------------------------------------------------------------- table
+
+def test_plain_table_aligns_hosts_layers_and_first_problem():
+    text = fleet_table_text(merge_reports([_saved(b()) for b in FLEET]))
+    lines = text.splitlines()
+    assert lines[0].split() == ["HOST", "VERDICT", "EXIT", "driver", "gpu", "paddle", "image", "smoke",
+                                "FIRST", "PROBLEM"]
+    assert lines[3].split()[:8] == ["gpu-node-3", "fail", "1", "fail", "-", "pass", "-", "-"]
+    assert "driver.version-mismatch: NVML" in lines[3]
+    assert lines[-1] == "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback; exit 6"
+    starts = {line.index(line.split()[1]) for line in lines[:6]}
+    assert len(starts) == 1  # the verdict column is aligned
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_rich_table_on_a_wide_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    stream = _Tty()
+    print_fleet_table(merge_reports([_saved(b()) for b in FLEET]), stream)
+    out = stream.getvalue()
+    assert "envcheck fleet" in out and "✗" in out and "cpu-fallback" in out
+    assert "gpu-node-3: NVML: Driver/library version mismatch" in out  # the message under the grid
+
+
+def test_terminal_too_narrow_for_the_grid_gets_the_text_table(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    stream = _Tty()
+    summary = merge_reports([_saved(b()) for b in FLEET])
+    print_fleet_table(summary, stream)
+    assert stream.getvalue() == fleet_table_text(summary)
+
+
+# ----------------------------------------------------------------------------- the command
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["report", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def _not_on_github(monkeypatch):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+
+
+def test_report_command_merges_files_and_exits_with_the_worst(tmp_path, capsys):
+    paths = [str(_write(tmp_path, b())) for b in FLEET]
+    code, out, err = _run(capsys, *paths)
+    assert code == 6 and err == ""
+    assert all(f"gpu-node-{i}" in out for i in range(1, 6))
+
+
+def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(tmp_path, capsys):
+    good = [str(_write(tmp_path, b())) for b in FLEET[:2]]
+    corrupt = tmp_path / "gpu-node-9.json"
+    corrupt.write_text('{"schema_version": 1, "verdict": "pass"', encoding="utf-8")  # cut off mid-upload
+    code, out, err = _run(capsys, good[0], str(corrupt), good[1], str(tmp_path / "missing.json"))
+    assert code == 2
+    assert f"envcheck: error: {corrupt}: not JSON: Expecting ',' delimiter (line 1, column 40)" in err
+    assert f"envcheck: error: {tmp_path / 'missing.json'}: cannot read it: No such file or directory" in err
+    assert "hint: each FILE must be the output of `envcheck doctor --json`" in err
+    assert "gpu-node-1" in out and "gpu-node-2" in out
+    assert "2 hosts: 1 pass, 1 warn" in out
+
+
+def test_wrong_document_is_named_with_the_reason(tmp_path, capsys):
+    other = tmp_path / "package.json"
+    other.write_text('{"name": "left-pad"}', encoding="utf-8")
+    code, _, err = _run(capsys, str(_write(tmp_path, samples.healthy())), str(other))
+    assert code == 2 and f'{other}: not an envcheck report (no integer "schema_version")' in err
+
+
+def test_nothing_readable_is_a_usage_error(tmp_path, capsys):
+    code, out, err = _run(capsys, str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert code == 2 and out == ""
+    assert "envcheck: error: no report could be read (2 file(s) failed)" in err
+
+
+def test_duplicates_are_listed_under_the_table(tmp_path, capsys):
+    old = _write(tmp_path, samples.healthy(hostname="gpu-node-1", meta={"generated_at": "2026-01-01T00:00:00Z"}), "old.json")
+    new = _write(tmp_path, samples.cpu_wheel_in_image(hostname="gpu-node-1"), "new.json")
+    code, out, _ = _run(capsys, str(old), str(new))
+    assert code == 6
+    assert f"duplicate gpu-node-1: kept {new} (newest), ignored {old}" in out
+
+
+def test_a_folder_stands_for_its_json_reports(tmp_path, capsys):
+    for b in FLEET:
+        _write(tmp_path, b())
+    (tmp_path / "notes.txt").write_text("not a report", encoding="utf-8")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = _run(capsys, str(tmp_path), str(empty))
+    assert code == 2 and f"{empty}: a folder with no *.json report in it" in err
+    assert "5 hosts" in out
+
+
+def test_json_output_is_one_document_with_errors(tmp_path, capsys):
+    good = _write(tmp_path, samples.driver_upgraded_without_reboot())
+    bad = tmp_path / "bad.json"
+    bad.write_text("", encoding="utf-8")
+    code, out, _ = _run(capsys, "--json", str(good), str(bad))
+    doc = json.loads(out)
+    assert code == doc["exit_code"] == 2
+    assert [h["hostname"] for h in doc["hosts"]] == ["gpu-node-3"]
+    assert doc["errors"] == [f"{bad}: not JSON: Expecting value (line 1, column 1)"]
+
+
+def test_junit_and_markdown_files(tmp_path, capsys):
+    paths = [str(_write(tmp_path, b())) for b in FLEET[:3]]
+    junit, md = tmp_path / "fleet.xml", tmp_path / "fleet.md"
+    code, *_ = _run(capsys, "--junit", str(junit), "--markdown", str(md), *paths)
+    assert code == 1
+    xml = JUnitXml.fromfile(str(junit))
+    assert [s.hostname for s in xml] == ["gpu-node-1", "gpu-node-2", "gpu-node-3"] and xml.failures == 1
+    assert md.read_text(encoding="utf-8").startswith("## ❌ envcheck fleet: 3 hosts")
+
+
+def test_github_actions_gets_annotations_per_failing_host_and_the_summary(tmp_path, capsys, monkeypatch):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    paths = [str(_write(tmp_path, b())) for b in FLEET]
+    code, _, err = _run(capsys, *paths)
+    assert code == 6
+    titles = [line.split("::")[1] for line in err.splitlines() if line.startswith("::")]
+    assert titles == [
+        "error title=envcheck fail on gpu-node-3",
+        "error title=envcheck cpu-fallback on gpu-node-4",
+        "error title=envcheck fail on gpu-node-5",
+        "warning title=envcheck warn on gpu-node-2",
+    ]
+    assert "envcheck fleet: 5 hosts" in summary.read_text(encoding="utf-8")
+
+
+def test_mixed_reports_from_fail_findings_only():
+    report = samples.report((fail("env.cuda-visible-devices", "CUDA_VISIBLE_DEVICES is empty", "unset it", "env"),))
+    (host,) = merge_reports([_saved(report)]).hosts
+    assert host.first_problem().id == "env.cuda-visible-devices"
