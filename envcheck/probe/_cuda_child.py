@@ -126,10 +126,12 @@ def init_driver(lib: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    request = json.loads(argv[1]) if len(argv) > 1 else {"driver": True}
+    request: dict[str, Any] = json.loads(argv[1]) if len(argv) > 1 else {"driver": True}
     for item in request.get("libraries", []):
         emit({"step": "library", "path": item["path"], "begin": True})
-        emit({"step": "library", "path": item["path"], **library_version(item["kind"], item["path"])})
+        emit(
+            {"step": "library", "path": item["path"], **library_version(item["kind"], item["path"])}
+        )
     if request.get("driver"):
         emit({"step": "driver-load", "begin": True})
         lib, found = load_driver()

@@ -147,7 +147,10 @@ def loader_cache() -> list[tuple[str, str]]:
         return []
     try:
         out = subprocess.run(
-            [ldconfig, "-p"], capture_output=True, timeout=5, check=False,
+            [ldconfig, "-p"],
+            capture_output=True,
+            timeout=5,
+            check=False,
             env={"LC_ALL": "C", "PATH": os.defpath},
         ).stdout.decode("utf-8", "replace")
     except (OSError, subprocess.TimeoutExpired):
@@ -199,10 +202,11 @@ def _versioned(spec: LibrarySpec, c: LibraryCandidate, run: ChildRun) -> Library
         stopped = "it" if run.stopped_during("library", c.path) else "an earlier step"
         why = f"not probed: the probe process {run.failure or 'stopped'} while loading {stopped}"
         return replace(c, error=why if run.failure != "failed" else f"not probed: {run.detail}")
-    if record.get("error"):
-        return replace(c, error=str(record["error"]))
+    value = record.get("version")
+    if record.get("error") or not isinstance(value, int):
+        return replace(c, error=str(record.get("error") or f"no version: {record}"))
     try:
-        return replace(c, version=spec.parse_version(record.get("version")))
+        return replace(c, version=spec.parse_version(value))
     except VersionParseError as e:
         return replace(c, error=str(e))
 

@@ -66,7 +66,7 @@ def probe_driver() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
     mig.mode.current --format=csv` plus the "CUDA Version" of the `nvidia-smi` header."""
     kernel_module = read_kernel_module_version()
     try:
-        import pynvml  # deferred: ~50 ms to import, and only this probe needs it
+        import pynvml  # type: ignore[import-untyped]  # deferred: ~50 ms, only needed here
     except ImportError as e:
         reason = f"nvidia-ml-py (pynvml) cannot be imported: {e}. Reinstall envcheck."
         return DriverFacts(status="error", error="pynvml-missing", reason=reason), ()
@@ -191,7 +191,11 @@ def _optional(nvml: ModuleType, query: Callable[..., T], *args: Any) -> T | None
     FUNCTION_NOT_FOUND on old drivers). Errors that mean the driver is broken propagate."""
     try:
         return query(*args)
-    except (nvml.NVMLError_NotSupported, nvml.NVMLError_FunctionNotFound, nvml.NVMLError_NoPermission):
+    except (
+        nvml.NVMLError_NotSupported,
+        nvml.NVMLError_FunctionNotFound,
+        nvml.NVMLError_NoPermission,
+    ):
         return None
 
 

@@ -224,3 +224,19 @@ def fake_nvidia(
         return make_host(fake_build, profile, tmp_path_factory.mktemp(f"host-{profile}"))
 
     return make
+
+
+_PROBED: dict[str, dict[str, Any]] = {}
+
+
+@pytest.fixture(scope="session")
+def probed_host(fake_nvidia: Callable[[str], dict[str, str]]) -> Callable[[str], dict[str, Any]]:
+    """`probed_host("t4-470")` -> every probe's facts on that fake host: one fresh interpreter
+    per profile, shared by all tests of the session (the cuInit timeout is 1 s)."""
+
+    def get(profile: str) -> dict[str, Any]:
+        if profile not in _PROBED:
+            _PROBED[profile] = run_probes(fake_nvidia(profile), timeout=1.0)
+        return _PROBED[profile]
+
+    return get

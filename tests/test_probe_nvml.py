@@ -1,0 +1,270 @@
+"""probe_driver (envcheck.probe.nvml) against the fake libnvidia-ml, one interpreter per host
+profile (tests/fakenv), plus the real host of this machine (no driver) and the pure helpers."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.probe import nvml
+
+pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
+
+Probed = Callable[[str], dict[str, Any]]
+
+# (profile, driver version, CUDA, kernel module, NVML version)
+HEALTHY_DRIVERS = [
+    ("a100x2-535", "535.104.05", "12.2", "535.104.05", "12.535.104.05"),
+    ("t4-470", "470.82.01", "11.4", "470.82.01", "11.470.82.01"),
+    ("h100-580", "580.65.06", "13.0", "580.65.06", "13.580.65.06"),
+    ("rtx5090-570", "570.124.06", "12.8", "570.124.06", "12.570.124.06"),
+    ("jetson-orin", "540.4.0", "12.6", None, "12.540.4.0"),
+]
+
+# profile -> per GPU: (name, compute capability, MiB, MIG on, MIG devices, process query)
+GPUS: dict[str, list[tuple[Any, ...]]] = {
+    "a100x2-535": [
+        ("NVIDIA A100-SXM4-80GB", "8.0", 81920, False, None, "v3"),
+        ("NVIDIA A100-SXM4-80GB", "8.0", 81920, False, None, "v3"),
+    ],
+    "t4-470": [("Tesla T4", "7.5", 15109, None, None, "v2")],
+    "h100-580": [("NVIDIA H100 80GB HBM3", "9.0", 81559, False, None, "v3")],
+    "rtx5090-570": [("NVIDIA GeForce RTX 5090", "12.0", 32607, None, None, "v3")],
+    "jetson-orin": [("Orin (nvgpu)", "8.7", None, None, None, None)],
+    "mig-no-instances": [("NVIDIA A100-SXM4-80GB", "8.0", 81920, True, 0, "v3")],
+    "mig-two-instances": [("NVIDIA A100-SXM4-80GB", "8.0", 81920, True, 2, "v3")],
+}
+
+# (profile, status, NVML error, user-space version from the library name, kernel module, words)
+INIT_FAILURES = [
+    ("driver-not-loaded", "NVML_ERROR_DRIVER_NOT_LOADED", "535.104.05", None, "kernel module is not loaded"),
+    ("rm-mismatch", "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "550.54.15", "535.104.05", "reboot"),
+    ("no-permission", "NVML_ERROR_NO_PERMISSION", "535.104.05", "535.104.05", "/dev/nvidia"),
+]
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize(
+    ("profile", "version", "cuda", "module", "nvml_version"),
+    HEALTHY_DRIVERS,
+    ids=[row[0] for row in HEALTHY_DRIVERS],
+)
+def test_driver_facts_of_a_working_driver(
+    probed_host: Probed, profile: str, version: str, cuda: str, module: str | None, nvml_version: str
+) -> None:
+    driver = probed_host(profile)["driver"]
+    assert driver["status"] == "ok", driver
+    assert (driver["version"], driver["cuda"], driver["kernel_module"], driver["nvml_version"]) == (
+        version, cuda, module, nvml_version)
+    assert driver["error"] is None and driver["reason"] is None
+    assert driver["library"].endswith(f"/driver/libnvidia-ml.so.{version}")
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize("profile", sorted(GPUS), ids=sorted(GPUS))
+def test_gpu_facts(probed_host: Probed, profile: str) -> None:
+    gpus = probed_host(profile)["gpus"]
+    seen = [
+        (g["name"], g["compute_capability"], g["memory_total_mib"], g["mig_mode"],
+         g["mig_instances"], g["process_query"])
+        for g in gpus
+    ]
+    assert seen == GPUS[profile]
+    assert [g["index"] for g in gpus] == list(range(len(gpus)))
+
+
+@pytest.mark.fakegpu
+def test_old_driver_without_v3_process_query_falls_back_to_v2(probed_host: Probed) -> None:
+    """Drivers before R510 lack nvmlDeviceGetComputeRunningProcesses_v3: pynvml raises
+    FunctionNotFound, which must become process_query "v2", not a failed probe."""
+    facts = probed_host("t4-470")
+    assert facts["driver"]["status"] == "ok"
+    assert [g["process_query"] for g in facts["gpus"]] == ["v2"]
+
+
+@pytest.mark.fakegpu
+def test_mig_on_without_instances_is_reported_not_hidden(probed_host: Probed) -> None:
+    gpu = probed_host("mig-no-instances")["gpus"][0]
+    assert (gpu["mig_mode"], gpu["mig_instances"]) == (True, 0)
+
+
+@pytest.mark.fakegpu
+def test_jetson_nvml_answers_what_it_can(probed_host: Probed) -> None:
+    """JetPack 6 NVML: name, CC, driver and CUDA, but memory, UUID, MIG and processes are
+    NOT_SUPPORTED; nvgpu has no /proc/driver/nvidia/version. None of it is an error."""
+    facts = probed_host("jetson-orin")
+    assert facts["driver"]["status"] == "ok"
+    assert facts["gpus"] == [{
+        "index": 0, "name": "Orin (nvgpu)", "uuid": None, "compute_capability": "8.7",
+        "memory_total_mib": None, "mig_mode": None, "mig_instances": None, "process_query": None,
+    }]
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize(
+    ("profile", "error", "version", "module", "words"), INIT_FAILURES, ids=[r[0] for r in INIT_FAILURES]
+)
+def test_nvml_init_failure_is_an_error_fact(
+    probed_host: Probed, profile: str, error: str, version: str, module: str | None, words: str
+) -> None:
+    facts = probed_host(profile)
+    driver = facts["driver"]
+    assert (driver["status"], driver["error"]) == ("error", error)
+    assert words in driver["reason"]
+    assert driver["version"] == version  # from libnvidia-ml.so.<version>, NVML could not say
+    assert driver["kernel_module"] == module
+    assert facts["gpus"] == []
+
+
+@pytest.mark.fakegpu
+def test_mismatch_reason_names_the_loaded_module(probed_host: Probed) -> None:
+    reason = probed_host("rm-mismatch")["driver"]["reason"]
+    assert "kernel module 535.104.05" in reason
+
+
+@pytest.mark.fakegpu
+def test_toolkit_stub_without_nvml_is_absent(probed_host: Probed) -> None:
+    driver = probed_host("cuda-stub")["driver"]
+    assert (driver["status"], driver["error"]) == ("absent", "NVML_ERROR_LIBRARY_NOT_FOUND")
+
+
+PROBE_DRIVER_ONLY = (
+    "import json; from envcheck.facts import to_dict; from envcheck.probe.nvml import probe_driver;"
+    " d, g = probe_driver(); print(json.dumps({'driver': to_dict(d), 'gpus': to_dict(g)}))"
+)
+
+
+def _probe_driver_in(env: dict[str, str]) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE_DRIVER_ONLY], env={**os.environ, **env},
+        capture_output=True, text=True, timeout=60, check=True,
+    )
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def _nvml_calls(trace: Path) -> list[str]:
+    return [c for c in trace.read_text().split() if c.startswith("nvml")]
+
+
+@pytest.mark.fakegpu
+def test_nvml_is_shut_down_after_a_successful_probe(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace"
+    _probe_driver_in({**fake_nvidia("a100x2-535"), "FAKE_NVIDIA_TRACE": str(trace)})
+    calls = _nvml_calls(trace)
+    assert calls[0] == "nvmlInitWithFlags" and calls[-1] == "nvmlShutdown"
+    assert calls.count("nvmlShutdown") == 1
+
+
+@pytest.mark.fakegpu
+def test_gpu_lost_mid_probe_still_shuts_nvml_down(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """A GPU that falls off the bus between init and a device query (Xid 79)."""
+    profile = tmp_path / "gpu-lost.toml"
+    base = Path(fake_nvidia("a100x2-535")["FAKE_NVIDIA_PROFILE"]).read_text()
+    profile.write_text(base + "\n[nvml.errors]\nnvmlDeviceGetName = 15\n")
+    trace = tmp_path / "trace"
+    env = {**fake_nvidia("a100x2-535"), "FAKE_NVIDIA_PROFILE": str(profile), "FAKE_NVIDIA_TRACE": str(trace)}
+    facts = _probe_driver_in(env)
+    assert (facts["driver"]["status"], facts["driver"]["error"]) == ("error", "NVML_ERROR_GPU_IS_LOST")
+    assert "Xid" in facts["driver"]["reason"]
+    assert facts["gpus"] == []
+    assert _nvml_calls(trace)[-1] == "nvmlShutdown"
+
+
+def _loadable(soname: str) -> bool:
+    try:
+        ctypes.CDLL(soname)
+    except OSError:
+        return False
+    return True
+
+
+TIMED_PROBE_DRIVER = (
+    "import json, time; t = time.perf_counter();"
+    " from envcheck.probe.nvml import probe_driver; d, g = probe_driver();"
+    " print(json.dumps([d.status, d.error, len(g), time.perf_counter() - t]))"
+)
+
+
+def test_this_host_without_a_driver_is_absent_and_fast() -> None:
+    """This machine has a CUDA 13.0 toolkit but no driver: NVML is absent, not an error."""
+    result = subprocess.run(
+        [sys.executable, "-c", TIMED_PROBE_DRIVER],
+        capture_output=True, text=True, timeout=60, check=True,
+    )
+    status, error, gpus, seconds = json.loads(result.stdout)
+    if _loadable("libnvidia-ml.so.1"):  # a machine with a real driver
+        assert status != "absent"
+        return
+    assert (status, error, gpus) == ("absent", "NVML_ERROR_LIBRARY_NOT_FOUND", 0)
+    assert seconds < 0.5  # ≈ 0.05 s here, most of it importing pynvml
+
+
+# Pure helpers ---------------------------------------------------------------------------------
+
+PROC_FILES = [
+    ("proprietary",
+     ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
+      "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"), "535.104.05"),
+    ("open",
+     ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build"
+      "  (dvs-builder@U16)  Tue May 20 2025\n"), "575.57.08"),
+    ("open-aarch64",
+     "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.65.06  Release Build\n",
+     "580.65.06"),
+    ("garbage", "nothing to see\n", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in PROC_FILES], ids=[r[0] for r in PROC_FILES])
+def test_kernel_module_version_from_proc_file(tmp_path: Path, text: str, expected: str | None) -> None:
+    path = tmp_path / "version"
+    path.write_text(text)
+    assert nvml.read_kernel_module_version(str(path)) == expected
+
+
+def test_kernel_module_version_honours_the_env_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "version"
+    path.write_text(PROC_FILES[0][1])
+    monkeypatch.setenv(nvml.PROC_DRIVER_VERSION_ENV, str(path))
+    assert nvml.read_kernel_module_version() == "535.104.05"
+    monkeypatch.setenv(nvml.PROC_DRIVER_VERSION_ENV, str(tmp_path / "missing"))
+    assert nvml.read_kernel_module_version() is None
+
+
+@pytest.mark.parametrize(
+    ("code", "name"),
+    [(9, "NVML_ERROR_DRIVER_NOT_LOADED"), (18, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
+     (4, "NVML_ERROR_NO_PERMISSION"), (13, "NVML_ERROR_FUNCTION_NOT_FOUND"),
+     (999, "NVML_ERROR_UNKNOWN"), (12345, "NVML_ERROR_12345")],
+    ids=["not-loaded", "mismatch", "permission", "function-not-found", "unknown", "unnamed"],
+)
+def test_error_names_are_the_nvml_constants(code: int, name: str) -> None:
+    import pynvml  # type: ignore[import-untyped]
+
+    assert nvml.error_name(pynvml, pynvml.NVMLError(code)) == name
+
+
+@pytest.mark.parametrize(
+    ("path", "version"),
+    [("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15", "550.54.15"),
+     ("/usr/lib/aarch64-linux-gnu/nvidia/libnvidia-ml.so.540.4.0", "540.4.0"),
+     ("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", None), (None, None)],
+    ids=["x86_64", "jetson", "soname-only", "none"],
+)
+def test_driver_version_from_library_file_name(path: str | None, version: str | None) -> None:
+    assert nvml._version_from_library_name(path) == version
