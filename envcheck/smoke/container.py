@@ -1,0 +1,321 @@
+"""The smoke container: locked down, bounded in time and output, and always removed.
+
+`SmokeContainer` is a context manager in the manner of cibuildwheel's `OCIContainer`
+(https://github.com/pypa/cibuildwheel/blob/main/cibuildwheel/oci_container.py): whatever happens
+inside the `with` (success, failure, timeout, Ctrl-C, SIGTERM), `__exit__` force-removes the
+container. Containers left by a run that died harder than that (SIGKILL, power loss) are swept
+before each new one: every container carries its owner (`host:pid`) and a deadline, so a sweep
+removes those whose owner is gone or whose deadline passed, never a concurrent run's live one.
+
+The workload runs as `python /envcheck/workload.py ARGS` with: the script bind-mounted read-only,
+no network, a read-only root file system with a small tmpfs on /tmp, uid 1000, no new privileges,
+every capability dropped, memory/pids/shm limits, and the GPUs requested with `device_requests`
+(the SDK's `--gpus`). stdout and stderr are read from the attach stream as they come, stdout up to
+a bound; past the timeout or the bound the container is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from envcheck.docker_adapter import LABEL, translate_errors
+from envcheck.smoke.parse import OutputCollector, RawRun
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container
+
+SCRIPT_TARGET = "/envcheck/workload.py"
+OWNER_LABEL = f"{LABEL}.owner"  # "hostname:pid" of the envcheck process that created it
+DEADLINE_LABEL = f"{LABEL}.deadline"  # epoch seconds after which it is an orphan, whoever owns it
+SWEEP_GRACE_S = 30.0
+KILL_WAIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource bounds. Memory is generous: a CUDA process maps GBs of cuDNN/cuBLAS."""
+
+    memory: str = "8g"
+    pids: int = 1024  # OpenMP starts a thread per core, and threads count as pids
+    shm: str = "256m"
+    tmpfs: str = "256m"  # /tmp: HOME, the --export model (~3 MB), Paddle's caches
+    user: str = "1000:1000"
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    image: str
+    args: tuple[str, ...]  # the workload's arguments
+    script: Path  # host file, mounted read-only at SCRIPT_TARGET
+    timeout: float
+    gpu_ids: tuple[str, ...] | None = None  # None: no GPU request; ("all",): every GPU
+    environment: Mapping[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+
+
+BASE_ENVIRONMENT = {
+    "HOME": "/tmp",  # uid 1000 may have no home, and / is read-only
+    "TMPDIR": "/tmp",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",  # the log arrives live, so a killed run still shows its last lines
+    # CUDA numbers devices fastest-first by default; PCI order matches NVML and nvidia-smi:
+    # https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars
+    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+}
+
+
+class SmokeContainer:
+    """`with SmokeContainer(client, spec) as box: raw = box.run()` — removed on the way out."""
+
+    def __init__(self, client: docker.DockerClient, spec: ContainerSpec) -> None:
+        self.client = client
+        self.spec = spec
+        self.run_id = uuid.uuid4().hex[:12]
+        self.container: Container | None = None
+        self.swept: list[str] = []
+
+    def __enter__(self) -> SmokeContainer:
+        self.swept = sweep_leftovers(self.client)
+        with translate_errors(f"creating the smoke container from {self.spec.image}"):
+            self.container = self.client.containers.create(**create_kwargs(self.spec, self.run_id))
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.container is not None:
+            remove(self.container, quiet=t is not None)
+
+    def run(self, on_start: Callable[[int | None], None] | None = None) -> RawRun:
+        """Start, stream the output until exit, timeout or overflow; the container's verdict."""
+        assert self.container is not None, "use SmokeContainer as a context manager"
+        container, collector, finished = self.container, OutputCollector(), threading.Event()
+        with translate_errors("attaching to the smoke container"):
+            stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
+        reader = threading.Thread(
+            target=_pump, args=(stream, collector, finished), name="envcheck-smoke-io", daemon=True
+        )
+        reader.start()
+        started = time.monotonic()
+        try:
+            with _sigterm_as_exit(), translate_errors("starting the smoke container"):
+                container.start()
+                if on_start is not None:
+                    on_start(_host_pid(container))
+                done = finished.wait(timeout=max(0.0, started + self.spec.timeout - time.monotonic()))
+                if not done or collector.overflow.is_set():
+                    _kill(container)
+                reader.join(timeout=KILL_WAIT_S)
+                exit_code = _exit_code(container)
+        finally:
+            stream.close()
+        return RawRun(
+            exit_code=exit_code,
+            stdout=collector.stdout(),
+            stderr=collector.stderr(),
+            duration_s=round(time.monotonic() - started, 3),
+            stdout_bytes=collector.stdout_bytes,
+            stdout_overflow=collector.overflow.is_set(),
+            timed_out=not done,
+            oom_killed=exit_code == 137 and done and _oom_killed(container),
+            extra={"container": container.short_id, "run_id": self.run_id, "swept": self.swept},
+        )
+
+
+def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
+    """The `containers.create` arguments: every restriction of the smoke in one place."""
+    from docker.types import DeviceRequest, LogConfig, Mount
+
+    limits = spec.limits
+    kwargs: dict[str, Any] = {
+        "image": spec.image,
+        "entrypoint": ["python", SCRIPT_TARGET],  # no image entrypoint banner on our stdout
+        "command": list(spec.args),
+        "labels": labels(run_id, spec.timeout),
+        "environment": {**BASE_ENVIRONMENT, **spec.environment},
+        "user": limits.user,
+        "working_dir": "/tmp",
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs},mode=1777"},
+        "security_opt": ["no-new-privileges"],
+        "cap_drop": ["ALL"],
+        "mem_limit": limits.memory,
+        "memswap_limit": limits.memory,  # no swap: an OOM is reported, not crawled through
+        "pids_limit": limits.pids,
+        "shm_size": limits.shm,
+        "mounts": [Mount(SCRIPT_TARGET, str(spec.script), type="bind", read_only=True)],
+        # The engine keeps its own copy of the output; megabytes of it must not fill the disk.
+        "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
+    }
+    if spec.gpu_ids is not None:
+        every = spec.gpu_ids == ("all",)
+        kwargs["device_requests"] = [
+            DeviceRequest(
+                count=-1 if every else None,
+                device_ids=None if every else list(spec.gpu_ids),
+                capabilities=[["gpu"]],
+            )
+        ]
+    return kwargs
+
+
+def describe(spec: ContainerSpec) -> dict[str, Any]:
+    """The restrictions, for the report."""
+    return {
+        "network": "none",
+        "read_only_rootfs": True,
+        "no_new_privileges": True,
+        "cap_drop": ["ALL"],
+        "timeout_s": spec.timeout,
+        "gpu_request": list(spec.gpu_ids) if spec.gpu_ids is not None else None,
+        **asdict(spec.limits),
+    }
+
+
+def labels(run_id: str, timeout: float, now: float | None = None) -> dict[str, str]:
+    now = time.time() if now is None else now
+    return {
+        LABEL: run_id,
+        OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}",
+        DEADLINE_LABEL: str(int(now + timeout + SWEEP_GRACE_S)),
+    }
+
+
+def is_orphan(
+    found: Mapping[str, str],
+    now: float,
+    hostname: str,
+    alive: Callable[[int], bool],
+) -> bool:
+    """Is a container with these labels a leftover no live envcheck will clean up?"""
+    deadline = _int(found.get(DEADLINE_LABEL))
+    if deadline is not None and now > deadline:
+        return True
+    owner = found.get(OWNER_LABEL, "")
+    host, _, pid = owner.rpartition(":")
+    if not owner or _int(pid) is None:
+        return deadline is None  # no owner and no deadline: from an older envcheck, or foreign
+    return host == hostname and not alive(int(pid))
+
+
+def sweep_leftovers(client: docker.DockerClient) -> list[str]:
+    """Remove envcheck's orphaned containers (crashed earlier runs); returns their short ids."""
+    with translate_errors("listing leftover smoke containers"):
+        found = client.containers.list(all=True, sparse=True, filters={"label": LABEL})
+    removed = []
+    host, now = socket.gethostname(), time.time()
+    for container in found:
+        if is_orphan(container.attrs.get("Labels") or {}, now, host, _pid_alive):
+            remove(container, quiet=True)
+            removed.append(container.short_id)
+    return removed
+
+
+def remove(container: Container, quiet: bool = False) -> None:
+    """Force-remove (kills it if running). Already gone is fine. `quiet`: never raise, because
+    another exception is on its way out and must not be masked."""
+    import docker.errors
+
+    try:
+        with translate_errors(f"removing smoke container {container.short_id}"):
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as e:
+                if e.status_code != 409:  # 409: removal already in progress
+                    raise
+    except Exception:
+        if not quiet:
+            raise
+
+
+def _pump(stream: Iterator[tuple[bytes | None, bytes | None]], sink: OutputCollector,
+          finished: threading.Event) -> None:
+    try:
+        for out, err in stream:
+            if out:
+                sink.feed_stdout(out)
+            if err:
+                sink.feed_stderr(err)
+            if sink.overflow.is_set():
+                break  # the main thread kills the container
+    except Exception:  # noqa: BLE001 - the socket closes under us when the container is killed
+        pass
+    finally:
+        finished.set()
+
+
+def _host_pid(container: Container) -> int | None:
+    container.reload()
+    pid = container.attrs.get("State", {}).get("Pid")
+    return int(pid) if pid else None
+
+
+def _kill(container: Container) -> None:
+    import docker.errors
+
+    with suppress(docker.errors.APIError):  # 409: it exited on its own meanwhile
+        container.kill()
+
+
+def _exit_code(container: Container) -> int | None:
+    import requests.exceptions
+
+    try:
+        return int(container.wait(timeout=KILL_WAIT_S)["StatusCode"])
+    except requests.exceptions.RequestException:
+        return None  # still not dead after a kill: removal will force it
+
+
+def _oom_killed(container: Container) -> bool:
+    container.reload()
+    return bool(container.attrs.get("State", {}).get("OOMKilled"))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM (CI cancelling the job, `timeout`) unwinds like Ctrl-C, so `__exit__` removes the
+    container. Only the main thread may set signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

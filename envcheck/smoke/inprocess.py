@@ -1,0 +1,145 @@
+"""The smoke without a container: the same script in a subprocess of the target Python.
+
+The embedded default on a laptop or inside a CI container, and the fallback when no image can be
+had. `paddle` is imported by the child only; a crash there (`std::exit(-1)` from Paddle's
+place.cc, compat_facts 7 row 3) cannot take envcheck down. The child runs in its own session so
+a timeout kills it together with anything it started (Paddle shells out to `grep`).
+
+The script is copied alone into a fresh directory and run from there: `python path/to/script`
+puts the script's directory first on `sys.path`, and envcheck/smoke/ holds modules
+(`parse`, `check`, `options`…) that must not shadow anything the target environment imports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from envcheck.errors import EnvironmentProblem
+from envcheck.smoke.parse import OutputCollector, RawRun
+
+KILL_WAIT_S = 10.0
+
+
+def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The user's own environment (CUDA_VISIBLE_DEVICES included: it is part of what is
+    checked), with PCI device order unless they chose one, and an unbuffered log."""
+    env = dict(os.environ if base is None else base)
+    # https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars
+    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_subprocess(
+    python: str,
+    script: Path,
+    args: Sequence[str],
+    timeout: float,
+    on_start: Callable[[int | None], None] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RawRun:
+    """Run `python script ARGS` with a hard timeout and bounded output; always reaped."""
+    with tempfile.TemporaryDirectory(prefix="envcheck-smoke-") as workdir:
+        copy = Path(workdir) / "workload.py"
+        shutil.copyfile(script, copy)
+        return _run([python, str(copy), *args], workdir, timeout, on_start, child_environment(env))
+
+
+def _run(
+    argv: list[str],
+    cwd: str,
+    timeout: float,
+    on_start: Callable[[int | None], None] | None,
+    env: dict[str, str],
+) -> RawRun:
+    collector, finished = OutputCollector(), threading.Event()
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except OSError as e:
+        raise EnvironmentProblem(
+            f"cannot start the target Python {argv[0]}: {e.strerror or e}",
+            hint="pass an existing interpreter with --python",
+        ) from e
+    assert proc.stdout is not None and proc.stderr is not None
+    pumps = [
+        threading.Thread(target=_pump, args=(proc.stdout, collector.feed_stdout, collector, finished),
+                         daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, collector.feed_stderr, collector, None),
+                         daemon=True),
+    ]
+    try:
+        for pump in pumps:
+            pump.start()
+        if on_start is not None:
+            on_start(proc.pid)
+        done = finished.wait(timeout=max(0.0, started + timeout - time.monotonic()))
+        if done and not collector.overflow.is_set():
+            exit_code: int | None = _wait(proc, started + timeout)
+            done = exit_code is not None
+        if not done or collector.overflow.is_set():
+            _kill_group(proc)
+        exit_code = proc.wait(timeout=KILL_WAIT_S)
+        for pump in pumps:
+            pump.join(timeout=KILL_WAIT_S)
+    finally:
+        if proc.poll() is None:  # Ctrl-C or SIGTERM on our side: take the child with us
+            _kill_group(proc)
+            proc.wait(timeout=KILL_WAIT_S)
+    return RawRun(
+        exit_code=exit_code,
+        stdout=collector.stdout(),
+        stderr=collector.stderr(),
+        duration_s=round(time.monotonic() - started, 3),
+        stdout_bytes=collector.stdout_bytes,
+        stdout_overflow=collector.overflow.is_set(),
+        timed_out=not done,
+        pid=proc.pid,
+        extra={"python": argv[0]},
+    )
+
+
+def _pump(
+    pipe: IO[bytes],
+    feed: Callable[[bytes], None],
+    collector: OutputCollector,
+    finished: threading.Event | None,
+) -> None:
+    """Read one stream to its end; stdout's pump also signals the end (or the overflow)."""
+    try:
+        while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+            feed(chunk)
+            if finished is not None and collector.overflow.is_set():
+                break
+    except (OSError, ValueError):
+        pass  # the pipe closed under us after a kill
+    finally:
+        if finished is not None:
+            finished.set()
+
+
+def _wait(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
+    """stdout closed; the exit follows at once unless the script closed stdout and hangs."""
+    try:
+        return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone

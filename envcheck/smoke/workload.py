@@ -1,0 +1,468 @@
+"""envcheck's smoke training: the Paddle tutorial text classifier, trained for a few seconds.
+
+Standalone on purpose: it runs as a script file inside the selected container (mounted read-only)
+or in a subprocess of the target Python, so it imports only the standard library and `paddle`, and
+keeps to Python 3.8 syntax (older Paddle images). envcheck imports this module for its constants
+and `scan_paddle_warnings` only: `paddle` is imported inside `main`, never at import time.
+
+    python workload.py --device gpu:0 --device gpu:1 [--amp] [--compare-cpu] [--export]
+
+Contract: exactly one JSON line on stdout (schema `envcheck-smoke/1`), everything else on stderr.
+Paddle itself prints to stdout now and then (e.g. `ReduceMeanCheckIfOneDNNSupport` from
+`paddle.jit.save` in 3.3.1), so fd 1 is pointed at stderr for the whole run and the JSON goes to a
+private copy of the original stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+SCHEMA = "envcheck-smoke/1"
+
+# The model and task of the Paddle text-classification tutorial, shrunk to seconds:
+# https://www.paddlepaddle.org.cn/documentation/docs/en/practices/nlp/imdb_bow_classification.html
+VOCAB = 5000
+EMBED_DIM = 128
+SEQ_LEN = 15  # odd, so "most token ids fall below VOCAB/2" never ties; short keeps CPU steps fast
+BATCH = 128
+EVAL_BATCH = 1024
+LEARNING_RATE = 0.01  # measured on CPU: loss 0.69 -> ~0.49 in 60 steps, ~120 steps/s on 2 cores
+DROPOUT = 0.1
+
+# Paddle's own stderr lines worth reporting, first match wins per line. Texts from
+# Paddle's gpu_resources.cc, place.cc, gpu_info.cc, dynamic_loader.cc and enforce.h, collected in
+# /work/shared/facts/compat_facts.md section 7 (row numbers in the comments).
+WARNING_PATTERNS: Tuple[Tuple[str, str], ...] = (
+    # row 14: "Please NOTE: device: 0, GPU Compute Capability: 8.6, Driver API Version: 12.3, ..."
+    ("versions", r"GPU Compute Capability: [\d.]+, Driver API Version: [\d.]+, Runtime API Version"),
+    ("cudnn-version", r"device: \d+, cuDNN Version: [\d.]+"),
+    ("cuda-cudnn-mismatch", r"installed Paddle is compiled with CUDA\d+/cuDNN\d+"),  # row 16
+    ("cuda-mismatch", r"installed Paddle is compiled with CUDA [\d.]+, but CUDA runtime"),  # 15
+    ("cudnn-mismatch", r"installed Paddle is compiled with CUDNN [\d.]+, but CUDNN version"),  # 17
+    (  # rows 22-24: 3.1+ "Mismatched GPU Architecture", older builds warn, CUDA error 209
+        "arch-mismatch",
+        r"Mismatched GPU Architecture|Unsupported GPU architecture"
+        r"|not compatible with Paddle installation with arch"
+        r"|GPU compute capability in your current machine is .* not supported"
+        r"|no kernel image is available",
+    ),
+    (  # rows 5, 7, 8, 9, 10
+        "no-gpu",
+        r"no GPU detected|No GPU detected|no GPU found in runtime|no CUDA-capable device",
+    ),
+    ("cpu-build", r"installed CPU version PaddlePaddle|not compiled with CUDA"),  # rows 1-3
+    (  # rows 21, 26: the driver is missing, too old, a stub, or mismatched
+        "driver-error",
+        r"CUDA error\((?:3|34|35|36|46|221|222|802|803|804)\)"
+        r"|CUDA driver version is insufficient",
+    ),
+    (  # rows 18, 19
+        "library-missing",
+        r"third-party dynamic library \(\S+\) that Paddle depends on is not configured correctly"
+        r"|Cannot load \w+ shared library",
+    ),
+    # paddle/amp/auto_cast.py: "amp_guard can only be enabled on CUDAPlace, ... so it makes no effect"
+    ("amp-no-effect", r"amp_guard can only be enabled on"),
+    ("bf16-unsupported", r"(?:bfloat16 precision|bf16 gemm) requires GPU compute capability"),
+    ("cuda-error", r"CUDA error\(\d+\)"),  # row 20, any other code
+)
+_COMPILED = tuple((kind, re.compile(pattern)) for kind, pattern in WARNING_PATTERNS)
+MAX_WARNINGS = 40
+MAX_LINE = 400
+
+
+def scan_paddle_warnings(text: str) -> List[Dict[str, str]]:
+    """Paddle's recognised warning/error lines in a log, deduplicated, in order of appearance."""
+    found: List[Dict[str, str]] = []
+    seen = set()
+    for line in text.splitlines():
+        hit = classify_line(line)
+        if hit is not None and (hit["kind"], hit["text"]) not in seen:
+            seen.add((hit["kind"], hit["text"]))
+            found.append(hit)
+            if len(found) >= MAX_WARNINGS:
+                break
+    return found
+
+
+def classify_line(line: str) -> Optional[Dict[str, str]]:
+    for kind, pattern in _COMPILED:
+        if pattern.search(line):
+            return {"kind": kind, "text": line.strip()[:MAX_LINE]}
+    return None
+
+
+class StderrTee:
+    """Copies fd 2 (Python *and* the C++ glog lines) to the real stderr while scanning it.
+
+    A pipe at the file-descriptor level is the only way to see glog's output, which bypasses
+    `sys.stderr`. Pumped by a thread so the host still sees the log live (and on a crash).
+    """
+
+    def __init__(self) -> None:
+        self._read, write = os.pipe()
+        self._saved = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(write, 2)
+        os.close(write)
+        self.warnings: List[Dict[str, str]] = []
+        self._seen: set = set()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        pending = b""
+        while True:
+            chunk = os.read(self._read, 65536)
+            if not chunk:
+                break
+            _write_all(self._saved, chunk)
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()[-MAX_LINE * 4 :]
+            for raw in lines:
+                self._note(raw.decode("utf-8", "replace"))
+        self._note(pending.decode("utf-8", "replace"))
+
+    def _note(self, line: str) -> None:
+        hit = classify_line(line)
+        if hit is None or len(self.warnings) >= MAX_WARNINGS:
+            return
+        key = (hit["kind"], hit["text"])
+        if key not in self._seen:
+            self._seen.add(key)
+            self.warnings.append(hit)
+
+    def stop(self) -> List[Dict[str, str]]:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self._saved, 1)  # fd 1 was pointed at the pipe too: close every write end
+        os.dup2(self._saved, 2)
+        self._thread.join(timeout=2.0)
+        return list(self.warnings)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def log(message: str) -> None:
+    print("envcheck-smoke: " + message, file=sys.stderr, flush=True)
+
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", action="append", default=None, help="cpu, gpu:N or gpu:all (repeatable)")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--batch-size", type=int, default=BATCH)
+    parser.add_argument("--amp", action="store_true", help="auto_cast + GradScaler")
+    parser.add_argument("--compare-cpu", action="store_true", help="the same steps on CPU")
+    parser.add_argument("--export", action="store_true", help="to_static + paddle.inference")
+    parser.add_argument("--seed", type=int, default=2024)
+    args = parser.parse_args(argv)
+    args.device = args.device or ["cpu"]
+    if args.steps < 2 or args.batch_size < 1:
+        parser.error("--steps must be >= 2 and --batch-size >= 1")
+    return args
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    started = time.perf_counter()
+    args = parse_args(argv)
+    sys.stdout.flush()
+    json_fd = os.dup(1)
+    tee = StderrTee()
+    os.dup2(2, 1)  # stray prints from Paddle go to the log, not into our one JSON line
+    result: Dict[str, Any] = {"schema": SCHEMA, "error": None, "runs": []}
+    try:
+        result.update(_smoke(args))
+    except BaseException as e:  # noqa: BLE001 - report it in the JSON line, then exit non-zero
+        result["error"] = _error_of(e, phase="setup")
+    finally:
+        result["warnings"] = tee.stop()
+        result["total_s"] = round(time.perf_counter() - started, 4)
+        _write_all(json_fd, (json.dumps(result, separators=(",", ":")) + "\n").encode())
+        os.close(json_fd)
+    failed = result["error"] is not None or any(run.get("error") for run in result["runs"])
+    return 1 if failed else 0
+
+
+def _smoke(args: argparse.Namespace) -> Dict[str, Any]:
+    t0 = time.perf_counter()
+    try:
+        import paddle
+    except ImportError as e:
+        return {"error": _error_of(e, phase="import")}
+    out: Dict[str, Any] = {"import_s": round(time.perf_counter() - t0, 4)}
+    out.update(build_info(paddle))
+    log("paddle %s, compiled with CUDA: %s, GPUs seen: %s, default device %s" % (
+        out["paddle_version"], out["compiled_with_cuda"], out["cuda_device_count"],
+        out["default_device"]))
+    devices = expand_devices(args.device, out["cuda_device_count"])
+    out["runs"] = [run_on(paddle, device, args) for device in devices]
+    return out
+
+
+def expand_devices(asked: List[str], count: Optional[int]) -> List[str]:
+    """`gpu:all` is every GPU Paddle sees, or `gpu:0` when it sees none (so the refusal is
+    recorded instead of silently training nowhere)."""
+    devices: List[str] = []
+    for device in asked:
+        if device == "gpu:all":
+            devices += ["gpu:%d" % i for i in range(max(count or 0, 1))]
+        else:
+            devices.append(device)
+    return devices
+
+
+def build_info(paddle: Any) -> Dict[str, Any]:
+    """What this Paddle is and sees: `paddle.version.show()` plus the devices (compat_facts 6a)."""
+    count, count_error = _attempt(lambda: int(paddle.device.cuda.device_count()))
+    capabilities = []
+    for index in range(count or 0):
+        cc, _ = _attempt(lambda i=index: paddle.device.cuda.get_device_capability(i))
+        capabilities.append("%d.%d" % tuple(cc) if cc else None)
+    names = [_attempt(lambda i=i: paddle.device.cuda.get_device_name(i))[0] for i in range(count or 0)]
+    return {
+        "python": sys.version.split()[0],
+        "paddle_version": str(paddle.__version__),
+        "compiled_with_cuda": bool(paddle.is_compiled_with_cuda()),
+        "cuda_version": str(_attempt(paddle.version.cuda)[0]),
+        "cudnn_version": str(_attempt(paddle.version.cudnn)[0]),
+        "cuda_device_count": count,
+        "cuda_device_count_error": count_error,
+        "device_capabilities": capabilities,
+        "device_names": names,
+        "default_device": str(paddle.get_device()),
+        "env": {k: os.environ.get(k) for k in (
+            "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")},
+        "uid": os.getuid() if hasattr(os, "getuid") else None,
+        "pid": os.getpid(),
+    }
+
+
+def run_on(paddle: Any, asked: str, args: argparse.Namespace) -> Dict[str, Any]:
+    """Train on `asked`; if Paddle refuses the device, train where Paddle falls back (and say so)."""
+    run: Dict[str, Any] = {"device_requested": asked, "device_error": None, "error": None}
+    _, run["device_error"] = _attempt(lambda: paddle.set_device(asked))
+    run["device_used"] = str(paddle.get_device())
+    log("training on %s (asked for %s)" % (run["device_used"], asked))
+    try:
+        model, trained = train(paddle, args, amp=args.amp)
+    except Exception as e:  # noqa: BLE001 - a CUDA error is an OSError, a bad arch a RuntimeError
+        run["error"] = _error_of(e, phase="train")
+        return run
+    run.update(trained)
+    if args.compare_cpu:
+        run["compare_cpu"] = _extra(lambda: compare_cpu(paddle, args, run), "compare-cpu")
+    if args.export:
+        run["export"] = _extra(lambda: export(paddle, model, run["device_used"]), "export")
+    return run
+
+
+def _extra(fn: Callable[[], Dict[str, Any]], phase: str) -> Dict[str, Any]:
+    """--compare-cpu and --export fail on their own, keeping the training figures."""
+    try:
+        return dict(fn(), error=None)
+    except Exception as e:  # noqa: BLE001
+        return {"error": _error_of(e, phase=phase)}
+
+
+def build_model(paddle: Any) -> Any:
+    nn = paddle.nn
+
+    class TextClassifier(nn.Layer):  # type: ignore[misc,name-defined]
+        """Embedding -> mean over tokens -> dropout -> Linear(2), as in the tutorial."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.embedding = nn.Embedding(VOCAB, EMBED_DIM)
+            self.dropout = nn.Dropout(DROPOUT)
+            self.fc = nn.Linear(EMBED_DIM, 2)
+
+        def forward(self, x: Any) -> Any:
+            return self.fc(self.dropout(self.embedding(x).mean(axis=1)))
+
+    return TextClassifier()
+
+
+def make_batch(paddle: Any, size: int) -> Tuple[Any, Any]:
+    """Synthetic but learnable: label 1 when most token ids fall below VOCAB/2. Made on device."""
+    ids = paddle.randint(0, VOCAB, [size, SEQ_LEN], dtype="int64")
+    below = (ids < VOCAB // 2).astype("int32").sum(axis=1)
+    return ids, (below > SEQ_LEN // 2).astype("int64")
+
+
+def amp_dtype(paddle: Any, device: str) -> str:
+    """bf16 needs compute capability >= 8.0 (compat_facts 7 row 25); fp16 otherwise."""
+    if device.startswith("gpu"):
+        major = paddle.device.cuda.get_device_capability(_index(device))[0]
+        return "bfloat16" if major >= 8 else "float16"
+    return "bfloat16"  # Paddle's CPU AMP lists are bf16 only
+
+
+def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[str, Any]]:
+    paddle.seed(args.seed)
+    device = str(paddle.get_device())
+    dtype = amp_dtype(paddle, device) if amp else None
+    t_build = time.perf_counter()
+    model = build_model(paddle)
+    # use_multi_tensor fuses the per-parameter updates: measured 57 -> 104 steps/s on 2 CPU cores.
+    optimizer = paddle.optimizer.Adam(
+        learning_rate=LEARNING_RATE, parameters=model.parameters(), use_multi_tensor=True
+    )
+    scaler = paddle.amp.GradScaler(enable=dtype == "float16", init_loss_scaling=1024.0)
+    losses = []
+    logits = None
+    first_step_s = 0.0
+    t_first = t_build
+    for step in range(args.steps):
+        ids, labels = make_batch(paddle, args.batch_size)
+        with paddle.amp.auto_cast(enable=amp, dtype=dtype or "float16", level="O1"):
+            logits = model(ids)
+            loss = paddle.nn.functional.cross_entropy(logits.astype("float32"), labels)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.clear_grad()
+        losses.append(loss.detach())
+        if step == 0:
+            float(losses[0])  # wait for the device: the first step includes CUDA/cuDNN start-up
+            t_first = time.perf_counter()
+            first_step_s = t_first - t_build
+    curve = [float(v) for v in paddle.stack(losses).numpy().tolist()]  # one sync, at the end
+    elapsed = time.perf_counter() - t_first
+    steps_per_s = (args.steps - 1) / elapsed if elapsed > 0 else None
+    out = {
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "param_places": {name: str(p.place) for name, p in model.named_parameters()},
+        "logits_place": str(logits.place),
+        "logits_dtype": str(logits.dtype).replace("paddle.", ""),
+        "amp": {"enabled": amp, "dtype": dtype},
+        "loss_start": _finite(curve[0], 5),
+        "loss_end": _finite(sum(curve[-5:]) / len(curve[-5:]), 5),
+        "losses": [_finite(v, 4) for v in curve],
+        "accuracy": evaluate(paddle, model),
+        "first_step_s": round(first_step_s, 4),
+        "steps_per_s": round(steps_per_s, 2) if steps_per_s else None,
+        "samples_per_s": round(steps_per_s * args.batch_size, 1) if steps_per_s else None,
+        "peak_gpu_mem_bytes": None,
+        "peak_gpu_reserved_bytes": None,
+    }
+    if device.startswith("gpu"):
+        out["peak_gpu_mem_bytes"] = int(paddle.device.cuda.max_memory_allocated(_index(device)))
+        out["peak_gpu_reserved_bytes"] = int(paddle.device.cuda.max_memory_reserved(_index(device)))
+    return model, out
+
+
+def evaluate(paddle: Any, model: Any) -> float:
+    model.eval()
+    with paddle.no_grad():
+        ids, labels = make_batch(paddle, EVAL_BATCH)
+        hits = (model(ids).argmax(axis=1) == labels).astype("float32").mean()
+    model.train()
+    return round(float(hits), 4)
+
+
+def compare_cpu(paddle: Any, args: argparse.Namespace, run: Dict[str, Any]) -> Dict[str, Any]:
+    """The same steps on the CPU of the same container, for the GPU/CPU speedup."""
+    if run["device_used"] == "cpu":
+        return {"skipped": "the run itself was on the CPU", "steps_per_s": None, "speedup": None}
+    paddle.set_device("cpu")
+    try:
+        _, cpu = train(paddle, args, amp=False)
+    finally:
+        paddle.set_device(run["device_used"])
+    speedup = None
+    if cpu["steps_per_s"] and run["steps_per_s"]:
+        speedup = round(run["steps_per_s"] / cpu["steps_per_s"], 2)
+    keep = ("steps_per_s", "first_step_s", "loss_start", "loss_end")
+    return dict({k: cpu[k] for k in keep}, speedup=speedup, skipped=None)
+
+
+def export(paddle: Any, model: Any, device: str) -> Dict[str, Any]:
+    """Train -> serve: `paddle.jit.to_static` + save, reload with `paddle.inference`, compare.
+
+    https://www.paddlepaddle.org.cn/documentation/docs/en/guides/jit/basic_usage_en.html
+    """
+    import numpy  # a dependency of every Paddle wheel
+
+    t0 = time.perf_counter()
+    model.eval()
+    ids, _ = make_batch(paddle, 256)
+    with paddle.no_grad():
+        expected = model(ids).numpy()
+    spec = paddle.static.InputSpec([None, SEQ_LEN], "int64", name="x")
+    prefix = os.path.join(tempfile.mkdtemp(prefix="envcheck-export-"), "model")
+    paddle.jit.save(paddle.jit.to_static(model, input_spec=[spec]), prefix)
+    # Paddle >= 3.0 writes the PIR program as .json; 2.x writes .pdmodel.
+    program = prefix + ".json" if os.path.exists(prefix + ".json") else prefix + ".pdmodel"
+    config = paddle.inference.Config(program, prefix + ".pdiparams")
+    if device.startswith("gpu"):
+        config.enable_use_gpu(256, _index(device))
+    else:
+        config.disable_gpu()
+    config.disable_glog_info()  # dozens of "Running PIR pass" lines would bury the log tail
+    predictor = paddle.inference.create_predictor(config)
+    handle = predictor.get_input_handle(predictor.get_input_names()[0])
+    handle.copy_from_cpu(ids.numpy())
+    predictor.run()
+    got = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    diff = float(numpy.abs(got - expected).max())
+    agree = float((got.argmax(axis=1) == expected.argmax(axis=1)).mean())
+    return {
+        "format": os.path.splitext(program)[1].lstrip("."),
+        "inference_gpu": bool(config.use_gpu()),
+        "max_abs_diff": diff,
+        "argmax_agreement": agree,
+        "match": diff <= 1e-3 and agree == 1.0,
+        "seconds": round(time.perf_counter() - t0, 4),
+    }
+
+
+def _finite(value: float, digits: int) -> Optional[float]:
+    """JSON has no NaN: a diverged loss is written as null (and judged "not learning")."""
+    return round(value, digits) if math.isfinite(value) else None
+
+
+def _index(device: str) -> int:
+    return int(device.split(":", 1)[1]) if ":" in device else 0
+
+
+def _attempt(fn: Callable[[], Any]) -> Tuple[Any, Optional[str]]:
+    """(value, None) or (None, "Type: first line of the message")."""
+    try:
+        return fn(), None
+    except Exception as e:  # noqa: BLE001 - Paddle raises ValueError, OSError, RuntimeError...
+        return None, _one_line(e)
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return ("%s: %s" % (type(e).__name__, text[0] if text else ""))[:MAX_LINE]
+
+
+def _error_of(e: BaseException, phase: str) -> Dict[str, Any]:
+    tail = traceback.format_exception(type(e), e, e.__traceback__)
+    return {
+        "phase": phase,
+        "type": type(e).__name__,
+        "message": str(e)[:2000],
+        "traceback": "".join(tail)[-4000:],
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
