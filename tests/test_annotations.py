@@ -49,6 +49,7 @@ def github(monkeypatch, tmp_path):
     summary = tmp_path / "step_summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
     return summary
 
 
@@ -135,7 +136,7 @@ def test_summary_that_cannot_be_written_is_a_warning_not_a_crash(github, monkeyp
     stream = io.StringIO()
     emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
     level, props, message = _parse(stream.getvalue().strip())
-    assert level == "warning" and props["title"] == "envcheck step summary"
+    assert level == "warning" and props["title"] == "envcheck"
     assert message.startswith("cannot write the step summary")
 
 
@@ -147,6 +148,27 @@ def test_step_summary_stays_under_githubs_one_mebibyte(github, monkeypatch):
     assert len(text.encode("utf-8")) <= 2000
     assert text.endswith("the full report is in the artifacts)*\n")
     assert STEP_SUMMARY_LIMIT == 1024 * 1024
+
+
+def test_step_outputs_for_the_steps_that_follow(github, monkeypatch, tmp_path):
+    outputs = tmp_path / "output"
+    outputs.write_text("earlier=1\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    emit_ci_outputs(samples.cpu_wheel_in_image(), markdown_path=None, stream=io.StringIO())
+    assert outputs.read_text(encoding="utf-8").splitlines() == [
+        "earlier=1",
+        "verdict=cpu-fallback",
+        f"image={samples.IMAGE.ref}",
+        f"image-digest={samples.IMAGE.digest}",
+    ]
+
+
+def test_step_outputs_that_cannot_be_written_are_a_warning(github, monkeypatch, tmp_path):
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "missing-dir" / "output"))
+    stream = io.StringIO()
+    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
+    level, _, message = _parse(stream.getvalue().strip())
+    assert level == "warning" and message.startswith("cannot write the step outputs")
 
 
 def _doctor(tmp_path: Path, *flags: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -162,18 +184,21 @@ def _doctor(tmp_path: Path, *flags: str, env: dict[str, str]) -> subprocess.Comp
 def test_doctor_json_keeps_stdout_one_document_and_annotates_on_stderr(tmp_path):
     """The real command: workflow commands on stderr (the runner reads both streams)."""
     summary = tmp_path / "summary.md"
-    done = _doctor(tmp_path, "--json", env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(tmp_path / "out")}
+    done = _doctor(tmp_path, "--json", env=env)
     doc = json.loads(done.stdout)  # exactly one JSON document, nothing around it
     assert doc["verdict"] != "pass" and done.returncode == doc["exit_code"] != 0
     errors = [line for line in done.stderr.splitlines() if line.startswith("::error ")]
     assert errors, done.stderr
     assert all(_parse(line)[0] == "error" for line in errors)
     assert f"(exit {doc['exit_code']})" in summary.read_text(encoding="utf-8")
+    assert f"verdict={doc['verdict']}" in (tmp_path / "out").read_text(encoding="utf-8")
 
 
 def test_doctor_prints_no_workflow_command_outside_github_actions(tmp_path):
-    env = {"GITHUB_ACTIONS": "", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    env = {"GITHUB_ACTIONS": "", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+           "GITHUB_OUTPUT": str(tmp_path / "output")}
     done = _doctor(tmp_path, env=env)
     assert done.returncode != 0
     assert "::error" not in done.stdout + done.stderr
-    assert not (tmp_path / "summary.md").exists()
+    assert not (tmp_path / "summary.md").exists() and not (tmp_path / "output").exists()

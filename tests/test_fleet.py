@@ -260,6 +260,7 @@ def test_github_actions_gets_annotations_per_failing_host_and_the_summary(tmp_pa
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output"))
     paths = [str(_write(tmp_path, b())) for b in FLEET]
     code, _, err = _run(capsys, *paths)
     assert code == 6
@@ -271,6 +272,7 @@ def test_github_actions_gets_annotations_per_failing_host_and_the_summary(tmp_pa
         "warning title=envcheck warn on gpu-node-2",
     ]
     assert "envcheck fleet: 5 hosts" in summary.read_text(encoding="utf-8")
+    assert (tmp_path / "output").read_text(encoding="utf-8") == "verdict=cpu-fallback\n"
 
 
 def test_mixed_reports_from_fail_findings_only():

@@ -1,4 +1,4 @@
-"""GitHub Actions outputs: `::error`/`::warning` annotations and the step summary.
+"""GitHub Actions outputs: `::error`/`::warning` annotations, the step summary, step outputs.
 
 Only under `GITHUB_ACTIONS=true`: anywhere else `::error …` lines are noise in a terminal or a
 log. The runner reads workflow commands from the step's stdout *and* stderr (actions/runner,
@@ -62,24 +62,37 @@ def fleet_annotations(summary: FleetSummary) -> list[str]:
 def emit_ci_outputs(report: Report, *, markdown_path: str | None, stream: TextIO) -> None:
     """Write `--markdown FILE` if asked; under GitHub Actions also append the same Markdown to
     the step summary and print the annotations on `stream` (the doctor passes stderr)."""
-    _emit(render_markdown(report), github_annotations(report), markdown_path, stream)
+    image = report.image
+    outputs = {
+        "verdict": report.verdict,
+        "image": (image.ref if image else None) or "",
+        "image-digest": (image.digest if image else None) or "",
+    }
+    _emit(render_markdown(report), github_annotations(report), outputs, markdown_path, stream)
 
 
 def emit_fleet_ci_outputs(
     summary: FleetSummary, *, markdown_path: str | None, stream: TextIO
 ) -> None:
-    _emit(render_fleet_markdown(summary), fleet_annotations(summary), markdown_path, stream)
+    outputs = {"verdict": summary.verdict}
+    _emit(render_fleet_markdown(summary), fleet_annotations(summary), outputs, markdown_path, stream)
 
 
-def _emit(markdown: str, annotations: list[str], markdown_path: str | None, stream: TextIO) -> None:
+def _emit(
+    markdown: str,
+    annotations: list[str],
+    outputs: dict[str, str],
+    markdown_path: str | None,
+    stream: TextIO,
+) -> None:
     if markdown_path:
         write_report_file(markdown_path, markdown, flag="--markdown")
     if not in_github_actions():
         return
-    problem = append_step_summary(markdown)
     lines = list(annotations)
-    if problem:
-        lines.append(f"::warning title=envcheck step summary::{escape_data(problem)}")
+    for problem in (append_step_summary(markdown), append_step_outputs(outputs)):
+        if problem:
+            lines.append(f"::warning title=envcheck::{escape_data(problem)}")
     for line in lines:
         print(line, file=stream)
     stream.flush()
@@ -99,6 +112,21 @@ def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None)
             f.write(_fit(markdown, STEP_SUMMARY_LIMIT - used))
     except OSError as e:
         return f"cannot write the step summary {path}: {e.strerror or e}"
+    return None
+
+
+def append_step_outputs(outputs: Mapping[str, str], environ: Mapping[str, str] | None = None) -> str | None:
+    """`verdict=…`, `image=…` into `$GITHUB_OUTPUT`, so a step that runs `envcheck doctor` with
+    an `id:` exposes them as `steps.<id>.outputs.*` (the gate passes `image` to its dependants).
+    Return why it could not, or None; no `$GITHUB_OUTPUT` (a bare `docker run`) is not a problem."""
+    path = (environ if environ is not None else os.environ).get("GITHUB_OUTPUT")
+    if not path:
+        return None
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.writelines(f"{key}={' '.join(value.split())}\n" for key, value in outputs.items())
+    except OSError as e:
+        return f"cannot write the step outputs {path}: {e.strerror or e}"
     return None
 
 
