@@ -38,7 +38,9 @@ def select_image(
     release = _release(matrix, paddle)
     if registry not in matrix.registries:
         known = ", ".join(matrix.registries)
-        raise UsageError(f"unknown registry {registry!r} (known: {known})", hint=f"use one of: {known}")
+        raise UsageError(
+            f"unknown registry {registry!r} (known: {known})", hint=f"use one of: {known}"
+        )
     gpus = usable_gpus(host)
     if not gpus:
         return _cpu_choice(matrix, release, registry, _why_no_gpu(host))
@@ -49,15 +51,22 @@ def select_image(
         if not a.problems:
             return _choice(matrix, a.image, registry, a.reason, rejected)
         rejected.append(Rejected(matrix.image_ref(a.image, registry), "; ".join(a.problems)))
-    return ImageChoice(ref=None, registry=registry, kind="gpu", paddle=release.version,
-                       reason=_what_would_fix(assessed, matrix, release), rejected=tuple(rejected))
+    return ImageChoice(
+        ref=None,
+        registry=registry,
+        kind="gpu",
+        paddle=release.version,
+        reason=_what_would_fix(assessed, matrix, release, registry),
+        rejected=tuple(rejected),
+    )
 
 
-# -- public pure helpers (the judge reuses them) ----------------------------------------------------
+# -- public pure helpers (the judge reuses them) ---------------------------------------------------
 
 
 def gpu_candidates(matrix: Matrix, paddle: str) -> tuple[ImageTag, ...]:
-    """The GPU tags of a release in trial order: newest CUDA first, confirmed first at equal CUDA."""
+    """A release's GPU tags in trial order: newest CUDA first, confirmed first at equal CUDA."""
+
     def key(image: ImageTag) -> tuple[int, int, bool]:
         major, minor = _major_minor(image.cuda or "0")
         return -major, -minor, not image.confirmed
@@ -69,7 +78,9 @@ def build_for(matrix: Matrix, paddle: str, cuda: str | None) -> PaddleBuild | No
     """The wheel flavour of `paddle` for CUDA `cuda` (compared as major.minor), or its CPU wheel
     when `cuda` is None. Confirmed rows win over unconfirmed ones."""
     want = _major_minor(cuda) if cuda else None
-    builds = [b for b in matrix.builds_for(paddle) if (_major_minor(b.cuda) if b.cuda else None) == want]
+    builds = [
+        b for b in matrix.builds_for(paddle) if (_major_minor(b.cuda) if b.cuda else None) == want
+    ]
     return min(builds, key=lambda b: not b.confirmed, default=None)
 
 
@@ -91,7 +102,9 @@ def runnable_archs(matrix: Matrix, paddle: str, cuda: str) -> ArchSource | None:
     toolkit = matrix.archs_for_cuda(cuda)
     if toolkit is None:
         return None
-    return ArchSource(toolkit.archs, f"CUDA {cuda} can target [{_cited(toolkit.source, toolkit.confirmed)}]")
+    return ArchSource(
+        toolkit.archs, f"CUDA {cuda} can target [{_cited(toolkit.source, toolkit.confirmed)}]"
+    )
 
 
 def gpu_compute_capability(gpu: GpuFacts, matrix: Matrix) -> str | None:
@@ -101,10 +114,13 @@ def gpu_compute_capability(gpu: GpuFacts, matrix: Matrix) -> str | None:
     if cc is None and gpu.name:
         model = matrix.gpu_model(gpu.name)
         cc = model.compute_capability if model else None
+    if cc is None:
+        return None
     try:
-        return cc if cc is not None and parse_compute_capability(cc) else None
+        parse_compute_capability(cc)
     except VersionParseError:
         return None
+    return cc
 
 
 def cc_below(cc: str, minimum: str) -> bool:
@@ -115,7 +131,7 @@ def cc_below(cc: str, minimum: str) -> bool:
         return False
 
 
-# -- one image against the host ---------------------------------------------------------------------
+# -- one image against the host --------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -129,24 +145,46 @@ class _Assessment:
 
     @property
     def problems(self) -> tuple[str, ...]:
-        return tuple(p for p in (self.driver_problem, *self.gpu_problems, self.registry_problem) if p)
+        return tuple(
+            p for p in (self.driver_problem, *self.gpu_problems, self.registry_problem) if p
+        )
 
 
-def _assess(host: HostFacts, gpus: tuple[GpuFacts, ...], image: ImageTag, matrix: Matrix,
-            release: PaddleRelease, registry: str) -> _Assessment:
+def _assess(
+    host: HostFacts,
+    gpus: tuple[GpuFacts, ...],
+    image: ImageTag,
+    matrix: Matrix,
+    release: PaddleRelease,
+    registry: str,
+) -> _Assessment:
     cuda = image.cuda or ""
-    support = driver_support(host.driver.version, host.driver.cuda, cuda, matrix) if host.driver.version else None
+    support = (
+        driver_support(host.driver.version, host.driver.cuda, cuda, matrix)
+        if host.driver.version
+        else None
+    )
     driver_ok, driver_text = _driver_text(host, cuda, support)
     archs = runnable_archs(matrix, release.version, cuda)
     gpu_problems = tuple(_gpu_problems(gpus, matrix, release, archs))
     registry_problem = None
     if registry not in image.registries:
         registry_problem = f"not published on {registry} (known on: {', '.join(image.registries)})"
-    checked = archs is not None and any(gpu_compute_capability(g, matrix) for g in gpus)
-    arch_text = f"every GPU's arch is among the archs {archs.origin}" if archs and checked else (
-        "GPU architectures not checked (unknown)")
-    return _Assessment(image, support, None if driver_ok else driver_text, gpu_problems,
-                       registry_problem, f"CUDA {cuda}: {driver_text}; {arch_text}")
+    arch_text = _arch_text(gpus, matrix, archs)
+    return _Assessment(
+        image,
+        support,
+        None if driver_ok else driver_text,
+        gpu_problems,
+        registry_problem,
+        f"CUDA {cuda}: {driver_text}; {arch_text}",
+    )
+
+
+def _arch_text(gpus: tuple[GpuFacts, ...], matrix: Matrix, archs: ArchSource | None) -> str:
+    if archs is None or not any(gpu_compute_capability(g, matrix) for g in gpus):
+        return "GPU architectures not checked (unknown)"
+    return f"every GPU's arch is among the archs {archs.origin}"
 
 
 def _driver_text(host: HostFacts, cuda: str, support: DriverSupport | None) -> tuple[bool, str]:
@@ -157,23 +195,30 @@ def _driver_text(host: HostFacts, cuda: str, support: DriverSupport | None) -> t
     if support.level == "full":
         return True, f"{have} runs CUDA {cuda} with full compatibility ({support.reason})"
     if support.level == "minor-compat":
-        return True, f"{have} runs CUDA {cuda} through minor-version compatibility ({support.reason})"
+        return (
+            True,
+            f"{have} runs CUDA {cuda} through minor-version compatibility ({support.reason})",
+        )
     return False, f"{have} cannot run CUDA {cuda}: {support.reason}"
 
 
-def _gpu_problems(gpus: tuple[GpuFacts, ...], matrix: Matrix, release: PaddleRelease,
-                  archs: ArchSource | None) -> Iterable[str]:
+def _gpu_problems(
+    gpus: tuple[GpuFacts, ...], matrix: Matrix, release: PaddleRelease, archs: ArchSource | None
+) -> Iterable[str]:
     for cc, indices, name in _gpu_groups(gpus, matrix):
         label = f"GPU {','.join(indices)} {name} (sm_{sm_of(cc)})"
         if cc_below(cc, release.min_compute_capability):
-            yield (f"{label} is below Paddle {release.version}'s minimum compute capability "
-                   f"{release.min_compute_capability} [{release.source}]")
+            yield (
+                f"{label} is below Paddle {release.version}'s minimum compute capability "
+                f"{release.min_compute_capability} [{release.source}]"
+            )
         elif archs is not None and not arch_supported(cc, archs.archs):
-            yield f"{label} is not among the archs {archs.origin}: {' '.join(map(str, archs.archs))}"
+            listed = " ".join(map(str, archs.archs))
+            yield f"{label} is not among the archs {archs.origin}: {listed}"
 
 
 def _gpu_groups(gpus: tuple[GpuFacts, ...], matrix: Matrix) -> list[tuple[str, list[str], str]]:
-    """(cc, indices, name) per distinct GPU model; a GPU whose CC is unknown is left to the judge."""
+    """(cc, indices, name) per distinct GPU model; a GPU of unknown CC is left to the judge."""
     groups: dict[tuple[str, str], list[str]] = {}
     for g in gpus:
         cc = gpu_compute_capability(g, matrix)
@@ -182,17 +227,27 @@ def _gpu_groups(gpus: tuple[GpuFacts, ...], matrix: Matrix) -> list[tuple[str, l
     return [(cc, indices, name) for (cc, name), indices in groups.items()]
 
 
-# -- results ----------------------------------------------------------------------------------------
+# -- results ---------------------------------------------------------------------------------------
 
 
-def _choice(matrix: Matrix, image: ImageTag, registry: str, reason: str,
-            rejected: Iterable[Rejected]) -> ImageChoice:
+def _choice(
+    matrix: Matrix, image: ImageTag, registry: str, reason: str, rejected: Iterable[Rejected]
+) -> ImageChoice:
     build = build_for(matrix, image.paddle, image.cuda)
     return ImageChoice(
-        ref=matrix.image_ref(image, registry), registry=registry, tag=image.tag, kind=image.kind,
-        cuda=image.cuda, cudnn=image.cudnn, paddle=image.paddle,
-        pip_command=build.pip if build else None, reason=reason, confirmed=image.confirmed,
-        source=image.source, digest=image.digest, rejected=tuple(rejected),
+        ref=matrix.image_ref(image, registry),
+        registry=registry,
+        tag=image.tag,
+        kind=image.kind,
+        cuda=image.cuda,
+        cudnn=image.cudnn,
+        paddle=image.paddle,
+        pip_command=build.pip if build else None,
+        reason=reason,
+        confirmed=image.confirmed,
+        source=image.source,
+        digest=image.digest,
+        rejected=tuple(rejected),
     )
 
 
@@ -201,9 +256,18 @@ def _cpu_choice(matrix: Matrix, release: PaddleRelease, registry: str, why: str)
     for image in images:
         if registry in image.registries:
             return _choice(matrix, image, registry, f"{why}: the CPU image", ())
-    where = f" on {registry} (known on: {', '.join(images[0].registries)})" if images else " in the matrix"
-    return ImageChoice(ref=None, registry=registry, kind="cpu", paddle=release.version,
-                       reason=f"{why}, and there is no CPU image of Paddle {release.version}{where}")
+    where = (
+        f" on {registry} (known on: {', '.join(images[0].registries)})"
+        if images
+        else " in the matrix"
+    )
+    return ImageChoice(
+        ref=None,
+        registry=registry,
+        kind="cpu",
+        paddle=release.version,
+        reason=f"{why}, and there is no CPU image of Paddle {release.version}{where}",
+    )
 
 
 def _why_no_gpu(host: HostFacts) -> str:
@@ -214,28 +278,34 @@ def _why_no_gpu(host: HostFacts) -> str:
     return "the NVIDIA driver reports no GPU"
 
 
-def _what_would_fix(assessed: list[_Assessment], matrix: Matrix, release: PaddleRelease) -> str:
+def _what_would_fix(
+    assessed: list[_Assessment], matrix: Matrix, release: PaddleRelease, registry: str
+) -> str:
     """The smallest change that would make one tag runnable, as the judge's fix text."""
     head = f"no GPU image of Paddle {release.version} runs on this host"
     if not assessed:
         return f"{head}: the matrix has no GPU image for it; choose another release with --paddle"
     if all(a.driver is None for a in assessed):
         return f"{head}: the driver version is unknown; check that `nvidia-smi` prints it"
-    floors = [(Version(a.driver.minimum_driver), a.driver.minimum_driver, a.image)
-              for a in assessed if a.problems == (a.driver_problem,)
-              and a.driver is not None and a.driver.minimum_driver]
+    # Tags held back by the driver alone: the lowest driver that would run one of them.
+    floors = [
+        (a.driver.minimum_driver, a.image)
+        for a in assessed
+        if a.problems == (a.driver_problem,) and a.driver and a.driver.minimum_driver
+    ]
     if floors:
-        _, driver, image = min(floors, key=lambda floor: floor[0])
-        ref = matrix.image_ref(image, image.registries[0])
+        driver, image = min(floors, key=lambda floor: Version(floor[0]))
+        ref = matrix.image_ref(image, registry)
         return f"{head}: upgrade the NVIDIA driver to >= {driver} to run {ref}"
     registry_only = [a for a in assessed if a.problems == (a.registry_problem,)]
     if registry_only:
         image = registry_only[0].image
-        return f"{head}: use --registry {image.registries[0]} ({matrix.image_ref(image, image.registries[0])})"
+        others = " or ".join(f"--registry {r}" for r in image.registries)
+        return f"{head}: use {others} ({matrix.image_ref(image, image.registries[0])})"
     return f"{head}: choose another release with --paddle, or a GPU its builds support"
 
 
-# -- small parsing helpers --------------------------------------------------------------------------
+# -- small parsing helpers -------------------------------------------------------------------------
 
 
 def _release(matrix: Matrix, paddle: str | None) -> PaddleRelease:
@@ -246,9 +316,13 @@ def _release(matrix: Matrix, paddle: str | None) -> PaddleRelease:
     except InvalidVersion:
         found = None
     if found is None:
-        known = ", ".join(r.version for r in sorted(matrix.releases, key=lambda r: Version(r.version)))
-        raise UsageError(f"unknown Paddle version {paddle!r} (known: {known})",
-                         hint=f"choose one of: {known}, or add it to the matrix (matrix/README.md)")
+        known = ", ".join(
+            r.version for r in sorted(matrix.releases, key=lambda r: Version(r.version))
+        )
+        raise UsageError(
+            f"unknown Paddle version {paddle!r} (known: {known})",
+            hint=f"choose one of: {known}, or add it to the matrix (matrix/README.md)",
+        )
     return found
 
 
@@ -259,5 +333,3 @@ def _cited(source: str, confirmed: bool) -> str:
 def _major_minor(cuda: str) -> tuple[int, int]:
     release = (*Version(cuda).release, 0)
     return release[0], release[1]
-
-

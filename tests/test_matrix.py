@@ -6,7 +6,9 @@ from __future__ import annotations
 import shutil
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
@@ -37,8 +39,23 @@ def shipped() -> Matrix:
     return load_matrix(str(REPO_DIR))
 
 
-def all_rows(m: Matrix) -> list[object]:
-    return [*m.toolkit_drivers, *m.minor_compat, *m.arch_sets, *m.gpus, *m.releases, *m.builds, *m.images]
+class Cited(Protocol):
+    @property
+    def source(self) -> str: ...
+    @property
+    def confirmed(self) -> bool: ...
+
+
+def all_rows(m: Matrix) -> list[Cited]:
+    return [
+        *m.toolkit_drivers,
+        *m.minor_compat,
+        *m.arch_sets,
+        *m.gpus,
+        *m.releases,
+        *m.builds,
+        *m.images,
+    ]
 
 
 # -- the shipped matrix ---------------------------------------------------------------------------
@@ -57,9 +74,9 @@ def test_shipped_matrix_loads_in_a_few_milliseconds() -> None:
     assert best < 0.25, f"load_matrix took {best * 1000:.0f} ms"
 
 
-def _timed(fn: object) -> float:
+def _timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
-    fn()  # type: ignore[operator]
+    fn()
     return time.perf_counter() - start
 
 
@@ -67,34 +84,40 @@ def test_every_row_cites_a_source_tag_from_the_fact_sheet(shipped: Matrix) -> No
     unknown = {
         (type(row).__name__, tag)
         for row in all_rows(shipped)
-        for tag in (t.strip() for t in row.source.split(","))  # type: ignore[attr-defined]
+        for tag in (t.strip() for t in row.source.split(","))
         if tag not in SOURCE_TAGS
     }
     assert not unknown
 
 
 def test_third_party_only_rows_are_flagged_unconfirmed(shipped: Matrix) -> None:
-    third_party_only = [row for row in all_rows(shipped) if row.source == "3P"]  # type: ignore[attr-defined]
+    third_party_only = [row for row in all_rows(shipped) if row.source == "3P"]
     assert third_party_only
-    assert all(not row.confirmed for row in third_party_only)  # type: ignore[attr-defined]
+    assert all(not row.confirmed for row in third_party_only)
 
 
 @pytest.mark.parametrize(
     "what",
-    ["3.3.1 images (3P only)", "CUDA 13.0 arch set (derived)", "3.1.0 cu126 archs (3P report)",
-     "3.1+ CPU tags (inferred pattern)", "K80 compute capability"],
+    [
+        "3.3.1 images (3P only)",
+        "CUDA 13.0 arch set (derived)",
+        "3.1.0 cu126 archs (3P report)",
+        "3.1+ CPU tags (inferred pattern)",
+        "K80 compute capability",
+    ],
 )
 def test_facts_the_sheet_marks_unconfirmed_stay_unconfirmed(shipped: Matrix, what: str) -> None:
-    candidates: dict[str, list[object]] = {
+    candidates: dict[str, list[Any]] = {
         "3.3.1 images (3P only)": list(shipped.images_for("3.3.1", "gpu")),
         "CUDA 13.0 arch set (derived)": [shipped.archs_for_cuda("13.0")],
         "3.1.0 cu126 archs (3P report)": [b for b in shipped.builds_for("3.1.0") if b.archs],
         "3.1+ CPU tags (inferred pattern)": [
-            i for v in ("3.1.0", "3.2.0", "3.3.0", "3.3.1") for i in shipped.images_for(v, "cpu")],
+            i for v in ("3.1.0", "3.2.0", "3.3.0", "3.3.1") for i in shipped.images_for(v, "cpu")
+        ],
         "K80 compute capability": [shipped.gpu_model("Tesla K80")],
     }
     rows = candidates[what]
-    assert rows and all(row is not None and not row.confirmed for row in rows)  # type: ignore[attr-defined]
+    assert rows and all(row is not None and not row.confirmed for row in rows)
 
 
 @pytest.mark.parametrize(
@@ -113,23 +136,49 @@ def test_facts_the_sheet_marks_unconfirmed_stay_unconfirmed(shipped: Matrix, wha
         (lambda m: m.gpu_model("NVIDIA A100-SXM4-80GB").compute_capability, "8.0"),
         (lambda m: m.gpu_model("NVIDIA A10G").compute_capability, "8.6"),
         (lambda m: m.gpu_model("NVIDIA GeForce RTX 5090").compute_capability, "12.0"),
-        (lambda m: m.registries["baidu"], "ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle"),
+        (
+            lambda m: m.registries["baidu"],
+            "ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle",
+        ),
         (lambda m: m.registries["baidu-legacy"], "registry.baidubce.com/paddlepaddle/paddle"),
-        (lambda m: [b.archs for b in m.builds_for("2.6.2") if b.cuda == "11.8"], [(61, 70, 75, 80, 86)]),
+        (
+            lambda m: [b.archs for b in m.builds_for("2.6.2") if b.cuda == "11.8"],
+            [(61, 70, 75, 80, 86)],
+        ),
     ],
-    ids=["cu129-full-575", "cu122-ga-535.54", "cu114-ga-470.42", "11x-minor-compat-450.80.02",
-         "12x-minor-compat-525.60.13", "13x-minor-compat-580", "sm120-needs-12.8", "no-sm120-in-12.6",
-         "volta-gone-in-13.0", "kepler-gone-in-12.0", "a100-not-a10", "a10g", "rtx5090-sm120",
-         "baidu-ccr-mirror", "baidu-2x-registry", "measured-262-cu118-archs"],
+    ids=[
+        "cu129-full-575",
+        "cu122-ga-535.54",
+        "cu114-ga-470.42",
+        "11x-minor-compat-450.80.02",
+        "12x-minor-compat-525.60.13",
+        "13x-minor-compat-580",
+        "sm120-needs-12.8",
+        "no-sm120-in-12.6",
+        "volta-gone-in-13.0",
+        "kepler-gone-in-12.0",
+        "a100-not-a10",
+        "a10g",
+        "rtx5090-sm120",
+        "baidu-ccr-mirror",
+        "baidu-2x-registry",
+        "measured-262-cu118-archs",
+    ],
 )
-def test_shipped_matrix_says_what_the_fact_sheet_says(shipped: Matrix, query: object, expected: object) -> None:
-    assert query(shipped) == expected  # type: ignore[operator]
+def test_shipped_matrix_says_what_the_fact_sheet_says(
+    shipped: Matrix, query: Callable[[Matrix], object], expected: object
+) -> None:
+    assert query(shipped) == expected
 
 
 def test_every_gpu_image_has_its_pip_build(shipped: Matrix) -> None:
     from envcheck.select import build_for
 
-    missing = [i.tag for i in shipped.images if i.kind == "gpu" and build_for(shipped, i.paddle, i.cuda) is None]
+    missing = [
+        i.tag
+        for i in shipped.images
+        if i.kind == "gpu" and build_for(shipped, i.paddle, i.cuda) is None
+    ]
     assert missing == []
 
 
@@ -143,10 +192,14 @@ def test_pyproject_ships_the_matrix_folder_inside_the_wheel() -> None:
 # -- where the matrix comes from ------------------------------------------------------------------
 
 
-def test_env_var_overrides_the_shipped_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_var_overrides_the_shipped_matrix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     copy = _copy_shipped(tmp_path / "mine")
     images = copy / "images.toml"
-    images.write_text(images.read_text().replace('"docker.io/paddlepaddle/paddle"', '"mirror.example/paddle"'))
+    images.write_text(
+        images.read_text().replace('"docker.io/paddlepaddle/paddle"', '"mirror.example/paddle"')
+    )
     monkeypatch.setenv(ENV_VAR, str(copy))
     m = load_matrix()
     assert m.path == str(copy) and m.registries["dockerhub"] == "mirror.example/paddle"
@@ -177,9 +230,10 @@ def _copy_shipped(dest: Path) -> Path:
     ],
     ids=["typo-in-ENVCHECK_MATRIX", "folder-without-toml"],
 )
-def test_unusable_override_is_a_matrix_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             make: object, problem: str) -> None:
-    monkeypatch.setenv(ENV_VAR, str(make(tmp_path)))  # type: ignore[operator]
+def test_unusable_override_is_a_matrix_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Callable[[Path], Path], problem: str
+) -> None:
+    monkeypatch.setenv(ENV_VAR, str(make(tmp_path)))
     with pytest.raises(MatrixError) as e:
         load_matrix()
     assert len(e.value.problems) == 1 and problem in e.value.problems[0]
@@ -259,7 +313,8 @@ confirmed = false
 }
 
 BROKEN_PROBLEMS = [
-    "cuda_drivers.toml: minor_compat entry 1 (12): cuda_major: expected a positive integer, got str '12'",
+    "cuda_drivers.toml: minor_compat entry 1 (12): cuda_major: "
+    "expected a positive integer, got str '12'",
     "cuda_drivers.toml: toolkt: unknown table (did you mean 'toolkit'?)",
     "gpus.toml: gpu entry 1 (['X1']): compute_capability: not a compute capability: '8' "
     '(expected "major.minor", e.g. "8.6")',
@@ -269,12 +324,15 @@ BROKEN_PROBLEMS = [
     "paddle.toml: release entry 2 (3.3.1): confirmed: expected true or false, got str 'yes'",
     "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
     "(known: paddle, package, cuda, cudnn, archs, pip, min_driver, source, confirmed, note)",
-    "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): min_driver: not a dotted version: '575.x'",
+    "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): min_driver: "
+    "not a dotted version: '575.x'",
     "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): duplicate of "
     "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9)",
     "paddle.toml: release entry 2 (3.3.1): duplicate of paddle.toml: release entry 1 (3.3.1)",
-    "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle: no [[release]] with version 9.9.9",
-    "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): registries: unknown ['quay'] (known: dockerhub)",
+    "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle: "
+    "no [[release]] with version 9.9.9",
+    "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): registries: "
+    "unknown ['quay'] (known: dockerhub)",
     "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): tag: "
     "'3.3.1-gpu-cuda12.9-cudnn9.9' does not contain -cuda12.6",
 ]
@@ -289,7 +347,9 @@ def test_a_broken_matrix_reports_every_problem_with_file_entry_and_field(tmp_pat
     assert f"{len(BROKEN_PROBLEMS)} problem(s)" in e.value.message
 
 
-def test_toml_syntax_error_names_the_file_and_line_and_other_files_are_still_checked(tmp_path: Path) -> None:
+def test_toml_syntax_error_names_the_file_and_line_and_other_files_are_still_checked(
+    tmp_path: Path,
+) -> None:
     _copy_shipped(tmp_path / "m")
     (tmp_path / "m" / "gpus.toml").write_text('[[gpu]]\nnames = ["X"]\ncompute_capability = "8.0\n')
     (tmp_path / "m" / "extra.toml").write_text('[[release]]\nversion = "nope"\n')
@@ -297,7 +357,10 @@ def test_toml_syntax_error_names_the_file_and_line_and_other_files_are_still_che
         load_matrix(str(tmp_path / "m"))
     syntax = [p for p in e.value.problems if p.startswith("gpus.toml: TOML syntax error")]
     assert len(syntax) == 1 and "line 3" in syntax[0]
-    assert "extra.toml: release entry 1 (nope): version: not a PEP 440 version: 'nope'" in e.value.problems
+    assert (
+        "extra.toml: release entry 1 (nope): version: not a PEP 440 version: 'nope'"
+        in e.value.problems
+    )
 
 
 def test_a_matrix_without_releases_or_registries_cannot_select(tmp_path: Path) -> None:

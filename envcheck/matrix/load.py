@@ -30,12 +30,12 @@ from envcheck.errors import MatrixError
 from envcheck.matrix.model import (
     ArchSet,
     GpuModel,
+    ImageTag,
     Matrix,
     MinorCompat,
     PaddleBuild,
     PaddleRelease,
     ToolkitDriver,
-    ImageTag,
 )
 from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
 
@@ -179,7 +179,7 @@ def _matching(pattern: str, what: str) -> Check:
     return check
 
 
-# -- tables -----------------------------------------------------------------------------------------
+# -- tables ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -288,7 +288,7 @@ class _Row:
         return f"{self.file}: {self.table} entry {self.index} ({self.ident})"
 
 
-# -- reading ----------------------------------------------------------------------------------------
+# -- reading ---------------------------------------------------------------------------------------
 
 
 def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[_Row]:
@@ -307,7 +307,9 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[_Row]:
                 seen.add(key)
                 for index, raw in enumerate(entries, start=1):
                     yield _parse_row(path.name, key, index, raw, problems)
-    problems += [f"{root}: no [[{t}]] entries in any file" for t in REQUIRED_TABLES if t not in seen]
+    problems += [
+        f"{root}: no [[{t}]] entries in any file" for t in REQUIRED_TABLES if t not in seen
+    ]
 
 
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
@@ -358,12 +360,14 @@ def _did_you_mean(key: str, known: dict[str, Any]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(known)})"
 
 
-# -- checks across rows and files -------------------------------------------------------------------
+# -- checks across rows and files ------------------------------------------------------------------
 
 
 def _cross_check(rows: list[_Row]) -> list[str]:
     problems = _duplicates(rows)
-    releases = {_version(r.values["version"]) for r in _of(rows, "release") if "version" in r.values}
+    releases = {
+        _version(r.values["version"]) for r in _of(rows, "release") if "version" in r.values
+    }
     registries = {r.values["name"] for r in _of(rows, "registry") if "name" in r.values}
     for row in _of(rows, "build", "image"):
         paddle = row.values.get("paddle")
@@ -419,7 +423,11 @@ def _kind_problems(row: _Row) -> list[str]:
     if gpu and "cuda" not in row.given:
         return ["cuda: missing (required for a GPU " + row.table + ")"]
     if cpu:
-        return [f"{k}: must be absent for a CPU {row.table}" for k in ("cuda", "cudnn", "archs") if k in v]
+        return [
+            f"{k}: must be absent for a CPU {row.table}"
+            for k in ("cuda", "cudnn", "archs")
+            if k in v
+        ]
     return []
 
 
@@ -435,11 +443,11 @@ def _tag_problems(v: dict[str, Any]) -> list[str]:
         if key in v and f"-{key}{v[key]}" not in tag:
             problems.append(f"{tag!r} does not contain -{key}{v[key]}")
     if v.get("kind") == "cpu" and "-gpu" in tag:
-        problems.append(f"{tag!r} looks like a GPU tag but kind = \"cpu\"")
+        problems.append(f'{tag!r} looks like a GPU tag but kind = "cpu"')
     return problems
 
 
-# -- building the typed matrix ----------------------------------------------------------------------
+# -- building the typed matrix ---------------------------------------------------------------------
 
 
 def _build(rows: list[_Row], root: Path) -> Matrix:
