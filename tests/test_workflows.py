@@ -1,0 +1,299 @@
+"""CI gate files: the workflows and the composite action pass actionlint, their shell runs, and
+every envcheck command line they (and the Kubernetes/Slurm examples) run is one the CLI accepts."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from envcheck.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+ACTION = ROOT / ".github" / "actions" / "envcheck" / "action.yml"
+GATE = ROOT / ".github" / "workflows" / "gpu-gate.yml"
+K8S_JOB = ROOT / "deploy" / "kubernetes" / "envcheck-job.yaml"
+SBATCH = ROOT / "deploy" / "slurm" / "envcheck.sbatch"
+README_TEST_COMMAND = "bash scripts/dev test"
+
+
+def _yaml(path: Path) -> Any:
+    # PyYAML reads the key `on` as True (YAML 1.1); workflows are looked up by "on" below.
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if isinstance(doc, dict) and True in doc:
+        doc["on"] = doc.pop(True)
+    return doc
+
+
+def _actionlint() -> str:
+    """The binary of the actionlint wheel installed in this venv (the `test` extra)."""
+    here = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    found = shutil.which("actionlint", path=here)
+    if not found:
+        pytest.fail("actionlint is not installed: `pip install -e .[test]` installs it")
+    return found
+
+
+def _lint(*paths: Path, cwd: Path = ROOT) -> None:
+    done = subprocess.run([_actionlint(), "-no-color", *map(str, paths)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and not done.stdout, done.stdout + done.stderr
+
+
+def _parses(argv: list[str]) -> Any:
+    """The command line as envcheck's own parser takes it; a rejected flag fails the test."""
+    try:
+        return build_parser().parse_args(argv)
+    except SystemExit:
+        pytest.fail(f"envcheck rejects: envcheck {shlex.join(argv)}")
+
+
+# ----------------------------------------------------------------------------- actionlint
+
+def test_workflows_pass_actionlint():
+    assert {p.name for p in WORKFLOWS} >= {"ci.yml", "gpu-gate.yml"}
+    _lint(*WORKFLOWS)
+
+
+def test_composite_action_steps_pass_actionlint(tmp_path):
+    """actionlint reads action.yml only for the inputs a workflow passes it; its steps (every
+    expression, every `steps.*` reference, the outputs) are linted as the job they become."""
+    action = _yaml(ACTION)
+    assert action["runs"]["using"] == "composite"
+    inputs = {name: {"type": "string", "required": False, "default": spec.get("default", "")}
+              for name, spec in action["inputs"].items()}
+    workflow = {
+        "name": "action as a workflow",
+        "on": {"workflow_call": {"inputs": inputs}},
+        "jobs": {"gate": {
+            "runs-on": "ubuntu-latest",
+            "outputs": {name: spec["value"] for name, spec in action["outputs"].items()},
+            "steps": action["runs"]["steps"],
+        }},
+    }
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "action.yml").write_text(yaml.safe_dump(workflow, sort_keys=False), encoding="utf-8")
+    _lint(folder / "action.yml", cwd=tmp_path)
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path):
+    """The lint is not vacuous: an undefined step output is an error."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+                   "      - run: echo ${{ steps.nope.outputs.x }}\n", encoding="utf-8")
+    done = subprocess.run([_actionlint(), "-no-color", str(bad)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "nope" in done.stdout
+
+
+# ----------------------------------------------------------------------------- ci.yml
+
+def test_ci_runs_the_readme_test_command():
+    ci = _yaml(ROOT / ".github" / "workflows" / "ci.yml")
+    runs = [step.get("run", "").strip() for job in ci["jobs"].values() for step in job["steps"]]
+    assert README_TEST_COMMAND in runs
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert README_TEST_COMMAND in ci_run.splitlines()
+    assert README_TEST_COMMAND in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert {"push", "pull_request"} <= set(ci["on"])
+
+
+def test_ci_dogfoods_the_composite_action():
+    ci = _yaml(ROOT / ".github" / "workflows" / "ci.yml")
+    uses = [step.get("uses") for job in ci["jobs"].values() for step in job["steps"]]
+    assert "./.github/actions/envcheck" in uses
+
+
+# ----------------------------------------------------------------------------- the gate
+
+def _run_scripts(doc: dict[str, Any]) -> dict[str, str]:
+    steps = doc["runs"]["steps"] if "runs" in doc else [s for j in doc["jobs"].values() for s in j["steps"]]
+    return {step.get("id") or step["name"]: step["run"] for step in steps if "run" in step}
+
+
+@pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
+def test_scripts_take_inputs_through_env_only(path):
+    """No `${{ … }}` inside a script: an input with quotes or `$(…)` must stay data."""
+    for name, script in _run_scripts(_yaml(path)).items():
+        assert "${{" not in script, f"{path.name} step {name!r} interpolates an expression"
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
+
+
+def test_gate_inputs_and_outputs():
+    gate = _yaml(GATE)
+    call = gate["on"]["workflow_call"]
+    assert {"paddle-version", "image", "registry", "extra-flags", "runs-on"} <= set(call["inputs"])
+    assert {"verdict", "exit-code", "image"} <= set(call["outputs"])
+    action = _yaml(ACTION)
+    assert {"paddle-version", "image", "registry", "extra-flags"} <= set(action["inputs"])
+    assert {"verdict", "exit-code", "image", "report-json"} <= set(action["outputs"])
+
+
+@pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
+def test_reports_are_uploaded_even_when_the_doctor_fails_and_then_the_job_fails(path):
+    doc = _yaml(path)
+    steps = doc["runs"]["steps"] if "runs" in doc else doc["jobs"]["doctor"]["steps"]
+    names = [s.get("uses", s.get("id", s["name"])) for s in steps]
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
+    fail = steps[-1]
+    assert upload["if"].startswith("always()")
+    assert names.index(upload["uses"]) < len(steps) - 1, "upload before the failing step"
+    assert "steps.doctor.outputs.exit-code != '0'" in fail["if"]
+    assert 'exit "${EXIT_CODE:-3}"' in fail["run"]
+
+
+def _fake_envcheck(tmp_path: Path, exit_code: int) -> Path:
+    """Stands in for the installed envcheck: records its argv, prints a JSON document."""
+    fake = tmp_path / "envcheck"
+    fake.write_text("#!/bin/sh\n"
+                    f'printf "%s\\n" "$@" > "{tmp_path}/argv"\n'
+                    'echo \'{"verdict": "fail"}\'\n'
+                    f"exit {exit_code}\n", encoding="utf-8")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return fake
+
+
+def _run_doctor_step(path: Path, tmp_path: Path, exit_code: int, **inputs: str) -> tuple[list[str], dict[str, str]]:
+    script = _run_scripts(_yaml(path))["doctor"]
+    output = tmp_path / "github_output"
+    output.write_text("", encoding="utf-8")
+    env = {
+        "PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output), "RUNNER_TEMP": str(tmp_path / "temp"),
+        "RUNNER_NAME": "gpu runner #3", "ENVCHECK": str(_fake_envcheck(tmp_path, exit_code)),
+        "PADDLE_VERSION": "", "IMAGE": "", "REGISTRY": "", "EXTRA_FLAGS": "", "EXPECT_GPU": "true",
+        "BASELINE": "", "STRICT_DRIFT": "false", "REPORT_DIR": "", "ARTIFACT_NAME": "",
+        **inputs,
+    }
+    done = subprocess.run(["bash", "-eo", "pipefail", "-c", script], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr  # the doctor's status is an output, not a step failure
+    argv = (tmp_path / "argv").read_text(encoding="utf-8").splitlines()
+    outputs = dict(line.split("=", 1) for line in output.read_text(encoding="utf-8").splitlines())
+    return argv, outputs
+
+
+@pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
+def test_doctor_step_builds_a_command_line_envcheck_accepts(path, tmp_path):
+    baseline = tmp_path / "state" / "baseline.json"
+    argv, outputs = _run_doctor_step(
+        path, tmp_path, 6,
+        PADDLE_VERSION="3.0.0", IMAGE="registry.local/paddle:3.0.0-gpu@sha256:" + "a" * 64,
+        REGISTRY="baidu", EXTRA_FLAGS="--gpus 0,1  --smoke-timeout 600", BASELINE=str(baseline),
+        STRICT_DRIFT="true",
+    )
+    args = _parses(argv)
+    assert args.command == "doctor" and args.json and args.expect_gpu
+    assert (args.paddle, args.registry, args.gpus, args.smoke_timeout) == ("3.0.0", "baidu", "0,1", 600.0)
+    assert args.image.endswith("a" * 64)
+    # First run: no baseline to compare with yet, so only --save-baseline (and no --strict-drift).
+    assert args.baseline is None and args.save_baseline == str(baseline) and not args.strict_drift
+    assert baseline.parent.is_dir()
+    assert outputs["exit-code"] == "6"
+    stem = outputs["stem"]
+    assert re.fullmatch(r"envcheck-gpu-runner--3-\d{8}T\d{6}Z", stem)
+    assert outputs["artifact-name"] == stem
+    assert Path(args.junit).name == f"{stem}.junit.xml" and Path(args.markdown).name == f"{stem}.md"
+    assert (Path(args.junit).parent / f"{stem}.json").read_text(encoding="utf-8").startswith('{"verdict"')
+
+
+@pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
+def test_doctor_step_compares_with_an_existing_baseline(path, tmp_path):
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text("{}", encoding="utf-8")
+    argv, outputs = _run_doctor_step(path, tmp_path, 0, BASELINE=str(baseline), STRICT_DRIFT="true")
+    args = _parses(argv)
+    assert args.baseline == args.save_baseline == str(baseline) and args.strict_drift
+    assert outputs["exit-code"] == "0"
+
+
+def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path):
+    argv, outputs = _run_doctor_step(ACTION, tmp_path, 1, EXPECT_GPU="false", REPORT_DIR=str(tmp_path / "r"),
+                                     ARTIFACT_NAME="gate-node-7")
+    args = _parses(argv)
+    assert not args.expect_gpu and args.registry == "dockerhub"
+    assert outputs["report-dir"] == str(tmp_path / "r") and outputs["artifact-name"] == "gate-node-7"
+    assert outputs["report-json"] == str(tmp_path / "r" / f"{outputs['stem']}.json")
+
+
+@pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
+@pytest.mark.parametrize("code", ["1", "6", ""], ids=["incompatible", "cpu-fallback", "no-output"])
+def test_fail_step_exits_with_envchecks_code(path, code):
+    script = _run_scripts(_yaml(path))["Fail on a broken runner"]
+    done = subprocess.run(["bash", "-c", script], env={"EXIT_CODE": code, "VERDICT": "fail"},
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == int(code or 3)
+    assert done.stdout.startswith("::error title=envcheck gate::envcheck doctor exited")
+
+
+# ----------------------------------------------------------------------------- deploy/
+
+def _envcheck_commands(text: str) -> list[list[str]]:
+    """Each `envcheck doctor|report …` command line in a shell text, up to its redirections;
+    prose in comments quotes commands in backticks, and those are not command lines."""
+    commands = []
+    for match in re.finditer(r"(?<![\w/`-])envcheck\s+(?:doctor|report)\b[^\n'`]*(?!`)", text):
+        words = []
+        for word in shlex.split(match.group(), comments=True):
+            if word in {"|", "||", "&&", ";"} or re.match(r"\d?>", word):
+                break
+            words.append(word)
+        commands.append(words[1:])
+    return commands
+
+
+def test_kubernetes_job_per_node_requests_a_gpu():
+    text = K8S_JOB.read_text(encoding="utf-8").replace("__NODE__", "gpu-node-07")
+    (job,) = list(yaml.safe_load_all(text))
+    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
+    assert job["metadata"]["name"] == "envcheck-gpu-node-07"
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", job["metadata"]["name"])
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] > 0
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeName"] == "gpu-node-07" and pod["restartPolicy"] == "Never"
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert "__NODE__" not in text
+
+
+def test_kubernetes_job_runs_a_real_envcheck_command():
+    job = yaml.safe_load(K8S_JOB.read_text(encoding="utf-8"))
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    script = container["args"][0]
+    subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
+    (doctor,) = _envcheck_commands(script)
+    args = _parses(doctor)
+    assert args.command == "doctor" and args.json and args.expect_gpu and args.in_process
+    assert "> /tmp/report.json" in script and "cat /tmp/report.json" in script
+    # The merge the header tells the operator to run.
+    (report,) = _envcheck_commands(K8S_JOB.read_text(encoding="utf-8").split("apiVersion:")[0])
+    assert _parses(report).command == "report"
+
+
+def test_slurm_script_is_valid_bash_with_sbatch_directives():
+    text = SBATCH.read_text(encoding="utf-8")
+    subprocess.run(["bash", "-n", str(SBATCH)], check=True, timeout=30)
+    assert text.startswith("#!/bin/bash\n")
+    directives = [line.split("#", 2)[1] for line in text.splitlines() if line.startswith("#SBATCH")]
+    assert directives and all(re.fullmatch(r"SBATCH --[a-z-]+=\S+\s*", d) for d in directives)
+    assert any("--ntasks-per-node=1" in d for d in directives)
+
+
+def test_slurm_script_runs_the_doctor_per_node_and_merges():
+    text = SBATCH.read_text(encoding="utf-8")
+    assert re.search(r"^srun .*envcheck doctor", text, flags=re.M)
+    doctor, report = _envcheck_commands(text)
+    d = _parses(doctor)
+    assert d.command == "doctor" and d.json and d.expect_gpu and d.in_process
+    r = _parses(report)
+    assert r.command == "report" and r.files == ["$REPORTS"] and r.markdown and r.junit
+    assert text.rstrip().splitlines()[-1].startswith("envcheck report"), "its exit code is the job's"
