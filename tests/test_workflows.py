@@ -44,8 +44,9 @@ def _actionlint() -> str:
     return found
 
 
-def _lint(*paths: Path, cwd: Path = ROOT) -> None:
-    done = subprocess.run([_actionlint(), "-no-color", *map(str, paths)], cwd=cwd,
+def _lint(*paths: Path, cwd: Path = ROOT, config: Path | None = None) -> None:
+    flags = ["-config-file", str(config)] if config else []
+    done = subprocess.run([_actionlint(), "-no-color", *flags, *map(str, paths)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and not done.stdout, done.stdout + done.stderr
 
@@ -94,6 +95,23 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
                    "      - run: echo ${{ steps.nope.outputs.x }}\n", encoding="utf-8")
     done = subprocess.run([_actionlint(), "-no-color", str(bad)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "nope" in done.stdout
+
+
+def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
+    """The YAML a team copies from docs/ci-gate.md is valid (a trigger added where it shows none)."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "ci-gate.md").read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 3
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    paths = []
+    for i, block in enumerate(blocks):
+        path = folder / f"example-{i}.yml"
+        path.write_text(("" if block.startswith("on:") else "on: push\n") + block, encoding="utf-8")
+        paths.append(path)
+    # The examples' own runner labels, as a team would declare its self-hosted runners.
+    config = tmp_path / ".github" / "actionlint.yaml"
+    config.write_text("self-hosted-runner:\n  labels: [gpu, a100-01]\n", encoding="utf-8")
+    _lint(*paths, cwd=tmp_path, config=config)
 
 
 # ----------------------------------------------------------------------------- ci.yml
