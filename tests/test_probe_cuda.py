@@ -8,13 +8,15 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from envcheck.facts import LibraryCandidate
 from envcheck.probe import cuda_driver, cuda_libs
-from tests.fakenv import FakeBuild
+
+if TYPE_CHECKING:
+    from tests.fakenv import FakeBuild
 
 pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
 

@@ -1,22 +1,26 @@
 """Child process of the CUDA probes: load NVIDIA libraries and report, one JSON line per step.
 
-Run by path as `python -I -S _cuda_child.py '<request json>'` so it imports nothing but the
-standard library (~20 ms to start). A broken driver can hang in cuInit or abort the process;
-each step prints `{"step": ..., "begin": true}` before it starts and its result after, flushed,
-so the parent knows which step never finished.
+Run by path as `python -I -S _cuda_child.py [--driver] [cudart=PATH | cudnn=PATH]...`.
+A broken driver can hang in cuInit or abort the process; each step prints
+`{"step": ..., "begin": true}` before it starts and its result after, flushed, so the parent
+knows which step never finished.
 
-Request: {"libraries": [{"kind": "cudart"|"cudnn", "path": "..."}], "driver": true|false}.
 Steps: "library" (one per path), "driver-load" (dlopen + cuDriverGetVersion), "driver" (cuInit).
 Library loads come first: they do not touch the driver, so a wedged cuInit cannot hide them.
+
+Start-up is the cost that matters (the doctor has ~150 ms in all): only `ctypes`, `os` and `sys`
+are imported. `json` and `typing` pull in `re` and `enum`, which would double the ~20 ms an
+isolated interpreter needs, so the few flat records are encoded by hand.
 """
 
 from __future__ import annotations
 
+import _ctypes  # already loaded by ctypes; named for the type of a function pointer
 import ctypes
-import json
 import os
 import sys
-from typing import Any
+
+Record = dict[str, "str | int | bool | None"]
 
 # CUresult names from cuda.h, for a libcuda whose cuGetErrorName cannot answer.
 # https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html
@@ -51,12 +55,23 @@ class _DlInfo(ctypes.Structure):
     ]
 
 
-def emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
+def encode(value: str | int | bool | None) -> str:
+    """JSON for the scalars records hold (RFC 8259 §7: escape quote, backslash, controls)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return str(value)
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in escaped) + '"'
+
+
+def emit(record: Record) -> None:
+    fields = ", ".join(f"{encode(k)}: {encode(v)}" for k, v in record.items())
+    sys.stdout.write("{" + fields + "}\n")
     sys.stdout.flush()
 
 
-def loaded_from(function: Any) -> str | None:
+def loaded_from(function: _ctypes.CFuncPtr) -> str | None:
     """The file a symbol was loaded from (dladdr), symlinks resolved."""
     try:
         dladdr = ctypes.CDLL(None).dladdr
@@ -64,12 +79,12 @@ def loaded_from(function: Any) -> str | None:
         info = _DlInfo()
         if dladdr(ctypes.cast(function, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
             return os.path.realpath(os.fsdecode(info.dli_fname))
-    except (AttributeError, OSError, ValueError):
+    except (AttributeError, OSError, ValueError, ctypes.ArgumentError):
         pass
     return None
 
 
-def library_version(kind: str, path: str) -> dict[str, Any]:
+def library_version(kind: str, path: str) -> Record:
     """cudaRuntimeGetVersion / cudnnGetVersion of one file, loaded by its full path."""
     try:
         lib = ctypes.CDLL(path)
@@ -86,7 +101,7 @@ def library_version(kind: str, path: str) -> dict[str, Any]:
         return {"error": str(e)}
 
 
-def error_name(lib: Any, code: int) -> str:
+def error_name(lib: ctypes.CDLL, code: int) -> str:
     name = ctypes.c_char_p()
     try:
         if lib.cuGetErrorName(code, ctypes.byref(name)) == 0 and name.value:
@@ -96,7 +111,7 @@ def error_name(lib: Any, code: int) -> str:
     return CURESULT_NAMES.get(code, f"CUresult {code}")
 
 
-def load_driver() -> tuple[Any, dict[str, Any]]:
+def load_driver() -> tuple[ctypes.CDLL | None, Record]:
     """dlopen libcuda.so.1 and ask its version, which it answers even before cuInit.
 
     The explicit soname, because ctypes.util.find_library misses LD_LIBRARY_PATH.
@@ -105,15 +120,14 @@ def load_driver() -> tuple[Any, dict[str, Any]]:
         lib = ctypes.CDLL("libcuda.so.1")
     except OSError as e:
         return None, {"absent": True, "detail": str(e)}
-    found: dict[str, Any] = {"library": loaded_from(lib.cuInit)}
+    found: Record = {"library": loaded_from(lib.cuInit)}
     version = ctypes.c_int(0)
-    code = lib.cuDriverGetVersion(ctypes.byref(version))
-    if code == 0:
+    if lib.cuDriverGetVersion(ctypes.byref(version)) == 0:
         found["version"] = version.value
     return lib, found
 
 
-def init_driver(lib: Any) -> dict[str, Any]:
+def init_driver(lib: ctypes.CDLL) -> Record:
     """cuInit(0), then cuDeviceGetCount."""
     code = lib.cuInit(0)
     if code != 0:
@@ -126,13 +140,12 @@ def init_driver(lib: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    request: dict[str, Any] = json.loads(argv[1]) if len(argv) > 1 else {"driver": True}
-    for item in request.get("libraries", []):
-        emit({"step": "library", "path": item["path"], "begin": True})
-        emit(
-            {"step": "library", "path": item["path"], **library_version(item["kind"], item["path"])}
-        )
-    if request.get("driver"):
+    for arg in argv[1:]:
+        kind, sep, path = arg.partition("=")
+        if sep and kind in ("cudart", "cudnn"):
+            emit({"step": "library", "path": path, "begin": True})
+            emit({"step": "library", "path": path, **library_version(kind, path)})
+    if "--driver" in argv[1:]:
         emit({"step": "driver-load", "begin": True})
         lib, found = load_driver()
         emit({"step": "driver-load", **found})

@@ -77,8 +77,12 @@ def probe_cuda_driver(
 def run_cuda_child(
     request: dict[str, Any], env: Mapping[str, str] | None, timeout: float
 ) -> ChildRun:
-    """Run the child on `request`; never raises for anything the child does."""
-    cmd = [sys.executable or "python3", "-I", "-S", str(CHILD), json.dumps(request)]
+    """Run the child on `request` ({"driver": bool, "libraries": [{"kind", "path"}]});
+    never raises for anything the child does."""
+    args = [f"{lib['kind']}={lib['path']}" for lib in request.get("libraries", [])]
+    if request.get("driver"):
+        args.append("--driver")
+    cmd = [sys.executable or "python3", "-I", "-S", str(CHILD), *args]
     try:
         proc = subprocess.Popen(
             cmd,

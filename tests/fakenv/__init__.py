@@ -195,7 +195,8 @@ def run_probes(env: Mapping[str, str], timeout: float = 2.0) -> dict[str, Any]:
         [sys.executable, "-c", PROBE_SCRIPT, str(timeout)],
         env=full, capture_output=True, text=True, timeout=60, check=False,
     )
-    assert proc.returncode == 0, f"probe subprocess failed ({proc.returncode}):\n{proc.stderr}"
+    if proc.returncode != 0:
+        raise RuntimeError(f"probe subprocess failed ({proc.returncode}):\n{proc.stderr}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
