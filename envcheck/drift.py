@@ -25,7 +25,7 @@ from envcheck import __version__
 from envcheck.errors import UsageError
 from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fleet import report_time
+from envcheck.fleet import object_field, report_time
 from envcheck.render.files import write_report_file
 from envcheck.report import SCHEMA_VERSION, Report
 
@@ -245,9 +245,9 @@ def _from_report(doc: dict[str, Any]) -> dict[str, Any]:
         host = host_from_document(doc)
     except FactsError as e:
         raise ValueError(f"invalid saved report: {e}") from e
-    image = doc.get("image") if isinstance(doc.get("image"), dict) else {}
+    image = object_field(doc, "image")
     ref, digest = image.get("ref"), image.get("digest")
-    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    meta = object_field(doc, "meta")
     return {
         "kind": BASELINE_KIND,
         "baseline_version": BASELINE_VERSION,

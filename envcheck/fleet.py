@@ -181,9 +181,8 @@ def parse_report(saved: SavedReport) -> HostReport:
         image = _image(doc.get("image"))
     except FactsError as e:
         raise ReportDocumentError(str(e)) from e
-    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
-    smoke = doc.get("smoke") if isinstance(doc.get("smoke"), dict) else None
-    report = Report(host, _findings(doc.get("findings")), image, smoke, meta)
+    meta = object_field(doc, "meta")
+    report = Report(host, _findings(doc.get("findings")), image, object_field(doc, "smoke") or None, meta)
     return HostReport(
         source=saved.source,
         hostname=host.machine.hostname,
@@ -231,14 +230,20 @@ def _image(data: Any) -> ImageChoice | None:
     return from_dict(ImageChoice, data, "image")
 
 
+def object_field(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """`doc[key]` when it is a JSON object, else `{}`: optional parts of a saved report."""
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def report_time(meta: Mapping[str, Any]) -> datetime | None:
     """When the doctor ran, from its `meta` (aware, UTC if the text had no zone)."""
     for key in TIMESTAMP_KEYS:
         value = meta.get(key)
         if isinstance(value, str):
             try:
-                stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
+                stamp = datetime.fromisoformat(value)  # 3.11 reads a trailing Z
             except ValueError:
                 continue
-            return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+            return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)  # naive = UTC
     return None

@@ -20,11 +20,11 @@ GFM = MarkdownIt("commonmark", {"html": True}).enable("table")
 def _tables(markdown: str) -> list[list[list[str]]]:
     """Every table as rows of cell *text*, the way GitHub would show it."""
     tables = []
-    for table in re.findall(r"<table>(.*?)</table>", GFM.render(markdown), flags=re.S):
-        rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)
+    for table in re.findall(r"<table>(.*?)</table>", GFM.render(markdown), flags=re.DOTALL):
+        rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.DOTALL)
         tables.append([
             [html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
-             for cell in re.findall(r"<t[hd]>(.*?)</t[hd]>", row, flags=re.S)]
+             for cell in re.findall(r"<t[hd]>(.*?)</t[hd]>", row, flags=re.DOTALL)]
             for row in rows
         ])
     return tables

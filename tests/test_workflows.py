@@ -46,7 +46,7 @@ def _actionlint() -> str:
 
 def _lint(*paths: Path, cwd: Path = ROOT, config: Path | None = None) -> None:
     flags = ["-config-file", str(config)] if config else []
-    done = subprocess.run([_actionlint(), "-no-color", *flags, *map(str, paths)], cwd=cwd,
+    done = subprocess.run([_actionlint(), "-no-color", *flags, *map(str, paths)], check=False, cwd=cwd,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and not done.stdout, done.stdout + done.stderr
 
@@ -93,13 +93,13 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
                    "      - run: echo ${{ steps.nope.outputs.x }}\n", encoding="utf-8")
-    done = subprocess.run([_actionlint(), "-no-color", str(bad)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([_actionlint(), "-no-color", str(bad)], check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "nope" in done.stdout
 
 
 def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
     """The YAML a team copies from docs/ci-gate.md is valid (a trigger added where it shows none)."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "ci-gate.md").read_text(encoding="utf-8"), re.S)
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "ci-gate.md").read_text(encoding="utf-8"), re.DOTALL)
     assert len(blocks) >= 3
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
@@ -192,7 +192,7 @@ def _run_doctor_step(path: Path, tmp_path: Path, exit_code: int, **inputs: str) 
         "BASELINE": "", "STRICT_DRIFT": "false", "REPORT_DIR": "", "ARTIFACT_NAME": "",
         **inputs,
     }
-    done = subprocess.run(["bash", "-eo", "pipefail", "-c", script], env=env, capture_output=True,
+    done = subprocess.run(["bash", "-eo", "pipefail", "-c", script], check=False, env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr  # the doctor's status is an output, not a step failure
     argv = (tmp_path / "argv").read_text(encoding="utf-8").splitlines()
@@ -247,7 +247,7 @@ def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path):
 @pytest.mark.parametrize("code", ["1", "6", ""], ids=["incompatible", "cpu-fallback", "no-output"])
 def test_fail_step_exits_with_envchecks_code(path, code):
     script = _run_scripts(_yaml(path))["Fail on a broken runner"]
-    done = subprocess.run(["bash", "-c", script], env={"EXIT_CODE": code, "VERDICT": "fail"},
+    done = subprocess.run(["bash", "-c", script], check=False, env={"EXIT_CODE": code, "VERDICT": "fail"},
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == int(code or 3)
     assert done.stdout.startswith("::error title=envcheck gate::envcheck doctor exited")
@@ -308,7 +308,7 @@ def test_slurm_script_is_valid_bash_with_sbatch_directives():
 
 def test_slurm_script_runs_the_doctor_per_node_and_merges():
     text = SBATCH.read_text(encoding="utf-8")
-    assert re.search(r"^srun .*envcheck doctor", text, flags=re.M)
+    assert re.search(r"^srun .*envcheck doctor", text, flags=re.MULTILINE)
     doctor, report = _envcheck_commands(text)
     d = _parses(doctor)
     assert d.command == "doctor" and d.json and d.expect_gpu and d.in_process

@@ -86,10 +86,8 @@ def gpu_summary(host: HostFacts) -> str:
 def render_fleet_markdown(summary: FleetSummary) -> str:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary.counts.items() if n)
     icon = VERDICT_ICON[summary.verdict]
-    parts = [
-        f"## {icon} envcheck fleet: {_plural(len(summary.hosts), 'host')} — "
-        f"{counts or 'no reports'} (exit {summary.exit_code})"
-    ]
+    hosts = _plural(len(summary.hosts), "host")
+    parts = [f"## {icon} envcheck fleet: {hosts} — {counts or 'no reports'} (exit {summary.exit_code})"]
     if summary.hosts:
         parts.append(_fleet_table(summary))
     for dup in summary.duplicates:
