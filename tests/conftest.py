@@ -1,0 +1,127 @@
+"""Shared fixtures for the integration tests: the real Docker engine and the local registry that
+`scripts/dev setup` starts, throwaway registries/proxies, and a session-end check that no
+container labelled `envcheck` is left behind.
+
+A test that needs the engine or the registry FAILS when they are missing (it never skips): a
+green run must mean the integration tests ran. Run `scripts/dev setup` first (as root).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers import MAIN_REGISTRY_STORAGE, FlakyProxy, RegistryProcess, free_port, http_status
+
+REGISTRY_ADDR = os.environ.get("ENVCHECK_REGISTRY_ADDR", "127.0.0.1:5000")
+CONTAINER_LABEL = "envcheck"  # envcheck.docker_adapter.LABEL
+SETUP_HINT = "run `scripts/dev setup` (as root) to start dockerd and the local registry"
+
+# Images `scripts/dev setup` builds offline and pushes to the local registry.
+BUSYBOX = "envcheck-test/busybox:1"
+BUSYBOX_LAYERS = "envcheck-test/busybox:layers"  # 4 layers, 12 MiB incompressible
+BUSYBOX_CUDA = "envcheck-test/busybox:cuda12.9"  # env CUDA_VERSION / NVIDIA_REQUIRE_CUDA
+PADDLE_CPU = "envcheck-test/paddle-cpu:3.3.1"
+
+
+@dataclass(frozen=True)
+class LocalRegistry:
+    addr: str  # "127.0.0.1:5000": what image references start with
+    url: str  # "http://127.0.0.1:5000"
+    storage: Path  # its filesystem storage (a throwaway registry can serve the same blobs)
+
+    def ref(self, name: str) -> str:
+        """`envcheck-test/busybox:1` → `127.0.0.1:5000/envcheck-test/busybox:1`."""
+        return f"{self.addr}/{name}"
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    """A `docker.DockerClient` on the real engine (DOCKER_HOST or the local socket), pinged."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as e:  # noqa: BLE001 - any failure to reach the engine is fatal here
+        pytest.fail(f"the Docker engine is unreachable ({type(e).__name__}: {e}); {SETUP_HINT}",
+                    pytrace=False)
+    return client
+
+
+@pytest.fixture(scope="session")
+def registry() -> LocalRegistry:
+    """The local registry holding the test images (`scripts/dev setup`)."""
+    local = LocalRegistry(REGISTRY_ADDR, f"http://{REGISTRY_ADDR}", MAIN_REGISTRY_STORAGE)
+    if http_status(f"{local.url}/v2/", 2.0) != 200:
+        pytest.fail(f"no registry answers at {local.url}/v2/; {SETUP_HINT}", pytrace=False)
+    return local
+
+
+@pytest.fixture
+def registry_factory(tmp_path: Path) -> Iterator[Callable[..., RegistryProcess]]:
+    """Start extra `docker-registry` processes on free loopback ports, all stopped afterwards.
+
+        start(auth=True)                    # htpasswd: anonymous requests get 401
+        start(storage=registry.storage)     # serves the local registry's blobs: kill it mid-pull
+    """
+    started: list[RegistryProcess] = []
+
+    def start(*, auth: bool = False, storage: Path | None = None, port: int | None = None) -> RegistryProcess:
+        if storage is None:
+            storage = tmp_path / f"registry-{len(started)}"
+            storage.mkdir()
+        process = RegistryProcess(port or free_port(), storage, auth=auth)
+        started.append(process)
+        return process.start()
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+def proxy_factory() -> Iterator[Callable[..., FlakyProxy]]:
+    """Start loopback HTTP proxies in front of a registry that fail or slow down on purpose."""
+    started: list[FlakyProxy] = []
+
+    def start(upstream: str, **behaviour: Any) -> FlakyProxy:
+        proxy = FlakyProxy(upstream, **behaviour).start()
+        started.append(proxy)
+        return proxy
+
+    yield start
+    for proxy in started:
+        proxy.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_envcheck_container_left() -> Iterator[None]:
+    """At the end of the session, `docker ps -a --filter label=envcheck` must be empty.
+
+    Left-overs are removed (so the next run starts clean) and reported as an error."""
+    yield
+    client = _engine_or_none()
+    if client is None:
+        return  # the tests that needed the engine have failed already, loudly
+    left = client.containers.list(all=True, filters={"label": CONTAINER_LABEL})
+    for container in left:
+        container.remove(force=True)
+    names = ", ".join(f"{c.name} ({c.status}, {c.image.tags or c.image.id[:19]})" for c in left)
+    assert not left, f"containers labelled {CONTAINER_LABEL!r} were left behind: {names}"
+
+
+def _engine_or_none() -> Any:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        client.ping()
+        return client
+    except Exception:  # noqa: BLE001 - no engine: nothing can have been left on it
+        return None

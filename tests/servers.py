@@ -1,0 +1,205 @@
+"""Real throwaway servers on loopback for the integration tests: extra Debian `docker-registry`
+processes (open, or behind htpasswd auth) and a small HTTP proxy that misbehaves on purpose.
+
+Nothing here is a mock: the engine and envcheck talk HTTP to real processes. Every server binds
+127.0.0.1 on a free port and is stopped by the fixture that started it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+REGISTRY_BINARY = shutil.which("docker-registry") or "/usr/bin/docker-registry"
+# Where `scripts/dev setup` keeps the main registry's blobs: a second registry process can serve
+# the same (read-only for it) storage, so it holds every test image without a push.
+MAIN_REGISTRY_STORAGE = Path(os.environ.get("ENVCHECK_DEV_STATE", "/var/tmp/envcheck-dev")) / "registry" / "data"
+
+# A test login for throwaway registries only: user `envcheck`, password `envcheck-test-secret`
+# (bcrypt, the only scheme the registry's htpasswd accepts).
+HTPASSWD_USER = "envcheck"
+HTPASSWD_PASSWORD = "envcheck-test-secret"
+HTPASSWD_LINE = "envcheck:$2b$12$vXFpI5iMd/ccQdArcJ31k.49EREB2dtXnyHYr0.ir9ZfCvC2czDfy\n"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_status(url: str, timeout: float = 1.0) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (OSError, http.client.HTTPException):
+        return None
+
+
+@dataclass
+class RegistryProcess:
+    """A `docker-registry serve` child on 127.0.0.1:port."""
+
+    port: int
+    storage: Path
+    auth: bool = False
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="envcheck-registry-")))
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.addr}"
+
+    def start(self, timeout: float = 15.0) -> RegistryProcess:
+        config = self.workdir / "config.yml"
+        config.write_text(self._config())
+        log = (self.workdir / "registry.log").open("ab")
+        self.process = subprocess.Popen([REGISTRY_BINARY, "serve", str(config)], stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if http_status(f"{self.url}/v2/", 0.5) in (200, 401):
+                return self
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"docker-registry on {self.addr} did not start: "
+                           f"{(self.workdir / 'registry.log').read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL: the registry vanishes mid-transfer, as a crash would."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        self.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _config(self) -> str:
+        auth = ""
+        if self.auth:
+            htpasswd = self.workdir / "htpasswd"
+            htpasswd.write_text(HTPASSWD_LINE)
+            auth = f"auth:\n  htpasswd:\n    realm: envcheck-test\n    path: {htpasswd}\n"
+        return (
+            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
+            f"storage:\n  filesystem:\n    rootdirectory: {self.storage}\n"
+            f"http:\n  addr: {self.addr}\n  secret: envcheck-test-{self.port}\n{auth}"
+        )
+
+
+class FlakyProxy:
+    """An HTTP proxy in front of a registry that answers 500 to the first `fail_first` requests
+    whose path contains `fail_path`, and can slow blob bodies to `rate` bytes/s."""
+
+    def __init__(self, upstream: str, *, fail_first: int = 0, fail_path: str = "/manifests/",
+                 rate: float | None = None) -> None:
+        self.upstream = upstream
+        self.fail_first = fail_first
+        self.fail_path = fail_path
+        self.rate = rate
+        self.failed = 0
+        self.requests: list[tuple[str, str, int]] = []  # (method, path, status)
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> FlakyProxy:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _should_fail(self, path: str) -> bool:
+        with self._lock:
+            if self.fail_path in path and self.failed < self.fail_first:
+                self.failed += 1
+                return True
+            return False
+
+    def _record(self, method: str, path: str, status: int) -> None:
+        with self._lock:
+            self.requests.append((method, path, status))
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # keep test output clean
+                pass
+
+            def do_HEAD(self) -> None:
+                self._forward()
+
+            def do_GET(self) -> None:
+                self._forward()
+
+            def _forward(self) -> None:
+                if proxy._should_fail(self.path):
+                    proxy._record(self.command, self.path, 500)
+                    body = b'{"errors":[{"code":"UNKNOWN","message":"injected failure"}]}'
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(body)
+                    return
+                try:
+                    self._relay()
+                except (OSError, http.client.HTTPException):
+                    # Upstream died mid-answer: drop the client connection as a crash would.
+                    self.close_connection = True
+
+            def _relay(self) -> None:
+                upstream = http.client.HTTPConnection(proxy.upstream, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                upstream.request(self.command, self.path, headers=headers)
+                answer = upstream.getresponse()
+                proxy._record(self.command, self.path, answer.status)
+                self.send_response(answer.status)
+                for key, value in answer.getheaders():
+                    if key.lower() not in ("connection", "transfer-encoding", "keep-alive"):
+                        self.send_header(key, value)
+                if answer.getheader("Content-Length") is None:
+                    self.send_header("Connection", "close")  # the body then ends with the connection
+                    self.close_connection = True
+                self.end_headers()
+                if self.command == "HEAD":
+                    return
+                slow = proxy.rate is not None and "/blobs/" in self.path
+                while chunk := answer.read(64 << 10):
+                    self.wfile.write(chunk)
+                    if slow:
+                        time.sleep(len(chunk) / proxy.rate)  # type: ignore[operator]
+                upstream.close()
+
+        return Handler
