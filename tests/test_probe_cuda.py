@@ -4,16 +4,20 @@ fake libraries, one interpreter per host profile (tests/fakenv), plus this machi
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envcheck.facts import LibraryCandidate
-from envcheck.probe import cuda_driver, cuda_libs
+from envcheck.probe import _cuda_child, cuda_driver, cuda_libs
 
 if TYPE_CHECKING:
     from tests.fakenv import FakeBuild
@@ -85,6 +89,28 @@ def test_hanging_cuinit_times_out_and_keeps_the_library_facts(probed_host: Probe
     assert driver["version"] == "12.2"  # cuDriverGetVersion answered before cuInit hung
     assert facts["seconds"]["cuda"] < 3.0  # the 1 s timeout, then a kill
     assert (facts["cudart"]["status"], facts["cudart"]["version"]) == ("ok", "12.6")
+
+
+def _children_alive(marker: str) -> list[int]:
+    """Our probe children still running whose environment holds `marker`."""
+    alive = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if b"_cuda_child.py" in (proc / "cmdline").read_bytes() and marker.encode() in (
+                proc / "environ"
+            ).read_bytes():
+                alive.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return alive
+
+
+@pytest.mark.fakegpu
+def test_a_hung_child_is_killed_not_left_behind(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
+    env = {**os.environ, **fake_nvidia("cuinit-hang")}
+    facts = cuda_driver.probe_cuda_driver(timeout=0.5, env=env)
+    assert facts.error == "timeout"
+    assert _children_alive(env["FAKE_NVIDIA_PROFILE"]) == []
 
 
 @pytest.mark.fakegpu
@@ -217,6 +243,20 @@ def test_library_facts(candidates: list[LibraryCandidate], status: str, reason: 
     facts = cuda_libs.library_facts(cuda_libs.CUDNN, candidates)
     assert facts.status == status
     assert reason in (facts.reason or "")
+
+
+# Surrogates too (undecodable file names), but no high+low pair: JSON reads that as one char.
+ANY_TEXT = st.text(st.characters(blacklist_categories=())).filter(
+    lambda s: not re.search("[\ud800-\udbff][\udc00-\udfff]", s)
+)
+
+
+@given(st.dictionaries(ANY_TEXT, st.one_of(st.none(), st.booleans(), st.integers(), ANY_TEXT)))
+def test_child_records_are_json(record: dict[str, str | int | bool | None]) -> None:
+    """The child encodes its records by hand (json costs ~20 ms to import there)."""
+    fields = ", ".join(f"{_cuda_child.encode(k)}: {_cuda_child.encode(v)}" for k, v in record.items())
+    assert fields.isascii()
+    assert json.loads("{" + fields + "}") == record
 
 
 def _run(out: str, returncode: int = 0, failure: str | None = None) -> cuda_driver.ChildRun:

@@ -56,13 +56,24 @@ class _DlInfo(ctypes.Structure):
 
 
 def encode(value: str | int | bool | None) -> str:
-    """JSON for the scalars records hold (RFC 8259 §7: escape quote, backslash, controls)."""
+    """JSON for the scalars records hold, ASCII only (as json.dumps' ensure_ascii), so paths
+    and loader messages survive any locale and undecodable file names (surrogate escapes)."""
     if value is None or isinstance(value, bool):
         return {None: "null", True: "true", False: "false"}[value]
     if isinstance(value, int):
         return str(value)
     escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in escaped) + '"'
+    return '"' + "".join(map(_ascii, escaped)) + '"'
+
+
+def _ascii(c: str) -> str:
+    code = ord(c)
+    if 0x20 <= code < 0x7F:
+        return c
+    if code > 0xFFFF:  # RFC 8259 §7: a UTF-16 surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
 def emit(record: Record) -> None:
