@@ -428,7 +428,7 @@ def _crashed(plan: Plan, raw: RawRun, result: dict[str, Any] | None, problem: st
     how = "was killed by the memory limit (OOM)" if raw.oom_killed else f"exited with status {raw.exit_code}"
     known = scan_paddle_warnings(raw.stderr)
     return fail("smoke.crashed",
-                f"the smoke in {_where(plan)} {how}" + (f" ({problem})" if problem and result is None else "")
+                f"the smoke in {_where(plan)} {how}" + (f" ({problem})" if problem else "")
                 + _tail_text(tail),
                 _fix_from_warnings(known, plan) or "read the last log lines above", "smoke",
                 exit_code=raw.exit_code, oom_killed=raw.oom_killed, log_tail=tail,

@@ -107,13 +107,18 @@ class StderrTee:
 
     A pipe at the file-descriptor level is the only way to see glog's output, which bypasses
     `sys.stderr`. Pumped by a thread so the host still sees the log live (and on a crash).
+    With `stdout_too`, fd 1 joins the log until `stop()` gives it back.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stdout_too: bool = False) -> None:
         self._read, write = os.pipe()
         self._saved = os.dup(2)
+        self._stdout = os.dup(1) if stdout_too else None
+        sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(write, 2)
+        if stdout_too:
+            os.dup2(write, 1)
         os.close(write)
         self.warnings: List[Dict[str, str]] = []
         self._seen: set = set()
@@ -143,11 +148,16 @@ class StderrTee:
             self.warnings.append(hit)
 
     def stop(self) -> List[Dict[str, str]]:
+        """Give the descriptors back (closing every write end of the pipe) and drain it."""
         sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(self._saved, 1)  # fd 1 was pointed at the pipe too: close every write end
         os.dup2(self._saved, 2)
-        self._thread.join(timeout=2.0)
+        if self._stdout is not None:
+            os.dup2(self._stdout, 1)
+            os.close(self._stdout)
+        self._thread.join(timeout=2.0)  # drains what is left into the real stderr
+        if not self._thread.is_alive():  # a child holding the pipe open keeps it pumping
+            os.close(self._saved)
         return list(self.warnings)
 
 
@@ -180,10 +190,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> int:
     started = time.perf_counter()
     args = parse_args(argv)
-    sys.stdout.flush()
-    json_fd = os.dup(1)
-    tee = StderrTee()
-    os.dup2(2, 1)  # stray prints from Paddle go to the log, not into our one JSON line
+    tee = StderrTee(stdout_too=True)  # stray prints from Paddle go to the log, not our JSON line
     result: Dict[str, Any] = {"schema": SCHEMA, "error": None, "runs": []}
     try:
         result.update(_smoke(args))
@@ -192,8 +199,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         result["warnings"] = tee.stop()
         result["total_s"] = round(time.perf_counter() - started, 4)
-        _write_all(json_fd, (json.dumps(result, separators=(",", ":")) + "\n").encode())
-        os.close(json_fd)
+        _write_all(1, (json.dumps(result, separators=(",", ":")) + "\n").encode())
     failed = result["error"] is not None or any(run.get("error") for run in result["runs"])
     return 1 if failed else 0
 
@@ -406,7 +412,11 @@ def export(paddle: Any, model: Any, device: str) -> Dict[str, Any]:
         expected = model(ids).numpy()
     spec = paddle.static.InputSpec([None, SEQ_LEN], "int64", name="x")
     prefix = os.path.join(tempfile.mkdtemp(prefix="envcheck-export-"), "model")
-    paddle.jit.save(paddle.jit.to_static(model, input_spec=[spec]), prefix)
+    try:  # 3.x needs full_graph=True for input_spec to count (it warns and ignores it otherwise)
+        static = paddle.jit.to_static(model, input_spec=[spec], full_graph=True)
+    except TypeError:  # older Paddle: no full_graph, always whole-graph
+        static = paddle.jit.to_static(model, input_spec=[spec])
+    paddle.jit.save(static, prefix)
     # Paddle >= 3.0 writes the PIR program as .json; 2.x writes .pdmodel.
     program = prefix + ".json" if os.path.exists(prefix + ".json") else prefix + ".pdmodel"
     config = paddle.inference.Config(program, prefix + ".pdiparams")

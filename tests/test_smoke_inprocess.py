@@ -1,0 +1,88 @@
+"""`--in-process`: the real workload in a subprocess of the host's Python (Paddle 3.3.1 CPU), and
+the bad scripts that prove a crash, garbage, megabytes or a hang each end as a clean finding."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.errors import EnvironmentProblem
+from envcheck.exitcodes import ExitStatus
+from envcheck.findings import Finding
+from envcheck.report import exit_status_of, verdict_of
+from envcheck.smoke.check import smoke_check
+from envcheck.smoke.inprocess import run_subprocess
+from envcheck.smoke.options import SmokeOptions
+from tests.smoke_fixtures import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive, smoke_script  # noqa: F401
+
+IN_PROCESS = SmokeOptions(in_process=True, timeout=180)
+
+
+def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
+    opts = SmokeOptions(**{"in_process": True, "timeout": 180.0, **options})
+    return smoke_check(NO_GPU_HOST, CPU_CHOICE, opts)
+
+
+def test_in_process_cpu_smoke_that_learns_is_a_pass() -> None:
+    doc, findings = check()
+    assert [f.id for f in findings] == ["smoke.pass"] and verdict_of(findings) == "pass"
+    assert doc is not None and doc["mode"] == "in-process" and doc["python"] == sys.executable
+    run = doc["runs"][0]
+    assert run["device_used"] == "cpu" and run["loss_end"] < run["loss_start"]
+    assert doc["nvml"]["status"] == "unavailable"  # no driver on this machine: recorded, not fatal
+
+
+def test_in_process_with_expect_gpu_is_cpu_fallback_naming_the_cpu_build() -> None:
+    doc, findings = check(expect_gpu=True, steps=10)
+    fallback = next(f for f in findings if f.id == "smoke.cpu-fallback")
+    assert fallback.observed["cause"] == "cpu-build" and "pip install paddlepaddle-gpu" in (fallback.fix or "")
+    assert exit_status_of(findings) == ExitStatus.CPU_FALLBACK and doc and doc["status"] == "cpu-fallback"
+
+
+@pytest.mark.parametrize(
+    ("script", "finding", "words"),
+    [
+        ("crash.py", "smoke.crashed", "CUDA error(35)"),
+        ("garbage.py", "smoke.bad-output", "printed 2 lines on stdout"),
+        ("megabytes.py", "smoke.bad-output", "was stopped"),
+    ],
+    ids=["crash", "garbage", "megabytes"],
+)
+def test_bad_scripts_are_exit_5_with_a_clean_message(
+    smoke_script: Callable[[str], Path], script: str, finding: str, words: str
+) -> None:
+    smoke_script(script)
+    doc, findings = check()
+    assert [f.id for f in findings] == [finding], findings
+    assert words in findings[0].message
+    assert exit_status_of(findings) == ExitStatus.SMOKE_FAILED and doc and doc["status"] == finding[6:]
+
+
+def test_hanging_script_is_killed_at_the_timeout_with_its_children(smoke_script: Callable[[str], Path]) -> None:
+    smoke_script("hang.py")
+    started = time.monotonic()
+    doc, findings = check(timeout=4.0)
+    assert time.monotonic() - started < 20
+    assert [f.id for f in findings] == ["smoke.timeout"]
+    assert "waiting for a GPU that never answers" in findings[0].message  # the log tail
+    child = int(re.search(r"child pid (\d+)", "\n".join(doc["log_tail"]) if doc else "").group(1))  # type: ignore[union-attr]
+    deadline = time.monotonic() + 5
+    while pid_alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pid_alive(child), "the hung script's child survived the kill"
+
+
+def test_megabytes_are_not_kept_in_memory() -> None:
+    raw = run_subprocess(sys.executable, SCRIPTS / "megabytes.py", [], timeout=60)
+    assert raw.stdout_overflow and len(raw.stdout) == 256 * 1024 and raw.exit_code != 0
+
+
+def test_missing_target_python_is_an_environment_problem() -> None:
+    with pytest.raises(EnvironmentProblem, match="cannot start the target Python /nonexistent/python"):
+        check(python="/nonexistent/python")

@@ -1,0 +1,321 @@
+"""The smoke's pure half: planning from facts, and judging recorded workload outputs.
+
+One scenario per real way a "GPU" training ends up on the CPU or fails (compat_facts.md §7), over
+the JSON lines the workload printed in the offline Paddle image (tests/smoke_samples.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX
+from envcheck.exitcodes import ExitStatus
+from envcheck.facts import HostFacts, host_from_document
+from envcheck.findings import Finding
+from envcheck.report import ImageChoice, exit_status_of, verdict_of
+from envcheck.smoke.check import (
+    Outcome,
+    Plan,
+    host_gpu,
+    in_process_plan,
+    judge,
+    plan_smoke,
+    smoke_document,
+)
+from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.parse import RawRun
+from tests import scenarios as s
+from tests import smoke_samples as rec
+
+CPU_IMAGE = ImageChoice(ref="envcheck-test/paddle-cpu:3.3.1", kind="cpu", pip_command=None)
+GPU_IMAGE = ImageChoice(ref="paddlepaddle/paddle:3.3.1-gpu-cuda12.6-cudnn9.5", kind="gpu",
+                        pip_command="python -m pip install paddlepaddle-gpu==3.3.1 -i "
+                                    "https://www.paddlepaddle.org.cn/packages/stable/cu126/")
+NO_GPU_HOST = host_from_document(s.host(engine=s.ENGINE_PLAIN, paddle=s.PADDLE_331_CPU))
+NVML_ABSENT = {"status": "unavailable", "reason": "NVML_ERROR_LIBRARY_NOT_FOUND", "samples": 0, "gpus": {}}
+
+
+def gpu_host(gpus: int = 1, **extra: Any) -> HostFacts:
+    cards = [s.A100 | {"index": i} for i in range(gpus)]
+    return host_from_document(s.host(driver=s.driver("535.104.05", "12.2"), gpus=cards,
+                                     paddle=s.PADDLE_331_CU126, engine=s.ENGINE_NVIDIA, **extra))
+
+
+def container_plan(host: HostFacts = NO_GPU_HOST, choice: ImageChoice = CPU_IMAGE, **options: Any) -> Plan:
+    return plan_smoke(host, choice, SmokeOptions(**options))
+
+
+def outcome(doc: dict[str, Any] | None, exit_code: int = 0, nvml: dict[str, Any] | None = None,
+            **raw: Any) -> Outcome:
+    stdout = (json.dumps(doc) + "\n").encode() if doc is not None else b""
+    run = RawRun(exit_code=exit_code, stdout=stdout, stderr=raw.pop("stderr", ""), duration_s=4.2, **raw)
+    return Outcome(run, doc, raw.get("problem"), nvml or NVML_ABSENT)
+
+
+def ids(findings: list[Finding]) -> list[str]:
+    return [f.id for f in findings]
+
+
+def only(findings: list[Finding], id_: str) -> Finding:
+    found = [f for f in findings if f.id == id_]
+    assert len(found) == 1, f"{id_} in {ids(findings)}"
+    return found[0]
+
+
+# -- planning ---------------------------------------------------------------------------------
+def test_host_without_gpu_trains_on_cpu_in_the_chosen_image_without_a_gpu_request() -> None:
+    plan = container_plan()
+    assert (plan.mode, plan.image, plan.device_args, plan.gpu_ids) == (
+        "container", CPU_IMAGE.ref, ("cpu",), None)
+    assert not plan.gpu_expected and plan.gpu_reason == "the host has no usable NVIDIA GPU"
+
+
+def test_expect_gpu_on_a_host_without_gpus_still_asks_the_engine_for_every_gpu() -> None:
+    plan = container_plan(expect_gpu=True)
+    assert plan.gpu_expected and plan.gpu_ids == ("all",) and plan.device_args == ("gpu:all",)
+
+
+def test_two_a100s_and_a_gpu_image_expect_the_gpu_on_each_card() -> None:
+    plan = container_plan(gpu_host(2), GPU_IMAGE)
+    assert plan.gpu_expected and plan.gpu_ids == ("all",) and plan.host_gpus == (0, 1)
+    assert "2 usable GPU(s)" in plan.gpu_reason
+
+
+def test_gpus_flag_requests_exactly_those_and_maps_container_ordinals_back() -> None:
+    plan = container_plan(gpu_host(3), GPU_IMAGE, gpus=(2, 0))
+    assert plan.gpu_ids == ("2", "0") and plan.host_gpus == (0, 2)
+    assert host_gpu(plan, {"device_used": "gpu:1"}) == 2  # the container sees host GPUs 0,2 as 0,1
+
+
+def test_gpu_host_with_a_cpu_image_does_not_expect_the_gpu() -> None:
+    plan = container_plan(gpu_host(), CPU_IMAGE)
+    assert not plan.gpu_expected and plan.gpu_ids is None
+
+
+def test_image_flag_with_a_gpu_tag_is_judged_by_its_tag() -> None:
+    given = ImageChoice(ref="registry.local/paddle:3.3.1-gpu-cuda12.6", kind="cpu",
+                        reason="given with --image")
+    plan = container_plan(gpu_host(), given, image=given.ref)
+    assert plan.gpu_expected and plan.image == given.ref
+
+
+def test_no_engine_falls_back_in_process_and_says_why() -> None:
+    host = host_from_document(s.host(paddle=s.PADDLE_331_CPU | {"python": "/usr/bin/python3"},
+                                     engine={"status": "absent", "reason": "no socket at /var/run/docker.sock"}))
+    plan = plan_smoke(host, CPU_IMAGE, SmokeOptions())
+    assert plan.mode == "in-process" and plan.python == "/usr/bin/python3"
+    assert plan.fallback == "no container engine: no socket at /var/run/docker.sock"
+
+
+def test_in_process_flag_is_not_a_fallback() -> None:
+    plan = plan_smoke(NO_GPU_HOST, CPU_IMAGE, SmokeOptions(in_process=True, python="/opt/py/bin/python"))
+    assert (plan.mode, plan.python, plan.fallback, plan.device_args) == (
+        "in-process", "/opt/py/bin/python", None, ("cpu",))
+
+
+def test_no_paddle_in_the_target_python_is_not_run() -> None:
+    host = host_from_document(s.host(paddle={"status": "absent"}))
+    assert in_process_plan(host, None, SmokeOptions(), fallback=None).mode == "not-run"
+
+
+def test_in_process_gpu_indices_are_nvml_indices_unless_cuda_visible_devices_renumbers() -> None:
+    plan = in_process_plan(gpu_host(3), None, SmokeOptions(gpus=(0, 2)), fallback=None)
+    assert plan.device_args == ("gpu:0", "gpu:2") and host_gpu(plan, {"device_used": "gpu:2"}) == 2
+    hidden = gpu_host(3, env={"CUDA_VISIBLE_DEVICES": "2"})
+    assert in_process_plan(hidden, None, SmokeOptions(), fallback=None).host_gpus is None
+
+
+# -- judging: passes ----------------------------------------------------------------------------
+def test_cpu_smoke_that_learns_on_a_host_without_gpu_is_a_pass() -> None:
+    findings = judge(container_plan(), outcome(rec.result()))
+    assert ids(findings) == ["smoke.pass"] and verdict_of(findings) == "pass"
+    assert "cpu loss 0.694 → 0.525 in 60 steps" in findings[0].message
+    assert "no GPU expected: the host has no usable NVIDIA GPU" in findings[0].message
+
+
+def test_gpu_smoke_confirmed_by_nvml_per_process_memory() -> None:
+    nvml = {"status": "ok", "samples": 40, "pids": [4242],
+            "gpus": {"0": {"process_seen": True, "process_mem_max_bytes": 812 * 2**20, "util_max": 57}}}
+    plan = container_plan(gpu_host(), GPU_IMAGE)
+    findings = judge(plan, outcome(rec.on_gpu(rec.result()), nvml=nvml))
+    assert ids(findings) == ["smoke.pass"]
+    assert "gpu:0 loss" in findings[0].message and "NVML saw 812 MiB on GPU 0" in findings[0].message
+
+
+def test_gpu_claim_that_nvml_never_saw_is_a_warning() -> None:
+    nvml = {"status": "ok", "samples": 40, "pids": [4242], "gpus": {"0": {"process_seen": False}}}
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(rec.on_gpu(rec.result()), nvml=nvml))
+    assert ids(findings) == ["smoke.pass", "smoke.gpu-unconfirmed"]
+    assert verdict_of(findings) == "warn" and exit_status_of(findings) == ExitStatus.OK
+
+
+def test_second_gpu_is_checked_against_its_own_nvml_index() -> None:
+    nvml = {"status": "ok", "samples": 9, "pids": [7],
+            "gpus": {"0": {"process_seen": True}, "1": {"process_seen": False}, "2": {"process_seen": True}}}
+    plan = container_plan(gpu_host(3), GPU_IMAGE, gpus=(0, 2))
+    findings = judge(plan, outcome(rec.on_gpu(rec.result(), gpus=2), nvml=nvml))
+    assert ids(findings) == ["smoke.pass"]
+
+
+# -- judging: the silent CPU fallback, cause by cause ---------------------------------------------
+def test_expect_gpu_with_a_cpu_only_build_is_cpu_fallback_naming_the_build() -> None:
+    plan = container_plan(expect_gpu=True)
+    findings = judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU)))
+    fallback = only(findings, "smoke.cpu-fallback")
+    assert fallback.observed["cause"] == "cpu-build"
+    assert "CPU-only build (is_compiled_with_cuda() is False)" in fallback.message
+    assert "gpu:0→cpu" in fallback.message and "use a CUDA image" in (fallback.fix or "")
+    assert verdict_of(findings) == "cpu-fallback" and exit_status_of(findings) == ExitStatus.CPU_FALLBACK
+
+
+def test_engine_refusal_is_the_first_cause_and_its_fix_is_nvidia_ctk() -> None:
+    from dataclasses import replace
+
+    plan = replace(container_plan(expect_gpu=True),
+                   gpu_refused='could not select device driver "" with capabilities: [[gpu]]')
+    fallback = only(judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU))), "smoke.cpu-fallback")
+    assert fallback.observed["causes"] == ["engine-refused", "cpu-build"]
+    assert (fallback.fix or "").startswith(NVIDIA_RUNTIME_FIX)
+
+
+def test_in_process_cpu_build_fix_is_the_doctors_pip_command() -> None:
+    plan = in_process_plan(gpu_host(), GPU_IMAGE, SmokeOptions(python="/venv/bin/python"), fallback=None)
+    plan = plan.__class__(**{**plan.__dict__, "gpu_expected": True})
+    fallback = only(judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU))), "smoke.cpu-fallback")
+    assert GPU_IMAGE.pip_command in (fallback.fix or "")
+
+
+def test_gpu_build_hidden_by_empty_cuda_visible_devices() -> None:
+    doc = rec.gpu_build_fell_back("ValueError: " + rec.NO_GPU_EMPTY_CVD, CUDA_VISIBLE_DEVICES="")
+    plan = in_process_plan(gpu_host(), None, SmokeOptions(), fallback=None)
+    fallback = only(judge(plan, outcome(doc)), "smoke.cpu-fallback")
+    assert fallback.observed["cause"] == "hidden-by-cuda-visible-devices"
+    assert "unset CUDA_VISIBLE_DEVICES" in (fallback.fix or "")
+
+
+def test_image_that_sets_nvidia_visible_devices_void_hides_the_gpus() -> None:
+    doc = rec.gpu_build_fell_back("OSError: " + rec.NO_DEVICE, NVIDIA_VISIBLE_DEVICES="void")
+    fallback = only(judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback")
+    assert fallback.observed["cause"] == "hidden-by-nvidia-visible-devices"
+
+
+def test_driver_too_old_inside_the_container_is_a_driver_error() -> None:
+    doc = rec.gpu_build_fell_back(rec.DRIVER_TOO_OLD)
+    fallback = only(judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback")
+    assert fallback.observed["cause"] == "driver-error"
+    assert "CUDA error(35)" in fallback.message and "supports CUDA 12.6" in (fallback.fix or "")
+
+
+def test_gpu_build_that_sees_no_gpu_in_the_container_points_at_the_toolkit() -> None:
+    doc = rec.gpu_build_fell_back("OSError: " + rec.NO_DEVICE)
+    fallback = only(judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback")
+    assert fallback.observed["cause"] == "no-gpu-visible" and "nvidia-smi" in (fallback.fix or "")
+
+
+def test_device_says_gpu_but_parameters_stayed_on_cpu_is_a_fallback() -> None:
+    doc = rec.on_gpu(rec.result())
+    doc["runs"][0]["param_places"]["embedding.weight"] = "Place(cpu)"
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc))
+    assert only(findings, "smoke.cpu-fallback").observed["cause"] == "unexplained"
+
+
+# -- judging: failures (exit 5) -----------------------------------------------------------------
+def test_flat_loss_is_not_learning() -> None:
+    doc = rec.result()
+    doc["runs"][0].update(loss_start=0.6931, loss_end=0.6929)
+    findings = judge(container_plan(), outcome(doc))
+    assert ids(findings) == ["smoke.not-learning"] and exit_status_of(findings) == ExitStatus.SMOKE_FAILED
+
+
+def test_diverged_loss_written_as_null_is_not_learning() -> None:
+    doc = rec.result()
+    doc["runs"][0]["loss_end"] = None
+    assert ids(judge(container_plan(), outcome(doc))) == ["smoke.not-learning"]
+
+
+def test_timeout_is_exit_5_with_the_last_log_lines() -> None:
+    raw = outcome(None, exit_code=137, timed_out=True, stderr="step 1\nloading cudnn...\n")
+    finding = only(judge(container_plan(), raw), "smoke.timeout")
+    assert "killed after 4 s (timeout) and removed" in finding.message
+    assert finding.observed["log_tail"] == ["step 1", "loading cudnn..."]
+
+
+def test_megabytes_on_stdout_is_bad_output() -> None:
+    raw = outcome(None, exit_code=137, stdout_overflow=True, stdout_bytes=3 * 2**20)
+    finding = only(judge(container_plan(), raw), "smoke.bad-output")
+    assert "was stopped" in finding.message
+
+
+def test_garbage_with_exit_0_is_bad_output_and_a_crash_is_crashed() -> None:
+    garbage = Outcome(RawRun(0, b"hello\n", "", 1.0), None, "stdout is not JSON: 'hello'", NVML_ABSENT)
+    assert ids(judge(container_plan(), garbage)) == ["smoke.bad-output"]
+    crash = Outcome(RawRun(1, b"", "Traceback (most recent call last):\nRuntimeError: boom\n", 1.0),
+                    None, "printed nothing on stdout", NVML_ABSENT)
+    finding = only(judge(container_plan(), crash), "smoke.crashed")
+    assert "exited with status 1" in finding.message and "RuntimeError: boom" in finding.message
+
+
+def test_oom_kill_says_memory_limit() -> None:
+    raw = Outcome(RawRun(137, b"", "", 3.0, oom_killed=True), None, "printed nothing", NVML_ABSENT)
+    assert "memory limit (OOM)" in only(judge(container_plan(), raw), "smoke.crashed").message
+
+
+def test_arch_mismatch_crash_gets_the_right_wheel_fix() -> None:
+    doc = rec.on_gpu(rec.result())
+    doc["runs"][0]["error"] = {"phase": "train", "type": "RuntimeError",
+                               "message": "Unsupported GPU architecture", "traceback": ""}
+    doc["warnings"].append({"kind": "arch-mismatch", "text": rec.ARCH_MISMATCH})
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, exit_code=1))
+    crashed = only(findings, "smoke.crashed")
+    assert "gpu:0 (gpu:0): RuntimeError: Unsupported GPU architecture" in crashed.message
+    assert "compute capability" in (crashed.fix or "")
+
+
+def test_image_without_paddle_is_a_crash_but_a_python_without_it_is_not_run() -> None:
+    doc = {"schema": "envcheck-smoke/1", "runs": [], "warnings": [],
+           "error": {"phase": "import", "type": "ModuleNotFoundError", "message": "No module named 'paddle'"}}
+    assert ids(judge(container_plan(), outcome(doc, exit_code=1))) == ["smoke.crashed"]
+    in_proc = in_process_plan(NO_GPU_HOST, None, SmokeOptions(python="/usr/bin/python3"), fallback=None)
+    assert ids(judge(in_proc, outcome(doc, exit_code=1))) == ["smoke.not-run"]
+
+
+def test_segfault_after_a_good_result_is_still_a_crash() -> None:
+    findings = judge(container_plan(), outcome(rec.result(), exit_code=139))
+    assert ids(findings) == ["smoke.crashed"] and "139 after its result" in findings[0].message
+
+
+def test_export_predictions_that_differ_fail_train_to_serve() -> None:
+    doc = rec.result()
+    doc["runs"][0]["export"].update(match=False, max_abs_diff=0.4, argmax_agreement=0.9)
+    finding = only(judge(container_plan(), outcome(doc)), "smoke.export-failed")
+    assert "max |Δ| 0.4" in finding.message
+
+
+def test_cuda_mismatch_warning_on_a_passing_run_is_reported() -> None:
+    doc = rec.on_gpu(rec.result())
+    doc["warnings"].append({"kind": "cuda-mismatch", "text": rec.CUDA_MISMATCH})
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc))
+    assert ids(findings) == ["smoke.pass", "smoke.paddle-warnings"]
+    assert "upgrade the NVIDIA driver" in (findings[1].fix or "")
+
+
+# -- the report's smoke object ---------------------------------------------------------------------
+def test_smoke_document_holds_the_measured_figures_per_device() -> None:
+    doc = smoke_document(container_plan(), outcome(rec.result()))
+    assert doc["status"] == "pass" and doc["mode"] == "container" and doc["log_tail"] == []
+    run = doc["runs"][0]
+    for key in ("device_requested", "device_used", "param_places", "logits_place", "loss_start", "loss_end",
+                "steps_per_s", "first_step_s", "peak_gpu_mem_bytes", "host_gpu", "on_gpu", "nvml"):
+        assert key in run
+    assert doc["paddle"]["compiled_with_cuda"] is False and doc["paddle"]["cuda_device_count"] == 0
+    json.dumps(doc)  # JSON-ready
+
+
+@pytest.mark.parametrize(("timed_out", "status"), [(True, "timeout"), (False, "crashed")], ids=["timeout", "crash"])
+def test_smoke_document_status_and_log_tail_on_failure(timed_out: bool, status: str) -> None:
+    raw = outcome(None, exit_code=1, timed_out=timed_out, stderr="a\nb\n")
+    doc = smoke_document(container_plan(), raw)
+    assert doc["status"] == status and doc["log_tail"] == ["a", "b"]
