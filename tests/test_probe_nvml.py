@@ -212,6 +212,21 @@ def test_this_host_without_a_driver_is_absent_and_fast() -> None:
     assert seconds < 0.5  # ≈ 0.05 s here, most of it importing pynvml
 
 
+@pytest.mark.parametrize(
+    ("module_text", "error"),
+    [("raise ImportError('broken install')\n", "pynvml-missing"),
+     ("def nvmlInit():\n    pass\n", "pynvml-corrupted")],
+    ids=["unimportable", "shadowed-by-another-pynvml"],
+)
+def test_a_broken_pynvml_is_an_error_fact_not_a_crash(
+    tmp_path: Path, module_text: str, error: str
+) -> None:
+    (tmp_path / "pynvml.py").write_text(module_text)
+    facts = _probe_driver_in({"PYTHONPATH": str(tmp_path)})
+    assert (facts["driver"]["status"], facts["driver"]["error"]) == ("error", error)
+    assert "nvidia-ml-py" in facts["driver"]["reason"]
+
+
 # Pure helpers ---------------------------------------------------------------------------------
 
 PROC_FILES = [

@@ -70,6 +70,10 @@ def probe_driver() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
     except ImportError as e:
         reason = f"nvidia-ml-py (pynvml) cannot be imported: {e}. Reinstall envcheck."
         return DriverFacts(status="error", error="pynvml-missing", reason=reason), ()
+    if not callable(getattr(pynvml, "nvmlInitWithFlags", None)):
+        # The unrelated PyPI package `pynvml` can shadow nvidia-ml-py's module (nvitop checks too).
+        reason = "the `pynvml` module is not nvidia-ml-py's; reinstall nvidia-ml-py."
+        return DriverFacts(status="error", error="pynvml-corrupted", reason=reason), ()
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
@@ -195,6 +199,7 @@ def _optional(nvml: ModuleType, query: Callable[..., T], *args: Any) -> T | None
         nvml.NVMLError_NotSupported,
         nvml.NVMLError_FunctionNotFound,
         nvml.NVMLError_NoPermission,
+        UnicodeDecodeError,  # a name or UUID NVML returned in bytes that are not UTF-8
     ):
         return None
 
