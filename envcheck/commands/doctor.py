@@ -192,7 +192,8 @@ def _render(args: argparse.Namespace, report: Report) -> None:
     if args.markdown or os.environ.get("GITHUB_ACTIONS") == "true":
         from envcheck.render.annotations import emit_ci_outputs
 
-        emit_ci_outputs(report, markdown_path=args.markdown, stream=sys.stderr if args.json else sys.stdout)
+        # the runner reads workflow commands from stderr too, and stdout may be the JSON document
+        emit_ci_outputs(report, markdown_path=args.markdown, stream=sys.stderr)
 
 
 def _color(args: argparse.Namespace) -> bool:
@@ -202,13 +203,7 @@ def _color(args: argparse.Namespace) -> bool:
 def _save_baseline(args: argparse.Namespace, report: Report) -> None:
     if not args.save_baseline:
         return
-    if report.verdict not in ("pass", "warn"):
-        print(f"envcheck: baseline not saved: the verdict is {report.verdict}", file=sys.stderr)
-        return
-    from envcheck.drift import baseline_document
+    from envcheck.drift import save_baseline
 
-    try:
-        with open(args.save_baseline, "w", encoding="utf-8") as f:
-            json.dump(baseline_document(report), f, indent=2)
-    except OSError as e:
-        raise UsageError(f"cannot write the baseline {args.save_baseline}: {e.strerror or e}") from e
+    if not save_baseline(report, args.save_baseline):
+        print(f"envcheck: baseline not saved: the verdict is {report.verdict}", file=sys.stderr)
