@@ -97,3 +97,74 @@ def _unreachable(action: str, e: BaseException) -> EnvironmentProblem:
 def _explanation(e: BaseException) -> str:
     explanation = getattr(e, "explanation", None)
     return str(explanation or e)
+
+
+# -- pulls: the engine's words mapped to the same errors envcheck's registry reads raise -----------
+class PullFailed(EnvironmentProblem):
+    """The engine could not pull (exit 4). `transient`: a retry (or the mirror) may succeed."""
+
+    def __init__(self, message: str, hint: str | None = None, *, transient: bool = False) -> None:
+        super().__init__(message, hint)
+        self.transient = transient
+
+
+NO_SPACE_HINT = "free space with `docker system prune` (or `docker image prune -a`) or move Docker's data-root"
+
+
+def pull_error(text: str, *, ref: str, registry: str, status_code: int | None = None) -> EnvcheckError:
+    """One engine pull error (HTTP error or an `error` event in the stream) as an envcheck error."""
+    from envcheck.image_checks import ImageRefused
+    from envcheck.pull_events import classify_engine_error
+    from envcheck.registry import ManifestNotFound, RegistryAuthRequired, RegistryUnavailable, login_hint
+
+    kind = classify_engine_error(text)
+    if kind == "other" and status_code in (401, 403):
+        kind = "auth"
+    if kind == "other" and status_code == 404:
+        kind = "not-found"
+    if kind == "no-space":
+        return EnvironmentProblem(f"pulling {ref}: no space left on device ({text})", hint=NO_SPACE_HINT)
+    if kind == "auth":
+        return RegistryAuthRequired(f"{registry} refused access to {ref}: {text}", hint=login_hint(registry))
+    if kind == "platform":
+        return ImageRefused(f"pulling {ref}: {text}", hint="choose an image built for this platform")
+    if kind == "not-found":
+        return ManifestNotFound(f"{ref}: not found on {registry} ({text})")
+    if kind == "transient":
+        return RegistryUnavailable(f"pulling {ref} from {registry}: {text}")
+    return PullFailed(f"pulling {ref}: the engine answered: {text}")
+
+
+@contextmanager
+def translate_pull_errors(ref: str, registry: str) -> Iterator[None]:
+    """Around `APIClient.pull(stream=True)` and the iteration of its events."""
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        yield
+    except EnvcheckError:
+        raise
+    except docker.errors.APIError as e:
+        raise pull_error(_explanation(e), ref=ref, registry=registry, status_code=e.status_code) from e
+    except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ReadTimeout) as e:
+        # The stream broke or went silent mid-pull: the engine may be fine; worth a retry.
+        raise PullFailed(f"pulling {ref}: the engine's progress stream broke: {e}", transient=True) from e
+    except docker.errors.DockerException as e:
+        raise _unreachable(f"pulling {ref}", e) from e
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, PermissionError) as e:
+        raise _unreachable(f"pulling {ref}", e) from e
+
+
+def saved_login(registry: str) -> tuple[str, str] | None:
+    """The engine's saved login for `registry` (`docker login`: config.json or a credential helper),
+    so envcheck's own registry reads see what the engine's pull will see. None when there is none."""
+    try:
+        from docker import auth
+
+        found = auth.resolve_authconfig(auth.load_config(), registry) or {}
+    except Exception:  # noqa: BLE001 - an unreadable config or helper: read anonymously
+        return None
+    user = found.get("Username") or found.get("username")
+    secret = found.get("IdentityToken") or found.get("Password") or found.get("password")
+    return (str(user or "<token>"), str(secret)) if secret else None

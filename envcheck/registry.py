@@ -19,6 +19,7 @@ import http.client
 import ipaddress
 import json
 import re
+import socket
 import ssl
 import urllib.error
 import urllib.parse
@@ -50,9 +51,14 @@ class RegistryError(EnvironmentProblem):
 
 
 class RegistryUnavailable(RegistryError):
-    """5xx, 429, connection refused/reset, timeouts: worth a retry, then the mirror."""
+    """5xx, 429, connection refused/reset, timeouts: worth a retry, then the mirror.
+    `retry` is False when waiting cannot help (the name does not resolve): straight to the mirror."""
 
     transient = True
+
+    def __init__(self, message: str, hint: str | None = None, *, retry: bool = True) -> None:
+        super().__init__(message, hint)
+        self.retry = retry
 
 
 class RegistryAuthRequired(RegistryError):
@@ -210,6 +216,7 @@ class RegistryClient:
             raise RegistryUnavailable(
                 f"cannot reach {self.registry} ({urllib.parse.urlsplit(url).netloc}): {reason}",
                 hint="check the network, DNS and any proxy; envcheck retries and tries the mirror",
+                retry=not isinstance(reason, socket.gaierror),
             ) from e
 
     def _checked(self, response: _Response, what: str) -> _Response:

@@ -1,0 +1,165 @@
+"""`envcheck pull-image`: pull the image the doctor selects for this host (or the one named),
+with checks before, a progress display during, and the digest proven after."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from envcheck.errors import EnvcheckError
+from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
+
+if TYPE_CHECKING:
+    from envcheck.facts import HostFacts
+    from envcheck.matrix.model import Matrix
+    from envcheck.pull import PullPlan, PullResult
+    from envcheck.registry import RemoteImage
+    from envcheck.report import ImageChoice
+
+REGISTRIES = ("dockerhub", "baidu")
+JSON_SCHEMA_VERSION = 1
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "pull-image",
+        help="pull the Paddle image the doctor selects for this host (or --image REF)",
+        description="Pull the Paddle image tag the doctor selects for this host, after checking "
+        "its platform and CUDA against this machine; retry transient failures, fall back to the "
+        "mirror registry, and prove the pulled digest.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    what = p.add_argument_group("what to pull")
+    what.add_argument("--paddle", metavar="VERSION", help="Paddle release (default: the newest in the matrix)")
+    what.add_argument("--registry", choices=REGISTRIES, default="dockerhub",
+                      help="registry to pull from first; the other is the mirror (default: dockerhub)")
+    what.add_argument("--image", metavar="REF", help="pull this image reference instead of the selected one")
+    what.add_argument("--matrix", metavar="DIR", help="compatibility matrix folder (default: ENVCHECK_MATRIX, else the shipped one)")
+    what.add_argument("--python", metavar="PATH", help="the interpreter whose Paddle to inspect (default: this one)")
+    how = p.add_argument_group("how")
+    how.add_argument("--dry-run", action="store_true", help="print the choice and why; pull nothing")
+    how.add_argument("--force", action="store_true", help="pull even if this host's driver cannot run the image's CUDA")
+    how.add_argument("--json", action="store_true", help="print the result (reference, digest, size, seconds) as one JSON document")
+    how.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except EnvcheckError as e:
+        if args.json:  # scripts still get one document; the CLI prints the one-screen error
+            _print_json({"error": e.message, "hint": e.hint, "exit_code": int(e.status)})
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
+    from envcheck.matrix.load import load_matrix
+    from envcheck.pull import plan_pull
+    from envcheck.reference import parse_reference
+
+    # The reference is validated before anything else touches the engine or a registry.
+    named = parse_reference(args.image) if args.image else None
+    matrix = load_matrix(args.matrix)
+    host: HostFacts | None = None
+    if named is None:
+        host, choice = _selected(args, matrix)
+        if choice.ref is None:
+            return _no_image(choice)
+        ref = parse_reference(choice.ref)
+    else:
+        choice, ref = None, named
+    plan = plan_pull(ref, matrix)
+    if args.dry_run:
+        return _dry_run(args, plan, choice)
+    result = _pull(args, plan, matrix, host)
+    if args.json:
+        _print_json({"schema_version": JSON_SCHEMA_VERSION, **result.to_json()})
+    else:
+        from envcheck.render.progress import result_text
+
+        print(result_text(result))
+    return int(ExitStatus.OK)
+
+
+def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, ImageChoice]:
+    from envcheck.probe.host import probe_host
+    from envcheck.select import select_image
+
+    host = probe_host(args.python, engine=False)
+    return host, select_image(host, matrix, paddle=args.paddle, registry=args.registry)
+
+
+def _pull(args: argparse.Namespace, plan: PullPlan, matrix: Matrix, host: HostFacts | None) -> PullResult:
+    from envcheck.docker_adapter import connect
+    from envcheck.pull import pull_image
+    from envcheck.render.progress import make_display
+
+    client = connect()  # daemon down or socket denied: exit 4 before any registry traffic
+    check = None if args.force else _cuda_check(args, plan, matrix, host)
+    return pull_image(plan, client=client, check=check,
+                      display=make_display("none" if args.quiet else "auto"))
+
+
+def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix, host: HostFacts | None) -> Any:
+    """Refuse an image whose CUDA (tag, or config env) this host's driver cannot run."""
+    from envcheck.image_checks import ImageRefused, cuda_claims, cuda_refusal
+
+    def check(remote: RemoteImage) -> None:
+        claims = cuda_claims(remote.reference.tag or plan.requested.tag, remote.env)
+        if not claims:
+            return
+        nonlocal host
+        if host is None:  # probed only when an image claims a CUDA: most pulls never need it
+            from envcheck.probe.host import probe_host
+
+            host = probe_host(args.python, engine=False)
+        refusal = cuda_refusal(claims, host, matrix)
+        if refusal:
+            raise ImageRefused(f"{remote.reference}: {refusal}",
+                               hint="`envcheck pull-image` (no --image) picks a tag this driver runs; "
+                               "--force pulls it anyway")
+
+    return check
+
+
+def _dry_run(args: argparse.Namespace, plan: PullPlan, choice: ImageChoice | None) -> int:
+    doc = {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "dry_run": True,
+        "reference": str(plan.requested),
+        "mirrors": [str(m) for m in plan.mirrors],
+        "pinned_digest": plan.pinned_digest,
+        "reason": choice.reason if choice else "named with --image",
+        "kind": choice.kind if choice else None,
+        "confirmed": choice.confirmed if choice else None,
+        "rejected": [{"ref": r.ref, "reason": r.reason} for r in choice.rejected] if choice else [],
+    }
+    if args.json:
+        _print_json(doc)
+        return int(ExitStatus.OK)
+    print(f"would pull {doc['reference']}")
+    print(f"  why: {doc['reason']}")
+    if choice is not None and not choice.confirmed:
+        print("  note: the matrix marks this tag UNCONFIRMED (seen only in third-party material)")
+    for mirror in doc["mirrors"]:
+        print(f"  mirror: {mirror}")
+    print(f"  pinned digest: {plan.pinned_digest or 'none (the registry’s digest is recorded)'}")
+    for rejected in doc["rejected"]:
+        print(f"  rejected {rejected['ref']}: {rejected['reason']}")
+    return int(ExitStatus.OK)
+
+
+def _no_image(choice: ImageChoice) -> int:
+    from envcheck.image_checks import ImageRefused
+
+    raise ImageRefused(f"no image of Paddle {choice.paddle or '?'} runs on this host: {choice.reason}",
+                       hint="`envcheck doctor --explain` lists every tag and why it was rejected")
+
+
+def _print_json(doc: dict[str, Any]) -> None:
+    json.dump(doc, sys.stdout, indent=2)
+    sys.stdout.write("\n")

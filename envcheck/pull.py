@@ -1,0 +1,302 @@
+"""Pull an image through the engine, carefully: checks before, retries during, proof after.
+
+Before: what the registry knows (`envcheck.registry`) — refuse a wrong platform, let the caller
+refuse a CUDA the driver cannot run, and do nothing when the engine already has that digest.
+During: `docker.APIClient.pull(stream=True, decode=True)` (never the CLI), each event folded into
+`PullProgress` and shown by a `PullDisplay`; transient failures (5xx, resets, timeouts) retried
+with exponential backoff, then the mirror (Docker Hub ↔ Baidu) tried.
+After: the engine must hold the image under the digest the registry (or the matrix pin) named —
+a pull that broke halfway is never reported as pulled.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from envcheck.docker_adapter import PullFailed, pull_error, saved_login, translate_errors, translate_pull_errors
+from envcheck.errors import EnvcheckError, EnvironmentProblem
+from envcheck.image_checks import ImageRefused, platform_refusal
+from envcheck.matrix.model import Matrix
+from envcheck.pull_events import PullProgress
+from envcheck.reference import Reference, parse_reference
+from envcheck.registry import (ManifestNotFound, Platform, RegistryClient, RegistryUnavailable,
+                               RemoteImage, host_platform)
+from envcheck.render.progress import PullDisplay, make_display
+
+T = TypeVar("T")
+ImageCheck = Callable[[RemoteImage], None]  # raises ImageRefused when the host cannot run it
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Tries per registry, for the registry read and for the pull each; delays 1, 2, 4… s."""
+
+    attempts: int = 4
+    base: float = 1.0
+    cap: float = 8.0
+
+    def delay(self, attempt: int) -> float:
+        return min(self.cap, self.base * 2 ** (attempt - 1))
+
+
+@dataclass(frozen=True)
+class PullPlan:
+    requested: Reference
+    mirrors: tuple[Reference, ...] = ()  # the same tag on the other registries, in order
+    pinned_digest: str | None = None  # the matrix's pin: the pulled digest must be this one
+    known_tags: tuple[str, ...] = ()  # tags the matrix knows for this repository (404 hints)
+
+    @property
+    def targets(self) -> tuple[Reference, ...]:
+        return (self.requested, *self.mirrors)
+
+
+@dataclass(frozen=True)
+class PullResult:
+    reference: str  # as pulled, on the registry that served it
+    requested: str
+    registry: str  # the registry that served it
+    digest: str
+    image_id: str
+    size: int | None  # compressed bytes (registry manifest)
+    seconds: float
+    outcome: Literal["pulled", "present"]
+    attempts: int  # engine pulls started (0 when already present)
+    platform: str
+    mirror: bool = False
+    failures: tuple[str, ...] = ()  # what failed on the way (retried, or the registry given up)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reference": self.reference, "requested": self.requested, "registry": self.registry,
+            "mirror": self.mirror, "digest": self.digest, "image_id": self.image_id,
+            "size": self.size, "seconds": round(self.seconds, 3), "outcome": self.outcome,
+            "attempts": self.attempts, "platform": self.platform, "failures": list(self.failures),
+        }
+
+
+# -- planning (pure) --------------------------------------------------------------------------------
+def plan_pull(ref: Reference, matrix: Matrix | None) -> PullPlan:
+    """Mirrors, pin and known tags for `ref` from the matrix; a bare plan for images it does not know."""
+    if matrix is None:
+        return PullPlan(ref)
+    homes = {name: parse_reference(value) for name, value in matrix.registries.items()}
+    home = next((n for n, r in homes.items() if (r.registry, r.repository) == (ref.registry, ref.repository)), None)
+    if home is None:
+        return PullPlan(ref)
+    row = next((i for i in matrix.images if i.tag == ref.tag and home in i.registries), None)
+    known = tuple(sorted({i.tag for i in matrix.images if home in i.registries}))
+    if row is None:
+        return PullPlan(ref, known_tags=known)
+    mirrors = tuple(homes[r].with_tag(row.tag) for r in row.registries if r != home and r in homes)
+    pin = None if ref.digest else row.digest
+    return PullPlan(ref, mirrors, pin, known)
+
+
+def nearest_tags(tag: str | None, known: tuple[str, ...], n: int = 3) -> list[str]:
+    return difflib.get_close_matches(tag or "latest", known, n=n, cutoff=0.5) if known else []
+
+
+# -- pulling ----------------------------------------------------------------------------------------
+@dataclass
+class _Run:
+    client: Any
+    display: PullDisplay
+    check: ImageCheck | None
+    retry: RetryPolicy
+    platform: Platform
+    sleep: Callable[[float], None]
+    started: float = field(default_factory=time.monotonic)
+    failures: list[str] = field(default_factory=list)
+    attempts: int = 0
+
+
+def pull_image(plan: PullPlan, *, client: Any, display: PullDisplay | None = None,
+               check: ImageCheck | None = None, retry: RetryPolicy = RetryPolicy(),
+               platform: Platform | None = None,
+               sleep: Callable[[float], None] = time.sleep) -> PullResult:
+    """Pull `plan.requested` (or a mirror) with `client` (a docker.DockerClient).
+
+    Raises InvalidReference/ManifestNotFound (2), ImageRefused (1), RegistryAuthRequired,
+    RegistryUnavailable, PullFailed and the engine's other EnvironmentProblems (4)."""
+    run = _Run(client, display or make_display("none"), check, retry, platform or host_platform(), sleep)
+    given_up: list[tuple[Reference, EnvcheckError]] = []
+    try:
+        for index, target in enumerate(plan.targets):
+            try:
+                return _pull_from(target, plan, run, mirror=index > 0)
+            except (RegistryUnavailable, PullFailed, ManifestNotFound) as e:
+                if isinstance(e, PullFailed) and not e.transient:
+                    raise
+                given_up.append((target, e))
+                run.failures.append(f"{target.registry}: {e.message}")
+                if index + 1 < len(plan.targets):
+                    run.display.note(f"{target.registry} failed ({e.message}); trying the mirror "
+                                     f"{plan.targets[index + 1].registry}")
+    finally:
+        run.display.stop()
+    raise _final_error(given_up, plan, run)
+
+
+def _pull_from(target: Reference, plan: PullPlan, run: _Run, *, mirror: bool) -> PullResult:
+    remote = _inspect(target, plan, run)
+    want = plan.pinned_digest or target.digest or remote.digest
+    image_id = _local_image(run.client, target, want)
+    if image_id:
+        return _result(target, plan, run, remote, want, image_id, "present", mirror)
+    source = target.with_digest(want) if plan.pinned_digest or target.digest else target
+    progress = _retrying(lambda: _stream(run, source, remote), f"pull from {target.registry}", run)
+    digest = want if source.digest else (progress.digest or want)
+    image_id = _local_image(run.client, target, digest)
+    if not image_id:
+        # The stream ended without an error event, yet no image carries the digest: a broken pull.
+        raise PullFailed(f"the engine finished pulling {target} but holds no image with digest {digest}",
+                         hint="run the pull again; if it persists, check `docker system df` and the engine's log")
+    if source.digest and target.tag:
+        with translate_errors(f"tagging {target}"):
+            run.client.api.tag(image_id, target.name, target.tag)  # so the tag finds the pinned image
+    return _result(target, plan, run, remote, digest, image_id, "pulled", mirror)
+
+
+def _inspect(target: Reference, plan: PullPlan, run: _Run) -> RemoteImage:
+    registry = RegistryClient.for_reference(target, credentials=saved_login(target.registry))
+    remote = _retrying(lambda: registry.inspect(target, run.platform), f"reading {target.registry}", run)
+    refusal = platform_refusal(remote.platforms, run.platform)
+    if refusal:
+        raise ImageRefused(f"{target}: {refusal}", hint="choose a tag built for this machine's platform")
+    if plan.pinned_digest and remote.digest != plan.pinned_digest:
+        run.display.note(f"{target} now points at {remote.digest}; pulling the digest the matrix pins, "
+                         f"{plan.pinned_digest}")
+        pinned = target.with_digest(plan.pinned_digest)
+        remote = _retrying(lambda: registry.inspect(pinned, run.platform), f"reading {target.registry}", run)
+    if run.check is not None:
+        run.check(remote)
+    return remote
+
+
+def _stream(run: _Run, source: Reference, remote: RemoteImage) -> PullProgress:
+    run.attempts += 1
+    progress = PullProgress(dict(remote.layers))
+    run.display.start(str(source), progress)
+    events: Iterator[dict[str, Any]] | None = None
+    with translate_pull_errors(str(source), source.registry):
+        events = run.client.api.pull(source.name, tag=source.reference, stream=True, decode=True)
+        try:
+            for event in events:
+                run.display.update(progress, progress.apply(event))
+                if progress.error:
+                    break
+        finally:
+            close = getattr(events, "close", None)
+            if close:
+                close()  # on Ctrl-C too: drop the stream so the engine cancels the pull
+    if progress.error:
+        raise pull_error(progress.error, ref=str(source), registry=source.registry)
+    return progress
+
+
+def _retrying(action: Callable[[], T], what: str, run: _Run) -> T:
+    for attempt in range(1, run.retry.attempts + 1):
+        try:
+            return action()
+        except (RegistryUnavailable, PullFailed) as e:
+            if not e.transient or not getattr(e, "retry", True) or attempt == run.retry.attempts:
+                raise
+            delay = run.retry.delay(attempt)
+            run.failures.append(f"{what}, try {attempt}: {e.message}")
+            run.display.note(f"{what} failed ({e.message}); try {attempt + 1}/{run.retry.attempts} "
+                             f"in {delay:g} s")
+            run.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _local_image(client: Any, ref: Reference, digest: str) -> str | None:
+    """The engine's image id for `ref` if it holds that exact digest, else None."""
+    import docker.errors
+
+    try:
+        with translate_errors(f"inspecting {ref}"):
+            info = client.api.inspect_image(f"{ref.name}@{digest}")
+    except EnvcheckError as e:
+        if isinstance(e.__cause__, docker.errors.NotFound):
+            return None
+        raise
+    names = {ref.familiar_name, ref.name}
+    digests = {d.rpartition("@")[2] for d in info.get("RepoDigests") or [] if d.rpartition("@")[0] in names}
+    return str(info["Id"]) if digest in digests else None
+
+
+def _result(target: Reference, plan: PullPlan, run: _Run, remote: RemoteImage, digest: str,
+            image_id: str, outcome: Literal["pulled", "present"], mirror: bool) -> PullResult:
+    return PullResult(
+        reference=str(target), requested=str(plan.requested), registry=target.registry,
+        digest=digest, image_id=image_id, size=remote.size,
+        seconds=time.monotonic() - run.started, outcome=outcome, attempts=run.attempts,
+        platform=str(run.platform), mirror=mirror, failures=tuple(run.failures),
+    )
+
+
+def _final_error(given_up: list[tuple[Reference, EnvcheckError]], plan: PullPlan, run: _Run) -> EnvcheckError:
+    first = given_up[0][1]  # the first registry's error is the one to show
+    if isinstance(first, ManifestNotFound):
+        near = nearest_tags(plan.requested.tag, plan.known_tags) or _registry_tags(plan.requested)
+        hint = (f"tags nearby: {', '.join(near)}" if near else "check the tag") + \
+            "; `envcheck pull-image --dry-run` shows the tag chosen for this host"
+        return ManifestNotFound(f"tag not found: {plan.requested} ({first.message})", hint=hint)
+    tried = "; ".join(f"{ref.registry}: {e.message}" for ref, e in given_up) if len(given_up) > 1 \
+        else first.message
+    return type(first)(f"could not pull {plan.requested}: {tried}",
+                       hint=first.hint or "check the network and the registry; envcheck retried "
+                       f"{run.retry.attempts} times per registry with backoff")
+
+
+def _registry_tags(ref: Reference) -> list[str]:
+    try:
+        tags = RegistryClient.for_reference(ref, timeout=5).tags(ref.repository)
+    except EnvcheckError:
+        return []
+    return nearest_tags(ref.tag, tags)
+
+
+# -- the smoke's entry point ------------------------------------------------------------------------
+def ensure_image(ref: str, *, allow_pull: bool, quiet: bool) -> str:
+    """The engine's image id for `ref`, pulling it (with a progress display on stderr unless
+    `quiet`) when it is missing and `allow_pull`. Raises EnvcheckError subclasses only."""
+    from envcheck.docker_adapter import connect
+
+    parsed = parse_reference(ref)  # InvalidReference (exit 2) before any engine call
+    client = connect()
+    image_id = _present(client, ref)
+    if image_id:
+        return image_id
+    if not allow_pull:
+        raise EnvironmentProblem(f"image {ref} is not present and pulling is off (--no-pull)",
+                                 hint=f"pull it first: `envcheck pull-image --image {ref}`")
+    plan = plan_pull(parsed, _shipped_matrix())
+    result = pull_image(plan, client=client, display=make_display("none" if quiet else "auto"))
+    return result.image_id
+
+
+def _present(client: Any, ref: str) -> str | None:
+    import docker.errors
+
+    try:
+        with translate_errors(f"inspecting {ref}"):
+            return str(client.api.inspect_image(ref)["Id"])
+    except EnvcheckError as e:
+        if isinstance(e.__cause__, docker.errors.NotFound):
+            return None
+        raise
+
+
+def _shipped_matrix() -> Matrix | None:
+    from envcheck.matrix.load import load_matrix
+
+    try:
+        return load_matrix(None)
+    except EnvcheckError:
+        return None  # mirrors and pins are a bonus here: the pull itself does not need them
