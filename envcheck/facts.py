@@ -41,7 +41,7 @@ class GpuFacts:
     compute_capability: str | None = None  # "8.0"
     memory_total_mib: int | None = None
     mig_mode: bool | None = None  # current MIG mode enabled
-    mig_instances: int | None = None  # GPU instances present when MIG is on
+    mig_instances: int | None = None  # MIG devices CUDA can use when MIG is on (nvitop's walk)
     process_query: str | None = None  # which per-process query the driver supports ("v3", "v2", None)
 
 
@@ -189,7 +189,7 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise FactsError(f"{where}: expected an object, got {type(value).__name__}")
         return {str(k): _coerce(args[1], v, f"{where}.{k}") for k, v in value.items()}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_dict(tp, value, where)
     if tp is bool:
         if not isinstance(value, bool):

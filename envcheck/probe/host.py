@@ -15,16 +15,14 @@ from envcheck.probe.paddle_build import interpreter_paths, probe_paddle
 
 
 def probe_host(python: str | None = None, *, engine: bool = True, timeout: float = 5.0) -> HostFacts:
-    from envcheck.probe.cuda_driver import probe_cuda_driver
-    from envcheck.probe.cuda_libs import probe_cuda_libraries
+    from envcheck.probe.cuda_libs import probe_cuda
     from envcheck.probe.nvml import probe_driver
 
     target, paths, path_error = interpreter_paths(python)
-    native: dict[str, object] = {}
+    native: dict[str, tuple[CudaDriverFacts, LibraryFacts, LibraryFacts]] = {}
 
-    def _native() -> None:
-        native["cuda_driver"] = probe_cuda_driver(timeout=timeout)
-        native["libs"] = probe_cuda_libraries(_site_packages(paths), os.environ)
+    def _native() -> None:  # one child for libcuda, libcudart and libcudnn
+        native["cuda"] = probe_cuda(_site_packages(paths), os.environ, timeout)
 
     worker = threading.Thread(target=_native, name="envcheck-cuda-probe", daemon=True)
     worker.start()
@@ -32,13 +30,13 @@ def probe_host(python: str | None = None, *, engine: bool = True, timeout: float
     paddle = probe_paddle(target, None if path_error else paths)
     engine_facts = _probe_engine() if engine else EngineFacts()
     worker.join(timeout * 3)
-    cudart, cudnn = native.get("libs") or (LibraryFacts(), LibraryFacts())  # type: ignore[misc]
-    cuda_driver = native.get("cuda_driver")
+    cuda_driver, cudart, cudnn = native.get("cuda") or (
+        CudaDriverFacts(status="error", error="timeout", reason="the CUDA probe did not finish"),
+        LibraryFacts(), LibraryFacts())
     return HostFacts(
         driver=driver,
         gpus=gpus,
-        cuda_driver=cuda_driver if isinstance(cuda_driver, CudaDriverFacts) else CudaDriverFacts(
-            status="error", error="timeout", reason="the CUDA probe did not finish"),
+        cuda_driver=cuda_driver,
         cuda_runtime=cudart,
         cudnn=cudnn,
         paddle=paddle,
