@@ -237,8 +237,10 @@ class RegistryClient:
 
 # -- pure helpers -----------------------------------------------------------------------------------
 def is_loopback(host_port: str) -> bool:
-    host = host_port.rsplit(":", 1)[0] if host_port.count(":") == 1 else host_port
-    host = host.strip("[]")
+    if host_port.startswith("["):  # [::1]:5000
+        host = host_port[1:].partition("]")[0]
+    else:
+        host = host_port.rsplit(":", 1)[0] if host_port.count(":") == 1 else host_port
     if host == "localhost":
         return True
     try:

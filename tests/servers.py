@@ -107,16 +107,29 @@ class RegistryProcess:
         )
 
 
+BEARER_TOKEN = "envcheck-test-token"
+
+
 class FlakyProxy:
-    """An HTTP proxy in front of a registry that answers 500 to the first `fail_first` requests
-    whose path contains `fail_path`, and can slow blob bodies to `rate` bytes/s."""
+    """An HTTP proxy in front of a registry that misbehaves on purpose:
+
+    - answers 500 to the first `fail_first` requests whose path contains `fail_path` (and, with
+      `fail_agent`, whose User-Agent contains it: "docker/" hits only the engine, "envcheck" only
+      envcheck's own registry reads);
+    - slows blob bodies to `rate` bytes/s;
+    - with `bearer`, acts as a Docker Hub-style registry: 401 + `WWW-Authenticate: Bearer realm=…`
+      until the token from its own `/token` realm is presented.
+    """
 
     def __init__(self, upstream: str, *, fail_first: int = 0, fail_path: str = "/manifests/",
-                 rate: float | None = None) -> None:
+                 fail_agent: str | None = None, rate: float | None = None, bearer: bool = False) -> None:
         self.upstream = upstream
         self.fail_first = fail_first
         self.fail_path = fail_path
+        self.fail_agent = fail_agent
         self.rate = rate
+        self.bearer = bearer
+        self.token_requests: list[str] = []
         self.failed = 0
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status)
         self._lock = threading.Lock()
@@ -136,7 +149,9 @@ class FlakyProxy:
         self._server.shutdown()
         self._server.server_close()
 
-    def _should_fail(self, path: str) -> bool:
+    def _should_fail(self, path: str, agent: str) -> bool:
+        if self.fail_agent is not None and self.fail_agent not in agent:
+            return False
         with self._lock:
             if self.fail_path in path and self.failed < self.fail_first:
                 self.failed += 1
@@ -162,16 +177,28 @@ class FlakyProxy:
             def do_GET(self) -> None:
                 self._forward()
 
+            def _answer(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+                proxy._record(self.command, self.path, status)
+                self.send_response(status)
+                for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
             def _forward(self) -> None:
-                if proxy._should_fail(self.path):
-                    proxy._record(self.command, self.path, 500)
-                    body = b'{"errors":[{"code":"UNKNOWN","message":"injected failure"}]}'
-                    self.send_response(500)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    if self.command != "HEAD":
-                        self.wfile.write(body)
+                if proxy.bearer and self.path.startswith("/token"):
+                    proxy.token_requests.append(self.path)
+                    self._answer(200, f'{{"token": "{BEARER_TOKEN}"}}'.encode())
+                    return
+                if proxy.bearer and self.headers.get("Authorization") != f"Bearer {BEARER_TOKEN}":
+                    realm = f'Bearer realm="http://{proxy.addr}/token",service="envcheck-test"'
+                    self._answer(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]}',
+                                 {"WWW-Authenticate": realm})
+                    return
+                if proxy._should_fail(self.path, self.headers.get("User-Agent", "")):
+                    self._answer(500, b'{"errors":[{"code":"UNKNOWN","message":"injected failure"}]}')
                     return
                 try:
                     self._relay()
@@ -181,7 +208,8 @@ class FlakyProxy:
 
             def _relay(self) -> None:
                 upstream = http.client.HTTPConnection(proxy.upstream, timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "connection", "authorization")}
                 upstream.request(self.command, self.path, headers=headers)
                 answer = upstream.getresponse()
                 proxy._record(self.command, self.path, answer.status)

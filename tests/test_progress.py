@@ -1,0 +1,60 @@
+"""The pull displays, fed the engine's recorded events."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from envcheck.pull_events import PullProgress
+from envcheck.render.progress import (NullDisplay, PlainDisplay, RichDisplay, human_bytes,
+                                      make_display, overall_text)
+from tests.test_pull_events import EVENTS
+
+LAYERS = ("3355b48ca0d4", "1e332d71d083", "e46a45083e9a", "c1555271ee9d")
+
+
+def feed(display: object, progress: PullProgress) -> None:
+    display.start("127.0.0.1:5000/envcheck-test/busybox:layers", progress)  # type: ignore[attr-defined]
+    for event in EVENTS:
+        display.update(progress, progress.apply(event))  # type: ignore[attr-defined]
+    display.stop()  # type: ignore[attr-defined]
+
+
+def test_plain_lines_name_every_layer_once_per_milestone() -> None:
+    out = io.StringIO()
+    ticks = iter(range(0, 1000, 2))  # a clock that moves 2 s per reading
+    feed(PlainDisplay(out, interval=5.0, clock=lambda: float(next(ticks))), PullProgress())
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "pulling 127.0.0.1:5000/envcheck-test/busybox:layers: 0 layer(s)"
+    assert "  layer 3355b48ca0d4: already present (? )".strip() not in lines  # sizes are known by then
+    for layer in LAYERS[1:]:
+        assert sum(f"layer {layer}: downloaded" in l for l in lines) == 1
+        assert sum(f"layer {layer}: extracted" in l for l in lines) == 1
+    assert any(l.startswith("  overall ") for l in lines)
+
+
+def test_rich_panel_has_a_bar_per_layer_and_an_overall_bar() -> None:
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    sizes = {f"sha256:{layer}": 4195775 for layer in LAYERS}
+    feed(RichDisplay(out, console=console), PullProgress(sizes))
+    text = out.getvalue()
+    for layer in LAYERS:
+        assert layer in text
+    final = text.split("pulling")[-1]
+    assert re.search(r"overall .*16\.8/16\.8 MB", final)
+    assert "done" in final and "already present" in final
+
+
+def test_auto_is_plain_off_a_terminal_and_quiet_is_silent() -> None:
+    assert isinstance(make_display("auto", io.StringIO()), PlainDisplay)
+    assert isinstance(make_display("none"), NullDisplay)
+
+
+def test_overall_text_has_bytes_speed_and_eta() -> None:
+    progress = PullProgress({"sha256:" + "a" * 64: 10_000_000})
+    progress.apply({"id": "a" * 12, "status": "Downloading", "progressDetail": {"current": 5_000_000, "total": 10_000_000}})
+    assert overall_text(progress, 2.0) == "overall 25% (2.5 MB of 10.0 MB, 1.2 MB/s, ETA 6 s)"
+    assert human_bytes(999) == "999 B" and human_bytes(None) == "?"

@@ -1,0 +1,120 @@
+"""The read-only registry client against real registries on loopback."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from envcheck.reference import parse_reference
+from envcheck.registry import (ManifestNotFound, Platform, RegistryAuthRequired, RegistryClient,
+                               RegistryUnavailable, host_platform, is_loopback, parse_challenge)
+from tests.conftest import BUSYBOX_CUDA, LocalRegistry
+from tests.registry_push import push_index, push_random_image
+from tests.servers import free_port
+
+AMD64 = Platform("linux", "amd64")
+
+
+def client_for(ref: str) -> tuple[RegistryClient, Any]:
+    parsed = parse_reference(ref)
+    return RegistryClient.for_reference(parsed, timeout=5), parsed
+
+
+def test_parse_docker_hub_challenge() -> None:
+    scheme, params = parse_challenge(
+        'Bearer realm="https://auth.docker.io/token",service="registry.docker.io",'
+        'scope="repository:paddlepaddle/paddle:pull"')
+    assert scheme == "bearer"
+    assert params == {"realm": "https://auth.docker.io/token", "service": "registry.docker.io",
+                      "scope": "repository:paddlepaddle/paddle:pull"}
+    assert parse_challenge('Basic realm="envcheck-test"') == ("basic", {"realm": "envcheck-test"})
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1:5000", True), ("127.3.2.1", True), ("localhost:5000", True), ("[::1]:5000", True),
+    ("registry-1.docker.io", False), ("10.0.0.1:5000", False), ("ccr-x.bj.baidubce.com", False)])
+def test_only_loopback_registries_get_plain_http(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+    assert RegistryClient(host, host).base.startswith("http://" if loopback else "https://")
+
+
+def test_host_platform_names() -> None:
+    assert host_platform("x86_64") == Platform("linux", "amd64")
+    assert host_platform("aarch64") == Platform("linux", "arm64", "v8")
+
+
+@pytest.mark.registry
+def test_inspect_reads_digest_size_and_cuda_env(registry: LocalRegistry) -> None:
+    client, ref = client_for(registry.ref(BUSYBOX_CUDA))
+    remote = client.inspect(ref, AMD64)
+    assert remote.digest.startswith("sha256:") and len(remote.digest) == 71
+    assert remote.platforms == (AMD64,)
+    assert remote.env["CUDA_VERSION"] == "12.9.1"
+    assert remote.size and remote.size == sum(s for _, s in remote.layers) + remote.size - sum(s for _, s in remote.layers)
+    assert len(remote.layers) == 1
+    # Asking by digest gets the same document, whose bytes must hash to it.
+    again = client.inspect(ref.with_digest(remote.digest), AMD64)
+    assert again.digest == remote.digest and again.env == remote.env
+
+
+@pytest.mark.registry
+def test_index_platforms_and_a_missing_one(registry: LocalRegistry) -> None:
+    repo = f"envcheck-test/index-{uuid.uuid4().hex[:8]}"
+    arm = push_random_image(registry.url, repo, "arm", layers=1, layer_size=1024, architecture="arm64")
+    amd = push_random_image(registry.url, repo, "amd", layers=1, layer_size=1024, env={"CUDA_VERSION": "13.0.1"})
+    push_index(registry.url, repo, "both", [(arm, "linux", "arm64"), (amd, "linux", "amd64")])
+    push_index(registry.url, repo, "arm-only", [(arm, "linux", "arm64")])
+    client, _ = client_for(registry.ref(f"{repo}:both"))
+    both = client.inspect(parse_reference(registry.ref(f"{repo}:both")), AMD64)
+    assert set(both.platforms) == {Platform("linux", "arm64"), AMD64}
+    assert both.env["CUDA_VERSION"] == "13.0.1"  # the amd64 manifest's config was read
+    assert both.layers == amd.layers
+    arm_only = client.inspect(parse_reference(registry.ref(f"{repo}:arm-only")), AMD64)
+    assert arm_only.platforms == (Platform("linux", "arm64"),)
+    assert arm_only.size is None and arm_only.layers == ()
+
+
+@pytest.mark.registry
+def test_missing_tag_is_not_found(registry: LocalRegistry) -> None:
+    client, ref = client_for(registry.ref("envcheck-test/busybox:no-such-tag"))
+    with pytest.raises(ManifestNotFound) as info:
+        client.inspect(ref, AMD64)
+    assert info.value.status == 2
+    assert "layers" in client.tags("envcheck-test/busybox")
+
+
+@pytest.mark.registry
+def test_htpasswd_registry_asks_for_a_login(registry_factory: Callable[..., Any]) -> None:
+    locked = registry_factory(auth=True)
+    client, ref = client_for(f"{locked.addr}/envcheck-test/busybox:1")
+    with pytest.raises(RegistryAuthRequired) as info:
+        client.inspect(ref, AMD64)
+    assert info.value.status == 4
+    assert f"docker login {locked.addr}" in (info.value.hint or "")
+
+
+@pytest.mark.registry
+def test_bearer_token_handshake(registry: LocalRegistry, proxy_factory: Callable[..., Any]) -> None:
+    gate = proxy_factory(registry.addr, bearer=True)
+    client, ref = client_for(f"{gate.addr}/envcheck-test/busybox:1")
+    remote = client.inspect(ref, AMD64)
+    assert remote.platforms == (AMD64,)
+    assert len(gate.token_requests) == 1  # one token, reused for the config blob
+    assert "scope=repository%3Aenvcheck-test%2Fbusybox%3Apull" in gate.token_requests[0]
+    assert [s for _, _, s in gate.requests].count(401) == 1
+
+
+@pytest.mark.registry
+def test_5xx_and_refused_connections_are_transient(registry: LocalRegistry, proxy_factory: Callable[..., Any]) -> None:
+    flaky = proxy_factory(registry.addr, fail_first=1)
+    client, ref = client_for(f"{flaky.addr}/envcheck-test/busybox:1")
+    with pytest.raises(RegistryUnavailable) as info:
+        client.inspect(ref, AMD64)
+    assert info.value.transient and info.value.retry and "HTTP 500" in info.value.message
+    assert client.inspect(ref, AMD64).digest  # the next try passes
+    dead, ref = client_for(f"127.0.0.1:{free_port()}/envcheck-test/busybox:1")
+    with pytest.raises(RegistryUnavailable, match="Connection refused"):
+        dead.inspect(ref, AMD64)
