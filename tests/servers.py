@@ -208,9 +208,12 @@ class FlakyProxy:
 
             def _relay(self) -> None:
                 upstream = http.client.HTTPConnection(proxy.upstream, timeout=30)
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("host", "connection", "authorization")}
-                upstream.request(self.command, self.path, headers=headers)
+                upstream.putrequest(self.command, self.path, skip_accept_encoding=True)
+                # Header by header: the engine sends several `Accept` lines, a dict keeps one.
+                for key, value in self.headers.items():
+                    if key.lower() not in ("host", "connection", "authorization"):
+                        upstream.putheader(key, value)
+                upstream.endheaders()
                 answer = upstream.getresponse()
                 proxy._record(self.command, self.path, answer.status)
                 self.send_response(answer.status)
