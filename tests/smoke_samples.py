@@ -68,13 +68,25 @@ def on_gpu(doc: dict[str, Any], gpus: int = 1, cc: str = "8.6") -> dict[str, Any
     for i in range(gpus):
         run = copy.deepcopy(template)
         device = f"gpu:{i}"
-        run.update(device_requested=device, device_used=device, device_error=None,
-                   logits_place=f"Place({device})", steps_per_s=2400.0,
-                   peak_gpu_mem_bytes=25_000_000, peak_gpu_reserved_bytes=33_554_432)
+        run.update(
+            device_requested=device,
+            device_used=device,
+            device_error=None,
+            logits_place=f"Place({device})",
+            steps_per_s=2400.0,
+            peak_gpu_mem_bytes=25_000_000,
+            peak_gpu_reserved_bytes=33_554_432,
+        )
         run["param_places"] = {k: f"Place({device})" for k in run["param_places"]}
         doc["runs"].append(run)
-    doc.update(compiled_with_cuda=True, cuda_version="12.6", cudnn_version="9.5.1",
-               cuda_device_count=gpus, device_capabilities=[cc] * gpus, default_device="gpu:0")
+    doc.update(
+        compiled_with_cuda=True,
+        cuda_version="12.6",
+        cudnn_version="9.5.1",
+        cuda_device_count=gpus,
+        device_capabilities=[cc] * gpus,
+        default_device="gpu:0",
+    )
     doc["warnings"] = [{"kind": "versions", "text": VERSIONS_LINE}]
     return doc
 
@@ -82,8 +94,9 @@ def on_gpu(doc: dict[str, Any], gpus: int = 1, cc: str = "8.6") -> dict[str, Any
 def gpu_build_fell_back(device_error: str, **env: str) -> dict[str, Any]:
     """A CUDA build that saw no GPU: Paddle refused gpu:0 and trained on the CPU."""
     doc = result(RECORDED_CPU_BUILD_ASKED_GPU)
-    doc.update(compiled_with_cuda=True, cuda_version="12.6", cudnn_version="9.5.1",
-               cuda_device_count=0)
+    doc.update(
+        compiled_with_cuda=True, cuda_version="12.6", cudnn_version="9.5.1", cuda_device_count=0
+    )
     doc["runs"][0]["device_error"] = device_error
     doc["env"].update(env)
     return doc

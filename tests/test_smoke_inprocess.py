@@ -3,7 +3,9 @@ the bad scripts that prove a crash, garbage, megabytes or a hang each end as a c
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +21,9 @@ from envcheck.report import exit_status_of, verdict_of
 from envcheck.smoke.check import smoke_check
 from envcheck.smoke.inprocess import run_subprocess
 from envcheck.smoke.options import SmokeOptions
-from tests.smoke_fixtures import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive, smoke_script  # noqa: F401
+from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive
+
+pytest_plugins = ("tests.smoke_fixtures",)
 
 IN_PROCESS = SmokeOptions(in_process=True, timeout=180)
 
@@ -39,10 +43,17 @@ def test_in_process_cpu_smoke_that_learns_is_a_pass() -> None:
 
 
 def test_in_process_with_expect_gpu_is_cpu_fallback_naming_the_cpu_build() -> None:
-    doc, findings = check(expect_gpu=True, steps=10)
-    fallback = next(f for f in findings if f.id == "smoke.cpu-fallback")
-    assert fallback.observed["cause"] == "cpu-build" and "pip install paddlepaddle-gpu" in (fallback.fix or "")
-    assert exit_status_of(findings) == ExitStatus.CPU_FALLBACK and doc and doc["status"] == "cpu-fallback"
+    doc, findings = check(expect_gpu=True)
+    assert [f.id for f in findings] == ["smoke.cpu-fallback"]
+    fallback = findings[0]
+    assert fallback.observed["cause"] == "cpu-build" and "pip install paddlepaddle-gpu" in (
+        fallback.fix or ""
+    )
+    assert (
+        exit_status_of(findings) == ExitStatus.CPU_FALLBACK
+        and doc
+        and doc["status"] == "cpu-fallback"
+    )
 
 
 @pytest.mark.parametrize(
@@ -61,10 +72,14 @@ def test_bad_scripts_are_exit_5_with_a_clean_message(
     doc, findings = check()
     assert [f.id for f in findings] == [finding], findings
     assert words in findings[0].message
-    assert exit_status_of(findings) == ExitStatus.SMOKE_FAILED and doc and doc["status"] == finding[6:]
+    assert (
+        exit_status_of(findings) == ExitStatus.SMOKE_FAILED and doc and doc["status"] == finding[6:]
+    )
 
 
-def test_hanging_script_is_killed_at_the_timeout_with_its_children(smoke_script: Callable[[str], Path]) -> None:
+def test_hanging_script_is_killed_at_the_timeout_with_its_children(
+    smoke_script: Callable[[str], Path],
+) -> None:
     smoke_script("hang.py")
     started = time.monotonic()
     doc, findings = check(timeout=4.0)
@@ -84,5 +99,25 @@ def test_megabytes_are_not_kept_in_memory() -> None:
 
 
 def test_missing_target_python_is_an_environment_problem() -> None:
-    with pytest.raises(EnvironmentProblem, match="cannot start the target Python /nonexistent/python"):
+    with pytest.raises(
+        EnvironmentProblem, match="cannot start the target Python /nonexistent/python"
+    ):
         check(python="/nonexistent/python")
+
+
+@pytest.mark.parametrize(
+    ("flags", "code", "verdict"),
+    [((), 0, "pass"), (("--expect-gpu",), 6, "cpu-fallback")],
+    ids=["cpu", "expect-gpu"],
+)
+def test_doctor_in_process(flags: tuple[str, ...], code: int, verdict: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--json", "--in-process", *flags],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = json.loads(proc.stdout)
+    assert (proc.returncode, report["verdict"]) == (code, verdict)
+    assert report["smoke"]["mode"] == "in-process" and report["smoke"]["python"] == sys.executable

@@ -31,27 +31,47 @@ from tests import scenarios as s
 from tests import smoke_samples as rec
 
 CPU_IMAGE = ImageChoice(ref="envcheck-test/paddle-cpu:3.3.1", kind="cpu", pip_command=None)
-GPU_IMAGE = ImageChoice(ref="paddlepaddle/paddle:3.3.1-gpu-cuda12.6-cudnn9.5", kind="gpu",
-                        pip_command="python -m pip install paddlepaddle-gpu==3.3.1 -i "
-                                    "https://www.paddlepaddle.org.cn/packages/stable/cu126/")
+GPU_IMAGE = ImageChoice(
+    ref="paddlepaddle/paddle:3.3.1-gpu-cuda12.6-cudnn9.5",
+    kind="gpu",
+    pip_command="python -m pip install paddlepaddle-gpu==3.3.1 -i "
+    "https://www.paddlepaddle.org.cn/packages/stable/cu126/",
+)
 NO_GPU_HOST = host_from_document(s.host(engine=s.ENGINE_PLAIN, paddle=s.PADDLE_331_CPU))
-NVML_ABSENT = {"status": "unavailable", "reason": "NVML_ERROR_LIBRARY_NOT_FOUND", "samples": 0, "gpus": {}}
+NVML_ABSENT = {
+    "status": "unavailable",
+    "reason": "NVML_ERROR_LIBRARY_NOT_FOUND",
+    "samples": 0,
+    "gpus": {},
+}
 
 
 def gpu_host(gpus: int = 1, **extra: Any) -> HostFacts:
     cards = [s.A100 | {"index": i} for i in range(gpus)]
-    return host_from_document(s.host(driver=s.driver("535.104.05", "12.2"), gpus=cards,
-                                     paddle=s.PADDLE_331_CU126, engine=s.ENGINE_NVIDIA, **extra))
+    return host_from_document(
+        s.host(
+            driver=s.driver("535.104.05", "12.2"),
+            gpus=cards,
+            paddle=s.PADDLE_331_CU126,
+            engine=s.ENGINE_NVIDIA,
+            **extra,
+        )
+    )
 
 
-def container_plan(host: HostFacts = NO_GPU_HOST, choice: ImageChoice = CPU_IMAGE, **options: Any) -> Plan:
+def container_plan(
+    host: HostFacts = NO_GPU_HOST, choice: ImageChoice = CPU_IMAGE, **options: Any
+) -> Plan:
     return plan_smoke(host, choice, SmokeOptions(**options))
 
 
-def outcome(doc: dict[str, Any] | None, exit_code: int = 0, nvml: dict[str, Any] | None = None,
-            **raw: Any) -> Outcome:
+def outcome(
+    doc: dict[str, Any] | None, exit_code: int = 0, nvml: dict[str, Any] | None = None, **raw: Any
+) -> Outcome:
     stdout = (json.dumps(doc) + "\n").encode() if doc is not None else b""
-    run = RawRun(exit_code=exit_code, stdout=stdout, stderr=raw.pop("stderr", ""), duration_s=4.2, **raw)
+    run = RawRun(
+        exit_code=exit_code, stdout=stdout, stderr=raw.pop("stderr", ""), duration_s=4.2, **raw
+    )
     return Outcome(run, doc, raw.get("problem"), nvml or NVML_ABSENT)
 
 
@@ -69,7 +89,11 @@ def only(findings: list[Finding], id_: str) -> Finding:
 def test_host_without_gpu_trains_on_cpu_in_the_chosen_image_without_a_gpu_request() -> None:
     plan = container_plan()
     assert (plan.mode, plan.image, plan.device_args, plan.gpu_ids) == (
-        "container", CPU_IMAGE.ref, ("cpu",), None)
+        "container",
+        CPU_IMAGE.ref,
+        ("cpu",),
+        None,
+    )
     assert not plan.gpu_expected and plan.gpu_reason == "the host has no usable NVIDIA GPU"
 
 
@@ -96,24 +120,35 @@ def test_gpu_host_with_a_cpu_image_does_not_expect_the_gpu() -> None:
 
 
 def test_image_flag_with_a_gpu_tag_is_judged_by_its_tag() -> None:
-    given = ImageChoice(ref="registry.local/paddle:3.3.1-gpu-cuda12.6", kind="cpu",
-                        reason="given with --image")
+    given = ImageChoice(
+        ref="registry.local/paddle:3.3.1-gpu-cuda12.6", kind="cpu", reason="given with --image"
+    )
     plan = container_plan(gpu_host(), given, image=given.ref)
     assert plan.gpu_expected and plan.image == given.ref
 
 
 def test_no_engine_falls_back_in_process_and_says_why() -> None:
-    host = host_from_document(s.host(paddle=s.PADDLE_331_CPU | {"python": "/usr/bin/python3"},
-                                     engine={"status": "absent", "reason": "no socket at /var/run/docker.sock"}))
+    host = host_from_document(
+        s.host(
+            paddle=s.PADDLE_331_CPU | {"python": "/usr/bin/python3"},
+            engine={"status": "absent", "reason": "no socket at /var/run/docker.sock"},
+        )
+    )
     plan = plan_smoke(host, CPU_IMAGE, SmokeOptions())
     assert plan.mode == "in-process" and plan.python == "/usr/bin/python3"
     assert plan.fallback == "no container engine: no socket at /var/run/docker.sock"
 
 
 def test_in_process_flag_is_not_a_fallback() -> None:
-    plan = plan_smoke(NO_GPU_HOST, CPU_IMAGE, SmokeOptions(in_process=True, python="/opt/py/bin/python"))
+    plan = plan_smoke(
+        NO_GPU_HOST, CPU_IMAGE, SmokeOptions(in_process=True, python="/opt/py/bin/python")
+    )
     assert (plan.mode, plan.python, plan.fallback, plan.device_args) == (
-        "in-process", "/opt/py/bin/python", None, ("cpu",))
+        "in-process",
+        "/opt/py/bin/python",
+        None,
+        ("cpu",),
+    )
 
 
 def test_no_paddle_in_the_target_python_is_not_run() -> None:
@@ -137,24 +172,40 @@ def test_cpu_smoke_that_learns_on_a_host_without_gpu_is_a_pass() -> None:
 
 
 def test_gpu_smoke_confirmed_by_nvml_per_process_memory() -> None:
-    nvml = {"status": "ok", "samples": 40, "pids": [4242],
-            "gpus": {"0": {"process_seen": True, "process_mem_max_bytes": 812 * 2**20, "util_max": 57}}}
+    nvml = {
+        "status": "ok",
+        "samples": 40,
+        "pids": [4242],
+        "gpus": {"0": {"process_seen": True, "process_mem_max_bytes": 812 * 2**20, "util_max": 57}},
+    }
     plan = container_plan(gpu_host(), GPU_IMAGE)
     findings = judge(plan, outcome(rec.on_gpu(rec.result()), nvml=nvml))
     assert ids(findings) == ["smoke.pass"]
-    assert "gpu:0 loss" in findings[0].message and "NVML saw 812 MiB on GPU 0" in findings[0].message
+    assert (
+        "gpu:0 loss" in findings[0].message and "NVML saw 812 MiB on GPU 0" in findings[0].message
+    )
 
 
 def test_gpu_claim_that_nvml_never_saw_is_a_warning() -> None:
     nvml = {"status": "ok", "samples": 40, "pids": [4242], "gpus": {"0": {"process_seen": False}}}
-    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(rec.on_gpu(rec.result()), nvml=nvml))
+    findings = judge(
+        container_plan(gpu_host(), GPU_IMAGE), outcome(rec.on_gpu(rec.result()), nvml=nvml)
+    )
     assert ids(findings) == ["smoke.pass", "smoke.gpu-unconfirmed"]
     assert verdict_of(findings) == "warn" and exit_status_of(findings) == ExitStatus.OK
 
 
 def test_second_gpu_is_checked_against_its_own_nvml_index() -> None:
-    nvml = {"status": "ok", "samples": 9, "pids": [7],
-            "gpus": {"0": {"process_seen": True}, "1": {"process_seen": False}, "2": {"process_seen": True}}}
+    nvml = {
+        "status": "ok",
+        "samples": 9,
+        "pids": [7],
+        "gpus": {
+            "0": {"process_seen": True},
+            "1": {"process_seen": False},
+            "2": {"process_seen": True},
+        },
+    }
     plan = container_plan(gpu_host(3), GPU_IMAGE, gpus=(0, 2))
     findings = judge(plan, outcome(rec.on_gpu(rec.result(), gpus=2), nvml=nvml))
     assert ids(findings) == ["smoke.pass"]
@@ -168,23 +219,34 @@ def test_expect_gpu_with_a_cpu_only_build_is_cpu_fallback_naming_the_build() -> 
     assert fallback.observed["cause"] == "cpu-build"
     assert "CPU-only build (is_compiled_with_cuda() is False)" in fallback.message
     assert "gpu:0→cpu" in fallback.message and "use a CUDA image" in (fallback.fix or "")
-    assert verdict_of(findings) == "cpu-fallback" and exit_status_of(findings) == ExitStatus.CPU_FALLBACK
+    assert (
+        verdict_of(findings) == "cpu-fallback"
+        and exit_status_of(findings) == ExitStatus.CPU_FALLBACK
+    )
 
 
 def test_engine_refusal_is_the_first_cause_and_its_fix_is_nvidia_ctk() -> None:
     from dataclasses import replace
 
-    plan = replace(container_plan(expect_gpu=True),
-                   gpu_refused='could not select device driver "" with capabilities: [[gpu]]')
-    fallback = only(judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU))), "smoke.cpu-fallback")
+    plan = replace(
+        container_plan(expect_gpu=True),
+        gpu_refused='could not select device driver "" with capabilities: [[gpu]]',
+    )
+    fallback = only(
+        judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU))), "smoke.cpu-fallback"
+    )
     assert fallback.observed["causes"] == ["engine-refused", "cpu-build"]
     assert (fallback.fix or "").startswith(NVIDIA_RUNTIME_FIX)
 
 
 def test_in_process_cpu_build_fix_is_the_doctors_pip_command() -> None:
-    plan = in_process_plan(gpu_host(), GPU_IMAGE, SmokeOptions(python="/venv/bin/python"), fallback=None)
+    plan = in_process_plan(
+        gpu_host(), GPU_IMAGE, SmokeOptions(python="/venv/bin/python"), fallback=None
+    )
     plan = plan.__class__(**{**plan.__dict__, "gpu_expected": True})
-    fallback = only(judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU))), "smoke.cpu-fallback")
+    fallback = only(
+        judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU))), "smoke.cpu-fallback"
+    )
     assert GPU_IMAGE.pip_command in (fallback.fix or "")
 
 
@@ -198,20 +260,26 @@ def test_gpu_build_hidden_by_empty_cuda_visible_devices() -> None:
 
 def test_image_that_sets_nvidia_visible_devices_void_hides_the_gpus() -> None:
     doc = rec.gpu_build_fell_back("OSError: " + rec.NO_DEVICE, NVIDIA_VISIBLE_DEVICES="void")
-    fallback = only(judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback")
+    fallback = only(
+        judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback"
+    )
     assert fallback.observed["cause"] == "hidden-by-nvidia-visible-devices"
 
 
 def test_driver_too_old_inside_the_container_is_a_driver_error() -> None:
     doc = rec.gpu_build_fell_back(rec.DRIVER_TOO_OLD)
-    fallback = only(judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback")
+    fallback = only(
+        judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback"
+    )
     assert fallback.observed["cause"] == "driver-error"
     assert "CUDA error(35)" in fallback.message and "supports CUDA 12.6" in (fallback.fix or "")
 
 
 def test_gpu_build_that_sees_no_gpu_in_the_container_points_at_the_toolkit() -> None:
     doc = rec.gpu_build_fell_back("OSError: " + rec.NO_DEVICE)
-    fallback = only(judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback")
+    fallback = only(
+        judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback"
+    )
     assert fallback.observed["cause"] == "no-gpu-visible" and "nvidia-smi" in (fallback.fix or "")
 
 
@@ -227,7 +295,10 @@ def test_flat_loss_is_not_learning() -> None:
     doc = rec.result()
     doc["runs"][0].update(loss_start=0.6931, loss_end=0.6929)
     findings = judge(container_plan(), outcome(doc))
-    assert ids(findings) == ["smoke.not-learning"] and exit_status_of(findings) == ExitStatus.SMOKE_FAILED
+    assert (
+        ids(findings) == ["smoke.not-learning"]
+        and exit_status_of(findings) == ExitStatus.SMOKE_FAILED
+    )
 
 
 def test_diverged_loss_written_as_null_is_not_learning() -> None:
@@ -250,10 +321,16 @@ def test_megabytes_on_stdout_is_bad_output() -> None:
 
 
 def test_garbage_with_exit_0_is_bad_output_and_a_crash_is_crashed() -> None:
-    garbage = Outcome(RawRun(0, b"hello\n", "", 1.0), None, "stdout is not JSON: 'hello'", NVML_ABSENT)
+    garbage = Outcome(
+        RawRun(0, b"hello\n", "", 1.0), None, "stdout is not JSON: 'hello'", NVML_ABSENT
+    )
     assert ids(judge(container_plan(), garbage)) == ["smoke.bad-output"]
-    crash = Outcome(RawRun(1, b"", "Traceback (most recent call last):\nRuntimeError: boom\n", 1.0),
-                    None, "printed nothing on stdout", NVML_ABSENT)
+    crash = Outcome(
+        RawRun(1, b"", "Traceback (most recent call last):\nRuntimeError: boom\n", 1.0),
+        None,
+        "printed nothing on stdout",
+        NVML_ABSENT,
+    )
     finding = only(judge(container_plan(), crash), "smoke.crashed")
     assert "exited with status 1" in finding.message and "RuntimeError: boom" in finding.message
 
@@ -265,8 +342,12 @@ def test_oom_kill_says_memory_limit() -> None:
 
 def test_arch_mismatch_crash_gets_the_right_wheel_fix() -> None:
     doc = rec.on_gpu(rec.result())
-    doc["runs"][0]["error"] = {"phase": "train", "type": "RuntimeError",
-                               "message": "Unsupported GPU architecture", "traceback": ""}
+    doc["runs"][0]["error"] = {
+        "phase": "train",
+        "type": "RuntimeError",
+        "message": "Unsupported GPU architecture",
+        "traceback": "",
+    }
     doc["warnings"].append({"kind": "arch-mismatch", "text": rec.ARCH_MISMATCH})
     findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, exit_code=1))
     crashed = only(findings, "smoke.crashed")
@@ -275,10 +356,20 @@ def test_arch_mismatch_crash_gets_the_right_wheel_fix() -> None:
 
 
 def test_image_without_paddle_is_a_crash_but_a_python_without_it_is_not_run() -> None:
-    doc = {"schema": "envcheck-smoke/1", "runs": [], "warnings": [],
-           "error": {"phase": "import", "type": "ModuleNotFoundError", "message": "No module named 'paddle'"}}
+    doc = {
+        "schema": "envcheck-smoke/1",
+        "runs": [],
+        "warnings": [],
+        "error": {
+            "phase": "import",
+            "type": "ModuleNotFoundError",
+            "message": "No module named 'paddle'",
+        },
+    }
     assert ids(judge(container_plan(), outcome(doc, exit_code=1))) == ["smoke.crashed"]
-    in_proc = in_process_plan(NO_GPU_HOST, None, SmokeOptions(python="/usr/bin/python3"), fallback=None)
+    in_proc = in_process_plan(
+        NO_GPU_HOST, None, SmokeOptions(python="/usr/bin/python3"), fallback=None
+    )
     assert ids(judge(in_proc, outcome(doc, exit_code=1))) == ["smoke.not-run"]
 
 
@@ -307,14 +398,28 @@ def test_smoke_document_holds_the_measured_figures_per_device() -> None:
     doc = smoke_document(container_plan(), outcome(rec.result()))
     assert doc["status"] == "pass" and doc["mode"] == "container" and doc["log_tail"] == []
     run = doc["runs"][0]
-    for key in ("device_requested", "device_used", "param_places", "logits_place", "loss_start", "loss_end",
-                "steps_per_s", "first_step_s", "peak_gpu_mem_bytes", "host_gpu", "on_gpu", "nvml"):
+    for key in (
+        "device_requested",
+        "device_used",
+        "param_places",
+        "logits_place",
+        "loss_start",
+        "loss_end",
+        "steps_per_s",
+        "first_step_s",
+        "peak_gpu_mem_bytes",
+        "host_gpu",
+        "on_gpu",
+        "nvml",
+    ):
         assert key in run
     assert doc["paddle"]["compiled_with_cuda"] is False and doc["paddle"]["cuda_device_count"] == 0
     json.dumps(doc)  # JSON-ready
 
 
-@pytest.mark.parametrize(("timed_out", "status"), [(True, "timeout"), (False, "crashed")], ids=["timeout", "crash"])
+@pytest.mark.parametrize(
+    ("timed_out", "status"), [(True, "timeout"), (False, "crashed")], ids=["timeout", "crash"]
+)
 def test_smoke_document_status_and_log_tail_on_failure(timed_out: bool, status: str) -> None:
     raw = outcome(None, exit_code=1, timed_out=timed_out, stderr="a\nb\n")
     doc = smoke_document(container_plan(), raw)

@@ -19,8 +19,11 @@ from envcheck.smoke.workload import scan_paddle_warnings
 from tests import smoke_samples as rec
 
 
-@pytest.mark.parametrize("line", [rec.RECORDED_CPU_PASS, rec.RECORDED_CPU_BUILD_ASKED_GPU],
-                         ids=["cpu", "cpu-build-asked-gpu"])
+@pytest.mark.parametrize(
+    "line",
+    [rec.RECORDED_CPU_PASS, rec.RECORDED_CPU_BUILD_ASKED_GPU],
+    ids=["cpu", "cpu-build-asked-gpu"],
+)
 def test_recorded_lines_parse(line: str) -> None:
     doc = parse_result(line.encode() + b"\n")
     assert doc["runs"][0]["device_used"] == "cpu" and doc["uid"] == 1000
@@ -41,15 +44,33 @@ def _mutated(**changes: object) -> bytes:
         (b"Traceback (most recent call last):", "stdout is not JSON"),
         (b"[1, 2]", "not an object: list"),
         (b'{"schema": "other/1", "error": null, "runs": [], "warnings": []}', "unknown schema"),
-        (rec.RECORDED_CPU_PASS.replace('"loss_end":0.52454', '"loss_end":NaN').encode(), "non-finite number NaN"),
+        (
+            rec.RECORDED_CPU_PASS.replace('"loss_end":0.52454', '"loss_end":NaN').encode(),
+            "non-finite number NaN",
+        ),
         (_mutated(steps=True), "runs[0].steps: expected int, got a boolean"),
         (_mutated(param_places={}), "non-empty object of strings"),
         (_mutated(losses=[0.6, "x"]), "losses[1]: not a number"),
-        (json.dumps({k: v for k, v in rec.result().items() if k != "compiled_with_cuda"}).encode(),
-         "result: missing 'compiled_with_cuda'"),
+        (
+            json.dumps(
+                {k: v for k, v in rec.result().items() if k != "compiled_with_cuda"}
+            ).encode(),
+            "result: missing 'compiled_with_cuda'",
+        ),
     ],
-    ids=["empty", "blank", "two-lines", "traceback", "array", "schema", "nan", "bool-steps", "no-places",
-         "string-loss", "missing-key"],
+    ids=[
+        "empty",
+        "blank",
+        "two-lines",
+        "traceback",
+        "array",
+        "schema",
+        "nan",
+        "bool-steps",
+        "no-places",
+        "string-loss",
+        "missing-key",
+    ],
 )
 def test_anything_but_the_one_json_line_is_bad_output(stdout: bytes, message: str) -> None:
     with pytest.raises(BadOutput) as caught:
@@ -59,8 +80,12 @@ def test_anything_but_the_one_json_line_is_bad_output(stdout: bytes, message: st
 
 def test_a_failed_run_needs_only_its_error() -> None:
     doc = rec.result()
-    doc["runs"][0] = {"device_requested": "gpu:0", "device_used": "gpu:0", "device_error": None,
-                      "error": {"type": "OSError", "message": rec.DRIVER_TOO_OLD}}
+    doc["runs"][0] = {
+        "device_requested": "gpu:0",
+        "device_used": "gpu:0",
+        "device_error": None,
+        "error": {"type": "OSError", "message": rec.DRIVER_TOO_OLD},
+    }
     assert parse_result(json.dumps(doc).encode())["runs"][0]["error"]["type"] == "OSError"
 
 
@@ -102,22 +127,43 @@ def test_log_tail_strips_paddles_colours_and_blank_lines() -> None:
     ("line", "kind"),
     [
         (rec.VERSIONS_LINE, "versions"),
-        ("I0101 00:00:00.0 1 gpu_resources.cc:120] device: 0, cuDNN Version: 9.5.", "cudnn-version"),
+        (
+            "I0101 00:00:00.0 1 gpu_resources.cc:120] device: 0, cuDNN Version: 9.5.",
+            "cudnn-version",
+        ),
         (rec.CUDA_MISMATCH, "cuda-mismatch"),
         (rec.CUDNN_MISMATCH, "cudnn-mismatch"),
         (rec.ARCH_MISMATCH, "arch-mismatch"),
-        ("OSError: (External) CUDA error(209), no kernel image is available for execution on the device.",
-         "arch-mismatch"),
+        (
+            "OSError: (External) CUDA error(209), no kernel image is available for execution on the device.",
+            "arch-mismatch",
+        ),
         (rec.NO_GPU_EMPTY_CVD, "no-gpu"),
         (rec.NO_DEVICE, "no-gpu"),
         ("Cannot use GPU because you have installed CPU version PaddlePaddle.", "cpu-build"),
-        ("ValueError: The device should not be 'gpu', since PaddlePaddle is not compiled with CUDA", "cpu-build"),
+        (
+            "ValueError: The device should not be 'gpu', since PaddlePaddle is not compiled with CUDA",
+            "cpu-build",
+        ),
         (rec.DRIVER_TOO_OLD, "driver-error"),
-        ("The third-party dynamic library (libcudnn.so) that Paddle depends on is not configured correctly. "
-         "(error code is libcudnn.so: cannot open shared object file)", "library-missing"),
-        ("cublas bf16 gemm requires GPU compute capability >= 80,but received 75", "bf16-unsupported"),
-        ("UserWarning: amp_guard can only be enabled on CUDAPlace, XPUPlace, and CustomPlace, current place "
-         "is Place(cpu), so it makes no effect.", "amp-no-effect"),
+        (
+            (
+                "The third-party dynamic library (libcudnn.so) that Paddle depends on is not "
+                "configured correctly. (error code is libcudnn.so: cannot open shared object file)"
+            ),
+            "library-missing",
+        ),
+        (
+            "cublas bf16 gemm requires GPU compute capability >= 80,but received 75",
+            "bf16-unsupported",
+        ),
+        (
+            (
+                "UserWarning: amp_guard can only be enabled on CUDAPlace, XPUPlace, and "
+                "CustomPlace, current place is Place(cpu), so it makes no effect."
+            ),
+            "amp-no-effect",
+        ),
         ("OSError: (External) CUDA error(2), out of memory.", "cuda-error"),
     ],
     ids=lambda v: v if len(v) < 30 else None,
@@ -127,5 +173,12 @@ def test_paddle_lines_are_recognised(line: str, kind: str) -> None:
 
 
 def test_ordinary_noise_is_not_a_warning_and_repeats_are_reported_once() -> None:
-    text = "\n".join([rec.CCACHE_WARNING, "envcheck-smoke: training on cpu", rec.CUDA_MISMATCH, rec.CUDA_MISMATCH])
+    text = "\n".join(
+        [
+            rec.CCACHE_WARNING,
+            "envcheck-smoke: training on cpu",
+            rec.CUDA_MISMATCH,
+            rec.CUDA_MISMATCH,
+        ]
+    )
     assert [w["kind"] for w in scan_paddle_warnings(text)] == ["cuda-mismatch"]

@@ -17,8 +17,12 @@ from envcheck.smoke.parse import parse_result
 from tests import smoke_samples as rec
 
 
-def run_workload(*args: str, timeout: float = 180) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any]]:
-    proc = subprocess.run([sys.executable, str(WORKLOAD), *args], capture_output=True, timeout=timeout)
+def run_workload(
+    *args: str, timeout: float = 180
+) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, str(WORKLOAD), *args], check=False, capture_output=True, timeout=timeout
+    )
     return proc, parse_result(proc.stdout)
 
 
@@ -41,7 +45,9 @@ def test_paddles_own_stdout_prints_go_to_the_log(exported: tuple[Any, dict[str, 
     proc, doc = exported
     # paddle.jit.save prints this on stdout in 3.3.1; the contract keeps stdout to our JSON line
     assert b"ReduceMeanCheckIfOneDNNSupport" in proc.stderr
-    assert doc["runs"][0]["export"]["match"] is True and doc["runs"][0]["export"]["format"] == "json"
+    assert (
+        doc["runs"][0]["export"]["match"] is True and doc["runs"][0]["export"]["format"] == "json"
+    )
 
 
 def test_amp_on_cpu_is_reported_as_having_no_effect(exported: tuple[Any, dict[str, Any]]) -> None:
@@ -54,7 +60,9 @@ def test_amp_on_cpu_is_reported_as_having_no_effect(exported: tuple[Any, dict[st
 def test_cpu_build_asked_for_gpu_records_paddles_refusal_and_trains_where_it_falls_back() -> None:
     proc, doc = run_workload("--device", "gpu:all", "--steps", "5")
     run = doc["runs"][0]
-    assert proc.returncode == 0 and run["device_requested"] == "gpu:0" and run["device_used"] == "cpu"
+    assert (
+        proc.returncode == 0 and run["device_requested"] == "gpu:0" and run["device_used"] == "cpu"
+    )
     # compat_facts §7 row 2: the re.Match repr is Paddle's own quirk
     assert run["device_error"] == (
         "ValueError: The device should not be <re.Match object; span=(0, 5), match='gpu:0'>, "
@@ -77,22 +85,32 @@ def test_stderr_tee_sees_lines_written_below_python(tmp_path: Path) -> None:
         os.write(2, {rec.CUDA_MISMATCH!r}.encode() + b"\\n")  # as glog does, bypassing sys.stderr
         print(json.dumps(tee.stop()))
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, timeout=60, text=True
+    )
     assert json.loads(proc.stdout) == [{"kind": "cuda-mismatch", "text": rec.CUDA_MISMATCH}]
     assert rec.CUDA_MISMATCH in proc.stderr  # still shown live
 
 
-@pytest.mark.parametrize(("asked", "count", "expanded"), [
-    (["gpu:all"], 2, ["gpu:0", "gpu:1"]),
-    (["gpu:all"], 0, ["gpu:0"]),
-    (["gpu:all"], None, ["gpu:0"]),
-    (["cpu", "gpu:1"], 4, ["cpu", "gpu:1"]),
-], ids=["two", "none", "unknown", "explicit"])
+@pytest.mark.parametrize(
+    ("asked", "count", "expanded"),
+    [
+        (["gpu:all"], 2, ["gpu:0", "gpu:1"]),
+        (["gpu:all"], 0, ["gpu:0"]),
+        (["gpu:all"], None, ["gpu:0"]),
+        (["cpu", "gpu:1"], 4, ["cpu", "gpu:1"]),
+    ],
+    ids=["two", "none", "unknown", "explicit"],
+)
 def test_expand_devices(asked: list[str], count: int | None, expanded: list[str]) -> None:
     assert workload.expand_devices(asked, count) == expanded
 
 
 def test_importing_the_workload_module_does_not_import_paddle() -> None:
-    code = "import sys, envcheck.smoke.check; print('paddle' in sys.modules, 'docker' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    code = (
+        "import sys, envcheck.smoke.check; print('paddle' in sys.modules, 'docker' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    ).stdout
     assert out.split() == ["False", "False"]

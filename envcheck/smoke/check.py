@@ -66,12 +66,16 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
     if options.in_process:
         return in_process_plan(host, image, options, fallback=None)
     if host.engine.status not in ("ok", "unknown"):
-        return in_process_plan(host, image, options, fallback=f"no container engine: {host.engine.reason}")
+        return in_process_plan(
+            host, image, options, fallback=f"no container engine: {host.engine.reason}"
+        )
     if not ref:
-        return in_process_plan(host, image, options, fallback="the doctor chose no image for this host")
+        return in_process_plan(
+            host, image, options, fallback="the doctor chose no image for this host"
+        )
     expected, reason = gpu_expectation(host, options, _image_is_gpu(ref, image))
     gpus = usable_gpus(host)
-    return Plan(
+    plan = Plan(
         mode="container",
         gpu_expected=expected,
         gpu_reason=reason,
@@ -79,8 +83,8 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
         image=ref,
         gpu_ids=_gpu_request(options) if expected else None,
         host_gpus=tuple(sorted(options.gpus or [g.index for g in gpus])) if expected else None,
-        **_fix_sources(image),
     )
+    return _fix_sources(plan, image)
 
 
 def in_process_plan(
@@ -93,7 +97,7 @@ def in_process_plan(
     # CUDA_VISIBLE_DEVICES renumbers them.
     count = max([len(host.gpus), *[i + 1 for i in options.gpus or ()]])
     host_gpus = None if "CUDA_VISIBLE_DEVICES" in host.env else tuple(range(count))
-    return Plan(
+    plan = Plan(
         mode="not-run" if host.paddle.status == "absent" else "in-process",
         gpu_expected=expected,
         gpu_reason=reason,
@@ -101,8 +105,8 @@ def in_process_plan(
         python=python,
         host_gpus=host_gpus if expected else None,
         fallback=fallback,
-        **_fix_sources(image),
     )
+    return _fix_sources(plan, image)
 
 
 def gpu_expectation(host: HostFacts, options: SmokeOptions, gpu_build: bool) -> tuple[bool, str]:
@@ -117,7 +121,12 @@ def gpu_expectation(host: HostFacts, options: SmokeOptions, gpu_build: bool) -> 
 
 
 def _image_is_gpu(ref: str, image: ImageChoice | None) -> bool:
-    if image is not None and image.ref == ref and image.kind and image.reason != "given with --image":
+    if (
+        image is not None
+        and image.ref == ref
+        and image.kind
+        and image.reason != "given with --image"
+    ):
         return image.kind == "gpu"
     tag = ref.rsplit("/", 1)[-1].lower()  # --image REF: Paddle's GPU tags say gpu/cuda
     return "gpu" in tag or "cuda" in tag
@@ -127,10 +136,12 @@ def _gpu_request(options: SmokeOptions) -> tuple[str, ...]:
     return tuple(str(i) for i in options.gpus) if options.gpus else ("all",)
 
 
-def _fix_sources(image: ImageChoice | None) -> dict[str, str | None]:
+def _fix_sources(plan: Plan, image: ImageChoice | None) -> Plan:
+    """The doctor's GPU image and pip command, quoted in the fixes of a CPU fallback."""
     if image is None:
-        return {"pip_command": None, "gpu_image": None}
-    return {"pip_command": image.pip_command, "gpu_image": image.ref if image.kind == "gpu" else None}
+        return plan
+    gpu_image = image.ref if image.kind == "gpu" else None
+    return replace(plan, pip_command=image.pip_command, gpu_image=gpu_image)
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -161,7 +172,9 @@ def _container_with_fallback(
         if options.image and isinstance(e, UsageError):
             raise  # the user named an image that does not exist: exit 2, not a fallback
         reason = f"{e.message} ({e.hint})" if e.hint else e.message
-        fallback = in_process_plan(host, image, options, fallback=f"image {plan.image} unavailable: {reason}")
+        fallback = in_process_plan(
+            host, image, options, fallback=f"image {plan.image} unavailable: {reason}"
+        )
         return fallback, None, [_image_unavailable(fallback, fallback.fallback or reason)]
     try:
         return plan, run_container(client, plan, options, image_id), []
@@ -190,8 +203,15 @@ def script_path() -> Path:
 def workload_args(plan: Plan, options: SmokeOptions) -> list[str]:
     args = [arg for device in plan.device_args for arg in ("--device", device)]
     args += ["--steps", str(options.steps)]
-    args += [flag for flag, on in (("--amp", options.amp), ("--compare-cpu", options.compare_cpu),
-                                   ("--export", options.export)) if on]
+    args += [
+        flag
+        for flag, on in (
+            ("--amp", options.amp),
+            ("--compare-cpu", options.compare_cpu),
+            ("--export", options.export),
+        )
+        if on
+    ]
     return args
 
 
@@ -200,9 +220,16 @@ def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str 
     from envcheck.smoke.sampler import NvmlSampler
 
     assert plan.image is not None
-    gpu_ids = None if plan.gpu_refused else plan.gpu_ids  # refused once: run without, see the fallback
-    spec = ContainerSpec(image=plan.image, args=tuple(workload_args(plan, options)),
-                         script=script_path(), timeout=options.timeout, gpu_ids=gpu_ids)
+    gpu_ids = (
+        None if plan.gpu_refused else plan.gpu_ids
+    )  # refused once: run without, see the fallback
+    spec = ContainerSpec(
+        image=plan.image,
+        args=tuple(workload_args(plan, options)),
+        script=script_path(),
+        timeout=options.timeout,
+        gpu_ids=gpu_ids,
+    )
     with NvmlSampler() as sampler, SmokeContainer(client, spec) as box:
         watch = sampler.watch if sampler.status == "ok" else None  # skip the extra inspect
         raw = box.run(on_start=watch)
@@ -216,8 +243,13 @@ def run_in_process(plan: Plan, options: SmokeOptions) -> Outcome:
 
     assert plan.python is not None
     with NvmlSampler() as sampler:
-        raw = run_subprocess(plan.python, script_path(), workload_args(plan, options),
-                             options.timeout, on_start=sampler.watch)
+        raw = run_subprocess(
+            plan.python,
+            script_path(),
+            workload_args(plan, options),
+            options.timeout,
+            on_start=sampler.watch,
+        )
     return outcome_of(raw, sampler.summary())
 
 
@@ -238,8 +270,14 @@ def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
     if raw.timed_out:
         return [_timeout(plan, raw)]
     if raw.stdout_overflow:
-        return [_bad_output(plan, raw, f"it printed more than {len(raw.stdout)} bytes on stdout "
-                                       f"and was stopped ({raw.stdout_bytes} bytes read)")]
+        return [
+            _bad_output(
+                plan,
+                raw,
+                f"it printed more than {len(raw.stdout)} bytes on stdout "
+                f"and was stopped ({raw.stdout_bytes} bytes read)",
+            )
+        ]
     if outcome.result is None:
         if raw.exit_code != 0:
             return [_crashed(plan, raw, None, outcome.problem)]
@@ -250,7 +288,9 @@ def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
     findings = judge_runs(plan, result, outcome.nvml)
     if raw.exit_code != 0 and not any(f.id == "smoke.crashed" for f in findings):
         findings = [f for f in findings if f.id != "smoke.pass"]
-        findings.append(_crashed(plan, raw, result, f"exited with status {raw.exit_code} after its result"))
+        findings.append(
+            _crashed(plan, raw, result, f"exited with status {raw.exit_code} after its result")
+        )
     return findings
 
 
@@ -287,36 +327,74 @@ def learned(run: dict[str, Any]) -> bool:
     return start is not None and end is not None and end < start * LEARNED_RATIO
 
 
-def fallback_causes(plan: Plan, result: dict[str, Any], run: dict[str, Any]) -> list[tuple[str, str, str]]:
+def fallback_causes(
+    plan: Plan, result: dict[str, Any], run: dict[str, Any]
+) -> list[tuple[str, str, str]]:
     """[(cause id, what was seen, the fix)], most likely first."""
     causes: list[tuple[str, str, str]] = []
-    lines = [w["text"] for w in result["warnings"]] + [run.get("device_error") or "",
-                                                         result.get("cuda_device_count_error") or ""]
+    lines = [w["text"] for w in result["warnings"]] + [
+        run.get("device_error") or "",
+        result.get("cuda_device_count_error") or "",
+    ]
     kinds = {hit["kind"] for hit in scan_paddle_warnings("\n".join(lines))}
     env = result.get("env") or {}
     if plan.gpu_refused:
-        causes.append(("engine-refused", f"the engine refused the GPU request: {plan.gpu_refused}",
-                       NVIDIA_RUNTIME_FIX))
+        causes.append(
+            (
+                "engine-refused",
+                f"the engine refused the GPU request: {plan.gpu_refused}",
+                NVIDIA_RUNTIME_FIX,
+            )
+        )
     if not result["compiled_with_cuda"]:
-        causes.append(("cpu-build", f"Paddle {result['paddle_version']} in "
-                       f"{_where(plan)} is a CPU-only build (is_compiled_with_cuda() is False)",
-                       _cpu_build_fix(plan)))
+        causes.append(
+            (
+                "cpu-build",
+                (
+                    f"Paddle {result['paddle_version']} in {_where(plan)} is a CPU-only build "
+                    "(is_compiled_with_cuda() is False)"
+                ),
+                _cpu_build_fix(plan),
+            )
+        )
     hidden = _hidden_by_env(plan, env)
     if hidden and result["compiled_with_cuda"] and not plan.gpu_refused:
         causes.append(hidden)
     if kinds & {"driver-error", "library-missing", "cuda-error"} and result["compiled_with_cuda"]:
-        line = next(t for t in lines if t and scan_paddle_warnings(t)[0]["kind"] in
-                    ("driver-error", "library-missing", "cuda-error"))
-        causes.append(("driver-error", f"the CUDA driver failed in {_where(plan)}: {line}",
-                       _driver_fix(plan, result)))
+        line = next(
+            t
+            for t in lines
+            if t
+            and scan_paddle_warnings(t)[0]["kind"]
+            in ("driver-error", "library-missing", "cuda-error")
+        )
+        causes.append(
+            (
+                "driver-error",
+                f"the CUDA driver failed in {_where(plan)}: {line}",
+                _driver_fix(plan, result),
+            )
+        )
     if result["compiled_with_cuda"] and not result["cuda_device_count"] and not causes:
-        causes.append(("no-gpu-visible", f"Paddle sees no GPU in {_where(plan)} "
-                       f"(cuda device count {result['cuda_device_count']})", _no_gpu_fix(plan)))
+        causes.append(
+            (
+                "no-gpu-visible",
+                f"Paddle sees no GPU in {_where(plan)} (cuda device count {result['cuda_device_count']})",
+                _no_gpu_fix(plan),
+            )
+        )
     if not causes:
-        causes.append(("unexplained", f"Paddle saw {result['cuda_device_count']} GPU(s) but trained on "
-                       f"{run['device_used']} (device error: {run.get('device_error')}; parameters on "
-                       f"{sorted(set(run['param_places'].values()))})",
-                       "report this with the JSON output: `envcheck doctor --json`"))
+        causes.append(
+            (
+                "unexplained",
+                (
+                    f"Paddle saw {result['cuda_device_count']} GPU(s) but trained on "
+                    f"{run['device_used']} (device error: {run.get('device_error')}; parameters on "
+                    f"{sorted(set(run['param_places'].values()))})"
+                ),
+                "report this with the JSON output: `envcheck doctor --json`",
+            )
+        )
     return causes
 
 
@@ -327,20 +405,31 @@ def _hidden_by_env(plan: Plan, env: dict[str, Any]) -> tuple[str, str, str] | No
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     if cvd is not None and cvd.strip() in ("", "-1", "none", "void", "NoDevFiles"):
         where = "the image sets" if plan.mode == "container" else "your environment has"
-        fix = ("unset CUDA_VISIBLE_DEVICES (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0)"
-               if plan.mode != "container" else
-               f"override it: `docker run -e CUDA_VISIBLE_DEVICES= …`, or remove the ENV line from {plan.image}")
-        return ("hidden-by-cuda-visible-devices", f"{where} CUDA_VISIBLE_DEVICES={cvd!r}, which hides every GPU", fix)
+        fix = (
+            "unset CUDA_VISIBLE_DEVICES (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0)"
+            if plan.mode != "container"
+            else f"override it: `docker run -e CUDA_VISIBLE_DEVICES= …`, or remove the ENV line from {plan.image}"
+        )
+        return (
+            "hidden-by-cuda-visible-devices",
+            f"{where} CUDA_VISIBLE_DEVICES={cvd!r}, which hides every GPU",
+            fix,
+        )
     nvd = env.get("NVIDIA_VISIBLE_DEVICES")
     if plan.mode == "container" and nvd is not None and nvd.strip() in ("", "void", "none"):
-        return ("hidden-by-nvidia-visible-devices", f"the image sets NVIDIA_VISIBLE_DEVICES={nvd!r}",
-                f"remove NVIDIA_VISIBLE_DEVICES from {plan.image} (the GPU request sets it)")
+        return (
+            "hidden-by-nvidia-visible-devices",
+            f"the image sets NVIDIA_VISIBLE_DEVICES={nvd!r}",
+            f"remove NVIDIA_VISIBLE_DEVICES from {plan.image} (the GPU request sets it)",
+        )
     return None
 
 
 def _cpu_build_fix(plan: Plan) -> str:
     if plan.mode == "container":
-        image = f"`envcheck doctor --image {plan.gpu_image}`" if plan.gpu_image else "a `-gpu-cuda` tag"
+        image = (
+            f"`envcheck doctor --image {plan.gpu_image}`" if plan.gpu_image else "a `-gpu-cuda` tag"
+        )
         return f"use a CUDA image of Paddle: {image}"
     command = plan.pip_command or "python -m pip install paddlepaddle-gpu"
     return f"install the GPU build in {plan.python}: `{command}` ({INSTALL_GPU_PADDLE})"
@@ -349,16 +438,21 @@ def _cpu_build_fix(plan: Plan) -> str:
 def _driver_fix(plan: Plan, result: dict[str, Any]) -> str:
     cuda = result.get("cuda_version")
     need = f" that supports CUDA {cuda}" if cuda and cuda != "False" else ""
-    probe = (f"`docker run --rm --gpus all {plan.image} nvidia-smi`" if plan.mode == "container"
-             else "`nvidia-smi`")
+    probe = (
+        f"`docker run --rm --gpus all {plan.image} nvidia-smi`"
+        if plan.mode == "container"
+        else "`nvidia-smi`"
+    )
     return f"check the driver with {probe}; install an NVIDIA driver{need} (see the driver findings above)"
 
 
 def _no_gpu_fix(plan: Plan) -> str:
     if plan.mode == "container":
-        return (f"the engine accepted the GPU request but the container sees no GPU: check "
-                f"`docker run --rm --gpus all {plan.image} nvidia-smi` and the NVIDIA Container Toolkit "
-                f"(`nvidia-ctk runtime configure --runtime=docker`)")
+        return (
+            f"the engine accepted the GPU request but the container sees no GPU: check "
+            f"`docker run --rm --gpus all {plan.image} nvidia-smi` and the NVIDIA Container Toolkit "
+            f"(`nvidia-ctk runtime configure --runtime=docker`)"
+        )
     return "check `nvidia-smi`, that the driver is loaded, and that /dev/nvidia* is readable by you"
 
 
@@ -371,18 +465,30 @@ def cpu_fallback(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]])
     asked = ", ".join(f"{r['device_requested']}→{r['device_used']}" for r in runs)
     seen = "; also ".join(text for _, text, _ in causes)
     fix = "; then ".join(dict.fromkeys(fix for _, _, fix in causes))  # in order, no repeats
-    return fail(CPU_FALLBACK_ID,
-                f"a GPU was expected ({plan.gpu_reason}) but the smoke trained on the CPU ({asked}): {seen}",
-                fix, "smoke", causes=[c for c, _, _ in causes], cause=causes[0][0],
-                devices=[{k: r.get(k) for k in ("device_requested", "device_used", "device_error")} for r in runs])
+    return fail(
+        CPU_FALLBACK_ID,
+        f"a GPU was expected ({plan.gpu_reason}) but the smoke trained on the CPU ({asked}): {seen}",
+        fix,
+        "smoke",
+        causes=[c for c, _, _ in causes],
+        cause=causes[0][0],
+        devices=[
+            {k: r.get(k) for k in ("device_requested", "device_used", "device_error")} for r in runs
+        ],
+    )
 
 
 def gpu_refused(plan: Plan) -> Finding:
     asked = "every GPU" if plan.gpu_ids == ("all",) else f"GPUs {', '.join(plan.gpu_ids or ())}"
-    return fail("smoke.gpu-refused",
-                f"the Docker engine refused the request for {asked} for {plan.image}: "
-                f"{plan.gpu_refused} (no NVIDIA runtime or CDI device)",
-                NVIDIA_RUNTIME_FIX, "engine", request=list(plan.gpu_ids or ()), error=plan.gpu_refused)
+    return fail(
+        "smoke.gpu-refused",
+        f"the Docker engine refused the request for {asked} for {plan.image}: "
+        f"{plan.gpu_refused} (no NVIDIA runtime or CDI device)",
+        NVIDIA_RUNTIME_FIX,
+        "engine",
+        request=list(plan.gpu_ids or ()),
+        error=plan.gpu_refused,
+    )
 
 
 def _engine_words(message: str) -> str:
@@ -391,96 +497,166 @@ def _engine_words(message: str) -> str:
 
 
 def _image_unavailable(plan: Plan, reason: str) -> Finding:
-    then = ("ran the smoke in a subprocess of " + str(plan.python) if plan.mode == "in-process"
-            else "and Paddle is not installed in " + str(plan.python) + ": no smoke ran")
-    return warn("smoke.image-unavailable", f"{reason}; {then} instead",
-                "start Docker and make the image reachable (or `envcheck pull-image`), or pass --in-process",
-                "smoke", reason=reason)
+    then = (
+        f"ran the smoke in a subprocess of {plan.python} instead"
+        if plan.mode == "in-process"
+        else f"and Paddle is not installed in {plan.python}: no smoke ran"
+    )
+    if reason.startswith("no container engine"):
+        fix = "start Docker (`sudo systemctl start docker`) to smoke-test the image, or pass --in-process"
+    elif reason.startswith("the doctor chose no image"):
+        fix = "pass an image with --image REF, or --in-process"
+    else:
+        fix = (
+            "make the registry reachable (network, DNS, proxy) or load the image by hand "
+            "(`docker load`, a local registry) and pass it with --image; --in-process skips the container"
+        )
+    return warn("smoke.image-unavailable", f"{reason}; {then}", fix, "smoke", reason=reason)
 
 
 def _not_run(plan: Plan) -> Finding:
-    return warn("smoke.not-run",
-                f"no smoke training ran: no usable image and no Paddle in {plan.python}",
-                f"install Paddle in {plan.python} (`python -m pip install paddlepaddle`) or start Docker",
-                "smoke")
+    return warn(
+        "smoke.not-run",
+        f"no smoke training ran: no usable image and no Paddle in {plan.python}",
+        f"install Paddle in {plan.python} (`python -m pip install paddlepaddle`) or start Docker",
+        "smoke",
+    )
 
 
 def _timeout(plan: Plan, raw: RawRun) -> Finding:
     tail = log_tail(raw.stderr)
-    return fail("smoke.timeout",
-                f"the smoke in {_where(plan)} was killed after {raw.duration_s:.0f} s (timeout) "
-                f"and removed{_tail_text(tail)}",
-                "look at the last log lines; if the machine is just slow, raise --smoke-timeout",
-                "smoke", duration_s=raw.duration_s, log_tail=tail)
+    return fail(
+        "smoke.timeout",
+        f"the smoke in {_where(plan)} was killed after {raw.duration_s:.0f} s (timeout) "
+        f"and removed{_tail_text(tail)}",
+        "look at the last log lines; if the machine is just slow, raise --smoke-timeout",
+        "smoke",
+        duration_s=raw.duration_s,
+        log_tail=tail,
+    )
 
 
 def _bad_output(plan: Plan, raw: RawRun, problem: str) -> Finding:
     tail = log_tail(raw.stderr)
-    return fail("smoke.bad-output",
-                f"the smoke in {_where(plan)} did not print its one JSON line: {problem}{_tail_text(tail)}",
-                "the smoke script must print exactly one JSON line on stdout; is the image's `python` "
-                "wrapped by something that prints?", "smoke",
-                exit_code=raw.exit_code, stdout_bytes=raw.stdout_bytes, log_tail=tail)
+    return fail(
+        "smoke.bad-output",
+        f"the smoke in {_where(plan)} did not print its one JSON line: {problem}{_tail_text(tail)}",
+        "the smoke script must print exactly one JSON line on stdout; is the image's `python` "
+        "wrapped by something that prints?",
+        "smoke",
+        exit_code=raw.exit_code,
+        stdout_bytes=raw.stdout_bytes,
+        log_tail=tail,
+    )
 
 
-def _crashed(plan: Plan, raw: RawRun, result: dict[str, Any] | None, problem: str | None) -> Finding:
+def _crashed(
+    plan: Plan, raw: RawRun, result: dict[str, Any] | None, problem: str | None
+) -> Finding:
     tail = log_tail(raw.stderr)
-    how = "was killed by the memory limit (OOM)" if raw.oom_killed else f"exited with status {raw.exit_code}"
+    how = f"exited with status {raw.exit_code}"
+    if raw.oom_killed:
+        how = "was killed by the memory limit (OOM)"
+    elif raw.exit_code is None:
+        how = "disappeared before it exited (removed by something else, or the engine restarted)"
     known = scan_paddle_warnings(raw.stderr)
-    return fail("smoke.crashed",
-                f"the smoke in {_where(plan)} {how}" + (f" ({problem})" if problem else "")
-                + _tail_text(tail),
-                _fix_from_warnings(known, plan) or "read the last log lines above", "smoke",
-                exit_code=raw.exit_code, oom_killed=raw.oom_killed, log_tail=tail,
-                paddle_warnings=known)
+    return fail(
+        "smoke.crashed",
+        f"the smoke in {_where(plan)} {how}"
+        + (f" ({problem})" if problem else "")
+        + _tail_text(tail),
+        _fix_from_warnings(known, plan) or "read the last log lines above",
+        "smoke",
+        exit_code=raw.exit_code,
+        oom_killed=raw.oom_killed,
+        log_tail=tail,
+        paddle_warnings=known,
+    )
 
 
 def _setup_failed(plan: Plan, raw: RawRun, result: dict[str, Any]) -> Finding:
     error = result["error"]
     if error.get("phase") == "import" and plan.mode == "in-process":
-        return warn("smoke.not-run", f"Paddle cannot be imported by {plan.python}: "
-                    f"{error.get('type')}: {error.get('message')}",
-                    f"install Paddle in {plan.python} or run the smoke in a container", "smoke")
+        return warn(
+            "smoke.not-run",
+            f"Paddle cannot be imported by {plan.python}: "
+            f"{error.get('type')}: {error.get('message')}",
+            f"install Paddle in {plan.python} or run the smoke in a container",
+            "smoke",
+        )
     tail = log_tail(raw.stderr)
-    return fail("smoke.crashed",
-                f"the smoke in {_where(plan)} failed while {error.get('phase')}: "
-                f"{error.get('type')}: {_first_line(error.get('message'))}{_tail_text(tail)}",
-                _fix_from_warnings(result["warnings"], plan) or "read the traceback in the log", "smoke",
-                exit_code=raw.exit_code, error=error, log_tail=tail)
+    return fail(
+        "smoke.crashed",
+        f"the smoke in {_where(plan)} failed while {error.get('phase')}: "
+        f"{error.get('type')}: {_first_line(error.get('message'))}{_tail_text(tail)}",
+        _fix_from_warnings(result["warnings"], plan) or "read the traceback in the log",
+        "smoke",
+        exit_code=raw.exit_code,
+        error=error,
+        log_tail=tail,
+    )
 
 
 def _run_crashed(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) -> Finding:
-    parts = [f"{r['device_requested']} ({r['device_used']}): {r['error']['type']}: "
-             f"{_first_line(r['error']['message'])}" for r in runs]
-    known = result["warnings"] + scan_paddle_warnings("\n".join(r["error"]["message"] for r in runs))
-    return fail("smoke.crashed", f"training failed in {_where(plan)} on " + "; ".join(parts),
-                _fix_from_warnings(known, plan) or "read the traceback in the smoke JSON (`--json`)",
-                "smoke", errors=[r["error"] for r in runs])
+    parts = [
+        f"{r['device_requested']} ({r['device_used']}): {r['error']['type']}: "
+        f"{_first_line(r['error']['message'])}"
+        for r in runs
+    ]
+    known = result["warnings"] + scan_paddle_warnings(
+        "\n".join(r["error"]["message"] for r in runs)
+    )
+    return fail(
+        "smoke.crashed",
+        f"training failed in {_where(plan)} on " + "; ".join(parts),
+        _fix_from_warnings(known, plan) or "read the traceback in the smoke JSON (`--json`)",
+        "smoke",
+        errors=[r["error"] for r in runs],
+    )
 
 
 def _not_learning(plan: Plan, runs: list[dict[str, Any]]) -> Finding:
     parts = [f"{r['device_used']}: loss {r['loss_start']} → {r['loss_end']}" for r in runs]
-    return fail("smoke.not-learning",
-                f"the loss did not fall by {100 - LEARNED_RATIO * 100:.0f}% in {runs[0]['steps']} steps "
-                f"({'; '.join(parts)}): the arithmetic on this device is wrong",
-                "a loss that stays flat on a learnable task points to broken kernels: check the arch "
-                "and cuDNN warnings; try --amp off, another image, or a newer driver",
-                "smoke", losses={r["device_used"]: r["losses"] for r in runs})
+    return fail(
+        "smoke.not-learning",
+        f"the loss did not fall by {100 - LEARNED_RATIO * 100:.0f}% in {runs[0]['steps']} steps "
+        f"({'; '.join(parts)}): the arithmetic on this device is wrong",
+        "a loss that stays flat on a learnable task points to broken kernels: check the arch "
+        "and cuDNN warnings; try --amp off, another image, or a newer driver",
+        "smoke",
+        losses={r["device_used"]: r["losses"] for r in runs},
+    )
 
 
 def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
     found = []
-    broken = [r for r in runs if r.get("export") and (r["export"].get("error") or not r["export"].get("match"))]
+    broken = [
+        r
+        for r in runs
+        if r.get("export") and (r["export"].get("error") or not r["export"].get("match"))
+    ]
     if broken:
         details = [_export_detail(r) for r in broken]
-        found.append(fail("smoke.export-failed",
-                          "train → serve failed: " + "; ".join(details),
-                          "check that the image ships paddle.inference for this device (GPU builds do)",
-                          "smoke", export=[r["export"] for r in broken]))
+        found.append(
+            fail(
+                "smoke.export-failed",
+                "train → serve failed: " + "; ".join(details),
+                "check that the image ships paddle.inference for this device (GPU builds do)",
+                "smoke",
+                export=[r["export"] for r in broken],
+            )
+        )
     slow = [r for r in runs if r.get("compare_cpu") and r["compare_cpu"].get("error")]
     if slow:
-        found.append(warn("smoke.compare-cpu-failed", "the CPU comparison run failed: "
-                          + _first_line(slow[0]["compare_cpu"]["error"].get("message")), None, "smoke"))
+        found.append(
+            warn(
+                "smoke.compare-cpu-failed",
+                "the CPU comparison run failed: "
+                + _first_line(slow[0]["compare_cpu"]["error"].get("message")),
+                None,
+                "smoke",
+            )
+        )
     return found
 
 
@@ -488,8 +664,10 @@ def _export_detail(run: dict[str, Any]) -> str:
     export = run["export"]
     if export.get("error"):
         return f"{run['device_used']}: {export['error'].get('type')}: {_first_line(export['error'].get('message'))}"
-    return (f"{run['device_used']}: paddle.inference predictions differ from training "
-            f"(max |Δ| {export.get('max_abs_diff')}, argmax agreement {export.get('argmax_agreement')})")
+    return (
+        f"{run['device_used']}: paddle.inference predictions differ from training "
+        f"(max |Δ| {export.get('max_abs_diff')}, argmax agreement {export.get('argmax_agreement')})"
+    )
 
 
 def _nvml_findings(plan: Plan, runs: list[dict[str, Any]], nvml: dict[str, Any]) -> list[Finding]:
@@ -499,15 +677,22 @@ def _nvml_findings(plan: Plan, runs: list[dict[str, Any]], nvml: dict[str, Any])
     unseen = [r for r in runs if on_gpu(r) and not _nvml_saw(plan, runs, r, nvml)]
     if not unseen:
         return []
-    return [warn("smoke.gpu-unconfirmed",
-                 f"Paddle reports training on {', '.join(r['device_used'] for r in unseen)}, but NVML "
-                 f"never listed the process {nvml.get('pids')} with GPU memory in {nvml.get('samples')} samples",
-                 "per-process accounting is missing under some vGPU/WSL drivers; otherwise the run "
-                 "was not on this host's GPU: compare `nvidia-smi` during a run", "smoke",
-                 nvml=nvml)]
+    return [
+        warn(
+            "smoke.gpu-unconfirmed",
+            f"Paddle reports training on {', '.join(r['device_used'] for r in unseen)}, but NVML "
+            f"never listed the process {nvml.get('pids')} with GPU memory in {nvml.get('samples')} samples",
+            "per-process accounting is missing under some vGPU/WSL drivers; otherwise the run "
+            "was not on this host's GPU: compare `nvidia-smi` during a run",
+            "smoke",
+            nvml=nvml,
+        )
+    ]
 
 
-def _nvml_saw(plan: Plan, runs: list[dict[str, Any]], run: dict[str, Any], nvml: dict[str, Any]) -> bool:
+def _nvml_saw(
+    plan: Plan, runs: list[dict[str, Any]], run: dict[str, Any], nvml: dict[str, Any]
+) -> bool:
     gpus = nvml.get("gpus", {})
     host = host_gpu(plan, run)
     if host is None:
@@ -524,18 +709,25 @@ def host_gpu(plan: Plan, run: dict[str, Any]) -> int | None:
     return plan.host_gpus[ordinal] if ordinal < len(plan.host_gpus) else None
 
 
-def _passed(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]], nvml: dict[str, Any]) -> Finding:
+def _passed(
+    plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]], nvml: dict[str, Any]
+) -> Finding:
     where = f"in {plan.image}" if plan.mode == "container" else f"with {plan.python}"
     parts = [_run_summary(plan, r, nvml) for r in runs]
     note = "" if plan.gpu_expected else f" (no GPU expected: {plan.gpu_reason})"
-    return passed("smoke.pass",
-                  f"Paddle {result['paddle_version']} trained {where}: " + "; ".join(parts) + note,
-                  "smoke", devices=[r["device_used"] for r in runs])
+    return passed(
+        "smoke.pass",
+        f"Paddle {result['paddle_version']} trained {where}: " + "; ".join(parts) + note,
+        "smoke",
+        devices=[r["device_used"] for r in runs],
+    )
 
 
 def _run_summary(plan: Plan, run: dict[str, Any], nvml: dict[str, Any]) -> str:
-    text = (f"{run['device_used']} loss {run['loss_start']:.3f} → {run['loss_end']:.3f} in "
-            f"{run['steps']} steps, {run['steps_per_s']} steps/s")
+    text = (
+        f"{run['device_used']} loss {run['loss_start']:.3f} → {run['loss_end']:.3f} in "
+        f"{run['steps']} steps, {run['steps_per_s']} steps/s"
+    )
     host = host_gpu(plan, run)
     seen = nvml.get("gpus", {}).get(str(host), {}) if host is not None else {}
     if seen.get("process_mem_max_bytes"):
@@ -549,27 +741,44 @@ def _run_summary(plan: Plan, run: dict[str, Any], nvml: dict[str, Any]) -> str:
 
 
 # Paddle warnings that deserve a finding of their own even when the run passed.
-_SERIOUS = ("cuda-cudnn-mismatch", "cuda-mismatch", "cudnn-mismatch", "arch-mismatch",
-            "library-missing", "bf16-unsupported", "driver-error", "cuda-error")
+_SERIOUS = (
+    "cuda-cudnn-mismatch",
+    "cuda-mismatch",
+    "cudnn-mismatch",
+    "arch-mismatch",
+    "library-missing",
+    "bf16-unsupported",
+    "driver-error",
+    "cuda-error",
+)
 
 
 def _warning_findings(warnings: list[dict[str, str]]) -> list[Finding]:
     serious = [w for w in warnings if w["kind"] in _SERIOUS]
     if not serious:
         return []
-    return [warn("smoke.paddle-warnings",
-                 "Paddle warned during the smoke: " + " | ".join(w["text"] for w in serious[:3]),
-                 _fix_from_warnings(serious, None) or None, "smoke",
-                 warnings=serious)]
+    return [
+        warn(
+            "smoke.paddle-warnings",
+            "Paddle warned during the smoke: " + " | ".join(w["text"] for w in serious[:3]),
+            _fix_from_warnings(serious, None) or None,
+            "smoke",
+            warnings=serious,
+        )
+    ]
 
 
 def _fix_from_warnings(warnings: list[dict[str, str]], plan: Plan | None) -> str | None:
     kinds = [w["kind"] for w in warnings]
     if "arch-mismatch" in kinds:
-        return ("this Paddle build has no kernels for this GPU's compute capability: install the wheel "
-                f"built for it ({INSTALL_GPU_PADDLE})")
+        return (
+            "this Paddle build has no kernels for this GPU's compute capability: install the wheel "
+            f"built for it ({INSTALL_GPU_PADDLE})"
+        )
     if any(k in kinds for k in ("cuda-mismatch", "cuda-cudnn-mismatch", "driver-error")):
-        return "upgrade the NVIDIA driver to one that supports the CUDA version Paddle was built with"
+        return (
+            "upgrade the NVIDIA driver to one that supports the CUDA version Paddle was built with"
+        )
     if "cudnn-mismatch" in kinds or "library-missing" in kinds:
         return "install the cuDNN (and CUDA libraries) Paddle was built with, or use the official image"
     if "bf16-unsupported" in kinds:
@@ -589,13 +798,43 @@ def _first_line(text: Any) -> str:
 
 
 # -- the report's `smoke` object ---------------------------------------------------------------
-RUN_KEYS = ("device_requested", "device_used", "device_error", "param_places", "logits_place",
-            "logits_dtype", "amp", "loss_start", "loss_end", "losses", "accuracy", "steps", "batch_size",
-            "steps_per_s", "samples_per_s", "first_step_s", "peak_gpu_mem_bytes",
-            "peak_gpu_reserved_bytes", "compare_cpu", "export", "error")
-PADDLE_KEYS = ("paddle_version", "python", "compiled_with_cuda", "cuda_version", "cudnn_version",
-               "cuda_device_count", "device_capabilities", "device_names", "default_device", "env",
-               "import_s", "total_s")
+RUN_KEYS = (
+    "device_requested",
+    "device_used",
+    "device_error",
+    "param_places",
+    "logits_place",
+    "logits_dtype",
+    "amp",
+    "loss_start",
+    "loss_end",
+    "losses",
+    "accuracy",
+    "steps",
+    "batch_size",
+    "steps_per_s",
+    "samples_per_s",
+    "first_step_s",
+    "peak_gpu_mem_bytes",
+    "peak_gpu_reserved_bytes",
+    "compare_cpu",
+    "export",
+    "error",
+)
+PADDLE_KEYS = (
+    "paddle_version",
+    "python",
+    "compiled_with_cuda",
+    "cuda_version",
+    "cudnn_version",
+    "cuda_device_count",
+    "device_capabilities",
+    "device_names",
+    "default_device",
+    "env",
+    "import_s",
+    "total_s",
+)
 
 
 def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
@@ -609,16 +848,30 @@ def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
         "gpu_request": list(plan.gpu_ids) if plan.gpu_ids else None,
         "gpu_refused": plan.gpu_refused,
         "fallback": plan.fallback,
-        "status": None, "exit_code": None, "timed_out": False, "duration_s": None,
-        "paddle": None, "runs": [], "warnings": [], "nvml": None, "log_tail": [], "container": None,
+        "status": None,
+        "exit_code": None,
+        "timed_out": False,
+        "duration_s": None,
+        "paddle": None,
+        "runs": [],
+        "warnings": [],
+        "nvml": None,
+        "log_tail": [],
+        "container": None,
+        "problem": None,
+        "error": None,
     }
     if outcome is None:
         doc["status"] = "not-run"
         return doc
     raw, result = outcome.raw, outcome.result
     doc.update(
-        status=_status(plan, outcome), exit_code=raw.exit_code, timed_out=raw.timed_out,
-        duration_s=raw.duration_s, nvml=outcome.nvml, problem=outcome.problem,
+        status=_status(plan, outcome),
+        exit_code=raw.exit_code,
+        timed_out=raw.timed_out,
+        duration_s=raw.duration_s,
+        nvml=outcome.nvml,
+        problem=outcome.problem,
         container=_container_info(raw) if plan.mode == "container" else None,
     )
     if result is not None:
@@ -634,8 +887,11 @@ def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
 def _run_document(plan: Plan, run: dict[str, Any], nvml: dict[str, Any]) -> dict[str, Any]:
     host = host_gpu(plan, run)
     seen = nvml.get("gpus", {}).get(str(host)) if host is not None else None
-    return {k: run.get(k) for k in RUN_KEYS} | {"host_gpu": host, "on_gpu": on_gpu(run) if not run["error"] else False,
-                                                "nvml": seen}
+    return {k: run.get(k) for k in RUN_KEYS} | {
+        "host_gpu": host,
+        "on_gpu": on_gpu(run) if not run["error"] else False,
+        "nvml": seen,
+    }
 
 
 def _container_info(raw: RawRun) -> dict[str, Any]:
@@ -645,8 +901,15 @@ def _container_info(raw: RawRun) -> dict[str, Any]:
 
 def _status(plan: Plan, outcome: Outcome) -> str:
     """One word for the smoke table: the most important failing finding, or pass."""
-    order = ("smoke.timeout", "smoke.bad-output", "smoke.crashed", CPU_FALLBACK_ID, "smoke.not-learning",
-             "smoke.export-failed", "smoke.not-run")
+    order = (
+        "smoke.timeout",
+        "smoke.bad-output",
+        "smoke.crashed",
+        CPU_FALLBACK_ID,
+        "smoke.not-learning",
+        "smoke.export-failed",
+        "smoke.not-run",
+    )
     ids = {f.id for f in judge(plan, outcome) if f.severity != "pass"}
     for finding_id in order:
         if finding_id in ids:

@@ -27,7 +27,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from envcheck.docker_adapter import LABEL, translate_errors
 from envcheck.smoke.parse import OutputCollector, RawRun
@@ -86,7 +86,7 @@ class SmokeContainer:
         self.container: Container | None = None
         self.swept: list[str] = []
 
-    def __enter__(self) -> SmokeContainer:
+    def __enter__(self) -> Self:
         self.swept = sweep_leftovers(self.client)
         with translate_errors(f"creating the smoke container from {self.spec.image}"):
             self.container = self.client.containers.create(**create_kwargs(self.spec, self.run_id))
@@ -101,11 +101,11 @@ class SmokeContainer:
     def run(self, on_start: Callable[[int | None], None] | None = None) -> RawRun:
         """Start, stream the output until exit, timeout or overflow; the container's verdict."""
         assert self.container is not None, "use SmokeContainer as a context manager"
-        container, collector, finished = self.container, OutputCollector(), threading.Event()
+        container, collector, attention = self.container, OutputCollector(), threading.Event()
         with translate_errors("attaching to the smoke container"):
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
         reader = threading.Thread(
-            target=_pump, args=(stream, collector, finished), name="envcheck-smoke-io", daemon=True
+            target=_pump, args=(stream, collector, attention), name="envcheck-smoke-io", daemon=True
         )
         reader.start()
         started = time.monotonic()
@@ -114,10 +114,12 @@ class SmokeContainer:
                 container.start()
                 if on_start is not None:
                     on_start(_host_pid(container))
-                done = finished.wait(timeout=max(0.0, started + self.spec.timeout - time.monotonic()))
+                done = attention.wait(
+                    timeout=max(0.0, started + self.spec.timeout - time.monotonic())
+                )
                 if not done or collector.overflow.is_set():
                     _kill(container)
-                reader.join(timeout=KILL_WAIT_S)
+                reader.join(timeout=KILL_WAIT_S)  # the stream ends with the container
                 exit_code = _exit_code(container)
         finally:
             stream.close()
@@ -130,6 +132,7 @@ class SmokeContainer:
             stdout_overflow=collector.overflow.is_set(),
             timed_out=not done,
             oom_killed=exit_code == 137 and done and _oom_killed(container),
+            # exit_code None without a timeout: the container vanished under us
             extra={"container": container.short_id, "run_id": self.run_id, "swept": self.swept},
         )
 
@@ -156,7 +159,7 @@ def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
         "memswap_limit": limits.memory,  # no swap: an OOM is reported, not crawled through
         "pids_limit": limits.pids,
         "shm_size": limits.shm,
-        "mounts": [Mount(SCRIPT_TARGET, str(spec.script), type="bind", read_only=True)],
+        "mounts": [Mount(SCRIPT_TARGET, str(spec.script.resolve()), type="bind", read_only=True)],
         # The engine keeps its own copy of the output; megabytes of it must not fill the disk.
         "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
     }
@@ -243,20 +246,25 @@ def remove(container: Container, quiet: bool = False) -> None:
             raise
 
 
-def _pump(stream: Iterator[tuple[bytes | None, bytes | None]], sink: OutputCollector,
-          finished: threading.Event) -> None:
+def _pump(
+    stream: Iterator[tuple[bytes | None, bytes | None]],
+    sink: OutputCollector,
+    attention: threading.Event,
+) -> None:
+    """Read to the end of the stream. Past the stdout bound keep draining (the collector drops
+    it): an attach stream nobody reads blocks dockerd, and then even `kill` hangs (measured)."""
     try:
         for out, err in stream:
             if out:
                 sink.feed_stdout(out)
+                if sink.overflow.is_set():
+                    attention.set()  # the main thread kills the container
             if err:
                 sink.feed_stderr(err)
-            if sink.overflow.is_set():
-                break  # the main thread kills the container
-    except Exception:  # noqa: BLE001 - the socket closes under us when the container is killed
+    except Exception:  # noqa: BLE001, S110 - the socket closes under us when the container is killed
         pass
     finally:
-        finished.set()
+        attention.set()
 
 
 def _host_pid(container: Container) -> int | None:
@@ -273,12 +281,15 @@ def _kill(container: Container) -> None:
 
 
 def _exit_code(container: Container) -> int | None:
+    """None when it is still not dead after a kill (removal will force it), or when it is gone:
+    something else removed it mid-run (another tool's `docker rm -f`, a `container prune`)."""
+    import docker.errors
     import requests.exceptions
 
     try:
         return int(container.wait(timeout=KILL_WAIT_S)["StatusCode"])
-    except requests.exceptions.RequestException:
-        return None  # still not dead after a kill: removal will force it
+    except (requests.exceptions.RequestException, docker.errors.NotFound):
+        return None
 
 
 def _oom_killed(container: Container) -> bool:

@@ -65,8 +65,13 @@ def _run(
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
     except OSError as e:
         raise EnvironmentProblem(
@@ -75,10 +80,14 @@ def _run(
         ) from e
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [
-        threading.Thread(target=_pump, args=(proc.stdout, collector.feed_stdout, collector, finished),
-                         daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, collector.feed_stderr, collector, None),
-                         daemon=True),
+        threading.Thread(
+            target=_pump,
+            args=(proc.stdout, collector.feed_stdout, collector, finished),
+            daemon=True,
+        ),
+        threading.Thread(
+            target=_pump, args=(proc.stderr, collector.feed_stderr, collector, None), daemon=True
+        ),
     ]
     try:
         for pump in pumps:

@@ -84,7 +84,9 @@ def parse_result(stdout: bytes) -> dict[str, Any]:
     if not lines:
         raise BadOutput("printed nothing on stdout")
     if len(lines) > 1:
-        raise BadOutput(f"printed {len(lines)} lines on stdout, not one JSON line: {_preview(lines[0])}")
+        raise BadOutput(
+            f"printed {len(lines)} lines on stdout, not one JSON line: {_preview(lines[0])}"
+        )
     try:
         doc = json.loads(lines[0], parse_constant=_reject_constant)
     except (json.JSONDecodeError, ValueError) as e:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Any, Self
 
 DEFAULT_INTERVAL = 0.05  # the GPU part of a smoke lasts well under a second on a real GPU
 
@@ -57,7 +57,7 @@ class NvmlSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> NvmlSampler:
+    def __enter__(self) -> Self:
         self._nvml = self._init()
         if self._nvml is not None:
             self._thread = threading.Thread(target=self._loop, name="envcheck-nvml", daemon=True)
@@ -112,7 +112,8 @@ class NvmlSampler:
             self.reason = f"{name}: {e}"
             return None
         self.status = "ok"
-        return pynvml
+        nvml: ModuleType = pynvml
+        return nvml
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -128,15 +129,22 @@ class NvmlSampler:
             trace = self._traces[index]
             try:
                 trace.util.append(int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
-                trace.mem_used_max = max(trace.mem_used_max, int(nvml.nvmlDeviceGetMemoryInfo(handle).used))
             except nvml.NVMLError:
-                pass  # NOT_SUPPORTED on some boards: utilisation stays unknown
+                pass  # NOT_SUPPORTED on some boards (Jetson, some vGPUs): stays unknown
+            try:
+                trace.mem_used_max = max(
+                    trace.mem_used_max, int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+                )
+            except nvml.NVMLError:
+                pass
             if pids:
                 self._sample_processes(nvml, handle, trace, pids)
         with self._lock:
             self.samples += 1
 
-    def _sample_processes(self, nvml: ModuleType, handle: Any, trace: GpuTrace, pids: set[int]) -> None:
+    def _sample_processes(
+        self, nvml: ModuleType, handle: Any, trace: GpuTrace, pids: set[int]
+    ) -> None:
         try:
             processes = _running_processes(nvml, handle)
         except nvml.NVMLError as e:
@@ -156,4 +164,3 @@ def _running_processes(nvml: ModuleType, handle: Any) -> list[Any]:
         return list(nvml.nvmlDeviceGetComputeRunningProcesses_v3(handle))
     except (nvml.NVMLError_FunctionNotFound, AttributeError):
         return list(nvml.nvmlDeviceGetComputeRunningProcesses_v2(handle))
-

@@ -13,6 +13,9 @@ Paddle itself prints to stdout now and then (e.g. `ReduceMeanCheckIfOneDNNSuppor
 private copy of the original stdout.
 """
 
+# Python 3.8 syntax on purpose (typing.Dict, %-formatting): old Paddle images run this file.
+# ruff: noqa: UP006, UP031, UP035, UP045
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +28,8 @@ import tempfile
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 SCHEMA = "envcheck-smoke/1"
 
@@ -44,17 +48,22 @@ DROPOUT = 0.1
 # /work/shared/facts/compat_facts.md section 7 (row numbers in the comments).
 WARNING_PATTERNS: Tuple[Tuple[str, str], ...] = (
     # row 14: "Please NOTE: device: 0, GPU Compute Capability: 8.6, Driver API Version: 12.3, ..."
-    ("versions", r"GPU Compute Capability: [\d.]+, Driver API Version: [\d.]+, Runtime API Version"),
+    (
+        "versions",
+        r"GPU Compute Capability: [\d.]+, Driver API Version: [\d.]+, Runtime API Version",
+    ),
     ("cudnn-version", r"device: \d+, cuDNN Version: [\d.]+"),
     ("cuda-cudnn-mismatch", r"installed Paddle is compiled with CUDA\d+/cuDNN\d+"),  # row 16
     ("cuda-mismatch", r"installed Paddle is compiled with CUDA [\d.]+, but CUDA runtime"),  # 15
     ("cudnn-mismatch", r"installed Paddle is compiled with CUDNN [\d.]+, but CUDNN version"),  # 17
     (  # rows 22-24: 3.1+ "Mismatched GPU Architecture", older builds warn, CUDA error 209
         "arch-mismatch",
-        r"Mismatched GPU Architecture|Unsupported GPU architecture"
-        r"|not compatible with Paddle installation with arch"
-        r"|GPU compute capability in your current machine is .* not supported"
-        r"|no kernel image is available",
+        (
+            r"Mismatched GPU Architecture|Unsupported GPU architecture"
+            r"|not compatible with Paddle installation with arch"
+            r"|GPU compute capability in your current machine is .* not supported"
+            r"|no kernel image is available"
+        ),
     ),
     (  # rows 5, 7, 8, 9, 10
         "no-gpu",
@@ -63,13 +72,14 @@ WARNING_PATTERNS: Tuple[Tuple[str, str], ...] = (
     ("cpu-build", r"installed CPU version PaddlePaddle|not compiled with CUDA"),  # rows 1-3
     (  # rows 21, 26: the driver is missing, too old, a stub, or mismatched
         "driver-error",
-        r"CUDA error\((?:3|34|35|36|46|221|222|802|803|804)\)"
-        r"|CUDA driver version is insufficient",
+        r"CUDA error\((?:3|34|35|36|46|221|222|802|803|804)\)|CUDA driver version is insufficient",
     ),
     (  # rows 18, 19
         "library-missing",
-        r"third-party dynamic library \(\S+\) that Paddle depends on is not configured correctly"
-        r"|Cannot load \w+ shared library",
+        (
+            r"third-party dynamic library \(\S+\) that Paddle depends on is not configured correctly"
+            r"|Cannot load \w+ shared library"
+        ),
     ),
     # paddle/amp/auto_cast.py: "amp_guard can only be enabled on CUDAPlace, ... so it makes no effect"
     ("amp-no-effect", r"amp_guard can only be enabled on"),
@@ -121,7 +131,7 @@ class StderrTee:
             os.dup2(write, 1)
         os.close(write)
         self.warnings: List[Dict[str, str]] = []
-        self._seen: set = set()
+        self._seen: Set[Tuple[str, str]] = set()
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
 
@@ -173,7 +183,9 @@ def log(message: str) -> None:
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", action="append", default=None, help="cpu, gpu:N or gpu:all (repeatable)")
+    parser.add_argument(
+        "--device", action="append", default=None, help="cpu, gpu:N or gpu:all (repeatable)"
+    )
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--batch-size", type=int, default=BATCH)
     parser.add_argument("--amp", action="store_true", help="auto_cast + GradScaler")
@@ -212,9 +224,15 @@ def _smoke(args: argparse.Namespace) -> Dict[str, Any]:
         return {"error": _error_of(e, phase="import")}
     out: Dict[str, Any] = {"import_s": round(time.perf_counter() - t0, 4)}
     out.update(build_info(paddle))
-    log("paddle %s, compiled with CUDA: %s, GPUs seen: %s, default device %s" % (
-        out["paddle_version"], out["compiled_with_cuda"], out["cuda_device_count"],
-        out["default_device"]))
+    log(
+        "paddle %s, compiled with CUDA: %s, GPUs seen: %s, default device %s"
+        % (
+            out["paddle_version"],
+            out["compiled_with_cuda"],
+            out["cuda_device_count"],
+            out["default_device"],
+        )
+    )
     devices = expand_devices(args.device, out["cuda_device_count"])
     out["runs"] = [run_on(paddle, device, args) for device in devices]
     return out
@@ -236,10 +254,11 @@ def build_info(paddle: Any) -> Dict[str, Any]:
     """What this Paddle is and sees: `paddle.version.show()` plus the devices (compat_facts 6a)."""
     count, count_error = _attempt(lambda: int(paddle.device.cuda.device_count()))
     capabilities = []
+    names = []
     for index in range(count or 0):
-        cc, _ = _attempt(lambda i=index: paddle.device.cuda.get_device_capability(i))
+        cc, _ = _attempt(partial(paddle.device.cuda.get_device_capability, index))
         capabilities.append("%d.%d" % tuple(cc) if cc else None)
-    names = [_attempt(lambda i=i: paddle.device.cuda.get_device_name(i))[0] for i in range(count or 0)]
+        names.append(_attempt(partial(paddle.device.cuda.get_device_name, index))[0])
     return {
         "python": sys.version.split()[0],
         "paddle_version": str(paddle.__version__),
@@ -251,8 +270,10 @@ def build_info(paddle: Any) -> Dict[str, Any]:
         "device_capabilities": capabilities,
         "device_names": names,
         "default_device": str(paddle.get_device()),
-        "env": {k: os.environ.get(k) for k in (
-            "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")},
+        "env": {
+            k: os.environ.get(k)
+            for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+        },
         "uid": os.getuid() if hasattr(os, "getuid") else None,
         "pid": os.getpid(),
     }
@@ -319,6 +340,7 @@ def amp_dtype(paddle: Any, device: str) -> str:
 
 
 def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[str, Any]]:
+    """`args.steps` steps of Adam on fresh batches; the model and the measured figures."""
     paddle.seed(args.seed)
     device = str(paddle.get_device())
     dtype = amp_dtype(paddle, device) if amp else None
@@ -329,9 +351,8 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
         learning_rate=LEARNING_RATE, parameters=model.parameters(), use_multi_tensor=True
     )
     scaler = paddle.amp.GradScaler(enable=dtype == "float16", init_loss_scaling=1024.0)
-    losses = []
-    logits = None
-    first_step_s = 0.0
+    losses: List[Any] = []
+    logits: Any = None
     t_first = t_build
     for step in range(args.steps):
         ids, labels = make_batch(paddle, args.batch_size)
@@ -346,31 +367,45 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
         if step == 0:
             float(losses[0])  # wait for the device: the first step includes CUDA/cuDNN start-up
             t_first = time.perf_counter()
-            first_step_s = t_first - t_build
     curve = [float(v) for v in paddle.stack(losses).numpy().tolist()]  # one sync, at the end
     elapsed = time.perf_counter() - t_first
+    out = figures(args, curve, t_first - t_build, elapsed)
+    out.update(
+        param_places={name: str(p.place) for name, p in model.named_parameters()},
+        logits_place=str(logits.place),
+        logits_dtype=str(logits.dtype).replace("paddle.", ""),
+        amp={"enabled": amp, "dtype": dtype},
+        accuracy=evaluate(paddle, model),
+    )
+    out.update(peak_memory(paddle, device))
+    return model, out
+
+
+def figures(
+    args: argparse.Namespace, curve: List[float], first_step_s: float, elapsed: float
+) -> Dict[str, Any]:
     steps_per_s = (args.steps - 1) / elapsed if elapsed > 0 else None
-    out = {
+    return {
         "steps": args.steps,
         "batch_size": args.batch_size,
-        "param_places": {name: str(p.place) for name, p in model.named_parameters()},
-        "logits_place": str(logits.place),
-        "logits_dtype": str(logits.dtype).replace("paddle.", ""),
-        "amp": {"enabled": amp, "dtype": dtype},
         "loss_start": _finite(curve[0], 5),
         "loss_end": _finite(sum(curve[-5:]) / len(curve[-5:]), 5),
         "losses": [_finite(v, 4) for v in curve],
-        "accuracy": evaluate(paddle, model),
         "first_step_s": round(first_step_s, 4),
         "steps_per_s": round(steps_per_s, 2) if steps_per_s else None,
         "samples_per_s": round(steps_per_s * args.batch_size, 1) if steps_per_s else None,
-        "peak_gpu_mem_bytes": None,
-        "peak_gpu_reserved_bytes": None,
     }
-    if device.startswith("gpu"):
-        out["peak_gpu_mem_bytes"] = int(paddle.device.cuda.max_memory_allocated(_index(device)))
-        out["peak_gpu_reserved_bytes"] = int(paddle.device.cuda.max_memory_reserved(_index(device)))
-    return model, out
+
+
+def peak_memory(paddle: Any, device: str) -> Dict[str, Optional[int]]:
+    """Paddle's allocator peaks (the NVML sampler on the host sees the process's total)."""
+    if not device.startswith("gpu"):
+        return {"peak_gpu_mem_bytes": None, "peak_gpu_reserved_bytes": None}
+    cuda = paddle.device.cuda
+    return {
+        "peak_gpu_mem_bytes": int(cuda.max_memory_allocated(_index(device))),
+        "peak_gpu_reserved_bytes": int(cuda.max_memory_reserved(_index(device))),
+    }
 
 
 def evaluate(paddle: Any, model: Any) -> float:

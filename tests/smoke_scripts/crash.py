@@ -3,4 +3,6 @@
 import sys
 
 print("envcheck-smoke: training on gpu:0 (asked for gpu:0)", file=sys.stderr)
-raise OSError("(External) CUDA error(35), CUDA driver version is insufficient for CUDA runtime version.")
+raise OSError(
+    "(External) CUDA error(35), CUDA driver version is insufficient for CUDA runtime version."
+)

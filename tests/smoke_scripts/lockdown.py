@@ -35,21 +35,27 @@ with open("/proc/net/dev") as f:
     interfaces = sorted(line.split(":")[0].strip() for line in f.readlines()[2:])
 shm = os.statvfs("/dev/shm")
 tmp = os.statvfs("/tmp")
-print(json.dumps({
-    "uid": os.getuid(),
-    "gid": os.getgid(),
-    "root_writable": writable("/envcheck-probe"),
-    "tmp_writable": writable("/tmp/probe"),
-    "script_writable": writable(sys.argv[0]),
-    "script": sys.argv[0],
-    "interfaces": interfaces,
-    "cap_eff": status_field("CapEff"),
-    "no_new_privs": status_field("NoNewPrivs"),
-    "memory_limit": first(["/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory.max"]),
-    "pids_limit": first(["/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/pids.max"]),
-    "shm_bytes": shm.f_blocks * shm.f_frsize,
-    "tmp_bytes": tmp.f_blocks * tmp.f_frsize,
-    "home": os.environ.get("HOME"),
-    "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
-    "args": sys.argv[1:],
-}))
+print(
+    json.dumps(
+        {
+            "uid": os.getuid(),
+            "gid": os.getgid(),
+            "root_writable": writable("/envcheck-probe"),
+            "tmp_writable": writable("/tmp/probe"),
+            "script_writable": writable(sys.argv[0]),
+            "script": sys.argv[0],
+            "interfaces": interfaces,
+            "cap_eff": status_field("CapEff"),
+            "no_new_privs": status_field("NoNewPrivs"),
+            "memory_limit": first(
+                ["/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory.max"]
+            ),
+            "pids_limit": first(["/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/pids.max"]),
+            "shm_bytes": shm.f_blocks * shm.f_frsize,
+            "tmp_bytes": tmp.f_blocks * tmp.f_frsize,
+            "home": os.environ.get("HOME"),
+            "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
+            "args": sys.argv[1:],
+        }
+    )
+)

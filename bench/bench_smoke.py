@@ -1,0 +1,136 @@
+"""The in-container smoke against a bare `docker run --rm IMAGE python -c "import paddle"`.
+
+Measured alternately in one run, after one unmeasured warm-up of each (page cache, image layers):
+
+- bare:      `docker run --rm IMAGE python -c "import paddle"` (the docker CLI, wall time)
+- smoke:     the smoke container's whole life through the SDK: sweep + create → start → the
+             result read → removed (`SmokeContainer`), on an already connected client
+- doctor:    `smoke_check(...)` as the doctor calls it: connect, image check, the above, judging
+
+Target (issue): smoke <= 1.5 x bare on this machine. Prints the medians, the ratios, and the
+smoke's own figures (steps/s, import and first-step seconds inside the container).
+
+    .venv/bin/python bench/bench_smoke.py [--rounds 7] [--image envcheck-test/paddle-cpu:3.3.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from envcheck.docker_adapter import connect
+from envcheck.facts import EngineFacts, HostFacts, PaddleFacts
+from envcheck.report import ImageChoice
+from envcheck.smoke.check import WORKLOAD, smoke_check
+from envcheck.smoke.container import ContainerSpec, SmokeContainer
+from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.parse import parse_result
+
+TARGET_RATIO = 1.5
+
+
+def bare(image: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        ["docker", "run", "--rm", image, "python", "-c", "import paddle"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=300,
+    )
+    return time.perf_counter() - start
+
+
+def smoke(client: Any, image: str, steps: int) -> tuple[float, dict[str, Any]]:
+    spec = ContainerSpec(
+        image=image, args=("--device", "cpu", "--steps", str(steps)), script=WORKLOAD, timeout=300
+    )
+    start = time.perf_counter()
+    with SmokeContainer(client, spec) as box:
+        raw = box.run()
+    elapsed = time.perf_counter() - start
+    if raw.exit_code != 0 or not raw.stdout:
+        raise SystemExit(
+            f"the smoke failed: exit {raw.exit_code}, {raw.stdout_bytes} bytes of stdout, "
+            f"log: {raw.stderr[-2000:]}"
+        )
+    return elapsed, parse_result(raw.stdout)
+
+
+def doctor(image: str, steps: int) -> float:
+    host = HostFacts(engine=EngineFacts(status="ok"), paddle=PaddleFacts(status="ok"))
+    start = time.perf_counter()
+    _, findings = smoke_check(
+        host, ImageChoice(ref=image, kind="cpu"), SmokeOptions(quiet=True, steps=steps, timeout=300)
+    )
+    elapsed = time.perf_counter() - start
+    assert [f.id for f in findings] == ["smoke.pass"], findings
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--image", default="envcheck-test/paddle-cpu:3.3.1")
+    parser.add_argument("--steps", type=int, default=SmokeOptions().steps)
+    parser.add_argument("--no-doctor", action="store_true", help="skip the smoke_check column")
+    args = parser.parse_args()
+
+    client = connect()
+    bare(args.image), smoke(client, args.image, args.steps)  # warm-up, not measured
+    times: dict[str, list[float]] = {"bare": [], "smoke": [], "doctor": []}
+    inside: list[dict[str, Any]] = []
+    for i in range(args.rounds):
+        times["bare"].append(bare(args.image))
+        seconds, result = smoke(client, args.image, args.steps)
+        times["smoke"].append(seconds)
+        inside.append(result)
+        if not args.no_doctor:
+            times["doctor"].append(doctor(args.image, args.steps))
+        print(
+            f"round {i + 1}/{args.rounds}: "
+            + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items() if v),
+            file=sys.stderr,
+        )
+
+    med = {k: statistics.median(v) for k, v in times.items() if v}
+    runs = [r["runs"][0] for r in inside]
+    figures = {
+        "rounds": args.rounds,
+        "image": args.image,
+        "median_s": {k: round(v, 3) for k, v in med.items()},
+        "ratio_smoke_over_bare": round(med["smoke"] / med["bare"], 3),
+        "ratio_doctor_over_bare": round(med["doctor"] / med["bare"], 3)
+        if "doctor" in med
+        else None,
+        "target_ratio": TARGET_RATIO,
+        "steps": args.steps,
+        "median_steps_per_s": round(statistics.median(r["steps_per_s"] for r in runs), 1),
+        "median_import_s_inside": round(statistics.median(r["import_s"] for r in inside), 3),
+        "median_first_step_s": round(statistics.median(r["first_step_s"] for r in runs), 3),
+        "median_total_s_inside": round(statistics.median(r["total_s"] for r in inside), 3),
+    }
+    print(f"bare docker run + import paddle: {med['bare']:.2f} s (median of {args.rounds})")
+    print(
+        f"smoke container create→removed:  {med['smoke']:.2f} s  ratio {figures['ratio_smoke_over_bare']}"
+        f" (target <= {TARGET_RATIO})"
+    )
+    if "doctor" in med:
+        print(
+            f"smoke_check (connect…judge):     {med['doctor']:.2f} s  ratio {figures['ratio_doctor_over_bare']}"
+        )
+    print(
+        f"inside: import {figures['median_import_s_inside']} s, first step {figures['median_first_step_s']} s, "
+        f"{figures['median_steps_per_s']} steps/s over {args.steps} steps"
+    )
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""The smoke in a real container on this machine's engine (Debian docker.io 20.10, no NVIDIA
+runtime), from the offline image envcheck-test/paddle-cpu:3.3.1. No GPU exists here: the GPU
+paths end in the engine's real refusal, and bad scripts run in real containers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+
+from envcheck.docker_adapter import LABEL, NVIDIA_RUNTIME_FIX, GpuRequestRefused
+from envcheck.exitcodes import ExitStatus
+from envcheck.findings import Finding
+from envcheck.report import exit_status_of, verdict_of
+from envcheck.smoke.check import WORKLOAD, smoke_check
+from envcheck.smoke.container import (
+    DEADLINE_LABEL,
+    OWNER_LABEL,
+    ContainerSpec,
+    SmokeContainer,
+    sweep_leftovers,
+)
+from envcheck.smoke.options import SmokeOptions
+from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, dead_pid, envcheck_containers
+
+pytest_plugins = ("tests.smoke_fixtures",)
+
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("paddle_image", "no_leftovers")]
+
+
+def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
+    return smoke_check(
+        NO_GPU_HOST, CPU_CHOICE, SmokeOptions(**{"quiet": True, "timeout": 180.0, **options})
+    )
+
+
+def ids(findings: list[Finding]) -> list[str]:
+    return [f.id for f in findings]
+
+
+def spec(script: Path, timeout: float = 60.0, **kw: Any) -> ContainerSpec:
+    return ContainerSpec(
+        image=CPU_CHOICE.ref or "", args=kw.pop("args", ()), script=script, timeout=timeout, **kw
+    )
+
+
+# -- the real smoke ----------------------------------------------------------------------------
+def test_cpu_smoke_in_the_container_that_learns_is_a_pass() -> None:
+    doc, findings = check(export=True)
+    assert ids(findings) == ["smoke.pass"] and verdict_of(findings) == "pass"
+    assert doc is not None and doc["mode"] == "container" and doc["status"] == "pass"
+    run = doc["runs"][0]
+    assert run["device_used"] == "cpu" and run["loss_end"] < 0.9 * run["loss_start"]
+    assert run["export"]["match"] is True
+    assert doc["paddle"]["paddle_version"] == "3.3.1" and doc["container"]["removed"] is True
+    assert doc["container"]["limits"]["network"] == "none"
+
+
+def test_expect_gpu_is_cpu_fallback_naming_the_refusal_and_the_cpu_build() -> None:
+    doc, findings = check(expect_gpu=True)
+    assert ids(findings) == ["smoke.gpu-refused", "smoke.cpu-fallback"]
+    refused, fallback = findings
+    assert 'could not select device driver "" with capabilities: [[gpu]]' in refused.message
+    assert refused.fix == NVIDIA_RUNTIME_FIX
+    assert fallback.observed["causes"] == ["engine-refused", "cpu-build"]
+    assert (
+        verdict_of(findings) == "cpu-fallback"
+        and exit_status_of(findings) == ExitStatus.CPU_FALLBACK
+    )
+    assert (
+        doc is not None and doc["gpu_request"] == ["all"] and doc["runs"][0]["device_used"] == "cpu"
+    )
+
+
+def test_gpu_request_is_refused_at_start_and_leaves_no_container(docker_client: Any) -> None:
+    box = SmokeContainer(docker_client, spec(WORKLOAD, gpu_ids=("all",)))
+    with pytest.raises(GpuRequestRefused) as refused, box:
+        box.run()
+    assert refused.value.hint == NVIDIA_RUNTIME_FIX
+    assert envcheck_containers(docker_client) == []  # it stayed "created": __exit__ removed it
+
+
+# -- bad scripts in real containers ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("script", "finding", "words"),
+    [
+        ("crash.py", "smoke.crashed", "CUDA error(35)"),
+        ("garbage.py", "smoke.bad-output", "printed 2 lines on stdout"),
+        ("megabytes.py", "smoke.bad-output", "was stopped"),
+    ],
+    ids=["crash", "garbage", "megabytes"],
+)
+def test_bad_scripts_in_the_container_are_exit_5_with_a_clean_message(
+    smoke_script: Callable[[str], Path], script: str, finding: str, words: str
+) -> None:
+    smoke_script(script)
+    _, findings = check()
+    assert ids(findings) == [finding] and words in findings[0].message
+    assert exit_status_of(findings) == ExitStatus.SMOKE_FAILED
+
+
+def test_hanging_smoke_is_killed_at_the_timeout_and_removed(
+    smoke_script: Callable[[str], Path],
+) -> None:
+    smoke_script("hang.py")
+    started = time.monotonic()
+    doc, findings = check(timeout=3.0)
+    assert time.monotonic() - started < 30
+    assert ids(findings) == ["smoke.timeout"] and "never answers" in findings[0].message
+    assert doc is not None and doc["timed_out"] and 3.0 <= doc["duration_s"] < 15
+
+
+# -- the lockdown ---------------------------------------------------------------------------------
+def test_the_container_is_locked_down(docker_client: Any) -> None:
+    with SmokeContainer(
+        docker_client, spec(SCRIPTS / "lockdown.py", args=("--device", "cpu"))
+    ) as box:
+        raw = box.run()
+    seen = json.loads(raw.stdout)
+    assert (seen["uid"], seen["gid"]) == (1000, 1000)
+    assert not seen["root_writable"] and seen["tmp_writable"] and not seen["script_writable"]
+    assert seen["interfaces"] == ["lo"]  # network_mode none
+    assert seen["cap_eff"] == "0000000000000000" and seen["no_new_privs"] == "1"
+    assert seen["memory_limit"] in (str(8 * 2**30), "8589934592")
+    assert seen["pids_limit"] == "1024" and seen["shm_bytes"] == 256 * 2**20
+    assert seen["home"] == "/tmp" and seen["cuda_device_order"] == "PCI_BUS_ID"
+    assert seen["args"] == ["--device", "cpu"]
+
+
+# -- always removed ---------------------------------------------------------------------------------
+def test_ctrl_c_while_running_removes_the_container(docker_client: Any) -> None:
+    def interrupt(pid: int | None) -> None:
+        raise KeyboardInterrupt
+
+    box = SmokeContainer(docker_client, spec(SCRIPTS / "hang.py"))
+    with pytest.raises(KeyboardInterrupt), box:
+        box.run(on_start=interrupt)
+    assert envcheck_containers(docker_client) == []
+
+
+def test_sweep_removes_orphans_of_dead_runs_but_not_a_live_run(
+    docker_client: Any, paddle_image: str
+) -> None:
+    host = socket.gethostname()
+    far = str(int(time.time()) + 3600)
+    orphan = docker_client.containers.create(
+        paddle_image,
+        ["true"],
+        labels={LABEL: "crashed", OWNER_LABEL: f"{host}:{dead_pid()}", DEADLINE_LABEL: far},
+    )
+    expired = docker_client.containers.create(
+        paddle_image,
+        ["true"],
+        labels={LABEL: "old", OWNER_LABEL: "elsewhere:1", DEADLINE_LABEL: "1"},
+    )
+    live = docker_client.containers.create(
+        paddle_image,
+        ["true"],
+        labels={LABEL: "live", OWNER_LABEL: f"{host}:1", DEADLINE_LABEL: far},
+    )
+    try:
+        swept = sweep_leftovers(docker_client)
+        assert set(swept) == {orphan.short_id, expired.short_id}
+        assert envcheck_containers(docker_client) == [live.short_id]
+    finally:
+        for container in (orphan, expired, live):
+            with contextlib.suppress(docker.errors.NotFound):  # already swept
+                container.remove(force=True)
+
+
+def test_a_smoke_sweeps_a_crashed_runs_leftover_first(
+    docker_client: Any, paddle_image: str
+) -> None:
+    leftover = docker_client.containers.create(
+        paddle_image,
+        ["true"],
+        labels={
+            LABEL: "crashed",
+            OWNER_LABEL: f"{socket.gethostname()}:{dead_pid()}",
+            DEADLINE_LABEL: "9999999999",
+        },
+    )
+    doc, _ = check(steps=5)
+    assert doc is not None and doc["container"]["swept"] == [leftover.short_id]
+
+
+def test_sigterm_during_the_run_removes_the_container(docker_client: Any) -> None:
+    """CI cancelling the job sends SIGTERM: it must unwind like Ctrl-C."""
+    import os
+    import signal
+
+    box = SmokeContainer(docker_client, spec(SCRIPTS / "hang.py"))
+    timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    with pytest.raises(SystemExit) as stopped, box:
+        timer.start()
+        box.run()
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert envcheck_containers(docker_client) == []
+
+
+# -- through the command line --------------------------------------------------------------------
+def doctor(*flags: str) -> tuple[int, dict[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--json", *flags],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_doctor_with_the_offline_image_passes_and_reports_the_smoke(paddle_image: str) -> None:
+    code, report = doctor("--image", paddle_image)
+    assert (code, report["verdict"]) == (0, "pass")
+    assert report["smoke"]["status"] == "pass" and report["smoke"]["mode"] == "container"
+
+
+def test_doctor_expect_gpu_exits_6_cpu_fallback(paddle_image: str) -> None:
+    code, report = doctor("--image", paddle_image, "--expect-gpu")
+    assert (code, report["verdict"]) == (6, "cpu-fallback")
+    found = {f["id"]: f for f in report["findings"]}
+    assert found["smoke.cpu-fallback"]["observed"]["cause"] == "engine-refused"
+    assert "smoke.gpu-refused" in found
