@@ -98,8 +98,8 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
 
 
 def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
-    """The YAML a team copies from docs/ci-gate.md is valid (a trigger added where it shows none)."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "ci-gate.md").read_text(encoding="utf-8"), re.DOTALL)
+    """The YAML a team copies from the README's CI gate section is valid (a trigger added where it shows none)."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL)
     assert len(blocks) >= 3
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
