@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +234,32 @@ def test_doctor_expect_gpu_exits_6_cpu_fallback(paddle_image: str) -> None:
     found = {f["id"]: f for f in report["findings"]}
     assert found["smoke.cpu-fallback"]["observed"]["cause"] == "engine-refused"
     assert "smoke.gpu-refused" in found
+
+
+# -- the image cannot be had: say so, and smoke in-process ----------------------------------------
+@pytest.mark.registry
+@pytest.mark.parametrize(
+    ("name", "pull", "words"),
+    [
+        ("envcheck-test/nothing:1", False, "pulling is off (--no-pull)"),
+        ("envcheck-test/nothing:1", True, "manifest unknown"),
+    ],
+    ids=["no-pull", "missing-tag"],
+)
+def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
+    registry: Any, name: str, pull: bool, words: str
+) -> None:
+    choice = replace(CPU_CHOICE, ref=registry.ref(name))
+    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(pull=pull, quiet=True))
+    assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
+    assert words in findings[0].message and findings[0].severity == "warn"
+    assert doc is not None and doc["mode"] == "in-process" and doc["fallback"]
+    assert verdict_of(findings) == "warn" and exit_status_of(findings) == ExitStatus.OK
+
+
+def test_unreachable_registry_warns_and_falls_back_in_process() -> None:
+    choice = replace(CPU_CHOICE, ref="127.0.0.1:1/envcheck-test/paddle-cpu:3.3.1")
+    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True))
+    assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
+    assert "Connection refused" in findings[0].message
+    assert doc is not None and doc["runs"][0]["device_used"] == "cpu"

@@ -424,3 +424,27 @@ def test_smoke_document_status_and_log_tail_on_failure(timed_out: bool, status: 
     raw = outcome(None, exit_code=1, timed_out=timed_out, stderr="a\nb\n")
     doc = smoke_document(container_plan(), raw)
     assert doc["status"] == status and doc["log_tail"] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("message", "retry"),
+    [
+        (  # nvidia-container-toolkit #2026 (toolkit 1.20.0)
+            "starting the smoke container: the engine answered: failed to create task for container: "
+            "OCI runtime create failed: runc create failed: unable to start container process: error "
+            "during container init: error running createContainer hook #6: exit status 1, stdout: , "
+            'stderr: time="2026-08-26T21:50:49Z" level=error msg="failed to create application '
+            'profiles directory: mkdirat etc/nvidia/nvidia-application-profiles-rc.d: read-only file system"',
+            True,
+        ),
+        ("creating the smoke container: the engine answered: no space left on device", False),
+        ("starting the smoke container: open /x: read-only file system", False),
+    ],
+    ids=["toolkit-1.20-hook", "disk-full", "not-a-hook"],
+)
+def test_only_an_nvidia_hook_on_a_read_only_root_drops_the_read_only_root(
+    message: str, retry: bool
+) -> None:
+    from envcheck.smoke.container import hook_needs_writable_root
+
+    assert hook_needs_writable_root(message) is retry

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX, GpuRequestRefused
-from envcheck.errors import EnvcheckError, UsageError
+from envcheck.errors import EnvcheckError, EnvironmentProblem, UsageError
 from envcheck.facts import HostFacts, usable_gpus
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.report import CPU_FALLBACK_ID, ImageChoice
@@ -216,25 +216,36 @@ def workload_args(plan: Plan, options: SmokeOptions) -> list[str]:
 
 
 def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str | None) -> Outcome:
-    from envcheck.smoke.container import ContainerSpec, SmokeContainer, describe
-    from envcheck.smoke.sampler import NvmlSampler
+    from envcheck.smoke.container import ContainerSpec, describe, hook_needs_writable_root
 
     assert plan.image is not None
-    gpu_ids = (
-        None if plan.gpu_refused else plan.gpu_ids
-    )  # refused once: run without, see the fallback
     spec = ContainerSpec(
         image=plan.image,
         args=tuple(workload_args(plan, options)),
         script=script_path(),
         timeout=options.timeout,
-        gpu_ids=gpu_ids,
+        gpu_ids=None if plan.gpu_refused else plan.gpu_ids,  # refused once: run without
     )
+    try:
+        raw, nvml = _run_spec(client, spec)
+    except EnvironmentProblem as e:
+        if spec.gpu_ids is None or not hook_needs_writable_root(e.message):
+            raise
+        spec = replace(spec, read_only=False)  # the GPU matters more than a read-only root
+        raw, nvml = _run_spec(client, spec)
+        raw.extra["read_only_dropped"] = e.message
+    raw.extra.update(image_id=image_id, limits=describe(spec))
+    return outcome_of(raw, nvml)
+
+
+def _run_spec(client: Any, spec: Any) -> tuple[RawRun, dict[str, Any]]:
+    from envcheck.smoke.container import SmokeContainer
+    from envcheck.smoke.sampler import NvmlSampler
+
     with NvmlSampler() as sampler, SmokeContainer(client, spec) as box:
         watch = sampler.watch if sampler.status == "ok" else None  # skip the extra inspect
         raw = box.run(on_start=watch)
-    raw.extra.update(image_id=image_id, limits=describe(spec))
-    return outcome_of(raw, sampler.summary())
+    return raw, sampler.summary()
 
 
 def run_in_process(plan: Plan, options: SmokeOptions) -> Outcome:
@@ -895,7 +906,7 @@ def _run_document(plan: Plan, run: dict[str, Any], nvml: dict[str, Any]) -> dict
 
 
 def _container_info(raw: RawRun) -> dict[str, Any]:
-    keys = ("container", "run_id", "image_id", "limits", "swept")
+    keys = ("container", "run_id", "image_id", "limits", "swept", "read_only_dropped")
     return {k: raw.extra.get(k) for k in keys} | {"removed": True}
 
 

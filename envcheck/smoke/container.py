@@ -63,6 +63,9 @@ class ContainerSpec:
     gpu_ids: tuple[str, ...] | None = None  # None: no GPU request; ("all",): every GPU
     environment: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    read_only: bool = (
+        True  # False only when an NVIDIA hook must write the root (hook_needs_writable_root)
+    )
 
 
 BASE_ENVIRONMENT = {
@@ -151,7 +154,7 @@ def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
         "user": limits.user,
         "working_dir": "/tmp",
         "network_mode": "none",
-        "read_only": True,
+        "read_only": spec.read_only,
         "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs},mode=1777"},
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
@@ -179,13 +182,22 @@ def describe(spec: ContainerSpec) -> dict[str, Any]:
     """The restrictions, for the report."""
     return {
         "network": "none",
-        "read_only_rootfs": True,
+        "read_only_rootfs": spec.read_only,
         "no_new_privileges": True,
         "cap_drop": ["ALL"],
         "timeout_s": spec.timeout,
         "gpu_request": list(spec.gpu_ids) if spec.gpu_ids is not None else None,
         **asdict(spec.limits),
     }
+
+
+def hook_needs_writable_root(message: str) -> bool:
+    """Did an NVIDIA OCI hook fail because the container's root is read-only? Some toolkit
+    versions write into it at create time (ldcache, application profiles):
+    https://github.com/NVIDIA/nvidia-container-toolkit/issues/2026,
+    https://github.com/kserve/kserve/pull/5711"""
+    text = message.lower()
+    return "read-only file system" in text and "hook" in text
 
 
 def labels(run_id: str, timeout: float, now: float | None = None) -> dict[str, str]:
