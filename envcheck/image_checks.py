@@ -15,13 +15,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from envcheck.compat import driver_support
 from envcheck.errors import EnvcheckError
 from envcheck.exitcodes import ExitStatus
-from envcheck.facts import HostFacts
-from envcheck.matrix.model import Matrix
 from envcheck.registry import Platform, platform_runs
+
+if TYPE_CHECKING:  # the facts and matrix modules cost ~40 ms to import: a plain pull needs neither
+    from envcheck.facts import HostFacts
+    from envcheck.matrix.model import Matrix
 
 _TAG_CUDA = re.compile(r"(?:^|[-_.])cuda[-_]?(\d+)\.(\d+)", re.IGNORECASE)
 _REQUIRE_CUDA = re.compile(r"(?:^|\s)cuda>=(\d+)\.(\d+)")
@@ -58,6 +60,7 @@ def cuda_refusal(claims: tuple[CudaClaim, ...], host: HostFacts, matrix: Matrix)
     """Why the host's driver cannot run the image's CUDA, or None when it can (or none is claimed)."""
     if not claims:
         return None
+    from envcheck.compat import driver_support
     driver = host.driver
     if driver.status != "ok" or not driver.version:
         claim = claims[0]

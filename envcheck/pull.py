@@ -15,17 +15,19 @@ import difflib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from envcheck.docker_adapter import PullFailed, pull_error, saved_login, translate_errors, translate_pull_errors
 from envcheck.errors import EnvcheckError, EnvironmentProblem
 from envcheck.image_checks import ImageRefused, platform_refusal
-from envcheck.matrix.model import Matrix
 from envcheck.pull_events import PullProgress
 from envcheck.reference import Reference, parse_reference
 from envcheck.registry import (ManifestNotFound, Platform, RegistryClient, RegistryUnavailable,
                                RemoteImage, host_platform)
 from envcheck.render.progress import PullDisplay, make_display
+
+if TYPE_CHECKING:
+    from envcheck.matrix.model import Matrix
 
 T = TypeVar("T")
 ImageCheck = Callable[[RemoteImage], None]  # raises ImageRefused when the host cannot run it

@@ -14,6 +14,7 @@ an image before anything is pulled — its digest, its platforms, its size and i
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import http.client
 import ipaddress
@@ -332,10 +333,23 @@ def _lower(headers: Any) -> dict[str, str]:
     return {k.lower(): v for k, v in (headers or {}).items()}
 
 
+@functools.cache
 def _opener() -> urllib.request.OpenerDirector:
-    # No proxy handler surprises for loopback: urllib already bypasses no_proxy hosts; the default
-    # opener honours HTTPS_PROXY like the engine's own client does.
-    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl.create_default_context()))
+    # One opener per process, its TLS context made on first use: loading the CA store costs
+    # ~70 ms, which a pull from a loopback (plain HTTP) registry never needs.
+    return urllib.request.build_opener(_LazyHTTPSHandler())
+
+
+class _LazyHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self) -> None:
+        super().__init__()
+        self._context_made = False
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        if not self._context_made:
+            self._context = ssl.create_default_context()
+            self._context_made = True
+        return super().https_open(req)
 
 
 __all__ = [

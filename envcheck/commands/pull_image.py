@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import EnvcheckError
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from envcheck.facts import HostFacts
     from envcheck.matrix.model import Matrix
     from envcheck.pull import PullPlan, PullResult
+    from envcheck.reference import Reference
     from envcheck.registry import RemoteImage
     from envcheck.report import ImageChoice
 
@@ -57,22 +59,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from envcheck.matrix.load import load_matrix
-    from envcheck.pull import plan_pull
+    from envcheck.pull import PullPlan, plan_pull
     from envcheck.reference import parse_reference
 
     # The reference is validated before anything else touches the engine or a registry.
     named = parse_reference(args.image) if args.image else None
-    matrix = load_matrix(args.matrix)
     host: HostFacts | None = None
+    choice: ImageChoice | None = None
     if named is None:
-        host, choice = _selected(args, matrix)
+        matrix: Matrix | None = _load_matrix(args)
+        host, choice = _selected(args, matrix)  # type: ignore[arg-type]
         if choice.ref is None:
             return _no_image(choice)
         ref = parse_reference(choice.ref)
     else:
-        choice, ref = None, named
-    plan = plan_pull(ref, matrix)
+        ref = named
+        # Mirrors and pins only exist for the matrix's own repositories: skip loading it (~0.2 s
+        # of a pull's start-up) for any other image; the CUDA check loads it if it needs it.
+        matrix = _load_matrix(args) if _matrix_knows(args, ref) else None
+    plan = plan_pull(ref, matrix) if matrix else PullPlan(ref)
     if args.dry_run:
         return _dry_run(args, plan, choice)
     result = _pull(args, plan, matrix, host)
@@ -85,6 +90,42 @@ def _run(args: argparse.Namespace) -> int:
     return int(ExitStatus.OK)
 
 
+def _load_matrix(args: argparse.Namespace) -> Matrix:
+    from envcheck.matrix.load import load_matrix
+
+    return load_matrix(args.matrix)
+
+
+def _matrix_knows(args: argparse.Namespace, ref: Reference) -> bool:
+    """Is `ref` on one of the matrix's registries? Reads only the `[[registry]]` tables."""
+    import tomllib
+
+    from envcheck.reference import is_valid_reference, parse_reference
+
+    try:
+        doc = tomllib.loads((matrix_folder(args.matrix) / "images.toml").read_text())
+        homes = [str(r.get("ref", "")) for r in doc.get("registry", [])]
+    except (OSError, ValueError, AttributeError):
+        return True  # let the full load report what is wrong with the matrix
+    known = {(h.registry, h.repository) for h in map(parse_reference, filter(is_valid_reference, homes))}
+    return (ref.registry, ref.repository) in known
+
+
+def matrix_folder(option: str | None) -> Path:
+    """`envcheck.matrix.load.matrix_dir`'s choice, without importing the matrix package (~0.1 s:
+    `packaging`), which a pull of an image the matrix does not know never needs. Kept equal to it
+    by tests/test_pull_image_cli.py."""
+    import os
+
+    if option:
+        return Path(option)
+    if os.environ.get("ENVCHECK_MATRIX"):
+        return Path(os.environ["ENVCHECK_MATRIX"])
+    package = Path(__file__).resolve().parents[1]
+    shipped = package / "_matrix"
+    return shipped if shipped.is_dir() else package.parent / "matrix"
+
+
 def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, ImageChoice]:
     from envcheck.probe.host import probe_host
     from envcheck.select import select_image
@@ -93,7 +134,7 @@ def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, Imag
     return host, select_image(host, matrix, paddle=args.paddle, registry=args.registry)
 
 
-def _pull(args: argparse.Namespace, plan: PullPlan, matrix: Matrix, host: HostFacts | None) -> PullResult:
+def _pull(args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None, host: HostFacts | None) -> PullResult:
     from envcheck.docker_adapter import connect
     from envcheck.pull import pull_image
     from envcheck.render.progress import make_display
@@ -104,7 +145,8 @@ def _pull(args: argparse.Namespace, plan: PullPlan, matrix: Matrix, host: HostFa
                       display=make_display("none" if args.quiet else "auto"))
 
 
-def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix, host: HostFacts | None) -> Any:
+def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None,
+                host: HostFacts | None) -> Any:
     """Refuse an image whose CUDA (tag, or config env) this host's driver cannot run."""
     from envcheck.image_checks import ImageRefused, cuda_claims, cuda_refusal
 
@@ -112,11 +154,12 @@ def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix, host: 
         claims = cuda_claims(remote.reference.tag or plan.requested.tag, remote.env)
         if not claims:
             return
-        nonlocal host
+        nonlocal host, matrix
         if host is None:  # probed only when an image claims a CUDA: most pulls never need it
             from envcheck.probe.host import probe_host
 
             host = probe_host(args.python, engine=False)
+        matrix = matrix or _load_matrix(args)
         refusal = cuda_refusal(claims, host, matrix)
         if refusal:
             raise ImageRefused(f"{remote.reference}: {refusal}",
