@@ -7,12 +7,15 @@ the exact fix. rich is imported only when colour output is wanted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from envcheck import __version__
 from envcheck.facts import HostFacts
 from envcheck.findings import Finding
 from envcheck.report import Report
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 LAYERS: tuple[tuple[str, str], ...] = (
     ("driver", "NVIDIA driver"),
@@ -52,7 +55,8 @@ def layer_facts(host: HostFacts, layer: str) -> str:
         if p.status != "ok":
             return f"{p.status}: {p.reason or ''}".strip()
         build = f"CUDA {p.cuda}, cuDNN {p.cudnn}" if p.cuda else "CPU build"
-        return f"{p.package} {p.version} ({build}) in {p.python}"
+        where = f" in {p.python}" if p.python else ""
+        return f"{p.package} {p.version} ({build}){where}"
     if layer == "env":
         return ", ".join(f"{k}={v}" for k, v in h.env.items() if k != "LD_LIBRARY_PATH") or "no GPU variables set"
     if layer == "engine":
@@ -65,7 +69,8 @@ def grouped(report: Report) -> Iterator[tuple[str, str, list[Finding]]]:
     known = {name for name, _ in LAYERS}
     for name, title in LAYERS:
         items = [f for f in report.findings if f.layer == name]
-        if items or name in ("driver", "gpu", "cuda", "paddle"):
+        shown = {"driver", "gpu", "cuda", "paddle"} | ({"smoke"} if report.smoke else set())
+        if items or name in shown:
             yield name, title, items
     others = [f for f in report.findings if f.layer not in known]
     if others:
@@ -88,8 +93,10 @@ def render_plain(report: Report, stream: IO[str], explain: bool = False) -> None
             w(f"  {_MARK[f.severity]}  {f.id:<28} {f.message}\n")
             if f.fix and f.severity != "pass":
                 w(f"        fix: {f.fix}\n")
-    _plain_image(report, w, explain)
-    _plain_smoke(report, w)
+        if name == "image":
+            _plain_image(report, w, explain)
+        elif name == "smoke":
+            _plain_smoke(report, w)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
 
 
@@ -104,12 +111,34 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
             write(f"  rejected {r.ref}: {r.reason}\n")
 
 
+SMOKE_COLUMNS = ("device asked", "device used", "loss start → end", "steps/s", "first step s", "peak GPU MiB")
+
+
+def smoke_row(run: dict[str, object]) -> tuple[str, ...]:
+    """One smoke run (per device) as table cells; `-` where the run did not measure it."""
+    peak = run.get("peak_gpu_mem_bytes")
+    return (
+        str(run.get("device_requested", "-")),
+        str(run.get("device_used", "-")),
+        f"{_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}",
+        _num(run.get("steps_per_s")),
+        _num(run.get("first_step_s")),
+        f"{peak / 2**20:.0f}" if isinstance(peak, (int, float)) and peak else "-",
+    )
+
+
+def _num(value: object) -> str:
+    return f"{value:.3g}" if isinstance(value, (int, float)) else "-"
+
+
 def _plain_smoke(report: Report, write: Callable[[str], object]) -> None:
     runs = (report.smoke or {}).get("runs")
-    for run in runs if isinstance(runs, list) else []:
+    if not isinstance(runs, list) or not runs:
+        return
+    write("\n  " + " | ".join(SMOKE_COLUMNS) + "\n")
+    for run in runs:
         if isinstance(run, dict):
-            write(f"  run {run.get('device_used', '?')}: loss {run.get('loss_start')} -> "
-                  f"{run.get('loss_end')}, {run.get('steps_per_s')} steps/s\n")
+            write("  " + " | ".join(smoke_row(run)) + "\n")
 
 
 def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
@@ -117,7 +146,7 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=stream, highlight=False)
+    console = Console(file=stream, highlight=False, force_terminal=True)
     console.print(Text(headline(report), style="bold"))
     for name, title, items in grouped(report):
         table = Table(title=f"{title}: {layer_facts(report.host, name)}", title_justify="left",
@@ -132,30 +161,40 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
             table.add_row(Text(_MARK[f.severity], style=_STYLE[f.severity]), f.id, body)
         console.print()
         console.print(table)
-    img = report.image
-    if img and img.pip_command:
-        console.print(f"  pip: [cyan]{img.pip_command}[/cyan]", markup=True)
-    if img and explain:
-        for r in img.rejected:
-            console.print(f"  [dim]rejected[/dim] {r.ref}: {r.reason}", markup=True, highlight=False)
-    _rich_smoke(report, console)
+        if name == "image":
+            _rich_image(report, console, explain)
+        elif name == "smoke":
+            _rich_smoke(report, console)
     console.print()
     console.print(Text(f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
                        style=_VERDICT_STYLE[report.verdict]))
 
 
-def _rich_smoke(report: Report, console: object) -> None:
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def _rich_image(report: Report, console: Console, explain: bool) -> None:
+    img = report.image
+    if img and img.pip_command:
+        console.print(f"  pip: [cyan]{escape(img.pip_command)}[/cyan]")
+    if img and explain:
+        for r in img.rejected:
+            console.print(f"  [dim]rejected[/dim] {escape(r.ref)}: {escape(r.reason)}")
+
+
+def _rich_smoke(report: Report, console: Console) -> None:
     from rich.table import Table
 
     runs = (report.smoke or {}).get("runs")
     if not isinstance(runs, list) or not runs:
         return
     table = Table(title="Smoke runs", title_justify="left")
-    for col in ("device asked", "device used", "loss start → end", "steps/s", "first step s", "peak MiB"):
+    for col in SMOKE_COLUMNS:
         table.add_column(col)
     for run in runs:
         if isinstance(run, dict):
-            table.add_row(str(run.get("device_asked")), str(run.get("device_used")),
-                          f"{run.get('loss_start')} → {run.get('loss_end')}", str(run.get("steps_per_s")),
-                          str(run.get("time_to_first_step_s")), str(run.get("peak_gpu_memory_mib")))
-    console.print(table)  # type: ignore[attr-defined]
+            table.add_row(*smoke_row(run))
+    console.print(table)

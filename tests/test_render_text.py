@@ -1,0 +1,55 @@
+"""The people's report: plain text in a pipe, rich colour on a terminal, the same content."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from envcheck.facts import host_from_document
+from envcheck.judge import Context, judge
+from envcheck.matrix.load import load_matrix
+from envcheck.render.text import render_plain, render_rich
+from envcheck.report import Report
+from envcheck.select import select_image
+from tests import scenarios as s
+
+SMOKE = {"runs": [{"device_requested": "gpu:0", "device_used": "gpu:0", "loss_start": 0.6931, "loss_end": 0.41,
+                   "steps_per_s": 812.5, "first_step_s": 0.21, "peak_gpu_mem_bytes": 268435456}]}
+
+
+def report(smoke: dict[str, object] | None = None) -> Report:
+    matrix = load_matrix()
+    host = host_from_document(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU))
+    image = select_image(host, matrix)
+    return Report(host=host, findings=tuple(judge(Context(host, matrix, image))), image=image, smoke=smoke)
+
+
+@pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
+def test_every_problem_shows_its_fix_the_image_and_the_verdict(render: object) -> None:
+    out = io.StringIO()
+    render(report(SMOKE), out, explain=True)  # type: ignore[operator]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    assert "paddle.cpu-build" in text and "pip uninstall -y paddlepaddle" in text
+    assert "3.3.1-gpu-cuda12.9-cudnn9.9" in text and "rejected" in text and "cuda13.0" in text
+    assert "0.693 → 0.41" in text and "812" in text and "256" in text  # the smoke table, per device
+    assert "Verdict: FAIL (exit 1)" in text
+
+
+def test_rich_colours_and_plain_does_not() -> None:
+    plain, rich = io.StringIO(), io.StringIO()
+    render_plain(report(), plain)
+    render_rich(report(), rich)
+    assert "\x1b[" not in plain.getvalue() and "\x1b[" in rich.getvalue()
+
+
+def test_text_from_the_host_is_not_taken_as_rich_markup() -> None:
+    r = report()
+    img = r.image
+    assert img is not None and img.pip_command is not None
+    out = io.StringIO()
+    from dataclasses import replace
+
+    render_rich(replace(r, image=replace(img, pip_command="pip install [bold]x[/bold]")), out)
+    assert "[bold]x[/bold]" in re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
