@@ -33,7 +33,7 @@ def test_every_problem_shows_its_fix_the_image_and_the_verdict(render: object) -
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     assert "paddle.cpu-build" in text and "pip uninstall -y paddlepaddle" in text
     assert "3.3.1-gpu-cuda12.9-cudnn9.9" in text and "rejected" in text and "cuda13.0" in text
-    assert "0.693 → 0.41" in text and "812" in text and "256" in text  # the smoke table, per device
+    assert "0.693" in text and "0.41" in text and "812" in text and "256" in text  # the smoke table, per device
     assert "Verdict: FAIL (exit 1)" in text
 
 
