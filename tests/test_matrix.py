@@ -271,6 +271,7 @@ confirmed = true
 [[release]]
 version = "3.3.1"
 min_compute_capability = "6.0"
+python = ">=3.9,<three"
 confirmed = "yes"
 
 [[build]]
@@ -321,6 +322,7 @@ BROKEN_PROBLEMS = [
     "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): cuda: expected a quoted string, "
     'got float 12.9 (write "12.9")',
     "paddle.toml: release entry 2 (3.3.1): source: missing",
+    "paddle.toml: release entry 2 (3.3.1): python: not a version specifier: '>=3.9,<three'",
     "paddle.toml: release entry 2 (3.3.1): confirmed: expected true or false, got str 'yes'",
     "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
     "(known: paddle, package, cuda, cudnn, archs, pip, min_driver, source, confirmed, note)",

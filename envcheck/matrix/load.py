@@ -13,7 +13,6 @@ and loading the shipped matrix takes a few of them.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import os
 import re
@@ -23,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import MatrixError
@@ -123,11 +121,16 @@ def _cc(value: Any) -> str:
     return str(value)
 
 
+# One clause of a PEP 440 specifier on release numbers (">=3.9", "<3.14", "==3.10.*"). Checked by
+# pattern: building packaging's SpecifierSet would import packaging.tags and sysconfig (~10 ms) on
+# every start-up just to validate a field nothing compares at run time.
+_SPEC_CLAUSE = re.compile(r"\s*(~=|===|==|!=|<=|>=|<|>)\s*\d+(\.\d+)*(\.\*)?\s*")
+
+
 def _specifier(value: Any) -> str:
-    try:
-        SpecifierSet(_text(value))
-    except InvalidSpecifier as e:
-        raise _Bad(f"not a version specifier: {value!r}") from e
+    text = _text(value)
+    if not all(_SPEC_CLAUSE.fullmatch(clause) for clause in text.split(",")):
+        raise _Bad(f"not a version specifier: {value!r}")
     return str(value)
 
 
@@ -356,6 +359,8 @@ def _parse_row(file: str, table: str, index: int, raw: dict[str, Any], problems:
 
 
 def _did_you_mean(key: str, known: dict[str, Any]) -> str:
+    import difflib  # only on a bad key
+
     close = difflib.get_close_matches(key, list(known), n=1)
     return f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(known)})"
 
