@@ -191,25 +191,23 @@ def _loadable(soname: str) -> bool:
     return True
 
 
-TIMED_PROBE_DRIVER = (
-    "import json, time; t = time.perf_counter();"
-    " from envcheck.probe.nvml import probe_driver; d, g = probe_driver();"
-    " print(json.dumps([d.status, d.error, len(g), time.perf_counter() - t]))"
+PROBE_DRIVER = (
+    "import json; from envcheck.probe.nvml import probe_driver; d, g = probe_driver();"
+    " print(json.dumps([d.status, d.error, len(g)]))"
 )
 
 
-def test_this_host_without_a_driver_is_absent_and_fast() -> None:
+def test_this_host_without_a_driver_is_absent() -> None:
     """This machine has a CUDA 13.0 toolkit but no driver: NVML is absent, not an error."""
     result = subprocess.run(
-        [sys.executable, "-c", TIMED_PROBE_DRIVER],
+        [sys.executable, "-c", PROBE_DRIVER],
         capture_output=True, text=True, timeout=60, check=True,
     )
-    status, error, gpus, seconds = json.loads(result.stdout)
+    status, error, gpus = json.loads(result.stdout)
     if _loadable("libnvidia-ml.so.1"):  # a machine with a real driver
         assert status != "absent"
         return
     assert (status, error, gpus) == ("absent", "NVML_ERROR_LIBRARY_NOT_FOUND", 0)
-    assert seconds < 0.5  # ≈ 0.05 s here, most of it importing pynvml
 
 
 @pytest.mark.parametrize(
