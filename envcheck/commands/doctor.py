@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import __version__
 from envcheck.errors import UsageError
@@ -16,6 +16,9 @@ from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding
 from envcheck.report import ImageChoice, Report
 from envcheck.smoke.options import SmokeOptions
+
+if TYPE_CHECKING:
+    from envcheck.probe.host import HostProbe
 
 REGISTRIES = ("dockerhub", "baidu")
 
@@ -86,12 +89,18 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    gpus = parse_gpus(args.gpus)
+    probe = None if args.facts else _start_probe(args)  # the CUDA child starts before the imports
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
 
-    gpus = parse_gpus(args.gpus)
-    matrix = load_matrix(args.matrix)
-    host = read_facts(args.facts) if args.facts else _probe(args)
+    try:
+        matrix = load_matrix(args.matrix)
+    except BaseException:
+        if probe is not None:
+            probe.settle()  # never leave the CUDA child behind (it is killed at its timeout)
+        raise
+    host = read_facts(args.facts) if probe is None else probe.facts()
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
     ctx = Context(host=host, matrix=matrix, image=image, expect_gpu=args.expect_gpu,
@@ -129,10 +138,10 @@ def read_facts(path: str) -> HostFacts:
         raise UsageError(f"facts file {path}: {e}", hint="fix the value, or remove the key (missing means unknown)") from e
 
 
-def _probe(args: argparse.Namespace) -> HostFacts:
-    from envcheck.probe.host import probe_host
+def _start_probe(args: argparse.Namespace) -> HostProbe:
+    from envcheck.probe.host import start_host_probe
 
-    return probe_host(args.python)
+    return start_host_probe(args.python)
 
 
 def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> ImageChoice:
