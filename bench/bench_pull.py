@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,6 +39,7 @@ SOURCE_IMAGE = "envcheck-test/paddle-cpu:3.3.1"
 BENCH_IMAGE = "envcheck-test/paddle-cpu-bench:3.3.1"
 WALL_RATIO_MAX = 1.05
 CPU_SHARE_MAX = 0.10
+TIMEOUT = 600.0  # seconds for one pull
 
 
 @dataclass(frozen=True)
@@ -107,20 +109,25 @@ def _sha256(path: Path) -> str:
 def remove_image(ref: str) -> None:
     """The image and every layer only it uses, so the next pull downloads and extracts it all."""
     image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", ref],
-                              capture_output=True, text=True).stdout.strip()
+                              capture_output=True, text=True, check=False).stdout.strip()
     if image_id:
         subprocess.run(["docker", "rmi", "-f", image_id], check=True, stdout=subprocess.DEVNULL)
 
 
 def timed(tool: str, argv: list[str]) -> Run:
-    start = time.perf_counter()
-    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    stderr = child.stderr.read().decode() if child.stderr else ""
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise SystemExit(f"{tool} failed ({child.returncode}): {stderr[-2000:]}")
+    # Output to a file, not a pipe nobody reads during the pull (a full pipe would stall the tool).
+    with tempfile.TemporaryFile() as log:
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        guard = threading.Timer(TIMEOUT, child.kill)  # a stuck pull must not hang the bench
+        guard.start()
+        _, status, usage = os.wait4(child.pid, 0)
+        guard.cancel()
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            log.seek(0)
+            raise SystemExit(f"{tool} failed ({child.returncode}): {log.read().decode()[-2000:]}")
     return Run(tool, wall, usage.ru_utime + usage.ru_stime)
 
 

@@ -115,7 +115,12 @@ def pull_error(text: str, *, ref: str, registry: str, status_code: int | None = 
     """One engine pull error (HTTP error or an `error` event in the stream) as an envcheck error."""
     from envcheck.image_checks import ImageRefused
     from envcheck.pull_events import classify_engine_error
-    from envcheck.registry import ManifestNotFound, RegistryAuthRequired, RegistryUnavailable, login_hint
+    from envcheck.registry import (
+        ManifestNotFound,
+        RegistryAuthRequired,
+        RegistryUnavailable,
+        login_hint,
+    )
 
     kind = classify_engine_error(text)
     if kind == "other" and status_code in (401, 403):

@@ -17,13 +17,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from envcheck.docker_adapter import PullFailed, pull_error, saved_login, translate_errors, translate_pull_errors
+from envcheck.docker_adapter import (
+    PullFailed,
+    pull_error,
+    saved_login,
+    translate_errors,
+    translate_pull_errors,
+)
 from envcheck.errors import EnvcheckError, EnvironmentProblem
 from envcheck.image_checks import ImageRefused, platform_refusal
 from envcheck.pull_events import PullProgress
 from envcheck.reference import Reference, parse_reference
-from envcheck.registry import (ManifestNotFound, Platform, RegistryClient, RegistryUnavailable,
-                               RemoteImage, host_platform)
+from envcheck.registry import (
+    ManifestNotFound,
+    Platform,
+    RegistryClient,
+    RegistryUnavailable,
+    RemoteImage,
+    host_platform,
+)
 from envcheck.render.progress import PullDisplay, make_display
 
 if TYPE_CHECKING:
@@ -42,7 +54,7 @@ class RetryPolicy:
     cap: float = 8.0
 
     def delay(self, attempt: int) -> float:
-        return min(self.cap, self.base * 2 ** (attempt - 1))
+        return min(self.cap, self.base * 2.0 ** (attempt - 1))
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ class _HashingWriter(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data) -> int:  # type: ignore[no-untyped-def, override]
+    def write(self, data) -> int:  # type: ignore[no-untyped-def]
         self.sha256.update(data)
         self.size += len(data)
         return self._file.write(data)

@@ -6,8 +6,14 @@ import io
 import re
 
 from envcheck.pull_events import PullProgress
-from envcheck.render.progress import (NullDisplay, PlainDisplay, RichDisplay, human_bytes,
-                                      make_display, overall_text)
+from envcheck.render.progress import (
+    NullDisplay,
+    PlainDisplay,
+    RichDisplay,
+    human_bytes,
+    make_display,
+    overall_text,
+)
 from tests.test_pull_events import EVENTS
 
 LAYERS = ("3355b48ca0d4", "1e332d71d083", "e46a45083e9a", "c1555271ee9d")
@@ -58,3 +64,15 @@ def test_overall_text_has_bytes_speed_and_eta() -> None:
     progress.apply({"id": "a" * 12, "status": "Downloading", "progressDetail": {"current": 5_000_000, "total": 10_000_000}})
     assert overall_text(progress, 2.0) == "overall 25% (2.5 MB of 10.0 MB, 1.2 MB/s, ETA 6 s)"
     assert human_bytes(999) == "999 B" and human_bytes(None) == "?"
+
+
+def test_a_skipped_download_complete_is_still_reported() -> None:
+    # The engine sends a slow watcher only the latest state: `Download complete` may never come.
+    out = io.StringIO()
+    display, progress = PlainDisplay(out, interval=1e9), PullProgress()
+    display.start("r", progress)
+    for status in ("Pulling fs layer", "Downloading", "Extracting", "Pull complete"):
+        display.update(progress, progress.apply({"id": "abc", "status": status,
+                                                 "progressDetail": {"current": 5, "total": 10}}))
+    lines = out.getvalue().splitlines()
+    assert [l for l in lines if "layer abc" in l] == ["  layer abc: downloaded (10 B)", "  layer abc: extracted (10 B)"]

@@ -37,13 +37,12 @@ def test_sizes_from_the_manifest_give_the_total_before_the_first_byte() -> None:
 
 def test_work_done_only_grows_through_download_then_extraction() -> None:
     progress = PullProgress()
-    seen = []
+    values: list[int] = []
     for event in EVENTS:
         progress.apply(event)
-        seen.append(progress.layers.get("1e332d71d083"))
-        if seen[-1] is not None:
-            seen[-1] = seen[-1].work_done  # type: ignore[assignment]
-    values = [v for v in seen if v is not None]
+        layer = progress.layers.get("1e332d71d083")
+        if layer is not None:
+            values.append(layer.work_done)
     assert values == sorted(values)
     assert values[-1] == 2 * 4195775
 

@@ -9,8 +9,16 @@ from typing import Any
 import pytest
 
 from envcheck.reference import parse_reference
-from envcheck.registry import (ManifestNotFound, Platform, RegistryAuthRequired, RegistryClient,
-                               RegistryUnavailable, host_platform, is_loopback, parse_challenge)
+from envcheck.registry import (
+    ManifestNotFound,
+    Platform,
+    RegistryAuthRequired,
+    RegistryClient,
+    RegistryUnavailable,
+    host_platform,
+    is_loopback,
+    parse_challenge,
+)
 from tests.conftest import BUSYBOX_CUDA, LocalRegistry
 from tests.registry_push import push_index, push_random_image
 from tests.servers import free_port

@@ -170,7 +170,7 @@ def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None,
 
 
 def _dry_run(args: argparse.Namespace, plan: PullPlan, choice: ImageChoice | None) -> int:
-    doc = {
+    doc: dict[str, Any] = {
         "schema_version": JSON_SCHEMA_VERSION,
         "dry_run": True,
         "reference": str(plan.requested),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import IO, Any, Literal, Protocol
+from typing import IO, Any, ClassVar, Literal, Protocol
 
 from envcheck.pull_events import LayerProgress, PullProgress
 
@@ -56,28 +56,36 @@ class NullDisplay:
 class PlainDisplay:
     """Lines a CI log can keep: milestones per layer, the overall state every `interval` s."""
 
-    _MILESTONES = {"downloaded": "downloaded", "complete": "extracted", "exists": "already present"}
+    # What each phase implies was reached: the engine sends progress to a slow watcher as "latest
+    # state only" (moby distribution/xfer), so `Download complete` can be skipped for a layer
+    # whose extraction starts at once — reaching `extracting` still means it was downloaded.
+    _MILESTONES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "downloaded": ("downloaded",), "extracting": ("downloaded",),
+        "complete": ("downloaded", "extracted"), "exists": ("already present",)}
 
     def __init__(self, stream: IO[str], interval: float = 5.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.stream, self.interval, self.clock = stream, interval, clock
-        self._said: dict[str, str] = {}
+        self._said: dict[str, list[str]] = {}
         self._started = self._last = 0.0
+        self._progress: PullProgress | None = None
 
     def start(self, reference: str, progress: PullProgress) -> None:
         self._started = self._last = self.clock()
+        self._progress = progress
         total = progress.total_work // 2
         size = f", {human_bytes(total)} to download" if total else ""
         self._line(f"pulling {reference}: {len(progress.layers)} layer(s){size}")
 
     def update(self, progress: PullProgress, layer: LayerProgress | None) -> None:
         if layer is not None:
-            said = self._MILESTONES.get(layer.phase)
-            if said and self._said.get(layer.id) != said:
-                self._said[layer.id] = said
-                self._line(f"  layer {layer.id}: {said} ({human_bytes(layer.size)})")
-            elif layer.note and self._said.get(layer.id) != layer.note:
-                self._said[layer.id] = layer.note
+            said = self._said.setdefault(layer.id, [])
+            for milestone in self._MILESTONES.get(layer.phase, ()):
+                if milestone not in said:
+                    said.append(milestone)
+                    self._line(f"  layer {layer.id}: {milestone} ({human_bytes(layer.size)})")
+            if layer.note and layer.note not in said:
+                said.append(layer.note)
                 self._line(f"  layer {layer.id}: {layer.note}")
         now = self.clock()
         if now - self._last >= self.interval:
@@ -88,6 +96,9 @@ class PlainDisplay:
         self._line(text)
 
     def stop(self) -> None:
+        if self._progress is not None:  # the last state, whatever the interval
+            self._line("  " + overall_text(self._progress, self.clock() - self._started))
+            self._progress = None
         self.stream.flush()
 
     def _line(self, text: str) -> None:
@@ -100,8 +111,14 @@ class RichDisplay:
     def __init__(self, stream: IO[str], console: Any = None) -> None:
         from rich.console import Console, Group
         from rich.live import Live
-        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                                   TimeRemainingColumn, TransferSpeedColumn)
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
         self.console = console or Console(file=stream, stderr=stream is sys.stderr)
         self.layers = Progress(TextColumn("  {task.description}"), BarColumn(bar_width=30),

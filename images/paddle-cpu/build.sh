@@ -17,7 +17,11 @@ fetch_debs() {
   done < <(grep -v '^#' "$here/packages.txt")
   if [ "${#missing[@]}" -gt 0 ]; then
     # Sandbox user root: the cache dir is not readable by _apt, which only makes apt warn.
-    (cd "$debs" && apt-get download -q -o APT::Sandbox::User=root "${missing[@]}" >/dev/null)
+    # No package lists yet (a fresh machine whose packages were all installed): update once.
+    (cd "$debs" && apt-get download -q -o APT::Sandbox::User=root "${missing[@]}" >/dev/null) || {
+      apt-get update -qq
+      (cd "$debs" && apt-get download -q -o APT::Sandbox::User=root "${missing[@]}" >/dev/null)
+    }
   fi
 }
 
