@@ -25,6 +25,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import MatrixError
+from envcheck.matrix.cache import cached_load
 from envcheck.matrix.model import (
     ArchSet,
     GpuModel,
@@ -58,6 +59,10 @@ def matrix_dir(path: str | None = None) -> tuple[Path, str]:
 def load_matrix(path: str | None = None) -> Matrix:
     """Load and validate the matrix; raise `MatrixError` listing every problem found."""
     root, origin = matrix_dir(path)
+    return cached_load(root, lambda: _load(root, origin))
+
+
+def _load(root: Path, origin: str) -> Matrix:
     problems: list[str] = []
     rows = list(_read_rows(root, origin, problems))
     problems += _cross_check(rows)
