@@ -10,7 +10,6 @@ NVML reference: https://docs.nvidia.com/deploy/nvml-api/
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 from collections.abc import Callable
@@ -227,29 +226,14 @@ def _shutdown(nvml: ModuleType) -> None:
         pass  # nothing left to release; the facts are already read
 
 
-class _DlInfo(ctypes.Structure):
-    _fields_ = [
-        ("dli_fname", ctypes.c_char_p),
-        ("dli_fbase", ctypes.c_void_p),
-        ("dli_sname", ctypes.c_char_p),
-        ("dli_saddr", ctypes.c_void_p),
-    ]
-
-
 def _library_path(nvml: ModuleType) -> str | None:
     """The libnvidia-ml file that answered (symlinks resolved), found with dladdr(3)."""
+    from envcheck.probe._cuda_child import loaded_from  # stdlib-only, shared with the CUDA child
+
     lib = getattr(nvml, "nvmlLib", None)
-    if lib is None:
-        return None
     try:
-        dladdr = ctypes.CDLL(None).dladdr
-        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
-        info = _DlInfo()
-        address = ctypes.cast(lib.nvmlShutdown, ctypes.c_void_p)
-        if not dladdr(address, ctypes.byref(info)) or not info.dli_fname:
-            return None
-        return os.path.realpath(os.fsdecode(info.dli_fname))
-    except (AttributeError, OSError, ValueError):
+        return loaded_from(lib.nvmlShutdown) if lib is not None else None
+    except AttributeError:
         return None
 
 
