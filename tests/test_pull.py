@@ -10,10 +10,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -337,13 +339,24 @@ def test_daemon_unreachable_exits_4(tmp_path: Path, registry: LocalRegistry) -> 
 def test_socket_permission_denied_exits_4(registry: LocalRegistry) -> None:
     if os.geteuid() != 0:
         pytest.fail("this test drops root to a user outside the docker group: run the suite as root")
-    # As `nobody`, with Debian's Python 3.11 (the venv's interpreter lives under /root).
-    site = next((ROOT / ".venv" / "lib").glob("python3*/site-packages"))
-    run = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-m",
-         "envcheck", "pull-image", "--image", registry.ref(BUSYBOX)],
-        capture_output=True, text=True, timeout=60, cwd="/tmp", check=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": f"{ROOT}:{site}"})
+    # As `nobody`, with Debian's Python 3.11 (the venv's interpreter may live under /root), from a
+    # world-readable copy of envcheck and the few packages a pull needs (the checkout may not be).
+    world = Path(tempfile.mkdtemp(prefix="envcheck-nobody-"))
+    try:
+        site = Path(next(p for p in sys.path if p.endswith("site-packages") and Path(p, "docker").is_dir()))
+        for package in ("docker", "requests", "urllib3", "idna", "charset_normalizer", "certifi"):
+            shutil.copytree(site / package, world / package)
+        shutil.copytree(ROOT / "envcheck", world / "envcheck", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "matrix", world / "matrix")
+        subprocess.run(["chmod", "-R", "a+rX", str(world)], check=True)
+        run = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-m",
+             "envcheck", "pull-image", "--image", registry.ref(BUSYBOX)],
+            capture_output=True, text=True, timeout=60, cwd="/tmp", check=False,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(world),
+                 "PYTHONDONTWRITEBYTECODE": "1"})
+    finally:
+        shutil.rmtree(world, ignore_errors=True)
     assert run.returncode == 4, run.stderr
     assert_one_screen(run.stderr)
     assert "Permission denied" in run.stderr and "docker group" in run.stderr
