@@ -20,8 +20,6 @@ from envcheck.smoke.options import SmokeOptions
 if TYPE_CHECKING:
     from envcheck.probe.host import HostProbe
 
-REGISTRIES = ("dockerhub", "baidu")
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -45,7 +43,9 @@ def register(sub: Any) -> None:
     src.add_argument("--matrix", metavar="DIR", help="compatibility matrix folder (default: ENVCHECK_MATRIX, else the shipped one)")
     src.add_argument("--python", metavar="PATH", help="the interpreter whose Paddle to inspect (default: this one)")
     src.add_argument("--paddle", metavar="VERSION", help="Paddle release to choose an image for (default: the newest in the matrix)")
-    src.add_argument("--registry", choices=REGISTRIES, default="dockerhub", help="registry for the image (default: dockerhub)")
+    src.add_argument("--registry", metavar="NAME", default="dockerhub",
+                     help="registry for the image, a name from the matrix: dockerhub (default), baidu "
+                     "(Baidu's mirror of 3.x) or baidu-legacy (registry.baidubce.com, 2.x)")
     src.add_argument("--expect-gpu", action="store_true", help="this host must train on a GPU: no usable GPU is a failure")
     smoke = p.add_argument_group("smoke training")
     smoke.add_argument("--no-smoke", action="store_true", help="skip the smoke training")
