@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from envcheck.registry import RemoteImage
     from envcheck.report import ImageChoice
 
-REGISTRIES = ("dockerhub", "baidu")
 JSON_SCHEMA_VERSION = 1
 
 
@@ -36,8 +35,10 @@ def register(sub: Any) -> None:
     )
     what = p.add_argument_group("what to pull")
     what.add_argument("--paddle", metavar="VERSION", help="Paddle release (default: the newest in the matrix)")
-    what.add_argument("--registry", choices=REGISTRIES, default="dockerhub",
-                      help="registry to pull from first; the other is the mirror (default: dockerhub)")
+    what.add_argument("--registry", metavar="NAME", default="dockerhub",
+                      help="registry to pull from first, a name from the matrix: dockerhub (default), "
+                      "baidu (Baidu's mirror of 3.x) or baidu-legacy (2.x); the tag's other "
+                      "registries are the mirrors")
     what.add_argument("--image", metavar="REF", help="pull this image reference instead of the selected one")
     what.add_argument("--matrix", metavar="DIR", help="compatibility matrix folder (default: ENVCHECK_MATRIX, else the shipped one)")
     what.add_argument("--python", metavar="PATH", help="the interpreter whose Paddle to inspect (default: this one)")
