@@ -12,8 +12,9 @@ from typing import Any, Protocol
 import pytest
 
 from envcheck.errors import MatrixError, UsageError
-from envcheck.matrix import load as load_module
-from envcheck.matrix.load import ENV_VAR, REPO_DIR, load_matrix, matrix_dir
+from envcheck.matrix import location as load_module
+from envcheck.matrix.load import load_matrix
+from envcheck.matrix.location import ENV_VAR, REPO_DIR, matrix_dir
 from envcheck.matrix.model import Matrix
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,8 @@ import pytest
 
 from envcheck.errors import MatrixError
 from envcheck.matrix.cache import CACHE_DIR_VAR
-from envcheck.matrix.load import REPO_DIR, load_matrix
+from envcheck.matrix.load import load_matrix
+from envcheck.matrix.location import REPO_DIR
 
 
 @pytest.fixture

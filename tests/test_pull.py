@@ -429,11 +429,3 @@ def _wait_for(condition: Callable[[], bool], seconds: float) -> None:
     raise AssertionError(f"condition not met within {seconds} s")
 
 
-def test_the_pull_command_finds_the_matrix_where_the_loader_does(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from envcheck.commands.pull_image import matrix_folder
-    from envcheck.matrix.load import matrix_dir
-
-    assert matrix_folder(None) == matrix_dir(None)[0]
-    assert matrix_folder(str(tmp_path)) == matrix_dir(str(tmp_path))[0]
-    monkeypatch.setenv("ENVCHECK_MATRIX", str(tmp_path))
-    assert matrix_folder(None) == matrix_dir(None)[0] == tmp_path

@@ -14,7 +14,8 @@ import pytest
 from envcheck.compat import arch_supported
 from envcheck.errors import UsageError
 from envcheck.facts import DriverFacts, GpuFacts, HostFacts
-from envcheck.matrix.load import REPO_DIR, load_matrix
+from envcheck.matrix.load import load_matrix
+from envcheck.matrix.location import REPO_DIR
 from envcheck.matrix.model import Matrix
 from envcheck.report import ImageChoice
 from envcheck.select import build_for, gpu_candidates, runnable_archs, select_image

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import EnvcheckError
@@ -77,7 +76,7 @@ def _run(args: argparse.Namespace) -> int:
         ref = named
         # Mirrors and pins only exist for the matrix's own repositories: skip loading it (~0.2 s
         # of a pull's start-up) for any other image; the CUDA check loads it if it needs it.
-        matrix = _load_matrix(args) if _matrix_knows(args, ref) else None
+        matrix = _matrix_if_it_knows(args, ref)
     plan = plan_pull(ref, matrix) if matrix else PullPlan(ref)
     if args.dry_run:
         return _dry_run(args, plan, choice)
@@ -97,34 +96,21 @@ def _load_matrix(args: argparse.Namespace) -> Matrix:
     return load_matrix(args.matrix)
 
 
-def _matrix_knows(args: argparse.Namespace, ref: Reference) -> bool:
-    """Is `ref` on one of the matrix's registries? Reads only the `[[registry]]` tables."""
+def _matrix_if_it_knows(args: argparse.Namespace, ref: Reference) -> Matrix | None:
+    """The matrix when `ref` is on one of its registries (for mirrors and pinned digests).
+    Any other image is pulled without loading it: only the `[[registry]]` tables are read."""
     import tomllib
 
+    from envcheck.matrix.location import matrix_dir
     from envcheck.reference import is_valid_reference, parse_reference
 
     try:
-        doc = tomllib.loads((matrix_folder(args.matrix) / "images.toml").read_text())
+        doc = tomllib.loads((matrix_dir(args.matrix)[0] / "images.toml").read_text())
         homes = [str(r.get("ref", "")) for r in doc.get("registry", [])]
     except (OSError, ValueError, AttributeError):
-        return True  # let the full load report what is wrong with the matrix
+        return _load_matrix(args)  # let the full load report what is wrong with the matrix
     known = {(h.registry, h.repository) for h in map(parse_reference, filter(is_valid_reference, homes))}
-    return (ref.registry, ref.repository) in known
-
-
-def matrix_folder(option: str | None) -> Path:
-    """`envcheck.matrix.load.matrix_dir`'s choice, without importing the matrix package (~0.1 s:
-    `packaging`), which a pull of an image the matrix does not know never needs. Kept equal to it
-    by tests/test_pull_image_cli.py."""
-    import os
-
-    if option:
-        return Path(option)
-    if os.environ.get("ENVCHECK_MATRIX"):
-        return Path(os.environ["ENVCHECK_MATRIX"])
-    package = Path(__file__).resolve().parents[1]
-    shipped = package / "_matrix"
-    return shipped if shipped.is_dir() else package.parent / "matrix"
+    return _load_matrix(args) if (ref.registry, ref.repository) in known else None
 
 
 def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, ImageChoice]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 import tomllib
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import MatrixError
 from envcheck.matrix.cache import cached_load
+from envcheck.matrix.location import matrix_dir
 from envcheck.matrix.model import (
     ArchSet,
     GpuModel,
@@ -37,23 +37,6 @@ from envcheck.matrix.model import (
     ToolkitDriver,
 )
 from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
-
-ENV_VAR = "ENVCHECK_MATRIX"
-_HERE = Path(__file__).resolve().parent
-SHIPPED_DIR = _HERE.parent / "_matrix"
-REPO_DIR = _HERE.parents[1] / "matrix"
-
-
-def matrix_dir(path: str | None = None) -> tuple[Path, str]:
-    """The directory to load and where that choice came from (for error messages)."""
-    if path:
-        return Path(path), "--matrix"
-    env = os.environ.get(ENV_VAR)
-    if env:
-        return Path(env), ENV_VAR
-    if SHIPPED_DIR.is_dir():
-        return SHIPPED_DIR, "shipped"
-    return REPO_DIR, "repository"
 
 
 def load_matrix(path: str | None = None) -> Matrix:

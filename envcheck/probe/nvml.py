@@ -65,7 +65,7 @@ def probe_driver() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
     mig.mode.current --format=csv` plus the "CUDA Version" of the `nvidia-smi` header."""
     kernel_module = read_kernel_module_version()
     try:
-        import pynvml  # type: ignore[import-untyped]  # deferred: ~50 ms, only needed here
+        import pynvml  # deferred: ~50 ms, only needed here
     except ImportError as e:
         reason = f"nvidia-ml-py (pynvml) cannot be imported: {e}. Reinstall envcheck."
         return DriverFacts(status="error", error="pynvml-missing", reason=reason), ()

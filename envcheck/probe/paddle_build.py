@@ -78,7 +78,7 @@ def build_facts(values: dict[str, object], package: str | None, location: str, p
 
 def installed_distributions(site_dir: str) -> list[str]:
     """`paddlepaddle` and/or `paddlepaddle-gpu` dist-info folders next to the `paddle` package."""
-    found = []
+    found: list[str] = []
     try:
         entries = os.listdir(site_dir)
     except OSError:
