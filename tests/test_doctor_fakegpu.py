@@ -1,0 +1,95 @@
+"""`envcheck doctor` end to end on fake NVIDIA hosts: the real pynvml and ctypes probes answer from
+the C-level fakes, the real judge and image choice decide, the CLI prints the JSON and exit code.
+
+The target Python is this venv's, whose Paddle is the real CPU build: on a GPU host that is
+itself the `paddle.cpu-build` failure users hit when they `pip install paddlepaddle`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
+
+pytestmark = pytest.mark.fakegpu
+
+
+def doctor(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
+    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json", *args],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run.returncode, json.loads(run.stdout)
+
+
+def findings(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["id"]: f for f in doc["findings"]}
+
+
+@pytest.fixture
+def host_env(fake_nvidia: Callable[[str], dict[str, str]]) -> Callable[[str], dict[str, str]]:
+    def make(profile: str) -> dict[str, str]:
+        fake = fake_nvidia(profile)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | fake
+        env["PYTHONPATH"] = fake["FAKE_NVIDIA_SITE_PACKAGES"]  # the pip nvidia-* libraries, as Paddle sees them
+        return env
+
+    return make
+
+
+def test_a100s_on_535_with_the_cpu_wheel(host_env: Callable[[str], dict[str, str]]) -> None:
+    code, doc = doctor(host_env("a100x2-535"))
+    assert code == 1 and doc["verdict"] == "fail"
+    assert doc["host"]["driver"]["version"] == "535.104.05" and doc["host"]["driver"]["cuda"] == "12.2"
+    assert [g["compute_capability"] for g in doc["host"]["gpus"]] == ["8.0", "8.0"]
+    assert findings(doc)["paddle.cpu-build"]["severity"] == "fail"
+    assert "paddlepaddle-gpu==3.3.1" in findings(doc)["paddle.cpu-build"]["fix"]
+    # 535 reports CUDA 12.2: the cu12.9 image runs through minor-version compatibility, cu13.0 does not
+    assert doc["image"]["ref"] == "docker.io/paddlepaddle/paddle:3.3.1-gpu-cuda12.9-cudnn9.9"
+    assert doc["host"]["cudnn"]["origin"] == "pip" and doc["host"]["cudnn"]["version"] == "9.5.1"
+
+
+def test_h100_on_580_gets_the_cuda13_image(host_env: Callable[[str], dict[str, str]]) -> None:
+    _, doc = doctor(host_env("h100-580"))
+    assert doc["image"]["ref"] == "docker.io/paddlepaddle/paddle:3.3.1-gpu-cuda13.0-cudnn9.13"
+    assert findings(doc)["cuda.driver-api"]["severity"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("profile", "finding_id", "fix_word"),
+    [("rm-mismatch", "driver.version-mismatch", "reboot"), ("driver-not-loaded", "driver.not-loaded", "modprobe"),
+     ("no-permission", "driver.no-permission", "/dev/nvidia"),
+     ("mig-no-instances", "gpu.mig-no-instances", "nvidia-smi mig")],
+    ids=["upgraded-without-reboot", "module-not-loaded", "no-permission", "mig-without-instances"],
+)
+def test_broken_driver_states_are_findings_with_fixes(host_env: Callable[[str], dict[str, str]], profile: str,
+                                                      finding_id: str, fix_word: str) -> None:
+    code, doc = doctor(host_env(profile))
+    f = findings(doc)[finding_id]
+    assert code == 1 and f["severity"] == "fail" and fix_word in f["fix"]
+
+
+def test_module_mismatch_shows_both_versions(host_env: Callable[[str], dict[str, str]]) -> None:
+    _, doc = doctor(host_env("rm-mismatch"))
+    driver = doc["host"]["driver"]
+    assert driver["error"] == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+    assert driver["kernel_module"] == "535.104.05" and driver["version"] == "550.54.15"
+
+
+def test_a_hanging_cuinit_does_not_hang_the_doctor(host_env: Callable[[str], dict[str, str]]) -> None:
+    code, doc = doctor(host_env("cuinit-hang"))
+    assert doc["host"]["cuda_driver"]["error"] == "timeout"
+    assert code == 1 and findings(doc)["cuda.init-failed"]["severity"] == "fail"
+
+
+def test_expect_gpu_passes_the_gpu_checks_on_a_healthy_host(host_env: Callable[[str], dict[str, str]]) -> None:
+    _, doc = doctor(host_env("rtx5090-570"), "--expect-gpu")
+    ids = findings(doc)
+    assert ids["driver.present"]["severity"] == "pass" and ids["gpu.0"]["severity"] == "pass"
+    assert "gpu.expected" not in ids and doc["host"]["gpus"][0]["compute_capability"] == "12.0"
