@@ -149,8 +149,8 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
     console = Console(file=stream, highlight=False, force_terminal=True)
     console.print(Text(headline(report), style="bold"))
     for name, title, items in grouped(report):
-        table = Table(title=f"{title}: {layer_facts(report.host, name)}", title_justify="left",
-                      show_header=False, box=None, pad_edge=False, expand=False)
+        facts = layer_facts(report.host, name)
+        table = Table(show_header=False, box=None, pad_edge=False, expand=False)
         table.add_column(width=4)
         table.add_column(style="dim")
         table.add_column(overflow="fold")
@@ -160,6 +160,7 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
                 body.append("\nfix: ", style="bold").append(f.fix, style="cyan")
             table.add_row(Text(_MARK[f.severity], style=_STYLE[f.severity]), f.id, body)
         console.print()
+        console.print(Text(title, style="bold").append(f": {facts}" if facts else "", style="dim"))
         console.print(table)
         if name == "image":
             _rich_image(report, console, explain)
