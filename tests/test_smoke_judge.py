@@ -16,17 +16,11 @@ from envcheck.exitcodes import ExitStatus
 from envcheck.facts import HostFacts, host_from_document
 from envcheck.findings import Finding
 from envcheck.report import ImageChoice, exit_status_of, verdict_of
-from envcheck.smoke.check import (
-    Outcome,
-    Plan,
-    host_gpu,
-    in_process_plan,
-    judge,
-    plan_smoke,
-    smoke_document,
-)
+from envcheck.smoke.document import smoke_document
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
+from envcheck.smoke.plan import Outcome, Plan, in_process_plan, plan_smoke
+from envcheck.smoke.verdict import host_gpu, judge
 from tests import scenarios as s
 from tests import smoke_samples as rec
 

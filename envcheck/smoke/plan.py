@@ -1,0 +1,127 @@
+"""Where and how the smoke runs (`Plan`), decided from the host facts, the image choice and the
+options; and what a run came back with (`Outcome`), the other input of the verdict and the report.
+
+Pure: planning never probes, so the unit tests plan for saved hosts without an engine.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from envcheck.facts import HostFacts, usable_gpus
+from envcheck.report import ImageChoice
+from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.parse import RawRun
+
+Mode = Literal["container", "in-process", "not-run"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where and how the smoke runs, decided before anything runs."""
+
+    mode: Mode
+    gpu_expected: bool
+    gpu_reason: str  # why a GPU is (not) expected, in words
+    device_args: tuple[str, ...]  # the workload's --device values
+    image: str | None = None
+    python: str | None = None
+    gpu_ids: tuple[str, ...] | None = None  # the container's GPU request; None: none
+    host_gpus: tuple[int, ...] | None = None  # NVML index of Paddle's gpu:i; None: unknown
+    fallback: str | None = None  # why this is not the container run the doctor wanted
+    gpu_refused: str | None = None  # the engine's refusal, when the GPU request failed
+    pip_command: str | None = None  # the doctor's GPU install command, for fixes
+    gpu_image: str | None = None  # a GPU image the doctor would use, for fixes
+
+
+@dataclass(frozen=True)
+class Outcome:
+    raw: RawRun
+    result: dict[str, Any] | None  # the validated JSON line, None if there is none
+    problem: str | None  # why `result` is None
+    nvml: dict[str, Any]
+
+
+def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions) -> Plan:
+    ref = options.image or (image.ref if image else None)
+    if options.in_process:
+        return in_process_plan(host, image, options, fallback=None)
+    if host.engine.status not in ("ok", "unknown"):
+        return in_process_plan(
+            host, image, options, fallback=f"no container engine: {host.engine.reason}"
+        )
+    if not ref:
+        return in_process_plan(
+            host, image, options, fallback="the doctor chose no image for this host"
+        )
+    expected, reason = gpu_expectation(host, options, _image_is_gpu(ref, image))
+    gpus = usable_gpus(host)
+    plan = Plan(
+        mode="container",
+        gpu_expected=expected,
+        gpu_reason=reason,
+        device_args=("gpu:all",) if expected else ("cpu",),
+        image=ref,
+        gpu_ids=_gpu_request(options) if expected else None,
+        host_gpus=tuple(sorted(options.gpus or [g.index for g in gpus])) if expected else None,
+    )
+    return _fix_sources(plan, image)
+
+
+def in_process_plan(
+    host: HostFacts, image: ImageChoice | None, options: SmokeOptions, fallback: str | None
+) -> Plan:
+    python = options.python or host.paddle.python or sys.executable
+    expected, reason = gpu_expectation(host, options, host.paddle.cuda is not None)
+    devices = tuple(f"gpu:{i}" for i in options.gpus) if options.gpus else ("gpu:all",)
+    # With PCI order (set for the child) Paddle's gpu:i is NVML's GPU i, unless the user's
+    # CUDA_VISIBLE_DEVICES renumbers them.
+    count = max([len(host.gpus), *[i + 1 for i in options.gpus or ()]])
+    host_gpus = None if "CUDA_VISIBLE_DEVICES" in host.env else tuple(range(count))
+    plan = Plan(
+        mode="not-run" if host.paddle.status == "absent" else "in-process",
+        gpu_expected=expected,
+        gpu_reason=reason,
+        device_args=devices if expected else ("cpu",),
+        python=python,
+        host_gpus=host_gpus if expected else None,
+        fallback=fallback,
+    )
+    return _fix_sources(plan, image)
+
+
+def gpu_expectation(host: HostFacts, options: SmokeOptions, gpu_build: bool) -> tuple[bool, str]:
+    if options.expect_gpu:
+        return True, "--expect-gpu"
+    gpus = usable_gpus(host)
+    if not gpus:
+        return False, "the host has no usable NVIDIA GPU"
+    if not gpu_build:
+        return False, f"{len(gpus)} usable GPU(s), but the Paddle to test is a CPU build"
+    return True, f"{len(gpus)} usable GPU(s) and a CUDA build of Paddle that the matrix says fits"
+
+
+def _image_is_gpu(ref: str, image: ImageChoice | None) -> bool:
+    if (
+        image is not None
+        and image.ref == ref
+        and image.kind
+        and image.reason != "given with --image"
+    ):
+        return image.kind == "gpu"
+    tag = ref.rsplit("/", 1)[-1].lower()  # --image REF: Paddle's GPU tags say gpu/cuda
+    return "gpu" in tag or "cuda" in tag
+
+
+def _gpu_request(options: SmokeOptions) -> tuple[str, ...]:
+    return tuple(str(i) for i in options.gpus) if options.gpus else ("all",)
+
+
+def _fix_sources(plan: Plan, image: ImageChoice | None) -> Plan:
+    """The doctor's GPU image and pip command, quoted in the fixes of a CPU fallback."""
+    if image is None:
+        return plan
+    gpu_image = image.ref if image.kind == "gpu" else None
+    return replace(plan, pip_command=image.pip_command, gpu_image=gpu_image)
