@@ -210,11 +210,9 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
 
 def host_from_document(doc: Any) -> HostFacts:
     """Accept a bare `host` object or a whole saved report (`{"host": {...}, ...}`)."""
-    if isinstance(doc, dict) and isinstance(doc.get("host"), dict) and "findings" in doc:
-        doc = doc["host"]
-    elif isinstance(doc, dict) and set(doc) == {"host"}:
-        doc = doc["host"]
-    return from_dict(HostFacts, doc)
+    is_report = isinstance(doc, dict) and isinstance(doc.get("host"), dict) and (
+        "findings" in doc or set(doc) == {"host"})
+    return from_dict(HostFacts, doc["host"] if is_report else doc)
 
 
 def usable_gpus(host: HostFacts) -> tuple[GpuFacts, ...]:

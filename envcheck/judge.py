@@ -52,22 +52,22 @@ _NVML_ERRORS: dict[str, tuple[str, str, str]] = {
     "NVML_ERROR_DRIVER_NOT_LOADED": (
         "driver.not-loaded",
         "the NVIDIA kernel module is not loaded (NVML: Driver Not Loaded)",
-        "load it: `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvrm` "
+        ("load it: `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvrm` "
         "(Secure Boot blocking an unsigned module, or the module missing for this kernel: "
-        "reinstall the driver for `uname -r`)",
+        "reinstall the driver for `uname -r`)"),
     ),
     "NVML_ERROR_LIB_RM_VERSION_MISMATCH": (
         "driver.version-mismatch",
-        "driver/library version mismatch: the loaded kernel module is older than the user-space "
-        "driver (a driver upgrade is waiting for a reboot)",
+        ("driver/library version mismatch: the loaded kernel module is older than the user-space "
+        "driver (a driver upgrade is waiting for a reboot)"),
         REBOOT_FIX,
     ),
     "NVML_ERROR_NO_PERMISSION": (
         "driver.no-permission",
         "no permission to talk to the GPU driver (NVML: Insufficient Permissions)",
-        "check `ls -l /dev/nvidia*`: the device files must be readable and writable by your "
+        ("check `ls -l /dev/nvidia*`: the device files must be readable and writable by your "
         "user (add it to the `video` group, or fix NVreg_DeviceFileMode); in a container, pass "
-        "the GPU with `--gpus all`",
+        "the GPU with `--gpus all`"),
     ),
 }
 
@@ -206,8 +206,8 @@ def _cudnn_fix(cudnn: str, cuda: str, pip_libs: bool | None) -> str:
     major = _release(cudnn)[0]
     cu = _release(cuda)[0]
     if pip_libs:
-        return (f"reinstall Paddle so pip brings its pinned cuDNN: `python -m pip install --force-reinstall "
-                f"paddlepaddle-gpu` with the index of your CUDA build")
+        return ("reinstall Paddle so pip brings its pinned cuDNN: `python -m pip install --force-reinstall "
+                "paddlepaddle-gpu` with the index of your CUDA build")
     return (f"install cuDNN {cudnn} for CUDA {cu}: `python -m pip install nvidia-cudnn-cu{cu}=={major}.*` and put "
             f"its lib folder on LD_LIBRARY_PATH, or use the official image (`envcheck pull-image`)")
 

@@ -77,7 +77,7 @@ def on_gpu(doc: dict[str, Any], gpus: int = 1, cc: str = "8.6") -> dict[str, Any
             peak_gpu_mem_bytes=25_000_000,
             peak_gpu_reserved_bytes=33_554_432,
         )
-        run["param_places"] = {k: f"Place({device})" for k in run["param_places"]}
+        run["param_places"] = dict.fromkeys(run["param_places"], f"Place({device})")
         doc["runs"].append(run)
     doc.update(
         compiled_with_cuda=True,

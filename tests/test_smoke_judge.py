@@ -424,11 +424,11 @@ def test_smoke_document_status_and_log_tail_on_failure(timed_out: bool, status: 
     ("message", "retry"),
     [
         (  # nvidia-container-toolkit #2026 (toolkit 1.20.0)
-            "starting the smoke container: the engine answered: failed to create task for container: "
+            ("starting the smoke container: the engine answered: failed to create task for container: "
             "OCI runtime create failed: runc create failed: unable to start container process: error "
             "during container init: error running createContainer hook #6: exit status 1, stdout: , "
             'stderr: time="2026-08-26T21:50:49Z" level=error msg="failed to create application '
-            'profiles directory: mkdirat etc/nvidia/nvidia-application-profiles-rc.d: read-only file system"',
+            'profiles directory: mkdirat etc/nvidia/nvidia-application-profiles-rc.d: read-only file system"'),
             True,
         ),
         ("creating the smoke container: the engine answered: no space left on device", False),

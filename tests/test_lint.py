@@ -1,0 +1,24 @@
+"""The house rules that a machine can check: ruff over the tree, mypy --strict over envcheck/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def test_ruff_is_clean() -> None:
+    done = run("ruff", "check", "--no-cache", "--output-format", "concise", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_strict_is_clean_on_the_package() -> None:
+    done = run("mypy", "--no-incremental", "envcheck")
+    assert done.returncode == 0, done.stdout + done.stderr
