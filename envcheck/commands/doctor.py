@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from envcheck import __version__
+from envcheck.commands import add_choice_arguments
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
 from envcheck.facts import FactsError, HostFacts, host_from_document
@@ -40,12 +41,7 @@ def register(sub: Any) -> None:
                      help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY under GitHub Actions)")
     src = p.add_argument_group("what to judge")
     src.add_argument("--facts", metavar="FILE", help="judge a saved `host` object or report instead of probing ('-' = stdin)")
-    src.add_argument("--matrix", metavar="DIR", help="compatibility matrix folder (default: ENVCHECK_MATRIX, else the shipped one)")
-    src.add_argument("--python", metavar="PATH", help="the interpreter whose Paddle to inspect (default: this one)")
-    src.add_argument("--paddle", metavar="VERSION", help="Paddle release to choose an image for (default: the newest in the matrix)")
-    src.add_argument("--registry", metavar="NAME", default="dockerhub",
-                     help="registry for the image, a name from the matrix: dockerhub (default), baidu "
-                     "(Baidu's mirror of 3.x) or baidu-legacy (registry.baidubce.com, 2.x)")
+    add_choice_arguments(src)
     src.add_argument("--expect-gpu", action="store_true", help="this host must train on a GPU: no usable GPU is a failure")
     smoke = p.add_argument_group("smoke training")
     smoke.add_argument("--no-smoke", action="store_true", help="skip the smoke training")

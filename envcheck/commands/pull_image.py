@@ -8,6 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from envcheck.commands import add_choice_arguments
 from envcheck.errors import EnvcheckError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
@@ -33,14 +34,8 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_argument_group("what to pull")
-    what.add_argument("--paddle", metavar="VERSION", help="Paddle release (default: the newest in the matrix)")
-    what.add_argument("--registry", metavar="NAME", default="dockerhub",
-                      help="registry to pull from first, a name from the matrix: dockerhub (default), "
-                      "baidu (Baidu's mirror of 3.x) or baidu-legacy (2.x); the tag's other "
-                      "registries are the mirrors")
     what.add_argument("--image", metavar="REF", help="pull this image reference instead of the selected one")
-    what.add_argument("--matrix", metavar="DIR", help="compatibility matrix folder (default: ENVCHECK_MATRIX, else the shipped one)")
-    what.add_argument("--python", metavar="PATH", help="the interpreter whose Paddle to inspect (default: this one)")
+    add_choice_arguments(what, registry_note="; the tag's other registries are the mirrors")
     how = p.add_argument_group("how")
     how.add_argument("--dry-run", action="store_true", help="print the choice and why; pull nothing")
     how.add_argument("--force", action="store_true", help="pull even if this host's driver cannot run the image's CUDA")
