@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from envcheck import __version__
@@ -107,7 +107,7 @@ def baseline_document(report: Report) -> dict[str, Any]:
         "baseline_version": BASELINE_VERSION,
         "schema_version": SCHEMA_VERSION,
         "envcheck_version": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "hostname": report.host.machine.hostname,
         "verdict": report.verdict,
         "facts": facts_of(report.host, image.ref if image else None, image.digest if image else None),

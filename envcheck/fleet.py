@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from envcheck.facts import FactsError, from_dict, host_from_document
@@ -245,5 +245,5 @@ def report_time(meta: Mapping[str, Any]) -> datetime | None:
                 stamp = datetime.fromisoformat(value)  # 3.11 reads a trailing Z
             except ValueError:
                 continue
-            return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)  # naive = UTC
+            return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)  # naive = UTC
     return None

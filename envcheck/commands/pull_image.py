@@ -94,9 +94,8 @@ def _load_matrix(args: argparse.Namespace) -> Matrix:
 def _matrix_if_it_knows(args: argparse.Namespace, ref: Reference) -> Matrix | None:
     """The matrix when `ref` is on one of its registries (for mirrors and pinned digests).
     Any other image is pulled without loading it: only the `[[registry]]` tables are read."""
-    import tomllib
-
     from envcheck.matrix.location import matrix_dir
+    from envcheck.matrix.toml import tomllib
     from envcheck.reference import is_valid_reference, parse_reference
 
     try:

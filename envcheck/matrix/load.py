@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from envcheck.matrix.model import (
     PaddleRelease,
     ToolkitDriver,
 )
+from envcheck.matrix.toml import tomllib
 from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
 
 
@@ -306,7 +306,8 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[_Row]:
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
-            return tomllib.load(f)
+            data: dict[str, Any] = tomllib.load(f)
+            return data
     except tomllib.TOMLDecodeError as e:  # the message ends "(at line L, column C)"
         problems.append(f"{path.name}: TOML syntax error: {e}")
     except (OSError, UnicodeDecodeError) as e:

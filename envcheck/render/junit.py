@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from datetime import UTC
+from datetime import timezone
 from typing import Any
 
 from envcheck.findings import Finding
@@ -113,7 +113,7 @@ def _timestamp(meta: dict[str, Any]) -> str | None:
     """UTC without a zone suffix: the JUnit XSD's timestamp pattern has none, and Jenkins rejects
     the file over a trailing `Z`."""
     when = report_time(meta)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S") if when else None
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") if when else None
 
 
 def _seconds(value: float) -> str:

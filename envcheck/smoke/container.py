@@ -27,7 +27,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from envcheck.docker_adapter import LABEL, translate_errors
 from envcheck.smoke.parse import OutputCollector, RawRun
@@ -35,6 +35,7 @@ from envcheck.smoke.parse import OutputCollector, RawRun
 if TYPE_CHECKING:
     import docker
     from docker.models.containers import Container
+    from typing_extensions import Self
 
 SCRIPT_TARGET = "/envcheck/workload.py"
 OWNER_LABEL = f"{LABEL}.owner"  # "hostname:pid" of the envcheck process that created it

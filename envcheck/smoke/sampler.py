@@ -16,7 +16,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType, TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 DEFAULT_INTERVAL = 0.05  # the GPU part of a smoke lasts well under a second on a real GPU
 
