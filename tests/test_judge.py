@@ -196,3 +196,8 @@ def test_driver_too_old_for_every_image_gives_no_tag() -> None:
                       cudnn=s.cudnn("9.5.1")))
     assert r.image is not None and r.image.ref is None
     assert finding(r, "image.none").severity == "fail"
+
+
+def test_expect_gpu_on_facts_without_a_driver_layer_fails() -> None:
+    r = doctor(s.host(paddle=s.PADDLE_331_CPU), expect_gpu=True)
+    assert finding(r, "gpu.expected").severity == "fail" and r.verdict == "fail"
