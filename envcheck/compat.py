@@ -66,3 +66,11 @@ def arch_supported(compute_capability: str, archs: Iterable[int]) -> bool:
         return False
     compiled = set(archs)
     return major * 10 + minor in compiled or major * 10 in compiled
+
+
+def cc_below(cc: str, minimum: str) -> bool:
+    """`'3.7'` below `'6.0'`, compared as (major, minor); unreadable values are never below."""
+    try:
+        return parse_compute_capability(cc) < parse_compute_capability(minimum)
+    except VersionParseError:
+        return False

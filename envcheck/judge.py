@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from envcheck.compat import arch_supported, driver_support
+from envcheck.compat import arch_supported, cc_below, driver_support
 from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.matrix.model import Matrix
@@ -120,7 +120,7 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
 def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
     label = f"GPU {g.index} {g.name or '?'}"
     release = ctx.matrix.release(_target_paddle(ctx))
-    if g.compute_capability and release and _cc_below(g.compute_capability, release.min_compute_capability):
+    if g.compute_capability and release and cc_below(g.compute_capability, release.min_compute_capability):
         yield fail("gpu.cc-too-low",
                    f"{label} has compute capability {g.compute_capability}; Paddle {release.version} "
                    f"needs more than {release.min_compute_capability}",
@@ -134,13 +134,6 @@ def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
         yield passed(f"gpu.{g.index}", f"{label}, compute capability {g.compute_capability or '?'}, "
                      f"{g.memory_total_mib or '?'} MiB", "gpu", index=g.index,
                      compute_capability=g.compute_capability)
-
-
-def _cc_below(cc: str, minimum: str) -> bool:
-    try:
-        return parse_dotted(cc).version < parse_dotted(minimum).version
-    except VersionParseError:
-        return False
 
 
 def _target_paddle(ctx: Context) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.compat import DriverSupport, arch_supported, driver_support
+from envcheck.compat import DriverSupport, arch_supported, cc_below, driver_support
 from envcheck.errors import UsageError
 from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.matrix.model import ImageTag, Matrix, PaddleBuild, PaddleRelease
@@ -121,14 +121,6 @@ def gpu_compute_capability(gpu: GpuFacts, matrix: Matrix) -> str | None:
     except VersionParseError:
         return None
     return cc
-
-
-def cc_below(cc: str, minimum: str) -> bool:
-    """`'3.7'` below `'6.0'`, compared as (major, minor); unreadable values are never below."""
-    try:
-        return parse_compute_capability(cc) < parse_compute_capability(minimum)
-    except VersionParseError:
-        return False
 
 
 # -- one image against the host --------------------------------------------------------------------
