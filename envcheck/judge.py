@@ -279,17 +279,17 @@ def _check_archs(ctx: Context) -> Iterable[Finding]:
 
 
 def _matrix_archs(ctx: Context) -> tuple[int, ...] | None:
+    """For builds that do not record their archs (2.x): what the matrix measured for that wheel."""
+    from envcheck.select import build_for
+
     p = ctx.host.paddle
     if not p.version or not p.cuda:
         return None
     try:
-        builds = ctx.matrix.builds_for(p.version)
-    except ValueError:
+        build = build_for(ctx.matrix, p.version, p.cuda)
+    except (ValueError, VersionParseError):
         return None
-    for b in builds:
-        if b.cuda and b.archs and _release(b.cuda)[:2] == _release(p.cuda)[:2]:
-            return b.archs
-    return None
+    return build.archs if build else None
 
 
 # -- environment ---------------------------------------------------------------------------

@@ -201,3 +201,12 @@ def test_driver_too_old_for_every_image_gives_no_tag() -> None:
 def test_expect_gpu_on_facts_without_a_driver_layer_fails() -> None:
     r = doctor(s.host(paddle=s.PADDLE_331_CPU), expect_gpu=True)
     assert finding(r, "gpu.expected").severity == "fail" and r.verdict == "fail"
+
+
+def test_pypi_262_wheel_on_h100_has_no_sm90_kernels() -> None:
+    # §4b (measured): the 2.6.2 cu118 PyPI wheel carries SASS for 61 70 75 80 86 only; 2.x
+    # records no archs in its version file, so the matrix's measured list is used
+    r = doctor(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.H100], paddle=s.PADDLE_262_CU118,
+                      cudnn=s.cudnn("8.6.0")), paddle="2.6.2")
+    f = finding(r, "paddle.arch-missing")
+    assert "sm_90" in f.message and "61 70 75 80 86" in f.message
