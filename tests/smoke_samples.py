@@ -100,3 +100,13 @@ def gpu_build_fell_back(device_error: str, **env: str) -> dict[str, Any]:
     doc["runs"][0]["device_error"] = device_error
     doc["env"].update(env)
     return doc
+
+
+# The scripts in tests/smoke_scripts/ that misbehave, the finding each must give, and words of its
+# message: run the same way in a real container and in a subprocess.
+BAD_SCRIPTS = [
+    ("crash.py", "smoke.crashed", "CUDA error(35)"),
+    ("garbage.py", "smoke.bad-output", "printed 2 lines on stdout"),
+    ("megabytes.py", "smoke.bad-output", "was stopped"),
+]
+BAD_SCRIPT_IDS = ["crash", "garbage", "megabytes"]

@@ -34,6 +34,7 @@ from envcheck.smoke.container import (
 )
 from envcheck.smoke.options import SmokeOptions
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, dead_pid, envcheck_containers
+from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS
 
 pytest_plugins = ("tests.smoke_fixtures",)
 
@@ -95,12 +96,8 @@ def test_gpu_request_is_refused_at_start_and_leaves_no_container(docker_client: 
 # -- bad scripts in real containers ----------------------------------------------------------------
 @pytest.mark.parametrize(
     ("script", "finding", "words"),
-    [
-        ("crash.py", "smoke.crashed", "CUDA error(35)"),
-        ("garbage.py", "smoke.bad-output", "printed 2 lines on stdout"),
-        ("megabytes.py", "smoke.bad-output", "was stopped"),
-    ],
-    ids=["crash", "garbage", "megabytes"],
+    BAD_SCRIPTS,
+    ids=BAD_SCRIPT_IDS,
 )
 def test_bad_scripts_in_the_container_are_exit_5_with_a_clean_message(
     smoke_script: Callable[[str], Path], script: str, finding: str, words: str

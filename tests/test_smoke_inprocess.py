@@ -22,6 +22,7 @@ from envcheck.smoke.check import smoke_check
 from envcheck.smoke.inprocess import run_subprocess
 from envcheck.smoke.options import SmokeOptions
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive
+from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS
 
 pytest_plugins = ("tests.smoke_fixtures",)
 
@@ -58,12 +59,8 @@ def test_in_process_with_expect_gpu_is_cpu_fallback_naming_the_cpu_build() -> No
 
 @pytest.mark.parametrize(
     ("script", "finding", "words"),
-    [
-        ("crash.py", "smoke.crashed", "CUDA error(35)"),
-        ("garbage.py", "smoke.bad-output", "printed 2 lines on stdout"),
-        ("megabytes.py", "smoke.bad-output", "was stopped"),
-    ],
-    ids=["crash", "garbage", "megabytes"],
+    BAD_SCRIPTS,
+    ids=BAD_SCRIPT_IDS,
 )
 def test_bad_scripts_are_exit_5_with_a_clean_message(
     smoke_script: Callable[[str], Path], script: str, finding: str, words: str

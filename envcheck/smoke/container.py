@@ -127,14 +127,8 @@ class SmokeContainer:
                 exit_code = _exit_code(container)
         finally:
             stream.close()
-        return RawRun(
-            exit_code=exit_code,
-            stdout=collector.stdout(),
-            stderr=collector.stderr(),
-            duration_s=round(time.monotonic() - started, 3),
-            stdout_bytes=collector.stdout_bytes,
-            stdout_overflow=collector.overflow.is_set(),
-            timed_out=not done,
+        return collector.raw_run(
+            exit_code, started, timed_out=not done,
             oom_killed=exit_code == 137 and done and _oom_killed(container),
             # exit_code None without a timeout: the container vanished under us
             extra={"container": container.short_id, "run_id": self.run_id, "swept": self.swept},

@@ -107,17 +107,8 @@ def _run(
         if proc.poll() is None:  # Ctrl-C or SIGTERM on our side: take the child with us
             _kill_group(proc)
             proc.wait(timeout=KILL_WAIT_S)
-    return RawRun(
-        exit_code=exit_code,
-        stdout=collector.stdout(),
-        stderr=collector.stderr(),
-        duration_s=round(time.monotonic() - started, 3),
-        stdout_bytes=collector.stdout_bytes,
-        stdout_overflow=collector.overflow.is_set(),
-        timed_out=not done,
-        pid=proc.pid,
-        extra={"python": argv[0]},
-    )
+    return collector.raw_run(exit_code, started, timed_out=not done, pid=proc.pid,
+                             extra={"python": argv[0]})
 
 
 def _pump(

@@ -12,6 +12,7 @@ import json
 import math
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,12 @@ class OutputCollector:
     def stderr(self) -> str:
         with self._lock:
             return bytes(self._stderr[-self._stderr_tail :]).decode("utf-8", "replace")
+
+    def raw_run(self, exit_code: int | None, started: float, *, timed_out: bool, **more: Any) -> RawRun:
+        """What the streams held when the run ended (`started` from time.monotonic())."""
+        return RawRun(exit_code=exit_code, stdout=self.stdout(), stderr=self.stderr(),
+                      duration_s=round(time.monotonic() - started, 3), stdout_bytes=self.stdout_bytes,
+                      stdout_overflow=self.overflow.is_set(), timed_out=timed_out, **more)
 
 
 @dataclass(frozen=True)
