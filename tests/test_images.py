@@ -1,0 +1,30 @@
+"""The GPU runner recipe (not buildable offline): what it copies exists, and what it runs is a
+command line envcheck accepts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from envcheck.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNNER = ROOT / "images" / "runner" / "Dockerfile"
+
+
+def test_runner_copies_existing_paths_from_an_official_paddle_gpu_image() -> None:
+    text = RUNNER.read_text()
+    assert re.search(r"^FROM paddlepaddle/paddle:\S+-gpu-cuda", text, re.MULTILINE)
+    for line in re.findall(r"^COPY (.+)$", text, re.MULTILINE):
+        for source in line.split()[:-1]:
+            assert (ROOT / source).exists(), source
+
+
+def test_runner_default_command_is_accepted_by_the_cli() -> None:
+    text = RUNNER.read_text()
+    entry = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", text, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    assert entry == ["envcheck"]
+    args = build_parser().parse_args(cmd)
+    assert args.command == "doctor" and args.in_process and args.expect_gpu
