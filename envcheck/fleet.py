@@ -242,7 +242,8 @@ def report_time(meta: Mapping[str, Any]) -> datetime | None:
         value = meta.get(key)
         if isinstance(value, str):
             try:
-                stamp = datetime.fromisoformat(value)  # 3.11 reads a trailing Z
+                # The doctor writes a trailing Z, which fromisoformat reads only from 3.11 on.
+                stamp = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
             except ValueError:
                 continue
             return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)  # naive = UTC

@@ -277,13 +277,14 @@ def _registry_tags(ref: Reference) -> list[str]:
 
 
 # -- the smoke's entry point ------------------------------------------------------------------------
-def ensure_image(ref: str, *, allow_pull: bool, quiet: bool) -> str:
+def ensure_image(ref: str, *, allow_pull: bool, quiet: bool, client: Any = None) -> str:
     """The engine's image id for `ref`, pulling it (with a progress display on stderr unless
-    `quiet`) when it is missing and `allow_pull`. Raises EnvcheckError subclasses only."""
+    `quiet`) when it is missing and `allow_pull`. `client`: a connected docker.DockerClient
+    (default: a new one). Raises EnvcheckError subclasses only."""
     from envcheck.docker_adapter import connect
 
     parsed = parse_reference(ref)  # InvalidReference (exit 2) before any engine call
-    client = connect()
+    client = client if client is not None else connect()
     image_id = _present(client, ref)
     if image_id:
         return image_id

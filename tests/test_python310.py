@@ -51,3 +51,13 @@ def test_pull_image_dry_run(envcheck310: Path) -> None:
                          timeout=120, check=False)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["reference"].startswith("docker.io/paddlepaddle/paddle:3.3.1")
+
+
+def test_fleet_reads_the_doctors_trailing_z_timestamps(envcheck310: Path) -> None:
+    """`meta.generated_at` ends in Z; 3.10's fromisoformat refuses that, which lost the time of
+    every report (the fleet's newest-per-host, the baseline's `created`, JUnit's timestamp)."""
+    python = envcheck310.with_name("python")
+    code = "from envcheck.fleet import report_time; print(report_time({'generated_at': '2024-05-01T10:00:00Z'}))"
+    run = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "2024-05-01 10:00:00+00:00"

@@ -30,6 +30,7 @@ from envcheck.smoke.container import (
     OWNER_LABEL,
     ContainerSpec,
     SmokeContainer,
+    _oom_killed,
     sweep_leftovers,
 )
 from envcheck.smoke.options import SmokeOptions
@@ -260,3 +261,11 @@ def test_unreachable_registry_warns_and_falls_back_in_process() -> None:
     assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
     assert "Connection refused" in findings[0].message
     assert doc is not None and doc["runs"][0]["device_used"] == "cpu"
+
+
+def test_oom_check_of_a_container_removed_under_us_is_no_traceback(docker_client: Any) -> None:
+    """Exit 137 (killed) and then removed by another tool's `docker rm -f` before envcheck asks
+    whether the memory limit did it: not OOM-killed, not a docker.errors.NotFound (exit 3)."""
+    container = docker_client.containers.create("envcheck-test/busybox:1", ["true"])
+    container.remove(force=True)
+    assert _oom_killed(container) is False

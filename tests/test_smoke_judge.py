@@ -442,3 +442,24 @@ def test_only_an_nvidia_hook_on_a_read_only_root_drops_the_read_only_root(
     from envcheck.smoke.container import hook_needs_writable_root
 
     assert hook_needs_writable_root(message) is retry
+
+
+@pytest.mark.parametrize(
+    ("device_error", "count_error"),
+    [
+        ("OSError: (External) cudaGetDeviceCount failed", rec.DRIVER_TOO_OLD),
+        (rec.NO_DEVICE + "\n" + rec.DRIVER_TOO_OLD, None),
+    ],
+    ids=["device-error-paddle-does-not-word", "no-gpu-line-before-the-driver-error"],
+)
+def test_driver_error_found_whatever_the_device_error_says_first(
+    device_error: str, count_error: str | None
+) -> None:
+    """The CUDA error may sit in the device-count error, or on a later line of the device error:
+    the cause is still driver-error, not an IndexError/StopIteration (exit 3)."""
+    doc = rec.gpu_build_fell_back(device_error)
+    doc["cuda_device_count_error"] = count_error
+    fallback = only(
+        judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback"
+    )
+    assert fallback.observed["cause"] == "driver-error" and "CUDA error(35)" in fallback.message

@@ -82,8 +82,8 @@ def acquire_image(plan: Plan, options: SmokeOptions) -> tuple[Any, str]:
     from envcheck.pull import ensure_image
 
     assert plan.image is not None
-    client = connect()
-    return client, ensure_image(plan.image, allow_pull=options.pull, quiet=options.quiet)
+    client = connect()  # one client (one ping) for the image and the container
+    return client, ensure_image(plan.image, allow_pull=options.pull, quiet=options.quiet, client=client)
 
 
 def script_path() -> Path:

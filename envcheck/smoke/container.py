@@ -300,7 +300,13 @@ def _exit_code(container: Container) -> int | None:
 
 
 def _oom_killed(container: Container) -> bool:
-    container.reload()
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        container.reload()
+    except (requests.exceptions.RequestException, docker.errors.NotFound):
+        return False  # gone under us, as in _exit_code: the crash finding still says 137
     return bool(container.attrs.get("State", {}).get("OOMKilled"))
 
 

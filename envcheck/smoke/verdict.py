@@ -116,13 +116,12 @@ def fallback_causes(
     hidden = _hidden_by_env(plan, env)
     if hidden and result["compiled_with_cuda"] and not plan.gpu_refused:
         causes.append(hidden)
-    if kinds & {"driver-error", "library-missing", "cuda-error"} and result["compiled_with_cuda"]:
+    driver_kinds = {"driver-error", "library-missing", "cuda-error"}
+    if kinds & driver_kinds and result["compiled_with_cuda"]:
+        # Any line of a text, not its first recognised one: a device error may say nothing Paddle
+        # words (no hit) or open with another kind (a `no-gpu` line before the CUDA error).
         line = next(
-            t
-            for t in lines
-            if t
-            and scan_paddle_warnings(t)[0]["kind"]
-            in ("driver-error", "library-missing", "cuda-error")
+            t for t in lines if any(hit["kind"] in driver_kinds for hit in scan_paddle_warnings(t))
         )
         causes.append(
             (
