@@ -127,6 +127,15 @@ class RegistryClient:
 
     def inspect(self, ref: Reference, platform: Platform) -> RemoteImage:
         """Digest, platforms, and for `platform`: size, layers and config env/labels."""
+        try:
+            return self._inspect(ref, platform)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            # a registry (or proxy) answering JSON that is not a manifest: one screen, not a traceback
+            raise RegistryError(f"{self.registry} sent a malformed manifest for {ref}: {e!r}",
+                                hint="the registry or a proxy in front of it is misbehaving; "
+                                "try the mirror with --registry") from e
+
+    def _inspect(self, ref: Reference, platform: Platform) -> RemoteImage:
         doc, digest, media_type = self.manifest(ref.repository, ref.reference)
         if media_type in INDEX_TYPES or "manifests" in doc:
             platforms = tuple(_index_platforms(doc))
@@ -211,7 +220,11 @@ class RegistryClient:
                 return _Response(answer.status, _lower(answer.headers), answer.read(MAX_DOCUMENT))
         except urllib.error.HTTPError as e:
             with e:
-                return _Response(e.code, _lower(e.headers), e.read(MAX_DOCUMENT))
+                try:
+                    body = e.read(MAX_DOCUMENT)
+                except (OSError, http.client.HTTPException):
+                    body = b""  # the status is the answer; its error page was cut off
+                return _Response(e.code, _lower(e.headers), body)
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
             raise RegistryUnavailable(

@@ -14,6 +14,7 @@ from envcheck.registry import (
     Platform,
     RegistryAuthRequired,
     RegistryClient,
+    RegistryError,
     RegistryUnavailable,
     host_platform,
     is_loopback,
@@ -126,3 +127,42 @@ def test_5xx_and_refused_connections_are_transient(registry: LocalRegistry, prox
     dead, ref = client_for(f"127.0.0.1:{free_port()}/envcheck-test/busybox:1")
     with pytest.raises(RegistryUnavailable, match="Connection refused"):
         dead.inspect(ref, AMD64)
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "layers": [1]},
+     {"schemaVersion": 2, "manifests": [{"platform": {"os": "linux", "architecture": "amd64"}}]}],
+    ids=["layer-not-an-object", "index-entry-without-digest"],
+)
+def test_a_malformed_manifest_is_a_registry_error_not_a_traceback(manifest: dict[str, Any]) -> None:
+    """A registry (or a proxy in front of it) answering JSON that is not a valid manifest."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = json.dumps(manifest).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            payload = body if "/manifests/" in self.path else b"{}"
+            self.send_response(200)
+            self.send_header("Content-Type", manifest.get("mediaType", "application/json"))
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_HEAD = do_GET
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ref = parse_reference(f"127.0.0.1:{server.server_address[1]}/x/broken:1")
+        with pytest.raises(RegistryError, match="malformed manifest"):
+            RegistryClient.for_reference(ref, timeout=5).inspect(ref, AMD64)
+    finally:
+        server.shutdown()
+        server.server_close()
