@@ -78,6 +78,9 @@ def translate_errors(action: str) -> Iterator[None]:
         raise _unreachable(action, e) from e
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as e:
         raise _unreachable(action, e) from e
+    except requests.exceptions.RequestException as e:  # e.g. a stream cut mid-answer
+        raise EnvironmentProblem(f"{action}: the connection to the engine broke: {e}",
+                                 hint="check `docker info` and the engine's log, then run again") from e
     except PermissionError as e:
         raise _unreachable(action, e) from e
 

@@ -42,3 +42,15 @@ def test_only_transient_failures_are_retried() -> None:
     assert pull_error("unexpected EOF", ref=REF, registry=REGISTRY).transient  # type: ignore[attr-defined]
     other = pull_error("failed to register layer: invalid tar header", ref=REF, registry=REGISTRY)
     assert isinstance(other, PullFailed) and not other.transient
+
+
+def test_a_broken_engine_stream_is_an_environment_problem() -> None:
+    """Any other `requests` failure while acting on the engine (a chunked answer cut short)."""
+    import requests
+
+    from envcheck.docker_adapter import translate_errors
+    from envcheck.errors import EnvironmentProblem
+
+    with pytest.raises(EnvironmentProblem, match="connection to the engine broke"), \
+            translate_errors("starting the smoke"):
+        raise requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead")
