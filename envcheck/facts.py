@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 Status = Literal["ok", "absent", "error", "unknown"]
-STATUSES: tuple[str, ...] = ("ok", "absent", "error", "unknown")
 
 
 @dataclass(frozen=True)

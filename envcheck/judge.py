@@ -14,7 +14,7 @@ from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.matrix.model import Matrix
 from envcheck.report import ImageChoice
-from envcheck.versions import VersionParseError, parse_dotted, sm_of
+from envcheck.versions import VersionParseError, release_of, sm_of
 
 REBOOT_FIX = (
     "reboot, or reload the kernel module without rebooting: "
@@ -187,8 +187,9 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
 
 
 def _release(text: str) -> tuple[int, ...]:
+    """Saved facts may hold anything: an unreadable version compares as 0.0.0."""
     try:
-        return (*parse_dotted(text).version.release, 0, 0)
+        return release_of(text)
     except VersionParseError:
         return (0, 0, 0)
 

@@ -76,11 +76,6 @@ class PullProgress:
     def work_done(self) -> int:
         return sum(layer.work_done for layer in self.layers.values())
 
-    @property
-    def downloaded_bytes(self) -> int:
-        return sum(layer.size or 0 if layer.phase not in ("waiting", "downloading") else layer.downloaded
-                   for layer in self.layers.values())
-
     def apply(self, event: Mapping[str, Any]) -> LayerProgress | None:
         """Fold one event in; return the layer it changed, if any."""
         self.events += 1

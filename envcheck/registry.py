@@ -37,7 +37,6 @@ DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 INDEX_TYPES = (DOCKER_LIST, OCI_INDEX)
-MANIFEST_TYPES = (DOCKER_MANIFEST, OCI_MANIFEST)
 ACCEPT = f"{OCI_INDEX}, {DOCKER_LIST}, {OCI_MANIFEST}, {DOCKER_MANIFEST}"
 MAX_DOCUMENT = 4 << 20  # manifests and configs are small: refuse to buffer anything bigger
 

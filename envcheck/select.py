@@ -28,7 +28,7 @@ from envcheck.errors import UsageError
 from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.matrix.model import ImageTag, Matrix, PaddleBuild, PaddleRelease
 from envcheck.report import ImageChoice, Rejected
-from envcheck.versions import VersionParseError, parse_compute_capability, sm_of
+from envcheck.versions import VersionParseError, parse_compute_capability, release_of, sm_of
 
 
 def select_image(
@@ -322,6 +322,5 @@ def _cited(source: str, confirmed: bool) -> str:
     return source if confirmed else f"{source}; unconfirmed"
 
 
-def _major_minor(cuda: str) -> tuple[int, int]:
-    release = (*Version(cuda).release, 0)
-    return release[0], release[1]
+def _major_minor(cuda: str) -> tuple[int, ...]:
+    return release_of(cuda)[:2]

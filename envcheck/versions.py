@@ -43,11 +43,6 @@ def parse_dotted(text: str) -> RawVersion:
         raise VersionParseError(f"not a dotted version: {text!r}") from e
 
 
-def parse_driver_version(text: str) -> RawVersion:
-    """An NVIDIA driver version as NVML prints it: `535.104.05`, `580.65.06`, `470.82.01`."""
-    return parse_dotted(text)
-
-
 def cuda_version_from_int(value: int) -> str:
     """CUDA's integer encoding (`cudaRuntimeGetVersion`, `cuDriverGetVersion`,
     `nvmlSystemGetCudaDriverVersion`): 1000*major + 10*minor, e.g. 12040 -> '12.4'."""
@@ -91,16 +86,10 @@ def sm_of(compute_capability: str) -> int:
     return major * 10 + minor
 
 
-def major_minor(text: str) -> str:
-    """`'12.6.77'` -> `'12.6'`; `'11.8'` -> `'11.8'`."""
-    v = parse_dotted(text).version
-    rel = (*v.release, 0)
-    return f"{rel[0]}.{rel[1]}"
-
-
-def version_key(text: str) -> Version:
-    """For sorting and comparing; raises VersionParseError on garbage."""
-    return parse_dotted(text).version
+def release_of(text: str) -> tuple[int, ...]:
+    """`'12.6'` -> (12, 6, 0), `'535.104.05'` -> (535, 104, 5): at least three parts, for
+    comparing majors and minors (`release_of(cuda)[:2]`)."""
+    return (*parse_dotted(text).version.release, 0, 0)[: max(3, len(text.split(".")))]
 
 
 _KERNEL_MODULE = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)\s")

@@ -16,13 +16,11 @@ from envcheck.versions import (
     VersionParseError,
     cuda_version_from_int,
     cudnn_version_from_int,
-    major_minor,
     parse_compute_capability,
     parse_dotted,
-    parse_driver_version,
     parse_kernel_module_version,
+    release_of,
     sm_of,
-    version_key,
 )
 
 # compat_facts §9: /proc/driver/nvidia/version, proprietary and open kernel modules.
@@ -51,13 +49,11 @@ ANYTHING = st.one_of(
 
 PARSERS: list[Callable[[Any], Any]] = [
     parse_dotted,
-    parse_driver_version,
     cuda_version_from_int,
     cudnn_version_from_int,
     parse_compute_capability,
     sm_of,
-    major_minor,
-    version_key,
+    release_of,
     parse_kernel_module_version,
 ]
 
@@ -86,7 +82,7 @@ def test_arbitrary_input_raises_only_version_parse_error(
     ids=["nvml-535", "with-whitespace", "nvml-470", "cuda"],
 )
 def test_driver_version_keeps_what_the_driver_printed(text: str, raw: str, normalised: str) -> None:
-    parsed = parse_driver_version(text)
+    parsed = parse_dotted(text)
     assert str(parsed) == parsed.raw == raw and parsed.version == Version(normalised)
 
 
@@ -138,9 +134,10 @@ def test_compute_capability_round_trips_and_sm_is_major_times_ten_plus_minor(
 
 
 @given(parts=st.lists(st.integers(0, 999), min_size=1, max_size=4))
-def test_major_minor_is_the_first_two_components(parts: list[int]) -> None:
-    expected = f"{parts[0]}.{parts[1] if len(parts) > 1 else 0}"
-    assert major_minor(".".join(map(str, parts))) == expected
+def test_release_is_padded_and_keeps_major_and_minor_first(parts: list[int]) -> None:
+    release = release_of(".".join(map(str, parts)))
+    assert release[:2] == (parts[0], parts[1] if len(parts) > 1 else 0)
+    assert len(release) == max(3, len(parts)) and release[: len(parts)] == tuple(parts)
 
 
 @pytest.mark.parametrize(

@@ -272,7 +272,6 @@ class _Row:
     ident: str
     given: frozenset[str]  # the keys written, valid or not (no cascading "missing" problems)
     values: dict[str, Any] = field(default_factory=dict)  # only the fields that checked out
-    ok: bool = True
 
     @property
     def where(self) -> str:
@@ -331,18 +330,15 @@ def _parse_row(file: str, table: str, index: int, raw: dict[str, Any], problems:
     ident = " ".join(str(raw[k]) for k in spec.ident if k in raw) or "?"
     row = _Row(file, table, index, ident, frozenset(raw))
     for key in sorted(raw.keys() - fields.keys()):
-        row.ok = False
         problems.append(f"{row.where}: {key}: unknown field{_did_you_mean(key, fields)}")
     for name, spec_field in fields.items():
         if name not in raw:
             if spec_field.required:
-                row.ok = False
                 problems.append(f"{row.where}: {name}: missing")
             continue
         try:
             row.values[name] = spec_field.check(raw[name])
         except _Bad as e:
-            row.ok = False
             problems.append(f"{row.where}: {name}: {e}")
     return row
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from envcheck.versions import parse_dotted
+from envcheck.versions import parse_dotted, release_of
 
 
 @dataclass(frozen=True)
@@ -106,12 +106,12 @@ class Matrix:
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:
         """The GA row of a CUDA minor (`"12.2"` -> 12.2 GA, `>=535.54.03`): full compatibility."""
-        want = _release(cuda)[:2]
-        rows = [r for r in self.toolkit_drivers if _release(r.cuda)[:2] == want]
+        want = release_of(cuda)[:2]
+        rows = [r for r in self.toolkit_drivers if release_of(r.cuda)[:2] == want]
         return min(rows, key=lambda r: parse_dotted(r.min_driver).version, default=None)
 
     def minor_compat_for(self, cuda: str) -> MinorCompat | None:
-        major = _release(cuda)[0]
+        major = release_of(cuda)[0]
         return next((r for r in self.minor_compat if r.cuda_major == major), None)
 
     def archs_for_cuda(self, cuda: str) -> ArchSet | None:
@@ -152,6 +152,3 @@ class Matrix:
     def image_ref(self, image: ImageTag, registry: str) -> str:
         return f"{self.registries[registry]}:{image.tag}"
 
-
-def _release(text: str) -> tuple[int, ...]:
-    return (*Version(text).release, 0, 0)
