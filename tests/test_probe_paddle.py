@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from envcheck.probe.interpreter import Interpreter, current_interpreter, resolve_interpreter
 from envcheck.probe.paddle_build import parse_version_file, probe_paddle
 
 # Exact head of paddle/version/__init__.py in the PyPI paddlepaddle 3.3.1 CPU wheel (compat_facts §6b, W-331).
@@ -84,7 +85,7 @@ def make_site(tmp_path: Path, version_text: str, *dists: str) -> Path:
     ids=["pypi-331-cpu", "pypi-262-cu118", "vendor-331-cu126"],
 )
 def test_recorded_version_files(tmp_path: Path, text: str, dist: str, expect: dict[str, object]) -> None:
-    facts = probe_paddle("python", [str(make_site(tmp_path, text, dist))])
+    facts = probe_paddle(_at(str(make_site(tmp_path, text, dist))))
     assert facts.status == "ok"
     for key, value in expect.items():
         assert getattr(facts, key) == value, key
@@ -92,17 +93,17 @@ def test_recorded_version_files(tmp_path: Path, text: str, dist: str, expect: di
 
 def test_both_distributions_installed_is_reported(tmp_path: Path) -> None:
     site = make_site(tmp_path, VERSION_331_CPU, "paddlepaddle-3.3.1", "paddlepaddle_gpu-3.3.1")
-    facts = probe_paddle("python", [str(site)])
+    facts = probe_paddle(_at(str(site)))
     assert facts.reason is not None and "both" in facts.reason
 
 
 def test_absent_when_no_site_has_paddle(tmp_path: Path) -> None:
-    assert probe_paddle("python", [str(tmp_path)]).status == "absent"
+    assert probe_paddle(_at(str(tmp_path))).status == "absent"
 
 
 def test_garbled_version_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     site = make_site(tmp_path, "full_version = (((\n\x00\xff garbage", "paddlepaddle-3.3.1")
-    facts = probe_paddle("python", [str(site)])
+    facts = probe_paddle(_at(str(site)))
     assert facts.status == "error" and facts.reason and "unreadable" in facts.reason
 
 
@@ -113,7 +114,7 @@ def test_parse_ignores_code_after_the_literals() -> None:
 
 def test_the_real_cpu_wheel_matches_paddles_own_answer() -> None:
     """The venv's real Paddle CPU build: the file read agrees with `paddle.version` imported."""
-    facts = probe_paddle(sys.executable)
+    facts = probe_paddle(current_interpreter())
     assert facts.status == "ok", facts.reason
     out = subprocess.run(
         [sys.executable, "-c", ("import paddle; print(paddle.version.full_version, paddle.version.cuda(), "
@@ -129,12 +130,14 @@ def test_other_interpreter_is_asked_for_its_path(tmp_path: Path) -> None:
     site = make_site(tmp_path, VERSION_262_GPU, "paddlepaddle_gpu-2.6.2")
     fake_python = tmp_path / "python"
     # a stand-in interpreter: whatever it is asked, it answers with its sys.path
-    fake_python.write_text(f"#!{sys.executable}\nimport json\nprint(json.dumps([{str(site)!r}]))\n")
+    answer = {"prefix": str(tmp_path), "path": [str(site)], "version": "3.11.2"}
+    fake_python.write_text(
+        f"#!{sys.executable}\nimport json\nprint('envcheck-interpreter:' + json.dumps({answer!r}))\n"
+    )
     fake_python.chmod(0o755)
-    facts = probe_paddle(str(fake_python))
+    facts = probe_paddle(resolve_interpreter(str(fake_python)))
     assert facts.version == "2.6.2" and facts.python == str(fake_python)
 
 
-def test_missing_interpreter_is_an_error_fact(tmp_path: Path) -> None:
-    facts = probe_paddle(os.path.join(tmp_path, "no-such-python"))
-    assert facts.status == "error" and "cannot run" in (facts.reason or "")
+def _at(site: str) -> Interpreter:
+    return Interpreter(python="python", prefix="/", paths=(site,), version="3.11.2")

@@ -15,11 +15,13 @@ from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
 from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding
+from envcheck.probe.host import start_host_probe
+from envcheck.probe.interpreter import resolve_interpreter
 from envcheck.report import ImageChoice, Report
 from envcheck.smoke.options import SmokeOptions
 
 if TYPE_CHECKING:
-    from envcheck.probe.host import HostProbe
+    from envcheck.probe.interpreter import Interpreter
 
 
 def register(sub: Any) -> None:
@@ -86,7 +88,9 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     gpus = parse_gpus(args.gpus)
-    probe = None if args.facts else _start_probe(args)  # the CUDA child starts before the imports
+    # The target interpreter, resolved once: the Paddle probe and the smoke judge the same one.
+    target = None if args.facts else resolve_interpreter(args.python)
+    probe = None if target is None else start_host_probe(target)  # the CUDA child starts first
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
 
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if smoke_runs:
         from envcheck.smoke.check import smoke_check
 
-        smoke_doc, smoke_findings = smoke_check(host, image, _smoke_options(args, gpus))
+        smoke_doc, smoke_findings = smoke_check(host, image, _smoke_options(args, gpus, target))
         findings += smoke_findings
     if args.baseline:
         findings += _drift(args, host, image)
@@ -134,12 +138,6 @@ def read_facts(path: str) -> HostFacts:
         raise UsageError(f"facts file {path}: {e}", hint="fix the value, or remove the key (missing means unknown)") from e
 
 
-def _start_probe(args: argparse.Namespace) -> HostProbe:
-    from envcheck.probe.host import start_host_probe
-
-    return start_host_probe(args.python)
-
-
 def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> ImageChoice:
     from envcheck.select import select_image
 
@@ -155,8 +153,11 @@ def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> Ima
     return choice
 
 
-def _smoke_options(args: argparse.Namespace, gpus: tuple[int, ...] | None) -> SmokeOptions:
-    return SmokeOptions(image=args.image, in_process=args.in_process, python=args.python, gpus=gpus,
+def _smoke_options(
+    args: argparse.Namespace, gpus: tuple[int, ...] | None, target: Interpreter | None
+) -> SmokeOptions:
+    python = target.python if target else args.python
+    return SmokeOptions(image=args.image, in_process=args.in_process, python=python, gpus=gpus,
                         expect_gpu=args.expect_gpu, pull=not args.no_pull, amp=args.amp,
                         compare_cpu=args.compare_cpu, export=args.export, timeout=args.smoke_timeout,
                         quiet=args.json)

@@ -109,9 +109,10 @@ def _matrix_if_it_knows(args: argparse.Namespace, ref: Reference) -> Matrix | No
 
 def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, ImageChoice]:
     from envcheck.probe.host import probe_host
+    from envcheck.probe.interpreter import resolve_interpreter
     from envcheck.select import select_image
 
-    host = probe_host(args.python, engine=False)
+    host = probe_host(resolve_interpreter(args.python), engine=False)
     return host, select_image(host, matrix, paddle=args.paddle, registry=args.registry)
 
 
@@ -138,8 +139,9 @@ def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None,
         nonlocal host, matrix
         if host is None:  # probed only when an image claims a CUDA: most pulls never need it
             from envcheck.probe.host import probe_host
+            from envcheck.probe.interpreter import resolve_interpreter
 
-            host = probe_host(args.python, engine=False)
+            host = probe_host(resolve_interpreter(args.python), engine=False)
         matrix = matrix or _load_matrix(args)
         refusal = cuda_refusal(claims, host, matrix)
         if refusal:

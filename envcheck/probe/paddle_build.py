@@ -8,34 +8,14 @@ Equivalent to `python -c "import paddle; paddle.version.show()"` without its ~1 
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
-import subprocess
-import sys
 
 from envcheck.facts import PaddleFacts
+from envcheck.probe.interpreter import Interpreter
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
 _DISTS = {"paddlepaddle_gpu": "paddlepaddle-gpu", "paddlepaddle": "paddlepaddle"}
-_SYS_PATH_TIMEOUT = 10.0
-
-
-def interpreter_paths(python: str | None) -> tuple[str | None, list[str], str | None]:
-    """(python, its sys.path, error). The current interpreter needs no subprocess."""
-    if python is None or os.path.realpath(python) == os.path.realpath(sys.executable):
-        return sys.executable, [p for p in sys.path if p], None
-    try:
-        out = subprocess.run(
-            [python, "-c", "import sys, json; print(json.dumps(sys.path))"],
-            capture_output=True,
-            text=True,
-            timeout=_SYS_PATH_TIMEOUT,
-            check=True,
-        ).stdout
-        return python, [p for p in json.loads(out) if isinstance(p, str) and p], None
-    except (OSError, subprocess.SubprocessError, ValueError) as e:
-        return python, [], f"cannot run the target interpreter {python}: {e}"
 
 
 def parse_version_file(text: str) -> dict[str, object]:
@@ -91,13 +71,10 @@ def installed_distributions(site_dir: str) -> list[str]:
     return sorted(set(found))
 
 
-def probe_paddle(python: str | None = None, paths: list[str] | None = None) -> PaddleFacts:
+def probe_paddle(target: Interpreter) -> PaddleFacts:
     """`pip show paddlepaddle-gpu paddlepaddle` + `paddle.version.show()`, from the files."""
-    if paths is None:
-        python, paths, error = interpreter_paths(python)
-        if error:
-            return PaddleFacts(status="error", python=python, reason=error)
-    for site_dir in paths:
+    python = target.python
+    for site_dir in target.paths:
         version_file = os.path.join(site_dir, "paddle", "version", "__init__.py")
         try:
             with open(version_file, encoding="utf-8", errors="replace") as f:

@@ -1,0 +1,111 @@
+"""`--python`: the target interpreter is identified by what it reports, and a program that is not
+a working Python is a bad flag (exit 2), bounded in time and output, leaving no process behind.
+
+Issue #8 items 4 and 7.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envcheck.errors import UsageError
+from envcheck.probe.interpreter import resolve_interpreter
+
+ENVCHECK = [sys.executable, "-m", "envcheck"]
+
+
+def _script(tmp_path: Path, body: str, name: str = "python") -> str:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def sibling_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv made from the same base interpreter as envcheck's own venv, without Paddle: both
+    `bin/python` resolve (realpath) to the same binary — the pipx / Slurm / CI-runner layout."""
+    root = tmp_path_factory.mktemp("target") / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    assert os.path.realpath(root / "bin" / "python") == os.path.realpath(sys.executable)
+    return root
+
+
+def test_a_sibling_venv_is_its_own_interpreter(sibling_venv: Path) -> None:
+    target = resolve_interpreter(str(sibling_venv / "bin" / "python"))
+    assert target.prefix == str(sibling_venv)
+    assert not any(p.startswith(sys.prefix + os.sep) for p in target.paths), target.paths
+
+
+def test_doctor_judges_the_python_it_was_given(sibling_venv: Path) -> None:
+    """envcheck's own venv has Paddle's CPU build; the target venv has no Paddle at all. The
+    report must be about the target, which the smoke would run in."""
+    out = subprocess.run(
+        [*ENVCHECK, "doctor", "--no-smoke", "--json", "--python", str(sibling_venv / "bin" / "python")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode in (0, 1), out.stderr
+    paddle = json.loads(out.stdout)["host"]["paddle"]
+    assert paddle["status"] == "absent", paddle
+    assert paddle["python"] == str(sibling_venv / "bin" / "python")
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("echo hello\n", "did not answer as a Python interpreter"),
+        ("echo 'Traceback: boom' >&2; exit 1\n", "Traceback: boom"),
+        ("exec yes envcheck-interpreter:\n", "printed more than"),
+        ("echo 'envcheck-interpreter:{\"prefix\": 1}'\n", "did not answer as a Python interpreter"),
+    ],
+    ids=["not-python", "crashes", "megabytes", "wrong-shape"],
+)
+def test_not_a_python_is_a_usage_error(tmp_path: Path, body: str, words: str) -> None:
+    with pytest.raises(UsageError) as err:
+        resolve_interpreter(_script(tmp_path, body), timeout=20)
+    assert words in err.value.message
+
+
+def test_a_hanging_python_is_stopped_with_what_it_started(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    python = _script(tmp_path, f"sleep 1000 & echo $! > {pidfile}\nsleep 1000\n")
+    started = time.monotonic()
+    with pytest.raises(UsageError, match="did not answer within 1 s"):
+        resolve_interpreter(python, timeout=1)
+    assert time.monotonic() - started < 15
+    child = int(pidfile.read_text())
+    for _ in range(100):  # the SIGKILL of the group is delivered asynchronously
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child), "the interpreter's own child was left running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize(
+    "python",
+    ["/no/such/python", "/", "no-such-python-on-path", ""],
+    ids=["missing", "directory", "not-on-path", "empty"],
+)
+def test_doctor_with_a_bad_python_is_exit_2(python: str) -> None:
+    out = subprocess.run(
+        [*ENVCHECK, "doctor", "--no-smoke", "--python", python],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "--python" in out.stderr and "Traceback" not in out.stderr
