@@ -109,3 +109,17 @@ def test_doctor_with_a_bad_python_is_exit_2(python: str) -> None:
     )
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert "--python" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_bug_in_the_cuda_probe_is_a_bug_not_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#8.9: the probe thread's exception reaches the caller (exit 3 at the CLI), instead of
+    "timeout: the CUDA probe did not finish" with a driver fix."""
+    from envcheck.probe import cuda_libs
+    from envcheck.probe.host import start_host_probe
+
+    def broken(*_: object) -> None:
+        raise KeyError("a bug in the probe")
+
+    monkeypatch.setattr(cuda_libs, "probe_cuda", broken)
+    with pytest.raises(KeyError, match="a bug in the probe"):
+        start_host_probe(engine=False).facts()
