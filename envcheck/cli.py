@@ -7,19 +7,26 @@ Each subcommand lives in `envcheck/commands/<name>.py` with `register(subparsers
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from importlib import import_module
+from typing import NoReturn
 
 from envcheck import __version__
-from envcheck.errors import EnvcheckError
+from envcheck.errors import EnvcheckError, UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
+from envcheck.streams import discard_stdout
 
 COMMANDS = ("doctor", "pull_image", "report")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on bad flags already; keep its one-screen message and our exit codes."""
+    """A bad flag is a `UsageError` (exit 2) like any other bad input, so that under `--json` it
+    too gets its error document; argparse's own `error()` would print and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, hint=f"see `{self.prog} --help`; {self.format_usage().strip()}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,36 +44,52 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help(sys.stderr)
-        return ExitStatus.USAGE
+    argv = list(sys.argv[1:] if argv is None else argv)
+    wants_json = "--json" in argv  # known before parsing: a bad flag under --json is a document too
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help(sys.stderr)
+            return _failed(ExitStatus.USAGE, "no command given", "see `envcheck --help`", wants_json)
         return int(args.run(args))
     except EnvcheckError as e:
-        _print_error(e.message, e.hint)
-        return int(e.status)
+        return _failed(e.status, e.message, e.hint, wants_json)
     except KeyboardInterrupt:
-        _print_error("interrupted", None)
-        return 130
+        return _failed(ExitStatus.INTERRUPTED, "interrupted", None, wants_json)
     except BrokenPipeError:
-        return int(ExitStatus.OK)
+        # a write outside the commands' own report (they keep their verdict's code): the reader
+        # left before we could say anything, which is the environment, not a pass
+        discard_stdout()
+        return int(ExitStatus.ENVIRONMENT)
     except Exception as e:  # noqa: BLE001 - the one place a bug becomes exit 3
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-        _print_error(
+        return _failed(
+            ExitStatus.INTERNAL,
             f"internal error: {type(e).__name__}: {e}",
             "this is a bug in envcheck; please report it with the traceback above",
+            wants_json,
         )
-        return int(ExitStatus.INTERNAL)
 
 
-def _print_error(message: str, hint: str | None) -> None:
+def _failed(status: ExitStatus, message: str, hint: str | None, wants_json: bool) -> int:
+    """One screen on stderr; under --json, also the error document on stdout (the README's
+    contract: stdout is one JSON document, whatever happened)."""
     print(f"envcheck: error: {message}", file=sys.stderr)
     if hint:
         print(f"hint: {hint}", file=sys.stderr)
+    if wants_json:
+        from envcheck.report import error_document
+
+        try:
+            json.dump(error_document(int(status), message, hint), sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            discard_stdout()
+    return int(status)
 
 
 if __name__ == "__main__":  # pragma: no cover

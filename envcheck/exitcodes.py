@@ -12,6 +12,7 @@ class ExitStatus(IntEnum):
     ENVIRONMENT = 4  # could not act: daemon down, registry unreachable, no space
     SMOKE_FAILED = 5  # the smoke training crashed, timed out or did not learn
     CPU_FALLBACK = 6  # the smoke "worked" but never touched the GPU
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM: everything we created was removed (128 + SIGINT)
 
 
 EXIT_CODES_HELP = """exit codes:
@@ -21,4 +22,5 @@ EXIT_CODES_HELP = """exit codes:
   3  internal error (a bug in envcheck: please report it)
   4  environment: could not act (daemon down, registry unreachable, no space)
   5  smoke training failed (crash, timeout, loss did not fall)
-  6  silent CPU fallback: a GPU was expected but the work ran on the CPU"""
+  6  silent CPU fallback: a GPU was expected but the work ran on the CPU
+  130  interrupted (Ctrl-C, SIGTERM): what envcheck created was removed"""

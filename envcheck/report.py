@@ -9,7 +9,8 @@ from envcheck.exitcodes import ExitStatus
 from envcheck.facts import HostFacts, to_dict
 from envcheck.findings import Finding
 
-SCHEMA_VERSION = 1
+# 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
+SCHEMA_VERSION = 2
 
 Verdict = Literal["pass", "warn", "fail", "cpu-fallback"]
 
@@ -66,6 +67,16 @@ class Report:
             "smoke": self.smoke,
             "meta": self.meta,
         }
+
+
+def error_document(exit_code: int, message: str, hint: str | None) -> dict[str, Any]:
+    """What `--json` prints when the run ends before a verdict (bad flag, bad input, a bug)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": "error",
+        "exit_code": exit_code,
+        "error": {"exit": exit_code, "message": message, "hint": hint},
+    }
 
 
 def verdict_of(findings: tuple[Finding, ...] | list[Finding]) -> Verdict:

@@ -314,7 +314,7 @@ def test_an_image_without_linux_amd64_is_refused(fresh: Fresh) -> None:
     push_index(fresh.registry.url, repo, "multi", [(arm, "linux", "arm64")])
     run = envcheck("pull-image", "--image", fresh.registry.ref(f"{repo}:multi"), "--json")
     assert run.returncode == 1
-    assert "no linux/amd64 variant (it offers: linux/arm64)" in json.loads(run.stdout)["error"]
+    assert "no linux/amd64 variant (it offers: linux/arm64)" in json.loads(run.stdout)["error"]["message"]
     assert fresh.local(fresh.registry.ref(f"{repo}:multi")) is None
 
 

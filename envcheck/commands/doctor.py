@@ -180,6 +180,22 @@ def _meta(matrix_path: str, started: float) -> dict[str, Any]:
 
 
 def _render(args: argparse.Namespace, report: Report) -> None:
+    from envcheck.streams import reader_may_leave
+
+    with reader_may_leave():  # `| head -1`: the files below are still written, the code kept
+        _render_stdout(args, report)
+    if args.junit:
+        from envcheck.render.junit import write_junit
+
+        write_junit(report, args.junit)
+    if args.markdown or os.environ.get("GITHUB_ACTIONS") == "true":
+        from envcheck.render.annotations import emit_ci_outputs
+
+        # the runner reads workflow commands from stderr too, and stdout may be the JSON document
+        emit_ci_outputs(report, markdown_path=args.markdown, stream=sys.stderr)
+
+
+def _render_stdout(args: argparse.Namespace, report: Report) -> None:
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -191,15 +207,6 @@ def _render(args: argparse.Namespace, report: Report) -> None:
         from envcheck.render.text import render_plain
 
         render_plain(report, sys.stdout, explain=args.explain)
-    if args.junit:
-        from envcheck.render.junit import write_junit
-
-        write_junit(report, args.junit)
-    if args.markdown or os.environ.get("GITHUB_ACTIONS") == "true":
-        from envcheck.render.annotations import emit_ci_outputs
-
-        # the runner reads workflow commands from stderr too, and stdout may be the JSON document
-        emit_ci_outputs(report, markdown_path=args.markdown, stream=sys.stderr)
 
 
 def _color(args: argparse.Namespace) -> bool:

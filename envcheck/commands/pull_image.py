@@ -9,7 +9,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from envcheck.commands import add_choice_arguments
-from envcheck.errors import EnvcheckError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
@@ -45,15 +44,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except EnvcheckError as e:
-        if args.json:  # scripts still get one document; the CLI prints the one-screen error
-            _print_json({"error": e.message, "hint": e.hint, "exit_code": int(e.status)})
-        raise
-
-
-def _run(args: argparse.Namespace) -> int:
+    """Under --json an error becomes the CLI's error document (envcheck.report.error_document)."""
     from envcheck.pull import PullPlan, plan_pull
     from envcheck.reference import parse_reference
 

@@ -1,0 +1,56 @@
+"""The CLI's contract with scripts and CI gates: `--json` is always one JSON document (an error
+document when the run could not judge), and a reader that leaves early never changes the exit
+code. Issue #8 items 6 and 8."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import scenarios as s
+from tests.test_cli import ENV, envcheck, write
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["doctor", "--json", "--bogus"], 2, "unrecognized arguments: --bogus"),
+        (["doctor", "--json", "--gpus", "a,b"], 2, "--gpus"),
+        (["doctor", "--json", "--facts", "/no/such/facts.json"], 2, "cannot read facts file"),
+        (["doctor", "--json", "--no-smoke", "--python", "/no/such/python"], 2, "--python"),
+        (["pull-image", "--json", "--image", "Not A Reference"], 2, ""),
+        (["report", "--json"], 2, "required: FILE"),
+    ],
+    ids=["unknown-flag", "bad-gpus", "missing-facts", "bad-python", "bad-reference", "report-flag"],
+)
+def test_json_errors_are_one_error_document(args: list[str], code: int, words: str) -> None:
+    r = envcheck(*args)
+    assert r.returncode == code, r.stderr
+    doc = json.loads(r.stdout)  # stdout is exactly one JSON document, even now
+    assert doc["schema_version"] == 2 and doc["verdict"] == "error"
+    assert doc["exit_code"] == doc["error"]["exit"] == code
+    assert words in doc["error"]["message"] and "Traceback" not in r.stderr
+    assert "envcheck: error:" in r.stderr  # and the one screen for the human
+
+
+def test_without_json_errors_stay_on_stderr() -> None:
+    r = envcheck("doctor", "--bogus")
+    assert r.returncode == 2 and r.stdout == "" and "unrecognized arguments" in r.stderr
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"]], ids=["text", "json"])
+def test_a_reader_that_leaves_keeps_the_verdicts_exit_code(tmp_path: Path, mode: list[str]) -> None:
+    """`envcheck doctor | head -1` on a failing host: still exit 1, no traceback."""
+    facts = write(tmp_path, s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100],
+                                   paddle=s.PADDLE_331_CPU))
+    proc = subprocess.Popen([sys.executable, "-m", "envcheck", "doctor", "--facts", facts, *mode],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1, err
+    assert "Traceback" not in err and "Exception ignored" not in err
