@@ -3,9 +3,11 @@
 `SmokeContainer` is a context manager in the manner of cibuildwheel's `OCIContainer`
 (https://github.com/pypa/cibuildwheel/blob/main/cibuildwheel/oci_container.py): whatever happens
 inside the `with` (success, failure, timeout, Ctrl-C, SIGTERM), `__exit__` force-removes the
-container. Containers left by a run that died harder than that (SIGKILL, power loss) are swept
-before each new one: every container carries its owner (`host:pid`) and a deadline, so a sweep
-removes those whose owner is gone or whose deadline passed, never a concurrent run's live one.
+container; a signal during `create` is held until the handle is kept (`envcheck.signals`), and a
+create that failed midway is looked up by its name, which is its run id. Containers left by a run
+that died harder than that (SIGKILL, power loss) are swept before each new one — only those
+`envcheck.smoke.ownership` proves are ours, stopped, past a grace period and abandoned by their
+owner; never a running one, never a volume — and each removal is printed on stderr.
 
 The workload runs as `python /envcheck/workload.py ARGS` with: the script bind-mounted read-only,
 no network, a read-only root file system with a small tmpfs on /tmp, uid 1000, no new privileges,
@@ -17,19 +19,23 @@ a bound; past the timeout or the bound the container is killed.
 from __future__ import annotations
 
 import os
-import signal
 import socket
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from envcheck import signals
 from envcheck.docker_adapter import LABEL, translate_errors
+from envcheck.errors import EnvcheckError
+from envcheck.smoke import ownership
+from envcheck.smoke.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
 from envcheck.smoke.parse import OutputCollector, RawRun
 
 if TYPE_CHECKING:
@@ -38,9 +44,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 SCRIPT_TARGET = "/envcheck/workload.py"
-OWNER_LABEL = f"{LABEL}.owner"  # "hostname:pid" of the envcheck process that created it
-DEADLINE_LABEL = f"{LABEL}.deadline"  # epoch seconds after which it is an orphan, whoever owns it
-SWEEP_GRACE_S = 30.0
+SWEEP_GRACE_S = 30.0  # past the smoke's timeout, before its owner stops waiting for it
 KILL_WAIT_S = 10.0
 
 
@@ -92,15 +96,27 @@ class SmokeContainer:
 
     def __enter__(self) -> Self:
         self.swept = sweep_leftovers(self.client)
-        with translate_errors(f"creating the smoke container from {self.spec.image}"):
-            self.container = self.client.containers.create(**create_kwargs(self.spec, self.run_id))
+        try:
+            with signals.deferred(), translate_errors(
+                f"creating the smoke container from {self.spec.image}"
+            ):
+                self.container = self.client.containers.create(
+                    **create_kwargs(self.spec, self.run_id)
+                )
+        except BaseException:
+            self._remove(quiet=True)  # a timeout or a signal may have cut the answer, not the create
+            raise
         return self
 
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self.container is not None:
-            remove(self.container, quiet=t is not None)
+        self._remove(quiet=t is not None)
+
+    def _remove(self, quiet: bool) -> None:
+        container = self.container or _by_name(self.client, ownership.container_name(self.run_id))
+        if container is not None:
+            remove(container, quiet=quiet)
 
     def run(self, on_start: Callable[[int | None], None] | None = None) -> RawRun:
         """Start, stream the output until exit, timeout or overflow; the container's verdict."""
@@ -114,7 +130,7 @@ class SmokeContainer:
         reader.start()
         started = time.monotonic()
         try:
-            with _sigterm_as_exit(), translate_errors("starting the smoke container"):
+            with signals.unwind_on_signals(), translate_errors("starting the smoke container"):
                 container.start()
                 if on_start is not None:
                     on_start(_host_pid(container))
@@ -142,6 +158,7 @@ def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
     limits = spec.limits
     kwargs: dict[str, Any] = {
         "image": spec.image,
+        "name": ownership.container_name(run_id),
         "entrypoint": ["python", SCRIPT_TARGET],  # no image entrypoint banner on our stdout
         "command": list(spec.args),
         "labels": labels(run_id, spec.timeout),
@@ -197,60 +214,71 @@ def hook_needs_writable_root(message: str) -> bool:
 
 def labels(run_id: str, timeout: float, now: float | None = None) -> dict[str, str]:
     now = time.time() if now is None else now
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    deadline = str(int(now + timeout + SWEEP_GRACE_S))
     return {
         LABEL: run_id,
-        OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}",
-        DEADLINE_LABEL: str(int(now + timeout + SWEEP_GRACE_S)),
+        OWNER_LABEL: owner,
+        DEADLINE_LABEL: deadline,
+        MARK_LABEL: ownership.mark(ownership.owner_key(), run_id, owner, deadline),
     }
 
 
-def is_orphan(
-    found: Mapping[str, str],
-    now: float,
-    hostname: str,
-    alive: Callable[[int], bool],
-) -> bool:
-    """Is a container with these labels a leftover no live envcheck will clean up?"""
-    deadline = _int(found.get(DEADLINE_LABEL))
-    if deadline is not None and now > deadline:
-        return True
-    owner = found.get(OWNER_LABEL, "")
-    host, _, pid = owner.rpartition(":")
-    if not owner or _int(pid) is None:
-        return deadline is None  # no owner and no deadline: from an older envcheck, or foreign
-    return host == hostname and not alive(int(pid))
-
-
-def sweep_leftovers(client: docker.DockerClient) -> list[str]:
-    """Remove envcheck's orphaned containers (crashed earlier runs); returns their short ids."""
+def sweep_leftovers(
+    client: docker.DockerClient, grace: float = ownership.LEFTOVER_GRACE_S, now: float | None = None
+) -> list[str]:
+    """Remove the stopped containers crashed envcheck runs left (see `ownership.leftover_reason`),
+    printing each on stderr; returns their short ids."""
     with translate_errors("listing leftover smoke containers"):
-        found = client.containers.list(all=True, sparse=True, filters={"label": LABEL})
+        found = client.containers.list(
+            all=True, ignore_removed=True,
+            filters={"label": MARK_LABEL, "status": list(ownership.SWEPT_STATES)},
+        )
     removed = []
-    host, now = socket.gethostname(), time.time()
+    host, now = socket.gethostname(), time.time() if now is None else now
     for container in found:
-        if is_orphan(container.attrs.get("Labels") or {}, now, host, _pid_alive):
-            remove(container, quiet=True)
+        reason = ownership.leftover_reason(
+            container.attrs, key=ownership.owner_key(), now=now, hostname=host, alive=_pid_alive,
+            grace=grace,
+        )
+        if reason is not None and remove(container, quiet=True, volumes=False):
             removed.append(container.short_id)
+            print(f"envcheck: removed leftover smoke container {container.short_id} "
+                  f"({container.name}: {reason})", file=sys.stderr)
     return removed
 
 
-def remove(container: Container, quiet: bool = False) -> None:
-    """Force-remove (kills it if running). Already gone is fine. `quiet`: never raise, because
-    another exception is on its way out and must not be masked."""
+def remove(container: Container, quiet: bool = False, volumes: bool = True) -> bool:
+    """Force-remove (kills it if running); True when this call removed it. Already gone is fine.
+    `quiet`: never raise, because another exception is on its way out and must not be masked.
+    `volumes`: also its anonymous volumes — for a container this run made; a sweep keeps them."""
     import docker.errors
 
     try:
         with translate_errors(f"removing smoke container {container.short_id}"):
             try:
-                container.remove(force=True, v=True)
+                container.remove(force=True, v=volumes)
             except docker.errors.NotFound:
-                pass
+                return False
             except docker.errors.APIError as e:
                 if e.status_code != 409:  # 409: removal already in progress
                     raise
-    except Exception:
+                return False
+    except EnvcheckError:
         if not quiet:
             raise
+        return False
+    return True
+
+
+def _by_name(client: docker.DockerClient, name: str) -> Container | None:
+    """The container called `name`, if the engine has one (after a create whose answer we lost)."""
+    try:
+        with translate_errors(f"looking up smoke container {name}"):
+            found = client.containers.list(all=True, sparse=True, filters={"name": f"^/{name}$"})
+    except EnvcheckError:
+        return None
+    return found[0] if found else None
 
 
 def _pump(
@@ -318,28 +346,3 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
-
-
-@contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
-    """SIGTERM (CI cancelling the job, `timeout`) unwinds like Ctrl-C, so `__exit__` removes the
-    container. Only the main thread may set signal handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _raise(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, _raise)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,85 @@
+"""SIGTERM and SIGINT unwind the whole run like Ctrl-C, and never in the middle of a creation.
+
+CI cancelling a job, `timeout`, `kill` and a batch scheduler send SIGTERM, whose default action
+ends the process at once: containers, the in-process training child and its temp folder would be
+left behind. `unwind_on_signals()` (installed by `envcheck.cli.main` before any command runs)
+turns SIGTERM and SIGINT into `Interrupted`, a `KeyboardInterrupt`, so every `with` and
+`finally` that cleans up on Ctrl-C cleans up on SIGTERM too.
+
+A signal can land between "the engine created a container" and "we hold its handle". Code that
+creates something wraps that step in `deferred()`: a signal arriving inside is raised when the
+block ends, once the handle is kept and its cleanup armed. After the first signal has raised,
+further ones are ignored: the run is already unwinding (each cleanup step has its own timeout),
+and a second Ctrl-C must not cut a removal in half.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT: unwind as Ctrl-C does. The process's exit status is 128 + signum."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _State:
+    installed = False
+    deferring = 0  # depth of nested deferred() blocks
+    pending: int | None = None  # a signal that arrived inside deferred()
+    raised = False  # the run is unwinding
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    if _State.raised:
+        return
+    if _State.deferring:
+        _State.pending = _State.pending or signum
+        return
+    _State.raised = True
+    raise Interrupted(signum)
+
+
+@contextmanager
+def unwind_on_signals() -> Iterator[None]:
+    """SIGTERM/SIGINT raise `Interrupted` inside the block. Re-entrant; a no-op off the main
+    thread (only it may set handlers)."""
+    if _State.installed or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _handler) for s in SIGNALS}
+    _State.installed, _State.pending, _State.raised = True, None, False
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _State.installed, _State.pending, _State.raised = False, None, False
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A signal arriving inside the block is raised when it ends, even if the block failed:
+    a failure may be caught and the run go on (the smoke falls back in-process), a signal
+    must not be lost."""
+    if not _State.installed or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _State.deferring += 1
+    try:
+        yield
+    finally:
+        _State.deferring -= 1
+        if not _State.deferring and _State.pending is not None and not _State.raised:
+            signum, _State.pending = _State.pending, None
+            _State.raised = True
+            raise Interrupted(signum)  # the signal outranks a failure in the block

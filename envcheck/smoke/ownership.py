@@ -1,0 +1,148 @@
+"""Which containers envcheck made: a mark an image cannot preset, and the sweep's rules (pure).
+
+An image's own `LABEL` lines become labels of every container made from it, so a label *key*
+proves nothing: any image (or another tool) can carry `envcheck=…`. What an image cannot set is
+a value it cannot compute: each container envcheck creates carries `envcheck.mark`, an HMAC of
+its run id, owner and deadline under a key only this user can read
+(`$XDG_STATE_HOME/envcheck/owner.key`, mode 0600 in a 0700 folder, made with `O_EXCL`), and the
+container is *named* `envcheck-smoke-<run id>`, a create-time setting no image can preset.
+
+When the key cannot be stored (read-only home), this process uses a key of its own: its
+containers are still removed by their `with`, and the sweep removes nothing it cannot prove.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from envcheck.docker_adapter import LABEL
+
+NAME_PREFIX = "envcheck-smoke-"
+OWNER_LABEL = f"{LABEL}.owner"  # "hostname:pid" of the envcheck process that created it
+DEADLINE_LABEL = f"{LABEL}.deadline"  # epoch seconds after which its owner no longer waits for it
+MARK_LABEL = f"{LABEL}.mark"  # HMAC(owner key, run id, owner, deadline)
+SWEPT_STATES = ("created", "exited")  # never a running (or paused, restarting) container
+LEFTOVER_GRACE_S = 120.0  # a container younger than this is never swept: its run may still want it
+KEY_BYTES = 32
+
+
+def container_name(run_id: str) -> str:
+    return f"{NAME_PREFIX}{run_id}"
+
+
+def mark(key: bytes, run_id: str, owner: str, deadline: str) -> str:
+    message = "\0".join((run_id, owner, deadline)).encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def is_ours(key: bytes, name: str, labels: Mapping[str, str]) -> bool:
+    """Made by an envcheck holding `key`: the mark matches and the name is the run id's."""
+    run_id = labels.get(LABEL, "")
+    expected = mark(key, run_id, labels.get(OWNER_LABEL, ""), labels.get(DEADLINE_LABEL, ""))
+    return (
+        bool(run_id)
+        and name.lstrip("/") == container_name(run_id)
+        and hmac.compare_digest(labels.get(MARK_LABEL, ""), expected)
+    )
+
+
+def leftover_reason(
+    attrs: Mapping[str, Any],
+    *,
+    key: bytes,
+    now: float,
+    hostname: str,
+    alive: Callable[[int], bool],
+    grace: float = LEFTOVER_GRACE_S,
+) -> str | None:
+    """Why the container described by `attrs` (`docker inspect`) is a leftover to remove, or
+    None to leave it alone. Only ours, only created/exited, only past the grace period, and never
+    one whose owner on this host still lives before its deadline."""
+    config, state = attrs.get("Config") or {}, attrs.get("State") or {}
+    labels = config.get("Labels") or {}
+    status = str(state.get("Status", ""))
+    if status not in SWEPT_STATES or not is_ours(key, str(attrs.get("Name", "")), labels):
+        return None
+    since = _epoch(state.get("FinishedAt")) if status == "exited" else None
+    since = since or _epoch(attrs.get("Created"))
+    if since is None or now - since < grace:
+        return None
+    host, _, pid = labels.get(OWNER_LABEL, "").rpartition(":")
+    deadline = _int(labels.get(DEADLINE_LABEL))
+    owner_waits = host == hostname and pid.isdigit() and alive(int(pid))
+    if owner_waits and (deadline is None or now <= deadline):
+        return None
+    age = int(now - since)
+    return f"{status} {age} s ago, owner {labels.get(OWNER_LABEL) or '?'} {'gone' if not owner_waits else 'past its deadline'}"
+
+
+@functools.cache
+def owner_key() -> bytes:
+    """This user's owner key, created on first use; a process-only key when it cannot be kept."""
+    try:
+        return _stored_key(_key_path())
+    except OSError:
+        return secrets.token_bytes(KEY_BYTES)
+
+
+def _key_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "envcheck" / "owner.key"
+
+
+def _stored_key(path: Path) -> bytes:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _private(path.parent, stat.S_ISDIR)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "wb") as out:
+            out.write(secrets.token_bytes(KEY_BYTES))
+            out.flush()
+            os.fsync(out.fileno())
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as found:
+        _private_fd(found.fileno())
+        key = found.read(KEY_BYTES + 1)
+    if len(key) != KEY_BYTES:
+        raise OSError(f"{path}: not an envcheck owner key")  # half-written or foreign: do not trust
+    return key
+
+
+def _private(path: Path, kind: Callable[[int], bool]) -> None:
+    info = os.lstat(path)
+    if not kind(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError(f"{path}: not a private folder of this user")
+
+
+def _private_fd(fd: int) -> None:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError("the owner key is not a private file of this user")
+
+
+def _epoch(text: Any) -> float | None:
+    """Docker's RFC 3339 times with nanoseconds (`2024-05-01T12:34:56.123456789Z`); the zero
+    time `0001-01-01T00:00:00Z` (never finished) is None."""
+    if not isinstance(text, str) or len(text) < 19 or text.startswith("0001-"):
+        return None
+    try:
+        whole = datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return whole.timestamp()  # the engine writes UTC (`Z`); a second's precision is plenty here
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
