@@ -113,12 +113,18 @@ def test_gpu_host_with_a_cpu_image_does_not_expect_the_gpu() -> None:
     assert not plan.gpu_expected and plan.gpu_ids is None
 
 
-def test_image_flag_with_a_gpu_tag_is_judged_by_its_tag() -> None:
-    given = ImageChoice(
-        ref="registry.local/paddle:3.3.1-gpu-cuda12.6", kind="cpu", reason="given with --image"
-    )
-    plan = container_plan(gpu_host(), given, image=given.ref)
-    assert plan.gpu_expected and plan.image == given.ref
+@pytest.mark.parametrize(
+    "ref",
+    ["registry.local/ml/trainer:2024-05", "registry.local/paddle:3.3.1-gpu-cuda12.6", "x/paddle:cpu"],
+    ids=["neutral-name", "gpu-name", "cpu-name"],
+)
+def test_an_image_named_with_image_is_judged_by_the_host_not_its_name(ref: str) -> None:
+    """#8.2: a host with a usable GPU expects it whatever the tag says; what the workload reports
+    (is_compiled_with_cuda) then tells a CPU build from a fallback."""
+    given = ImageChoice(ref=ref, kind="cpu", reason="given with --image")
+    plan = container_plan(gpu_host(), given, image=ref)
+    assert plan.gpu_expected and plan.image == ref and plan.gpu_ids == ("all",)
+    assert not container_plan(NO_GPU_HOST, given, image=ref).gpu_expected
 
 
 def test_no_engine_falls_back_in_process_and_says_why() -> None:

@@ -56,7 +56,7 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
         return in_process_plan(
             host, image, options, fallback="the doctor chose no image for this host"
         )
-    expected, reason = gpu_expectation(host, options, _image_is_gpu(ref, image))
+    expected, reason = gpu_expectation(host, options, _matrix_build_is_gpu(ref, image, options))
     gpus = usable_gpus(host)
     plan = Plan(
         mode="container",
@@ -92,27 +92,33 @@ def in_process_plan(
     return _fix_sources(plan, image)
 
 
-def gpu_expectation(host: HostFacts, options: SmokeOptions, gpu_build: bool) -> tuple[bool, str]:
+def gpu_expectation(
+    host: HostFacts, options: SmokeOptions, gpu_build: bool | None
+) -> tuple[bool, str]:
+    """Whether the smoke must train on a GPU, from the host and the build's own facts.
+
+    `gpu_build` None: nothing but a name is known of the build (a named --image), so a host with
+    usable GPUs expects them, and the workload's own `is_compiled_with_cuda()` decides whether a
+    CPU run is a CPU build (cpu-fallback, cause cpu-build).
+    """
     if options.expect_gpu:
         return True, "--expect-gpu"
     gpus = usable_gpus(host)
     if not gpus:
         return False, "the host has no usable NVIDIA GPU"
+    if gpu_build is None:
+        return True, f"{len(gpus)} usable GPU(s) on the host, and an image named with --image"
     if not gpu_build:
         return False, f"{len(gpus)} usable GPU(s), but the Paddle to test is a CPU build"
     return True, f"{len(gpus)} usable GPU(s) and a CUDA build of Paddle that the matrix says fits"
 
 
-def _image_is_gpu(ref: str, image: ImageChoice | None) -> bool:
-    if (
-        image is not None
-        and image.ref == ref
-        and image.kind
-        and image.reason != "given with --image"
-    ):
+def _matrix_build_is_gpu(ref: str, image: ImageChoice | None, options: SmokeOptions) -> bool | None:
+    """The matrix row of the doctor's own choice; None for an image named with --image, whose
+    tag is only a name (`trainer:2024-05` may hold either build)."""
+    if options.image is None and image is not None and image.ref == ref and image.kind:
         return image.kind == "gpu"
-    tag = ref.rsplit("/", 1)[-1].lower()  # --image REF: Paddle's GPU tags say gpu/cuda
-    return "gpu" in tag or "cuda" in tag
+    return None
 
 
 def _gpu_request(options: SmokeOptions) -> tuple[str, ...]:
