@@ -8,13 +8,15 @@ from typing import Any, Literal
 from envcheck.exitcodes import ExitStatus
 from envcheck.facts import HostFacts, to_dict
 from envcheck.findings import Finding
+from envcheck.proof import Proof
 
 # 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
 SCHEMA_VERSION = 2
 
-Verdict = Literal["pass", "warn", "fail", "cpu-fallback"]
+Verdict = Literal["pass", "warn", "fail", "cpu-fallback", "wrong-results"]
 
 CPU_FALLBACK_ID = "smoke.cpu-fallback"
+WRONG_RESULTS_ID = "smoke.wrong-results"  # the GPU computed wrong numbers: worse than a fallback
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Report:
     image: ImageChoice | None = None
     smoke: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)  # envcheck version, matrix path, timings
+    proof: Proof = "static"  # how far the evidence goes (envcheck.proof)
 
     @property
     def verdict(self) -> Verdict:
@@ -61,6 +64,7 @@ class Report:
             "schema_version": SCHEMA_VERSION,
             "verdict": self.verdict,
             "exit_code": int(self.exit_status),
+            "proof": self.proof,
             "host": to_dict(self.host),
             "findings": [to_dict(f) | {"family": f.family} for f in self.findings],
             "image": to_dict(self.image) if self.image else {"ref": None},
@@ -81,6 +85,8 @@ def error_document(exit_code: int, message: str, hint: str | None) -> dict[str, 
 
 def verdict_of(findings: tuple[Finding, ...] | list[Finding]) -> Verdict:
     failed = [f for f in findings if f.severity == "fail"]
+    if any(f.id == WRONG_RESULTS_ID for f in failed):
+        return "wrong-results"
     if any(f.id == CPU_FALLBACK_ID for f in failed):
         return "cpu-fallback"
     if failed:
@@ -92,6 +98,8 @@ def verdict_of(findings: tuple[Finding, ...] | list[Finding]) -> Verdict:
 
 def exit_status_of(findings: tuple[Finding, ...] | list[Finding]) -> ExitStatus:
     failed = [f for f in findings if f.severity == "fail"]
+    if any(f.id == WRONG_RESULTS_ID for f in failed):
+        return ExitStatus.WRONG_RESULTS
     if any(f.id == CPU_FALLBACK_ID for f in failed):
         return ExitStatus.CPU_FALLBACK
     if any(f.family == "smoke" for f in failed):

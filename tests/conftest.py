@@ -181,3 +181,17 @@ def _engine_or_none() -> Any:
         return client
     except Exception:  # noqa: BLE001 - no engine: nothing can have been left on it
         return None
+
+
+@pytest.fixture(scope="session")
+def sibling_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv made from the same base interpreter as envcheck's own venv, without Paddle: both
+    `bin/python` resolve (realpath) to the same binary — the pipx / Slurm / CI-runner layout."""
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("target") / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    assert os.path.realpath(root / "bin" / "python") == os.path.realpath(sys.executable)
+    return root

@@ -28,17 +28,6 @@ def _script(tmp_path: Path, body: str, name: str = "python") -> str:
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def sibling_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv made from the same base interpreter as envcheck's own venv, without Paddle: both
-    `bin/python` resolve (realpath) to the same binary — the pipx / Slurm / CI-runner layout."""
-    root = tmp_path_factory.mktemp("target") / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
-    assert os.path.realpath(root / "bin" / "python") == os.path.realpath(sys.executable)
-    return root
-
-
 def test_a_sibling_venv_is_its_own_interpreter(sibling_venv: Path) -> None:
     target = resolve_interpreter(str(sibling_venv / "bin" / "python"))
     assert target.prefix == str(sibling_venv)

@@ -17,6 +17,7 @@ from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding
 from envcheck.probe.host import start_host_probe
 from envcheck.probe.interpreter import resolve_interpreter
+from envcheck.proof import expect_gpu_unproven, proof_of
 from envcheck.report import ImageChoice, Report
 from envcheck.smoke.options import SmokeOptions
 
@@ -112,9 +113,13 @@ def run(args: argparse.Namespace) -> int:
 
         smoke_doc, smoke_findings = smoke_check(host, image, _smoke_options(args, gpus, target))
         findings += smoke_findings
+    proof = proof_of(findings, smoke_asked=smoke_runs)
+    unproven = expect_gpu_unproven(findings, proof) if args.expect_gpu else None
+    if unproven is not None:
+        findings.append(unproven)
     if args.baseline:
         findings += _drift(args, host, image)
-    report = Report(host=host, findings=tuple(findings), image=image, smoke=smoke_doc,
+    report = Report(host=host, findings=tuple(findings), image=image, smoke=smoke_doc, proof=proof,
                     meta=_meta(matrix.path, started))
     _render(args, report)
     _save_baseline(args, report)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck.facts import HostFacts
 from envcheck.findings import Finding
+from envcheck.proof import PROOF_WORDS
 from envcheck.report import ImageChoice, Report
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def render_markdown(report: Report) -> str:
     parts = [
         f"## {headline(report.verdict, problems, int(report.exit_status))}",
         host_line(report.host, report.image),
+        f"Proof: {PROOF_WORDS[report.proof]}.",
     ]
     if problems:
         parts.append(_problem_table(problems))

@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING
 from envcheck import __version__
 from envcheck.facts import HostFacts
 from envcheck.findings import Finding
+from envcheck.proof import PROOF_WORDS
 from envcheck.report import Report
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ def render_plain(report: Report, stream: IO[str], explain: bool = False) -> None
         elif name == "smoke":
             _plain_smoke(report, w)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
+    w(f"Proof: {PROOF_WORDS[report.proof]}\n")
 
 
 def _plain_image(report: Report, write: Callable[[str], object], explain: bool) -> None:
@@ -169,6 +171,7 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
     console.print()
     console.print(Text(f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
                        style=_VERDICT_STYLE[report.verdict]))
+    console.print(Text(f"Proof: {PROOF_WORDS[report.proof]}"))
 
 
 def escape(text: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.docker_adapter import GpuRequestRefused
-from envcheck.errors import EnvcheckError, EnvironmentProblem, UsageError
+from envcheck.errors import EnvcheckError, EnvironmentProblem
 from envcheck.facts import HostFacts
 from envcheck.findings import Finding
 from envcheck.report import ImageChoice
@@ -36,6 +36,11 @@ def smoke_check(
 ) -> tuple[dict[str, Any] | None, list[Finding]]:
     """The doctor's entry point: the report's `smoke` object and the smoke findings."""
     plan = plan_smoke(host, image, options)
+    if plan.mode != "container" and plan.fallback and _container_demanded(options):
+        raise EnvironmentProblem(
+            f"{_demand(options)} needs a container, but {plan.fallback}",
+            hint="start the engine (or fix its access), or drop the flag to let the doctor choose",
+        )
     findings: list[Finding] = []
     if plan.fallback and not options.in_process:
         findings.append(image_unavailable(plan, plan.fallback))
@@ -55,8 +60,8 @@ def _container_with_fallback(
     try:
         client, image_id = acquire_image(plan, options)
     except EnvcheckError as e:
-        if options.image and isinstance(e, UsageError):
-            raise  # the user named an image that does not exist: exit 2, not a fallback
+        if _container_demanded(options):
+            raise  # that image tested, or a failure: never a quiet move to the host's Python
         reason = f"{e.message} ({e.hint})" if e.hint else e.message
         fallback = in_process_plan(
             host, image, options, fallback=f"image {plan.image} unavailable: {reason}"
@@ -69,6 +74,15 @@ def _container_with_fallback(
         # the refusal as the cause of the fallback.
         plan = replace(plan, gpu_refused=_engine_words(e.message))
         return plan, run_container(client, plan, options, image_id), [gpu_refused(plan)]
+
+
+def _container_demanded(options: SmokeOptions) -> bool:
+    """--image REF or --no-pull: the user wants that image tested, or a failure (exit 2 or 4)."""
+    return not options.in_process and (options.image is not None or not options.pull)
+
+
+def _demand(options: SmokeOptions) -> str:
+    return f"--image {options.image}" if options.image else "--no-pull"
 
 
 def _engine_words(message: str) -> str:

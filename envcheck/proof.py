@@ -1,0 +1,63 @@
+"""What the verdict rests on (pure): how far the doctor's evidence goes, and what `--expect-gpu`
+makes of a run in which nothing trained on a GPU.
+
+    gpu-trained  the smoke trained on a GPU and every smoke check passed
+    cpu-trained  the smoke trained, on the CPU only
+    static       no smoke was asked for (--no-smoke, --facts): the facts were judged, training
+                 was not proven
+    none         a smoke was asked for and nothing trained (no engine, no image, no Paddle,
+                 or the run failed)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from envcheck.findings import Finding, fail
+
+Proof = Literal["gpu-trained", "cpu-trained", "static", "none"]
+SMOKE_PASS_ID = "smoke.pass"
+UNPROVEN_ID = "smoke.gpu-unproven"
+
+
+PROOF_WORDS: dict[Proof, str] = {
+    "gpu-trained": "the smoke trained on the GPU and its checks passed",
+    "cpu-trained": "the smoke trained on the CPU only",
+    "static": "static checks only: training was not proven (no smoke run)",
+    "none": "none: no smoke training completed",
+}
+
+
+def proof_of(findings: Sequence[Finding], *, smoke_asked: bool) -> Proof:
+    if not smoke_asked:
+        return "static"
+    passed = next((f for f in findings if f.id == SMOKE_PASS_ID and f.severity == "pass"), None)
+    if passed is None or any(f.family == "smoke" and f.severity == "fail" for f in findings):
+        return "none"
+    devices = passed.observed.get("devices") or []
+    return "gpu-trained" if any(str(d).startswith("gpu") for d in devices) else "cpu-trained"
+
+
+def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | None:
+    """Under --expect-gpu with a smoke asked for, nothing trained on a GPU is a failure, never a
+    warning: the smoke's own failure when it has one, else this finding, which carries the
+    smoke's reasons (no engine, image unavailable, no Paddle) and their fixes."""
+    if proof in ("gpu-trained", "static"):
+        return None
+    if any(f.family == "smoke" and f.severity == "fail" for f in findings):
+        return None  # the smoke already failed, with its own cause and exit code
+    why = [f for f in findings if f.family == "smoke" and f.severity == "warn"]
+    if proof == "cpu-trained":
+        reason = "the smoke trained on the CPU only"
+    else:
+        reason = "; ".join(f.message for f in why) or "no smoke training ran"
+    fixes = [f.fix for f in why if f.fix]
+    return fail(
+        UNPROVEN_ID,
+        f"--expect-gpu: nothing trained on a GPU, so nothing proves this host can ({reason})",
+        "; then ".join(dict.fromkeys(fixes)) or "run the doctor where its smoke can use the GPU",
+        "smoke",
+        proof=proof,
+        reasons=[f.id for f in why],
+    )

@@ -1,0 +1,113 @@
+"""No green without evidence: what the verdict rests on (`proof`), and `--expect-gpu` when
+nothing trained on a GPU. Issue #8 items 1 and 5."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.findings import Finding, fail, passed, warn
+from envcheck.proof import UNPROVEN_ID, expect_gpu_unproven, proof_of
+
+pytest_plugins = ("tests.fakenv",)
+
+NO_ENGINE = "unix:///nonexistent/docker.sock"
+GPU_PASS = passed("smoke.pass", "trained", "smoke", devices=["gpu:0"])
+CPU_PASS = passed("smoke.pass", "trained", "smoke", devices=["cpu"])
+NOT_RUN = warn("smoke.not-run", "no smoke training ran", "install Paddle", "smoke")
+
+
+@pytest.mark.parametrize(
+    ("findings", "asked", "proof"),
+    [
+        ([GPU_PASS], True, "gpu-trained"),
+        ([CPU_PASS], True, "cpu-trained"),
+        ([NOT_RUN], True, "none"),
+        ([GPU_PASS, fail("smoke.wrong-results", "zeros", "fix", "smoke")], True, "none"),
+        ([], False, "static"),
+        ([GPU_PASS], False, "static"),
+    ],
+    ids=["gpu", "cpu", "not-run", "smoke-failed", "no-smoke", "facts"],
+)
+def test_proof_is_what_the_run_showed(findings: list[Finding], asked: bool, proof: str) -> None:
+    assert proof_of(findings, smoke_asked=asked) == proof
+
+
+def test_expect_gpu_with_nothing_trained_fails_with_the_smokes_reasons() -> None:
+    unproven = expect_gpu_unproven([NOT_RUN], "none")
+    assert unproven is not None and unproven.severity == "fail" and unproven.family == "smoke"
+    assert "no smoke training ran" in unproven.message and unproven.fix == "install Paddle"
+
+
+@pytest.mark.parametrize("proof", ["gpu-trained", "static"])
+def test_expect_gpu_is_satisfied_by_a_gpu_run_or_an_explicit_no_smoke(proof: Any) -> None:
+    assert expect_gpu_unproven([NOT_RUN], proof) is None
+
+
+def test_an_existing_smoke_failure_is_not_said_twice() -> None:
+    crashed = fail("smoke.crashed", "crashed", "look at the log", "smoke")
+    assert expect_gpu_unproven([crashed], "none") is None
+
+
+def _doctor(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], str]:
+    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", *args], env=env,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run.returncode, json.loads(run.stdout), run.stderr
+
+
+@pytest.fixture
+def h100(fake_nvidia: Callable[[str], dict[str, str]]) -> dict[str, str]:
+    fake = fake_nvidia("h100-580")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | fake
+    return env | {"PYTHONPATH": fake["FAKE_NVIDIA_SITE_PACKAGES"], "DOCKER_HOST": NO_ENGINE}
+
+
+@pytest.mark.fakegpu
+def test_expect_gpu_when_no_smoke_could_run_is_a_failure(h100: dict[str, str], sibling_venv: Path) -> None:
+    """A healthy H100 host, but no engine and no Paddle in the target: before, WARN and exit 0."""
+    python = str(sibling_venv / "bin" / "python")
+    code, doc, _ = _doctor(h100, "--json", "--expect-gpu", "--python", python)
+    ids = {f["id"]: f for f in doc["findings"]}
+    assert ids[UNPROVEN_ID]["severity"] == "fail", ids
+    assert doc["proof"] == "none" and doc["verdict"] == "fail" and code == 5
+    # without --expect-gpu the same run is an honest warning, and says it proved nothing
+    code, doc, _ = _doctor(h100, "--json", "--python", python)
+    assert code == 0 and doc["proof"] == "none" and UNPROVEN_ID not in {f["id"] for f in doc["findings"]}
+
+
+@pytest.mark.fakegpu
+def test_no_smoke_keeps_the_static_tier_and_says_so(h100: dict[str, str]) -> None:
+    _, doc, _ = _doctor(h100, "--json", "--expect-gpu", "--no-smoke")
+    assert doc["proof"] == "static" and UNPROVEN_ID not in {f["id"] for f in doc["findings"]}
+    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--no-color"],
+                         env=h100, capture_output=True, text=True, timeout=120, check=False)
+    assert "Proof: static checks only: training was not proven" in run.stdout
+
+
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    ("args", "env", "words"),
+    [
+        (["--no-pull"], {}, "pulling is off (--no-pull)"),
+        (["--no-pull", "--image", "envcheck-test/not-here:1"], {}, "envcheck-test/not-here:1"),
+        (["--image", "envcheck-test/paddle-cpu:3.3.1"], {"DOCKER_HOST": NO_ENGINE}, "needs a container"),
+        (["--no-pull"], {"DOCKER_HOST": NO_ENGINE}, "needs a container"),
+    ],
+    ids=["no-pull-missing-choice", "no-pull-missing-named", "named-engine-down", "no-pull-engine-down"],
+)
+def test_a_demanded_image_is_tested_or_the_run_fails(args: list[str], env: dict[str, str], words: str) -> None:
+    """#8.5: never a quiet move of the smoke into the host's Python."""
+    code, doc, err = _doctor(ENV | env, "--json", *args)
+    assert code == 4 and doc["verdict"] == "error", doc
+    assert words in doc["error"]["message"] and words in err
