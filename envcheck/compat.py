@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from envcheck.matrix.model import Matrix
-from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
+from envcheck.matrix.model import Defect, ImageTag, Matrix
+from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted, release_of
 
 SupportLevel = Literal["full", "minor-compat", "none"]
 
@@ -43,8 +43,9 @@ def driver_support(driver: str, driver_cuda: str | None, cuda: str, matrix: Matr
         return DriverSupport("full", f"CUDA {cuda} needs >= {full}", full, minimum)
     if floor and have >= parse_dotted(floor.min_driver).version:
         return DriverSupport(
-            "minor-compat", f"CUDA {floor.cuda_major}.x runs on >= {floor.min_driver} [{floor.source}]",
-            full, minimum)
+            "minor-compat",
+            f"CUDA {floor.cuda_major}.x runs on >= {floor.min_driver}, per NVIDIA's minor-version "
+            "compatibility", full, minimum)
     need = minimum or full or "a newer driver"
     return DriverSupport("none", f"CUDA {cuda} needs driver >= {need}", full, minimum)
 
@@ -74,3 +75,25 @@ def cc_below(cc: str, minimum: str) -> bool:
         return parse_compute_capability(cc) < parse_compute_capability(minimum)
     except VersionParseError:
         return False
+
+
+def defects_for(image: ImageTag, driver: str | None, matrix: Matrix) -> tuple[Defect, ...]:
+    """The known defects (defects.toml) of this image on this host driver: same CUDA major.minor
+    and a driver newer than the defect's bound. An unreadable or unknown driver matches none."""
+    if not driver or not image.cuda:
+        return ()
+    try:
+        have = parse_dotted(driver).version
+        cuda = release_of(image.cuda)[:2]
+        return tuple(
+            d for d in matrix.defects
+            if release_of(d.image_cuda)[:2] == cuda and have > parse_dotted(d.driver_above).version
+        )
+    except VersionParseError:
+        return ()
+
+
+def oci_platform(machine_arch: str | None) -> str | None:
+    """`uname -m` -> the OCI platform of its images: x86_64 -> linux/amd64, aarch64 -> linux/arm64."""
+    return {"x86_64": "linux/amd64", "amd64": "linux/amd64", "aarch64": "linux/arm64",
+            "arm64": "linux/arm64"}.get((machine_arch or "").lower())

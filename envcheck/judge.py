@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from envcheck.compat import arch_supported, cc_below, driver_support
 from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.matrix.model import Matrix
+from envcheck.matrix.model import Matrix, PaddleBuild
 from envcheck.report import ImageChoice
-from envcheck.versions import VersionParseError, release_of, sm_of
+from envcheck.versions import VersionParseError, parse_dotted, release_of, sm_of
 
 REBOOT_FIX = (
     "reboot, or reload the kernel module without rebooting: "
@@ -206,6 +206,7 @@ def _cudnn_fix(cudnn: str, cuda: str, pip_libs: bool | None) -> str:
 
 # -- Paddle build --------------------------------------------------------------------------
 def check_paddle(ctx: Context) -> Iterable[Finding]:
+    yield from _check_image_archs(ctx)
     p = ctx.host.paddle
     if p.status == "absent":
         yield warn("paddle.missing", f"Paddle is not installed for {p.python or 'this Python'}",
@@ -250,7 +251,8 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
     elif support.level == "minor-compat":
         yield warn("driver.minor-compat",
                    f"driver {d.version} supports CUDA {d.cuda}, older than {what}: it runs through "
-                   f"minor-version compatibility ({support.reason}); PTX JIT and newer-driver APIs fail",
+                   f"minor-version compatibility ({support.reason}); PTX JIT and newer-driver APIs fail"
+                   f"{_paddle_driver_note(ctx, cuda, d.version)}",
                    f"upgrade the driver to {support.full_driver} or newer for full support", "driver",
                    driver=d.version, driver_cuda=d.cuda, cuda=cuda)
     else:
@@ -262,35 +264,112 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
                    minimum_driver=support.minimum_driver)
 
 
+def _paddle_driver_note(ctx: Context, cuda: str, driver: str) -> str:
+    """Paddle's own documented floor, where stricter than NVIDIA's (3.x cu126: 550.54.14), as a
+    note: NVIDIA's minor-version compatibility decides (issue 10.4)."""
+    build = _matrix_build(ctx, cuda)
+    floor = build.paddle_min_driver if build else None
+    try:
+        if not floor or parse_dotted(driver).version >= parse_dotted(floor).version:
+            return ""
+    except VersionParseError:
+        return ""
+    return (f"; note: Paddle's install docs ask for >= {floor} for this build, stricter than "
+            "NVIDIA's rule")
+
+
 def _check_archs(ctx: Context) -> Iterable[Finding]:
+    """The installed build against every GPU: its own list (3.x `compiled_cuda_archs`), else the
+    matrix's list for that wheel, else (2.x) at least what its CUDA toolkit can target: a cu117
+    wheel cannot hold sm_90 (Paddle#58971). Unknown coverage is said, never passed silently."""
     p = ctx.host.paddle
-    archs = p.compiled_cuda_archs or _matrix_archs(ctx)
-    if not archs:
+    gpus = [g for g in ctx.gpus if g.compute_capability]
+    if not gpus or not p.cuda:
         return
-    for g in ctx.gpus:
-        if not g.compute_capability:
+    archs, origin, verified = _installed_archs(ctx)
+    build = _matrix_build(ctx, p.cuda)
+    absent = build.archs_absent if build and not p.compiled_cuda_archs else ()
+    for g in gpus:
+        cc = g.compute_capability or ""
+        try:
+            sm = sm_of(cc)
+        except VersionParseError:  # saved facts may hold anything; the GPU check reports it
             continue
-        if arch_supported(g.compute_capability, archs):
-            continue
-        yield fail("paddle.arch-missing",
-                   f"GPU {g.index} {g.name} is sm_{sm_of(g.compute_capability)} but Paddle {p.version} was "
-                   f"compiled for {' '.join(map(str, archs))}: \"no kernel image is available for execution "
-                   "on the device\"", f"install a build compiled for sm_{sm_of(g.compute_capability)}: `{ctx.pip_fix}`",
-                   "paddle", index=g.index, compute_capability=g.compute_capability, compiled=list(archs))
+        missing = sm in absent or (archs is not None and not arch_supported(cc, archs))
+        if missing:
+            listed = " ".join(map(str, archs or ()))
+            because = (f"a public report shows sm_{sm} missing from this build ({origin})" if sm in absent
+                       else f"Paddle {p.version} (CUDA {p.cuda}) {origin}: {listed}")
+            yield fail("paddle.arch-missing",
+                       f"GPU {g.index} {g.name} is sm_{sm} but {because}: \"no kernel image is available "
+                       "for execution on the device\"", f"install a build compiled for sm_{sm}: `{ctx.pip_fix}`",
+                       "paddle", index=g.index, compute_capability=cc, compiled=list(archs or ()),
+                       archs_verified=verified)
+        elif not verified:
+            yield warn("paddle.arch-unverified",
+                       f"GPU {g.index} {g.name} (sm_{sm}): arch coverage unverified: Paddle {p.version} "
+                       f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
+                       f"for it; {origin} includes sm_{sm}, the build itself may not",
+                       f"prove it with the smoke training (`envcheck doctor`), or install a build with a "
+                       f"known list: `{ctx.pip_fix}`", "paddle", index=g.index, compute_capability=cc)
 
 
-def _matrix_archs(ctx: Context) -> tuple[int, ...] | None:
-    """For builds that do not record their archs (2.x): what the matrix measured for that wheel."""
+def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
+    """(archs, where they come from, whether they are the build's own list)."""
+    from envcheck.select import plain_archs_source
+
+    p = ctx.host.paddle
+    if p.compiled_cuda_archs:
+        return tuple(p.compiled_cuda_archs), "was compiled for (its own paddle/version record)", True
+    build = _matrix_build(ctx, p.cuda or "")
+    if build is not None and build.archs:
+        how = plain_archs_source(build.archs_source or build.source)
+        return build.archs, f"was compiled for ({how})", True
+    toolkit = _toolkit_archs(ctx, p.cuda or "")
+    if toolkit is None:
+        return None, "records no archs, and its CUDA is unknown to the matrix", False
+    return toolkit, f"can at most contain what CUDA {p.cuda} can target", False
+
+
+def _toolkit_archs(ctx: Context, cuda: str) -> tuple[int, ...] | None:
+    try:
+        row = ctx.matrix.archs_for_cuda(cuda)
+    except ValueError:  # packaging's InvalidVersion: a saved facts file may hold anything
+        return None
+    return row.archs if row else None
+
+
+def _matrix_build(ctx: Context, cuda: str) -> PaddleBuild | None:
+    """The matrix's row for the installed wheel (same release, CUDA major.minor), if any."""
     from envcheck.select import build_for
 
     p = ctx.host.paddle
-    if not p.version or not p.cuda:
+    if not p.version or not cuda:
         return None
     try:
-        build = build_for(ctx.matrix, p.version, p.cuda)
+        return build_for(ctx.matrix, p.version, cuda)
     except (ValueError, VersionParseError):
         return None
-    return build.archs if build else None
+
+
+def _check_image_archs(ctx: Context) -> Iterable[Finding]:
+    """The chosen GPU image's build: with no known arch list, the verdict says "arch coverage
+    unverified" (issue 10.1) instead of passing on the toolkit's reach alone."""
+    from envcheck.select import runnable_archs
+
+    img = ctx.image
+    if img is None or img.ref is None or img.kind != "gpu" or not img.paddle or not img.cuda:
+        return
+    try:
+        archs = runnable_archs(ctx.matrix, img.paddle, img.cuda)
+    except (ValueError, VersionParseError):
+        return
+    if archs is None or not archs.verified:
+        origin = archs.origin if archs else f"CUDA {img.cuda} is unknown to the matrix"
+        yield warn("image.arch-unverified",
+                   f"{img.tag}: arch coverage unverified: {origin}",
+                   "the smoke training in this image proves it (`envcheck doctor` without --no-smoke)",
+                   "image", tag=img.tag, archs_source=archs.source if archs else None)
 
 
 # -- environment ---------------------------------------------------------------------------

@@ -6,27 +6,43 @@ first and confirmed before unconfirmed at the same CUDA. A tag is rejected, with
 - the driver cannot run its CUDA: neither full compatibility (the driver's CUDA >= the image's)
   nor minor-version compatibility (driver >= the floor of that CUDA major, NV-RN Table 2 / NV-MVC),
   or no driver version is known (`envcheck.compat.driver_support`);
-- a GPU is below the release's minimum compute capability, or its architecture is not among the
-  archs the build was compiled for (when the matrix knows them, §4b) or else the CUDA toolkit can
-  target (§2a: sm_120 needs CUDA >= 12.8, Volta is gone in 13.0). Paddle accepts a device whose
-  exact sm or major*10 is compiled in (GPURES, `envcheck.compat.arch_supported`);
+- a GPU is below the build's minimum compute capability (its own, or its lowest compiled arch,
+  or the release's documented floor), or its architecture is not among the archs the build was
+  compiled for (when the matrix knows them, §4b), is among those a report shows missing
+  (`archs_absent`), or is beyond what the CUDA toolkit can target (§2a: sm_120 needs CUDA >= 12.8,
+  Volta is gone in 13.0; a build with unknown archs cannot contain more). Paddle accepts a device
+  whose exact sm or major*10 is compiled in (GPURES, `envcheck.compat.arch_supported`);
+- the tag is not published for this machine's platform (an aarch64 host never gets an amd64 tag);
+- a known defect hits this image on this driver (defects.toml: the CUDA 13.0 images on drivers
+  newer than their compat libcuda fall back to the CPU, Paddle#76558 / Paddle#78924);
 - the tag is not published on the requested registry.
 
 The first survivor wins. No usable GPU -> the release's CPU tag. GPUs but every tag rejected ->
 `ImageChoice(ref=None)` whose `reason` says what would fix it (the judge shows it as the fix).
+Without `--paddle`, when no tag of the newest release runs here, the newest release that does run
+is chosen and the reason says why and what driver would run the newest one (issue 10.9).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.compat import DriverSupport, arch_supported, cc_below, driver_support
+from envcheck.compat import (
+    DriverSupport,
+    arch_supported,
+    cc_below,
+    defects_for,
+    driver_support,
+    oci_platform,
+)
 from envcheck.errors import UsageError
 from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.matrix.model import ImageTag, Matrix, PaddleBuild, PaddleRelease
+from envcheck.matrix.provenance import plain_source
 from envcheck.report import ImageChoice, Rejected
 from envcheck.versions import VersionParseError, parse_compute_capability, release_of, sm_of
 
@@ -34,16 +50,59 @@ from envcheck.versions import VersionParseError, parse_compute_capability, relea
 def select_image(
     host: HostFacts, matrix: Matrix, paddle: str | None = None, registry: str = "dockerhub"
 ) -> ImageChoice:
-    """The image of Paddle `paddle` (default: newest) on `registry` that this host can run."""
+    """The image of Paddle `paddle` (default: the newest release that runs here) on `registry`."""
     release = _release(matrix, paddle)
     if registry not in matrix.registries:
         known = ", ".join(matrix.registries)
         raise UsageError(
             f"unknown registry {registry!r} (known: {known})", hint=f"use one of: {known}"
         )
+    choice = _select_release(host, matrix, release, registry)
+    if paddle is not None or choice.ref is not None:
+        return choice
+    return _newest_that_runs(host, matrix, release, registry, choice)
+
+
+def _newest_that_runs(
+    host: HostFacts, matrix: Matrix, newest: PaddleRelease, registry: str, first: ImageChoice
+) -> ImageChoice:
+    """No `--paddle` and nothing of the newest release runs: the newest older release that does,
+    saying why, with the newest release's own fix as the alternative."""
+    older = sorted(
+        (r for r in matrix.releases if Version(r.version) < Version(newest.version)),
+        key=lambda r: Version(r.version),
+        reverse=True,
+    )
+    failures = [first]
+    for release in older:
+        choice = _select_release(host, matrix, release, registry)
+        failures.append(choice)
+        if choice.ref is not None:
+            why = (
+                f"Paddle {newest.version}, the newest release, has no image this host can run "
+                f"({first.reason}); Paddle {release.version} is the newest release that runs here "
+                f"({choice.reason}). Alternatively: {_alternative(first, newest)}"
+            )
+            return dataclasses.replace(choice, reason=why, rejected=first.rejected + choice.rejected)
+    # Nothing runs: the newest release that has images says what would fix it.
+    return next((f for f in failures if f.rejected), first)
+
+
+def _alternative(first: ImageChoice, newest: PaddleRelease) -> str:
+    if not first.rejected:  # the newest release has no image at all (3.4.0: pip only)
+        return f"install Paddle {newest.version} with pip instead of an image (--paddle {newest.version})"
+    fix = (first.reason or "").removeprefix(
+        f"no GPU image of Paddle {newest.version} runs on this host: "
+    )
+    return f"{fix} (then --paddle {newest.version})"
+
+
+def _select_release(
+    host: HostFacts, matrix: Matrix, release: PaddleRelease, registry: str
+) -> ImageChoice:
     gpus = usable_gpus(host)
     if not gpus:
-        return _cpu_choice(matrix, release, registry, _why_no_gpu(host))
+        return _cpu_choice(matrix, release, registry, _why_no_gpu(host), host)
     candidates = gpu_candidates(matrix, release.version)
     assessed = [_assess(host, gpus, image, matrix, release, registry) for image in candidates]
     rejected: list[Rejected] = []
@@ -56,7 +115,9 @@ def select_image(
         registry=registry,
         kind="gpu",
         paddle=release.version,
-        reason=_what_would_fix(assessed, matrix, release, registry),
+        reason=_what_would_fix(
+            assessed, matrix, release, registry, oci_platform(host.machine.arch)
+        ),
         rejected=tuple(rejected),
     )
 
@@ -89,22 +150,46 @@ class ArchSource:
     """The archs a Paddle build can run on, and where the matrix learnt them."""
 
     archs: tuple[int, ...]
-    origin: str  # "compiled into Paddle 3.1.0 cu126 [PD-IDX, 3P; unconfirmed]"
+    origin: str  # "compiled into Paddle 3.1.0 cu126 (reported by users, …)"
+    verified: bool = True  # False: only the toolkit's reach is known, not the build's own list
+    absent: tuple[int, ...] = ()  # archs a report shows missing from the build
+    source: str = ""  # the source keys, for --json / --explain
 
 
 def runnable_archs(matrix: Matrix, paddle: str, cuda: str) -> ArchSource | None:
     """The build's own compiled archs when known (§4b, measured or observed); otherwise every arch
-    the CUDA toolkit can target (§2a): the most a build of that CUDA could contain."""
+    the CUDA toolkit can target (§2a), the most a build of that CUDA could contain, minus the
+    archs a report shows missing, marked unverified."""
     build = build_for(matrix, paddle, cuda)
+    label = f"Paddle {paddle} cu{cuda.replace('.', '')}"
     if build is not None and build.archs:
-        label = f"compiled into Paddle {paddle} cu{cuda.replace('.', '')}"
-        return ArchSource(build.archs, f"{label} [{_cited(build.source, build.confirmed)}]")
+        source = build.archs_source or build.source
+        return ArchSource(
+            build.archs,
+            f"compiled into {label} ({plain_archs_source(source)})",
+            source=source,
+        )
     toolkit = matrix.archs_for_cuda(cuda)
     if toolkit is None:
         return None
+    absent = build.archs_absent if build else ()
     return ArchSource(
-        toolkit.archs, f"CUDA {cuda} can target [{_cited(toolkit.source, toolkit.confirmed)}]"
+        tuple(a for a in toolkit.archs if a not in absent),
+        f"CUDA {cuda} can target ({plain_source(toolkit.source, toolkit.confirmed)}); "
+        f"{label}'s own list is unknown: arch coverage unverified",
+        verified=False,
+        absent=absent,
+        source=toolkit.source,
     )
+
+
+def plain_archs_source(source: str) -> str:
+    """How an arch list is known, in plain words: measured, or seen in a report."""
+    if source.startswith("MEASURED"):
+        return "measured from the wheel"
+    if source.startswith("3P"):
+        return "reported by a user, not in the official docs"
+    return "seen in Paddle's issue tracker"
 
 
 def gpu_compute_capability(gpu: GpuFacts, matrix: Matrix) -> str | None:
@@ -134,11 +219,21 @@ class _Assessment:
     gpu_problems: tuple[str, ...]
     registry_problem: str | None
     reason: str  # why it is fine, when it has no problems
+    platform_problem: str | None = None
+    defect_problems: tuple[str, ...] = ()
 
     @property
     def problems(self) -> tuple[str, ...]:
         return tuple(
-            p for p in (self.driver_problem, *self.gpu_problems, self.registry_problem) if p
+            p
+            for p in (
+                self.platform_problem,
+                self.driver_problem,
+                *self.gpu_problems,
+                *self.defect_problems,
+                self.registry_problem,
+            )
+            if p
         )
 
 
@@ -158,7 +253,12 @@ def _assess(
     )
     driver_ok, driver_text = _driver_text(host, cuda, support)
     archs = runnable_archs(matrix, release.version, cuda)
-    gpu_problems = tuple(_gpu_problems(gpus, matrix, release, archs))
+    floor = _build_floor(matrix, release, cuda)
+    gpu_problems = tuple(_gpu_problems(gpus, matrix, release, floor, archs))
+    defects = tuple(
+        f"known defect on driver {host.driver.version}: {d.message} [{d.source}]"
+        for d in defects_for(image, host.driver.version, matrix)
+    )
     registry_problem = None
     if registry not in image.registries:
         registry_problem = f"not published on {registry} (known on: {', '.join(image.registries)})"
@@ -170,7 +270,24 @@ def _assess(
         gpu_problems,
         registry_problem,
         f"CUDA {cuda}: {driver_text}; {arch_text}",
+        _platform_problem(host, image),
+        defects,
     )
+
+
+def _build_floor(matrix: Matrix, release: PaddleRelease, cuda: str) -> tuple[str, str]:
+    """(minimum compute capability, whose) for the build of `release` with CUDA `cuda`."""
+    build = build_for(matrix, release.version, cuda)
+    if build is None:
+        return release.min_compute_capability, f"Paddle {release.version}'s"
+    return build.floor(release), f"Paddle {release.version} cu{cuda.replace('.', '')}'s"
+
+
+def _platform_problem(host: HostFacts, image: ImageTag) -> str | None:
+    platform = oci_platform(host.machine.arch)
+    if platform is None or platform in image.platforms:
+        return None
+    return f"published for {', '.join(image.platforms)} only; this host is {platform}"
 
 
 def _arch_text(gpus: tuple[GpuFacts, ...], matrix: Matrix, archs: ArchSource | None) -> str:
@@ -195,15 +312,19 @@ def _driver_text(host: HostFacts, cuda: str, support: DriverSupport | None) -> t
 
 
 def _gpu_problems(
-    gpus: tuple[GpuFacts, ...], matrix: Matrix, release: PaddleRelease, archs: ArchSource | None
+    gpus: tuple[GpuFacts, ...],
+    matrix: Matrix,
+    release: PaddleRelease,
+    floor: tuple[str, str],
+    archs: ArchSource | None,
 ) -> Iterable[str]:
+    minimum, whose = floor
     for cc, indices, name in _gpu_groups(gpus, matrix):
         label = f"GPU {','.join(indices)} {name} (sm_{sm_of(cc)})"
-        if cc_below(cc, release.min_compute_capability):
-            yield (
-                f"{label} is below Paddle {release.version}'s minimum compute capability "
-                f"{release.min_compute_capability} [{release.source}]"
-            )
+        if cc_below(cc, minimum):
+            yield f"{label} is below {whose} minimum compute capability {minimum}"
+        elif archs is not None and sm_of(cc) in archs.absent:
+            yield f"{label}: a report shows sm_{sm_of(cc)} missing from {archs.origin}"
         elif archs is not None and not arch_supported(cc, archs.archs):
             listed = " ".join(map(str, archs.archs))
             yield f"{label} is not among the archs {archs.origin}: {listed}"
@@ -243,16 +364,21 @@ def _choice(
     )
 
 
-def _cpu_choice(matrix: Matrix, release: PaddleRelease, registry: str, why: str) -> ImageChoice:
+def _cpu_choice(
+    matrix: Matrix, release: PaddleRelease, registry: str, why: str, host: HostFacts
+) -> ImageChoice:
     images = sorted(matrix.images_for(release.version, "cpu"), key=lambda i: not i.confirmed)
-    for image in images:
+    platform = oci_platform(host.machine.arch)
+    runnable = [i for i in images if platform is None or platform in i.platforms]
+    for image in runnable:
         if registry in image.registries:
             return _choice(matrix, image, registry, f"{why}: the CPU image", ())
-    where = (
-        f" on {registry} (known on: {', '.join(images[0].registries)})"
-        if images
-        else " in the matrix"
-    )
+    if images and not runnable:
+        where = f" for {platform} ({_what_exists_for(platform)})"
+    elif images:
+        where = f" on {registry} (known on: {', '.join(images[0].registries)})"
+    else:
+        where = " in the matrix"
     return ImageChoice(
         ref=None,
         registry=registry,
@@ -270,13 +396,28 @@ def _why_no_gpu(host: HostFacts) -> str:
     return "the NVIDIA driver reports no GPU"
 
 
+def _what_exists_for(platform: str | None) -> str:
+    """What an arm64 (Jetson, DGX Spark/GB10, Thor) host can use instead of an image."""
+    return (
+        f"Paddle publishes its images for linux/amd64 only, none for {platform}; on Jetson use "
+        "Paddle Inference's aarch64 wheel (paddle-inference-lib, Paddle#72578) or build Paddle "
+        "from source"
+    )
+
+
 def _what_would_fix(
-    assessed: list[_Assessment], matrix: Matrix, release: PaddleRelease, registry: str
+    assessed: list[_Assessment],
+    matrix: Matrix,
+    release: PaddleRelease,
+    registry: str,
+    platform: str | None,
 ) -> str:
     """The smallest change that would make one tag runnable, as the judge's fix text."""
     head = f"no GPU image of Paddle {release.version} runs on this host"
     if not assessed:
         return f"{head}: the matrix has no GPU image for it; choose another release with --paddle"
+    if all(a.platform_problem for a in assessed):
+        return f"{head}: {_what_exists_for(platform)}"
     if all(a.driver is None for a in assessed):
         return f"{head}: the driver version is unknown; check that `nvidia-smi` prints it"
     # Tags held back by the driver alone: the lowest driver that would run one of them.
@@ -316,10 +457,6 @@ def _release(matrix: Matrix, paddle: str | None) -> PaddleRelease:
             hint=f"choose one of: {known}, or add it to the matrix (matrix/README.md)",
         )
     return found
-
-
-def _cited(source: str, confirmed: bool) -> str:
-    return source if confirmed else f"{source}; unconfirmed"
 
 
 def _major_minor(cuda: str) -> tuple[int, ...]:

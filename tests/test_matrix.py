@@ -3,6 +3,7 @@ sheet says; and a broken matrix is reported whole (every problem, with file, ent
 
 from __future__ import annotations
 
+import re
 import shutil
 import tomllib
 from collections.abc import Callable
@@ -26,7 +27,11 @@ SOURCE_TAGS = {
     "PX-3.1", "ERNIE", "PFORM", "CONDA", "SETUP", "CUDA.cmake-old", "PR52285", "PR78720",
     "PR79154", "PR79314", "PR79331", "GPURES", "PLACE", "DYNLOAD", "ENFORCE", "W-262", "W-331",
     "ISSUES", "3P",
+    # matrix-audit.md §0a
+    "NV-CC", "NV-DEP13", "NVCC13", "NVCC12.8", "DOCS#7159", "DOCS#7426", "DOCS#7684", "PR79269",
 }  # fmt: skip
+# A cited public issue or pull request of an official repository: "Paddle#76558", "PaddleX#4682".
+ISSUE_TAG = re.compile(r"(Paddle|PaddleX|PaddleOCR|PaddleMIX|PaddleSeg|PaddleDetection)#\d+")
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +60,7 @@ def all_rows(m: Matrix) -> list[Cited]:
         *m.releases,
         *m.builds,
         *m.images,
+        *m.defects,
     ]
 
 
@@ -64,7 +70,7 @@ def all_rows(m: Matrix) -> list[Cited]:
 def test_shipped_matrix_loads_from_the_repo_folder_when_no_wheel_copy_exists() -> None:
     m = load_matrix()
     assert Path(m.path) in (REPO_DIR, load_module.SHIPPED_DIR)
-    assert m.newest_release().version == "3.3.1"
+    assert m.newest_release().version == "3.4.0"
     assert set(m.registries) == {"dockerhub", "baidu", "baidu-legacy"}
 
 
@@ -73,7 +79,7 @@ def test_every_row_cites_a_source_tag_from_the_fact_sheet(shipped: Matrix) -> No
         (type(row).__name__, tag)
         for row in all_rows(shipped)
         for tag in (t.strip() for t in row.source.split(","))
-        if tag not in SOURCE_TAGS
+        if tag not in SOURCE_TAGS and not ISSUE_TAG.fullmatch(tag)
     }
     assert not unknown
 
@@ -98,7 +104,9 @@ def test_facts_the_sheet_marks_unconfirmed_stay_unconfirmed(shipped: Matrix, wha
     candidates: dict[str, list[Any]] = {
         "3.3.1 images (3P only)": list(shipped.images_for("3.3.1", "gpu")),
         "CUDA 13.0 arch set (derived)": [shipped.archs_for_cuda("13.0")],
-        "3.1.0 cu126 archs (3P report)": [b for b in shipped.builds_for("3.1.0") if b.archs],
+        "3.1.0 cu126 archs (3P report)": [
+            b for b in shipped.builds_for("3.1.0") if b.archs and b.cuda == "12.6"
+        ],
         "3.1+ CPU tags (inferred pattern)": [
             i for v in ("3.1.0", "3.2.0", "3.3.0", "3.3.1") for i in shipped.images_for(v, "cpu")
         ],
@@ -159,15 +167,97 @@ def test_shipped_matrix_says_what_the_fact_sheet_says(
     assert query(shipped) == expected
 
 
+# Images whose wheel has no pip flavour of its own: their arch coverage is unknown by construction.
+IMAGES_WITHOUT_PIP_BUILD = {
+    "3.0.0-gpu-cuda12.3-cudnn9.0-trt8.6",  # official docs (DOCS#7159); no 3.0.0 cu123 wheel
+    "3.2.2-gpu-cuda13.0-cudnn9.13",  # Paddle#76558; no cu130 wheel of 3.2.x seen
+}
+
+
 def test_every_gpu_image_has_its_pip_build(shipped: Matrix) -> None:
     from envcheck.select import build_for
 
-    missing = [
+    missing = {
         i.tag
         for i in shipped.images
         if i.kind == "gpu" and build_for(shipped, i.paddle, i.cuda) is None
+    }
+    assert missing == IMAGES_WITHOUT_PIP_BUILD
+
+
+def test_every_gpu_build_has_an_arch_list_or_an_explicit_archs_unknown_marker(
+    shipped: Matrix,
+) -> None:
+    """Issue 10.1: an unstated list must never read as "every arch the toolkit can target"."""
+    silent = [
+        f"{b.paddle} cu{b.cuda}"
+        for b in shipped.builds
+        if b.package == "paddlepaddle-gpu" and not b.archs and not b.archs_unknown
     ]
-    assert missing == []
+    assert silent == []
+    assert all(b.archs_source for b in shipped.builds if b.archs)
+
+
+def test_sourced_arch_lists_from_the_issue(shipped: Matrix) -> None:
+    """The audit's examples (issue 10.1): 2.5 CUDA 11 wheels 70 75 80 86 (Paddle#55715); 3.0.0b2
+    cu123 61-90 (PaddleMIX#836); 3.1.x cu129 75 80 86 89 (PaddleX#4473); 3.2.0 cu129 lacks 61
+    (PaddleX#4682)."""
+    from envcheck.select import build_for
+
+    def build(paddle: str, cuda: str) -> Any:
+        found = build_for(shipped, paddle, cuda)
+        assert found is not None
+        return found
+
+    assert build("2.5.2", "11.7").archs == (70, 75, 80, 86)
+    assert build("3.0.0b2", "12.3").archs == (61, 70, 75, 80, 86, 90)
+    assert build("3.1.1", "12.9").archs == (75, 80, 86, 89)
+    assert build("3.2.0", "12.9").archs_absent == (61,) and build("3.2.0", "12.9").archs_unknown
+    # 10.2: the floor is per build: 2.5.2 cu102 keeps Kepler, its CUDA 11 wheels start at Volta
+    release = shipped.release("2.5.2")
+    assert release is not None
+    assert build("2.5.2", "10.2").floor(release) == "3.5"
+    assert build("2.5.2", "11.2").floor(release) == "7.0"
+
+
+def test_build_driver_floors_follow_nvidia_not_papers(shipped: Matrix) -> None:
+    """10.4: a build's driver floor is NVIDIA's minor-version compatibility for its CUDA major
+    (cu126 and cu129 alike: 525.60.13); Paddle's stricter 550.54.14 stays a note."""
+    from envcheck.compat import driver_support
+
+    for cuda in ("12.6", "12.9"):
+        support = driver_support("525.60.13", "12.0", cuda, shipped)
+        assert support.level == "minor-compat" and support.minimum_driver == "525.60.13"
+    cu126 = [b for b in shipped.builds_for("3.2.0") if b.cuda == "12.6"]
+    assert [b.paddle_min_driver for b in cu126] == ["550.54.14"]
+
+
+@pytest.mark.parametrize(
+    ("name", "cc"),
+    [
+        ("NVIDIA GeForce GTX 1080", "6.1"),
+        ("NVIDIA GeForce RTX 2080 Ti", "7.5"),
+        ("NVIDIA GeForce GTX 1650", "7.5"),
+        ("Quadro RTX 6000", "7.5"),
+        ("NVIDIA A30", "8.0"),
+        ("NVIDIA A16", "8.6"),
+        ("NVIDIA H20", "9.0"),
+        ("NVIDIA H200", "9.0"),
+        ("NVIDIA L20", "8.9"),
+        ("NVIDIA B300 SXM6 AC", "10.3"),
+        ("NVIDIA TITAN V", "7.0"),
+        ("NVIDIA GeForce RTX 5050", "12.0"),
+        ("NVIDIA RTX 4000 Ada Generation", "8.9"),
+        ("NVIDIA RTX PRO 4000 Blackwell", "12.0"),
+        ("Tesla M40 24GB", "5.2"),
+        ("NVIDIA GeForce GTX 960M", "5.0"),
+        ("NVIDIA RTX A3000", "8.6"),
+        ("Quadro P4000", "6.1"),
+    ],
+)
+def test_gpus_users_have_are_named_issue10_8(shipped: Matrix, name: str, cc: str) -> None:
+    model = shipped.gpu_model(name)
+    assert model is not None and model.compute_capability == cc
 
 
 def test_pyproject_ships_the_matrix_folder_inside_the_wheel() -> None:
@@ -267,7 +357,7 @@ paddle = "9.9.9"
 package = "paddlepaddle-gpu"
 cuda = "12.9"
 pip = "python -m pip install paddlepaddle-gpu==9.9.9"
-min_driver = "575.x"
+paddle_min_driver = "575.x"
 source = "3P"
 confirmed = false
 colour = "red"
@@ -313,9 +403,16 @@ BROKEN_PROBLEMS = [
     "paddle.toml: release entry 2 (3.3.1): python: not a version specifier: '>=3.9,<three'",
     "paddle.toml: release entry 2 (3.3.1): confirmed: expected true or false, got str 'yes'",
     ("paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
-    "(known: paddle, package, cuda, cudnn, archs, pip, min_driver, source, confirmed, note)"),
-    ("paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): min_driver: "
+    "(known: paddle, package, cuda, cudnn, archs, archs_source, archs_unknown, archs_absent, "
+    "min_compute_capability, pip, paddle_min_driver, source, confirmed, note)"),
+    ("paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle_min_driver: "
     "not a dotted version: '575.x'"),
+    # issue 10.1: a GPU build that says nothing of its archs is refused
+    ("paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): archs: missing (give the "
+    'compiled archs with archs_source, or archs_unknown = "why")'),
+    # issue 10.6: every image row names its platforms
+    "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): platforms: missing",
+    "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): platforms: missing",
     ("images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): duplicate of "
     "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9)"),
     "paddle.toml: release entry 2 (3.3.1): duplicate of paddle.toml: release entry 1 (3.3.1)",

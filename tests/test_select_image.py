@@ -88,14 +88,18 @@ def tags(choice: ImageChoice) -> list[str]:
         (
             host("470.82.01", "11.4", K80),
             "2.5.2",
-            "2.5.2-gpu-cuda11.7-cudnn8.4-trt8.4",
-            ["2.5.2-gpu-cuda12.0-cudnn8.9-trt8.6"],
+            "2.5.2-gpu-cuda10.2-cudnn7.6-trt7.0",
+            [
+                "2.5.2-gpu-cuda12.0-cudnn8.9-trt8.6",
+                "2.5.2-gpu-cuda11.7-cudnn8.4-trt8.4",
+                "2.5.2-gpu-cuda11.2-cudnn8.2-trt8.0",
+            ],
         ),
         (
             host("470.82.01", "11.4", T4),
             "3.0.0",
             "3.0.0-gpu-cuda11.8-cudnn8.9-trt8.6",
-            ["3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5"],
+            ["3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5", "3.0.0-gpu-cuda12.3-cudnn9.0-trt8.6"],
         ),
     ],
     ids=[
@@ -107,7 +111,7 @@ def tags(choice: ImageChoice) -> list[str]:
         "T4-on-470-paddle262-cuda11.7-not-12.0",
         "RTX5090-paddle320-cu129-works-issue76037",
         "A100-on-535-paddle262-cuda12.0",
-        "K80-on-470-paddle252-kepler-still-built-in-11.x",
+        "K80-on-470-paddle252-only-cu102-has-kepler-issue55715",
         "confirmed-cu118-tag-before-the-3P-variant",
     ],
 )
@@ -162,7 +166,7 @@ def test_mixed_gpus_every_gpu_must_run_the_image() -> None:
     [
         (
             host("470.82.01", "11.4", T4),
-            None,
+            "3.3.1",
             "CUDA 11.4",
             f"upgrade the NVIDIA driver to >= 525.60.13 to run {HUB}:3.3.1-gpu-cuda12.9-cudnn9.9",
         ),
@@ -207,7 +211,7 @@ def test_paddle31_cu126_wheel_lacks_sm120_issue73687() -> None:
     assert choice.ref is None
     cu126, cu118 = choice.rejected
     assert "sm_120" in cu126.reason and "compiled into Paddle 3.1.0 cu126" in cu126.reason
-    assert "75 80 86 89" in cu126.reason and "unconfirmed" in cu126.reason
+    assert "75 80 86 89" in cu126.reason and "reported by a user" in cu126.reason
     assert "sm_120" in cu118.reason and "CUDA 11.8 can target" in cu118.reason
 
 
@@ -266,7 +270,9 @@ def test_cu129_toolkit_can_run_sm120_and_gb10() -> None:
 def test_no_usable_gpu_gets_the_cpu_tag(facts: HostFacts, why: str) -> None:
     choice = select_image(facts, MATRIX)
     assert choice.ref == f"{HUB}:3.3.1" and choice.kind == "cpu" and choice.cuda is None
-    assert choice.reason == f"{why}: the CPU image"
+    # 3.4.0 has no image at all: the newest release that has one, saying why (issue 10.9)
+    assert f"({why}: the CPU image)" in (choice.reason or "")
+    assert "Paddle 3.4.0, the newest release, has no image" in (choice.reason or "")
     assert choice.pip_command == (
         "python -m pip install paddlepaddle==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cpu/"
     )
@@ -290,13 +296,11 @@ def test_cpu_tag_of_an_older_release_is_confirmed() -> None:
             "baidu-legacy",
             "registry.baidubce.com/paddlepaddle/paddle:2.6.2-gpu-cuda12.0-cudnn8.9-trt8.6",
         ),
-        ("3.3.1", "baidu", None),
         ("2.6.2", "baidu", None),
     ],
     ids=[
         "3.x-on-the-ccr-mirror",
         "2.x-on-registry.baidubce.com",
-        "3.3.1-tags-seen-on-dockerhub-only",
         "2.x-tags-are-not-on-the-ccr-mirror",
     ],
 )
@@ -325,31 +329,31 @@ def test_unknown_registry_is_a_usage_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "paddle", ["3.4.0", "latest", " "], ids=["not-in-matrix", "not-a-version", "blank"]
+    "paddle", ["9.9.9", "latest", " "], ids=["not-in-matrix", "not-a-version", "blank"]
 )
 def test_unknown_paddle_is_a_usage_error_listing_known_versions(paddle: str) -> None:
     with pytest.raises(UsageError) as e:
         select_image(host("535.104.05", "12.2", A100), MATRIX, paddle=paddle)
     assert "2.5.2, 2.6.0, 2.6.2, 3.0.0b2, 3.0.0" in e.value.message and e.value.message.endswith(
-        "3.3.1)"
+        "3.4.0)"
     )
 
 
-def test_default_paddle_is_the_newest_release() -> None:
-    assert (
-        select_image(host("535.104.05", "12.2", A100), MATRIX).paddle
-        == MATRIX.newest_release().version
-    )
+def test_default_paddle_is_the_newest_release_that_has_a_runnable_image() -> None:
+    # 3.4.0 (the newest) is pip-only: the default falls to 3.3.1 and says why (issue 10.9)
+    choice = select_image(host("535.104.05", "12.2", A100), MATRIX)
+    assert MATRIX.newest_release().version == "3.4.0" and choice.paddle == "3.3.1"
+    assert "Paddle 3.4.0, the newest release" in (choice.reason or "")
 
 
 # -- helpers --------------------------------------------------------------------------------------
 
 
 def test_candidates_newest_cuda_first_confirmed_first() -> None:
-    assert [i.tag for i in gpu_candidates(MATRIX, "3.0.0")] == [
-        "3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5",
-        "3.0.0-gpu-cuda11.8-cudnn8.9-trt8.6",
-        "3.0.0-gpu-cuda11.8-cudnn8.6-trt8.5",
+    assert [i.tag for i in gpu_candidates(MATRIX, "3.2.0")] == [
+        "3.2.0-gpu-cuda12.9-cudnn9.9",
+        "3.2.0-gpu-cuda12.6-cudnn9.5",
+        "3.2.0-gpu-cuda11.8-cudnn8.9",
     ]
 
 

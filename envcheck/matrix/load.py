@@ -27,6 +27,7 @@ from envcheck.matrix.cache import cached_load
 from envcheck.matrix.location import matrix_dir
 from envcheck.matrix.model import (
     ArchSet,
+    Defect,
     GpuModel,
     ImageTag,
     Matrix,
@@ -144,6 +145,18 @@ def _archs(value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
+_PLATFORMS = ("linux/amd64", "linux/arm64")
+
+
+def _platforms(value: Any) -> tuple[str, ...]:
+    """`["linux/amd64"]`: the OCI platforms the tag is published for."""
+    platforms = _texts(value)
+    bad = [p for p in platforms if p not in _PLATFORMS]
+    if bad:
+        raise _Bad(f"unknown platforms {bad!r} (known: {', '.join(_PLATFORMS)})")
+    return platforms
+
+
 def _texts(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
         raise _Bad(f"expected a non-empty array of strings, got {value!r}")
@@ -236,8 +249,12 @@ TABLES: dict[str, _Table] = {
             "cuda": _Field(_dotted, False),
             "cudnn": _Field(_dotted, False),
             "archs": _Field(_archs, False),
+            "archs_source": _Field(_text, False),
+            "archs_unknown": _Field(_text, False),
+            "archs_absent": _Field(_archs, False),
+            "min_compute_capability": _Field(_cc, False),
             "pip": _Field(_text),
-            "min_driver": _Field(_dotted, False),
+            "paddle_min_driver": _Field(_dotted, False),
         },
         ("paddle", "package", "cuda"),
         PaddleBuild,
@@ -251,9 +268,21 @@ TABLES: dict[str, _Table] = {
             "cudnn": _Field(_dotted, False),
             "registries": _Field(_texts),
             "digest": _Field(_matching(r"sha256:[0-9a-f]{64}", "a sha256:<64 hex> digest"), False),
+            "platforms": _Field(_platforms),
         },
         ("tag",),
         ImageTag,
+    ),
+    "defect": _Table(
+        {
+            "id": _Field(_matching(r"[a-z0-9][a-z0-9.-]{0,63}", "a lower-case id")),
+            "image_cuda": _Field(_dotted),
+            "driver_above": _Field(_dotted),
+            "message": _Field(_text),
+            "fix": _Field(_text),
+        },
+        ("id",),
+        Defect,
     ),
     "registry": _Table(
         {"name": _Field(_text), "ref": _Field(_matching(_REPOSITORY, "an image repository"))},
@@ -415,9 +444,24 @@ def _kind_problems(row: _Row) -> list[str]:
     if cpu:
         return [
             f"{k}: must be absent for a CPU {row.table}"
-            for k in ("cuda", "cudnn", "archs")
+            for k in ("cuda", "cudnn", "archs", "archs_source", "archs_unknown", "archs_absent")
             if k in v
         ]
+    if gpu and row.table == "build":
+        return _arch_marker_problems(row)
+    return []
+
+
+def _arch_marker_problems(row: _Row) -> list[str]:
+    """A GPU build states its compiled archs (with how they are known) or says, in
+    `archs_unknown`, why not: an unstated list must never read as "every arch" (issue 10.1)."""
+    given = row.given
+    if "archs" in given and "archs_unknown" in given:
+        return ["archs_unknown: give either archs or archs_unknown, not both"]
+    if "archs" not in given and "archs_unknown" not in given:
+        return ["archs: missing (give the compiled archs with archs_source, or archs_unknown = \"why\")"]
+    if "archs" in given and "archs_source" not in given:
+        return ["archs_source: missing (how the archs are known: measured, issue, docs)"]
     return []
 
 
@@ -454,6 +498,7 @@ def _build(rows: list[_Row], root: Path) -> Matrix:
         images=tuple(made["image"]),
         registries={r.name: r.ref for r in made["registry"]},
         path=str(root),
+        defects=tuple(made["defect"]),
     )
 
 

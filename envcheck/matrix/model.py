@@ -65,7 +65,12 @@ class PaddleRelease:
 
 @dataclass(frozen=True)
 class PaddleBuild:
-    """One GPU (or CPU) wheel flavour of a Paddle release."""
+    """One GPU (or CPU) wheel flavour of a Paddle release.
+
+    A GPU build says what it was compiled for: `archs` (measured or observed, with `archs_source`)
+    or `archs_unknown` (why not), never silence. `archs_absent` lists archs a public report shows
+    missing even where the full list is unknown (3.2.0 cu129 has no sm_61, PaddleX#4682).
+    """
 
     paddle: str
     package: str  # "paddlepaddle-gpu" | "paddlepaddle"
@@ -75,7 +80,21 @@ class PaddleBuild:
     pip: str  # the exact install command
     source: str
     confirmed: bool = True
-    min_driver: str | None = None  # Paddle docs' own floor for this flavour, when stated
+    archs_source: str | None = None  # how `archs` is known: "MEASURED W-262", "Paddle#55715"
+    archs_unknown: str | None = None  # the explicit marker: why the list is not known
+    archs_absent: tuple[int, ...] = ()  # archs a public report shows missing
+    min_compute_capability: str | None = None  # this build's floor, where it differs (Kepler: cu102)
+    paddle_min_driver: str | None = None  # Paddle docs' own (stricter) floor, a note only
+
+    def floor(self, release: PaddleRelease) -> str:
+        """The lowest compute capability this build runs: its own, else its lowest compiled arch,
+        else the release's documented floor."""
+        if self.min_compute_capability:
+            return self.min_compute_capability
+        if self.archs:
+            low = min(self.archs)
+            return f"{low // 10}.{low % 10}"
+        return release.min_compute_capability
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,25 @@ class ImageTag:
     source: str
     confirmed: bool = True
     digest: str | None = None  # pinned "sha256:…" when known
+    platforms: tuple[str, ...] = ("linux/amd64",)  # "linux/amd64", "linux/arm64"
+
+
+@dataclass(frozen=True)
+class Defect:
+    """A known runtime defect of some images on some drivers: the choice avoids it.
+
+    Paddle#76558 / Paddle#78924: the CUDA 13.0 images put their bundled compatibility libcuda
+    first on LD_LIBRARY_PATH; on a host driver newer than that library Paddle silently runs on
+    the CPU.
+    """
+
+    id: str  # "cuda13.0-compat-libcuda"
+    image_cuda: str  # images of this CUDA (major.minor) are affected
+    driver_above: str  # ... on host drivers newer than this
+    message: str
+    fix: str
+    source: str
+    confirmed: bool = True
 
 
 @dataclass(frozen=True)
@@ -102,6 +140,7 @@ class Matrix:
     images: tuple[ImageTag, ...]
     registries: dict[str, str]  # "dockerhub" -> "docker.io/paddlepaddle/paddle"
     path: str = ""
+    defects: tuple[Defect, ...] = ()
 
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:
