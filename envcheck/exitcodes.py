@@ -12,6 +12,7 @@ class ExitStatus(IntEnum):
     ENVIRONMENT = 4  # could not act: daemon down, registry unreachable, no space
     SMOKE_FAILED = 5  # the smoke training crashed, timed out or did not learn
     CPU_FALLBACK = 6  # the smoke "worked" but never touched the GPU
+    WRONG_RESULTS = 7  # the smoke ran but computed wrong numbers (known answers, loss)
     INTERRUPTED = 130  # Ctrl-C or SIGTERM: everything we created was removed (128 + SIGINT)
 
 

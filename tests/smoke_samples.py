@@ -13,9 +13,9 @@ import copy
 import json
 from typing import Any
 
-RECORDED_CPU_PASS = '{"schema":"envcheck-smoke/1","error":null,"runs":[{"device_requested":"cpu","device_error":null,"error":null,"device_used":"cpu","steps":60,"batch_size":128,"param_places":{"embedding.weight":"Place(cpu)","fc.weight":"Place(cpu)","fc.bias":"Place(cpu)"},"logits_place":"Place(cpu)","logits_dtype":"float32","amp":{"enabled":false,"dtype":null},"loss_start":0.69364,"loss_end":0.52454,"losses":[0.6936,0.6897,0.6968,0.6933,0.6915,0.6888,0.6826,0.6793,0.6903,0.6683,0.6738,0.682,0.6636,0.672,0.6489,0.6427,0.64,0.6554,0.641,0.6316,0.6131,0.6235,0.6182,0.6207,0.604,0.6258,0.6214,0.607,0.5846,0.6256,0.5474,0.5342,0.6438,0.5316,0.5532,0.4925,0.5887,0.534,0.5172,0.5708,0.4914,0.4892,0.6236,0.5248,0.4764,0.5469,0.4491,0.6288,0.4447,0.5528,0.5308,0.4985,0.4618,0.5414,0.3917,0.547,0.4785,0.5427,0.4641,0.5904],"accuracy":0.7861,"first_step_s":0.0833,"steps_per_s":102.45,"samples_per_s":13113.0,"peak_gpu_mem_bytes":null,"peak_gpu_reserved_bytes":null,"compare_cpu":{"skipped":"the run itself was on the CPU","steps_per_s":null,"speedup":null,"error":null},"export":{"format":"json","inference_gpu":false,"max_abs_diff":2.384185791015625e-07,"argmax_agreement":1.0,"match":true,"seconds":0.4201,"error":null}}],"import_s":2.4502,"python":"3.11.2","paddle_version":"3.3.1","compiled_with_cuda":false,"cuda_version":"False","cudnn_version":"False","cuda_device_count":0,"cuda_device_count_error":null,"device_capabilities":[],"device_names":[],"default_device":"cpu","env":{"CUDA_VISIBLE_DEVICES":null,"NVIDIA_VISIBLE_DEVICES":null,"CUDA_DEVICE_ORDER":"PCI_BUS_ID"},"uid":1000,"pid":1,"warnings":[],"total_s":3.56}'
+RECORDED_CPU_PASS = '{"schema":"envcheck-smoke/1","error":null,"runs":[{"device_requested":"cpu","device_error":null,"error":null,"device_used":"cpu","checks":[{"dtype":"float32","tolerance":0.00029108302593231205,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"embedding","phase":"before","device":"cpu"},{"dtype":"tf32","tolerance":0.12853687282642914,"max_abs_diff":4.898451663848391e-06,"ok":true,"problem":null,"op":"matmul","phase":"before","device":"cpu"},{"dtype":"tf32","tolerance":0.11586528206037419,"max_abs_diff":4.020131580517727e-06,"ok":true,"problem":null,"op":"conv1d","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":7.893812110026679e-05,"max_abs_diff":9.747842943941265e-08,"ok":true,"problem":null,"op":"mean","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00015617351886758948,"max_abs_diff":3.547765259348523e-08,"ok":true,"problem":null,"op":"cross_entropy","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":1.9999999912448607e-06,"max_abs_diff":4.872297565405859e-08,"ok":true,"problem":null,"op":"adam","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00029995355606079105,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"dropout","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00029108302593231205,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"embedding","phase":"after","device":"cpu"},{"dtype":"tf32","tolerance":0.12853687282642914,"max_abs_diff":4.898451663848391e-06,"ok":true,"problem":null,"op":"matmul","phase":"after","device":"cpu"},{"dtype":"tf32","tolerance":0.11586528206037419,"max_abs_diff":4.020131580517727e-06,"ok":true,"problem":null,"op":"conv1d","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":7.893812110026679e-05,"max_abs_diff":9.747842943941265e-08,"ok":true,"problem":null,"op":"mean","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":0.00015617351886758948,"max_abs_diff":3.547765259348523e-08,"ok":true,"problem":null,"op":"cross_entropy","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":1.9999999912448607e-06,"max_abs_diff":4.872297565405859e-08,"ok":true,"problem":null,"op":"adam","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":0.00029995355606079105,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"dropout","phase":"after","device":"cpu"}],"checks_s":0.0606,"steps":60,"batch_size":128,"loss_start":0.69364,"loss_end":0.52454,"losses":[0.6936,0.6897,0.6968,0.6933,0.6915,0.6888,0.6826,0.6793,0.6903,0.6683,0.6738,0.682,0.6636,0.672,0.6489,0.6427,0.64,0.6554,0.641,0.6316,0.6131,0.6235,0.6182,0.6207,0.604,0.6258,0.6214,0.607,0.5846,0.6256,0.5474,0.5342,0.6438,0.5316,0.5532,0.4925,0.5887,0.534,0.5172,0.5708,0.4914,0.4892,0.6236,0.5248,0.4764,0.5469,0.4491,0.6288,0.4447,0.5528,0.5308,0.4985,0.4618,0.5414,0.3917,0.547,0.4785,0.5427,0.4641,0.5904],"first_step_s":0.0245,"steps_per_s":90.6,"samples_per_s":11596.6,"loss_check":{"start":0.6936391592025757,"non_finite":0,"zero_steps":0,"distinct":60},"train_window":{"start":1795390338.2137618,"end":1795390338.87888},"param_places":{"embedding.weight":"Place(cpu)","fc.weight":"Place(cpu)","fc.bias":"Place(cpu)"},"logits_place":"Place(cpu)","logits_dtype":"float32","amp":{"enabled":false,"dtype":null},"accuracy":0.7861,"peak_gpu_mem_bytes":null,"peak_gpu_reserved_bytes":null,"compare_cpu":{"skipped":"the run itself was on the CPU","steps_per_s":null,"speedup":null,"error":null},"export":{"format":"json","inference_gpu":false,"max_abs_diff":4.76837158203125e-07,"argmax_agreement":1.0,"match":true,"seconds":0.6136,"error":null}}],"import_s":1.7696,"python":"3.11.2","paddle_version":"3.3.1","compiled_with_cuda":false,"cuda_version":"False","cudnn_version":"False","cuda_device_count":0,"cuda_device_count_error":null,"device_capabilities":[],"device_names":[],"default_device":"cpu","env":{"CUDA_VISIBLE_DEVICES":null,"NVIDIA_VISIBLE_DEVICES":null,"CUDA_DEVICE_ORDER":"PCI_BUS_ID"},"uid":1000,"pid":1,"warnings":[],"total_s":3.1557}'
 
-RECORDED_CPU_BUILD_ASKED_GPU = '{"schema":"envcheck-smoke/1","error":null,"runs":[{"device_requested":"gpu:0","device_error":"ValueError: The device should not be <re.Match object; span=(0, 5), match=\'gpu:0\'>, since PaddlePaddle is not compiled with CUDA","error":null,"device_used":"cpu","steps":60,"batch_size":128,"param_places":{"embedding.weight":"Place(cpu)","fc.weight":"Place(cpu)","fc.bias":"Place(cpu)"},"logits_place":"Place(cpu)","logits_dtype":"float32","amp":{"enabled":false,"dtype":null},"loss_start":0.69364,"loss_end":0.52454,"losses":[0.6936,0.6897,0.6968,0.6933,0.6915,0.6888,0.6826,0.6793,0.6903,0.6683,0.6738,0.682,0.6636,0.672,0.6489,0.6427,0.64,0.6554,0.641,0.6316,0.6131,0.6235,0.6182,0.6207,0.604,0.6258,0.6214,0.607,0.5846,0.6256,0.5474,0.5342,0.6438,0.5316,0.5532,0.4925,0.5887,0.534,0.5172,0.5708,0.4914,0.4892,0.6236,0.5248,0.4764,0.5469,0.4491,0.6288,0.4447,0.5528,0.5308,0.4985,0.4618,0.5414,0.3917,0.547,0.4785,0.5427,0.4641,0.5904],"accuracy":0.7861,"first_step_s":0.1297,"steps_per_s":72.36,"samples_per_s":9262.2,"peak_gpu_mem_bytes":null,"peak_gpu_reserved_bytes":null,"compare_cpu":{"skipped":"the run itself was on the CPU","steps_per_s":null,"speedup":null,"error":null},"export":{"format":"json","inference_gpu":false,"max_abs_diff":2.384185791015625e-07,"argmax_agreement":1.0,"match":true,"seconds":0.5017,"error":null}}],"import_s":2.2034,"python":"3.11.2","paddle_version":"3.3.1","compiled_with_cuda":false,"cuda_version":"False","cudnn_version":"False","cuda_device_count":0,"cuda_device_count_error":null,"device_capabilities":[],"device_names":[],"default_device":"cpu","env":{"CUDA_VISIBLE_DEVICES":null,"NVIDIA_VISIBLE_DEVICES":null,"CUDA_DEVICE_ORDER":"PCI_BUS_ID"},"uid":1000,"pid":1,"warnings":[],"total_s":3.6833}'
+RECORDED_CPU_BUILD_ASKED_GPU = '{"schema":"envcheck-smoke/1","error":null,"runs":[{"device_requested":"gpu:0","device_error":"ValueError: The device should not be <re.Match object; span=(0, 5), match=\'gpu:0\'>, since PaddlePaddle is not compiled with CUDA","error":null,"device_used":"cpu","checks":[{"dtype":"float32","tolerance":0.00029108302593231205,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"embedding","phase":"before","device":"cpu"},{"dtype":"tf32","tolerance":0.12853687282642914,"max_abs_diff":4.898451663848391e-06,"ok":true,"problem":null,"op":"matmul","phase":"before","device":"cpu"},{"dtype":"tf32","tolerance":0.11586528206037419,"max_abs_diff":4.020131580517727e-06,"ok":true,"problem":null,"op":"conv1d","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":7.893812110026679e-05,"max_abs_diff":9.747842943941265e-08,"ok":true,"problem":null,"op":"mean","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00015617351886758948,"max_abs_diff":3.547765259348523e-08,"ok":true,"problem":null,"op":"cross_entropy","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":1.9999999912448607e-06,"max_abs_diff":4.872297565405859e-08,"ok":true,"problem":null,"op":"adam","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00029995355606079105,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"dropout","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00029108302593231205,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"embedding","phase":"after","device":"cpu"},{"dtype":"tf32","tolerance":0.12853687282642914,"max_abs_diff":4.898451663848391e-06,"ok":true,"problem":null,"op":"matmul","phase":"after","device":"cpu"},{"dtype":"tf32","tolerance":0.11586528206037419,"max_abs_diff":4.020131580517727e-06,"ok":true,"problem":null,"op":"conv1d","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":7.893812110026679e-05,"max_abs_diff":9.747842943941265e-08,"ok":true,"problem":null,"op":"mean","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":0.00015617351886758948,"max_abs_diff":3.547765259348523e-08,"ok":true,"problem":null,"op":"cross_entropy","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":1.9999999912448607e-06,"max_abs_diff":4.872297565405859e-08,"ok":true,"problem":null,"op":"adam","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":0.00029995355606079105,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"dropout","phase":"after","device":"cpu"}],"checks_s":0.0427,"steps":60,"batch_size":128,"loss_start":0.69364,"loss_end":0.52454,"losses":[0.6936,0.6897,0.6968,0.6933,0.6915,0.6888,0.6826,0.6793,0.6903,0.6683,0.6738,0.682,0.6636,0.672,0.6489,0.6427,0.64,0.6554,0.641,0.6316,0.6131,0.6235,0.6182,0.6207,0.604,0.6258,0.6214,0.607,0.5846,0.6256,0.5474,0.5342,0.6438,0.5316,0.5532,0.4925,0.5887,0.534,0.5172,0.5708,0.4914,0.4892,0.6236,0.5248,0.4764,0.5469,0.4491,0.6288,0.4447,0.5528,0.5308,0.4985,0.4618,0.5414,0.3917,0.547,0.4785,0.5427,0.4641,0.5904],"first_step_s":0.0237,"steps_per_s":116.46,"samples_per_s":14906.7,"loss_check":{"start":0.6936391592025757,"non_finite":0,"zero_steps":0,"distinct":60},"train_window":{"start":1795390341.6410797,"end":1795390342.1617453},"param_places":{"embedding.weight":"Place(cpu)","fc.weight":"Place(cpu)","fc.bias":"Place(cpu)"},"logits_place":"Place(cpu)","logits_dtype":"float32","amp":{"enabled":false,"dtype":null},"accuracy":0.7861,"peak_gpu_mem_bytes":null,"peak_gpu_reserved_bytes":null,"compare_cpu":{"skipped":"the run itself was on the CPU","steps_per_s":null,"speedup":null,"error":null},"export":{"format":"json","inference_gpu":false,"max_abs_diff":4.76837158203125e-07,"argmax_agreement":1.0,"match":true,"seconds":0.2412,"error":null}}],"import_s":1.3132,"python":"3.11.2","paddle_version":"3.3.1","compiled_with_cuda":false,"cuda_version":"False","cudnn_version":"False","cuda_device_count":0,"cuda_device_count_error":null,"device_capabilities":[],"device_names":[],"default_device":"cpu","env":{"CUDA_VISIBLE_DEVICES":null,"NVIDIA_VISIBLE_DEVICES":null,"CUDA_DEVICE_ORDER":"PCI_BUS_ID"},"uid":1000,"pid":1,"warnings":[],"total_s":2.1447}'
 
 # Paddle's own lines, verbatim from compat_facts.md section 7 (row numbers).
 VERSIONS_LINE = (  # row 14
@@ -78,6 +78,7 @@ def on_gpu(doc: dict[str, Any], gpus: int = 1, cc: str = "8.6") -> dict[str, Any
             peak_gpu_reserved_bytes=33_554_432,
         )
         run["param_places"] = dict.fromkeys(run["param_places"], f"Place({device})")
+        run["checks"] = [dict(c, device=device) for c in run["checks"]]
         doc["runs"].append(run)
     doc.update(
         compiled_with_cuda=True,
@@ -110,3 +111,67 @@ BAD_SCRIPTS = [
     ("megabytes.py", "smoke.bad-output", "was stopped"),
 ]
 BAD_SCRIPT_IDS = ["crash", "garbage", "megabytes"]
+
+
+# Paddle 2.6.2 (sm_61-86) on the real H100 (/work/shared/facts/real-gpu-host.md): its run_check line.
+ARCH_NOT_SUPPORTED_H100 = (
+    "W1122 10:00:00.000000  1234 gpu_resources.cc:106] The GPU compute capability in your current "
+    "machine is 90, which is not supported by Paddle, it is recommended to install the "
+    "corresponding wheel package according to the installation information on the official "
+    "Paddle website."
+)
+CUDNN_914_LINE = "W1122 10:00:00.000000  1234 gpu_resources.cc:164] device: 0, cuDNN Version: 9.14."
+
+
+def nvml_witness(
+    doc: dict[str, Any],
+    gpus: dict[int, tuple[int | None, int | None, int | None]],
+    samples: int = 10,
+    offset: float = 0.0,
+) -> dict[str, Any]:
+    """A sampler summary as `NvmlSampler.summary()` writes it, with `samples` time-stamped rows
+    per GPU spread over the first run's training window (shifted by `offset` seconds):
+    {nvml index: (process memory MiB or None, device util % or None, process SM % or None)}."""
+    window = doc["runs"][0]["train_window"]
+    start, span = window["start"] + offset, window["end"] - window["start"]
+    times = [round(start + span * k / max(samples - 1, 1), 3) for k in range(samples)]
+    traces = {}
+    for index, (mib, util, sm) in gpus.items():
+        memory = mib * 2**20 if mib is not None else None
+        traces[str(index)] = {
+            "util_max": util,
+            "util_mean": util,
+            "mem_used_max_bytes": memory or 0,
+            "process_seen": memory is not None,
+            "process_mem_max_bytes": memory,
+            "process_query": "ok",
+            "process_util_query": "ok" if sm is not None else "NVML_ERROR_NOT_SUPPORTED",
+            "series": [[t, util, memory] for t in times],
+            "process_util": [[t, sm] for t in times] if sm else [],
+        }
+    return {
+        "status": "ok",
+        "reason": None,
+        "samples": samples,
+        "interval_s": 0.05,
+        "pids": [4242],
+        "gpus": traces,
+    }
+
+
+def broken(doc: dict[str, Any], op: str, problem: str, run: int = 0) -> dict[str, Any]:
+    """`doc` with every check of `op` failed with `problem` (what ENVCHECK_SMOKE_CORRUPT gives)."""
+    doc = copy.deepcopy(doc)
+    for check in doc["runs"][run]["checks"]:
+        if check["op"] == op:
+            check.update(ok=False, problem=problem)
+    return doc
+
+
+def zero_loss(doc: dict[str, Any], run: int = 0) -> dict[str, Any]:
+    """The 2.6.2-on-H100 curve: every loss exactly 0.0."""
+    doc = copy.deepcopy(doc)
+    r = doc["runs"][run]
+    r.update(loss_start=0.0, loss_end=0.0, losses=[0.0] * r["steps"])
+    r["loss_check"] = {"start": 0.0, "non_finite": 0, "zero_steps": r["steps"], "distinct": 1}
+    return doc

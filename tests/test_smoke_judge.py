@@ -171,44 +171,127 @@ def test_cpu_smoke_that_learns_on_a_host_without_gpu_is_a_pass() -> None:
     assert "no GPU expected: the host has no usable NVIDIA GPU" in findings[0].message
 
 
-def test_gpu_smoke_confirmed_by_nvml_per_process_memory() -> None:
-    nvml = {
-        "status": "ok",
-        "samples": 40,
-        "pids": [4242],
-        "gpus": {"0": {"process_seen": True, "process_mem_max_bytes": 812 * 2**20, "util_max": 57}},
-    }
-    plan = container_plan(gpu_host(), GPU_IMAGE)
-    findings = judge(plan, outcome(rec.on_gpu(rec.result()), nvml=nvml))
+def test_gpu_smoke_confirmed_by_nvml_memory_and_work_inside_the_training_window() -> None:
+    doc = rec.on_gpu(rec.result())
+    nvml = rec.nvml_witness(doc, {0: (812, 57, 41)})
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
     assert ids(findings) == ["smoke.pass"]
-    assert (
-        "gpu:0 loss" in findings[0].message and "NVML saw 812 MiB on GPU 0" in findings[0].message
+    assert "gpu:0 loss" in findings[0].message and "14/14 known answers right" in findings[0].message
+    assert "NVML saw 812 MiB and 41% SM utilisation of the process on GPU 0 while training" in (
+        findings[0].message
     )
 
 
 def test_gpu_claim_that_nvml_never_saw_is_a_warning() -> None:
-    nvml = {"status": "ok", "samples": 40, "pids": [4242], "gpus": {"0": {"process_seen": False}}}
-    findings = judge(
-        container_plan(gpu_host(), GPU_IMAGE), outcome(rec.on_gpu(rec.result()), nvml=nvml)
-    )
+    doc = rec.on_gpu(rec.result())
+    nvml = rec.nvml_witness(doc, {0: (None, 0, None)})
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
     assert ids(findings) == ["smoke.pass", "smoke.gpu-unconfirmed"]
     assert verdict_of(findings) == "warn" and exit_status_of(findings) == ExitStatus.OK
+    assert "never listed the process [4242] with GPU memory while it trained" in findings[1].message
 
 
 def test_second_gpu_is_checked_against_its_own_nvml_index() -> None:
-    nvml = {
-        "status": "ok",
-        "samples": 9,
-        "pids": [7],
-        "gpus": {
-            "0": {"process_seen": True},
-            "1": {"process_seen": False},
-            "2": {"process_seen": True},
-        },
-    }
+    doc = rec.on_gpu(rec.result(), gpus=2)
+    nvml = rec.nvml_witness(doc, {0: (700, 30, 22), 1: (None, 0, 0), 2: (700, 28, 19)})
     plan = container_plan(gpu_host(3), GPU_IMAGE, gpus=(0, 2))
-    findings = judge(plan, outcome(rec.on_gpu(rec.result(), gpus=2), nvml=nvml))
-    assert ids(findings) == ["smoke.pass"]
+    findings = judge(plan, outcome(doc, nvml=nvml))
+    assert ids(findings) == ["smoke.pass"] and "on GPU 2 while training" in findings[0].message
+
+
+def test_a_context_that_does_no_work_while_training_is_cpu_fallback() -> None:
+    """The real H100: 612 MiB held, ~0 % utilisation; busy only outside the training window."""
+    doc = rec.on_gpu(rec.result())
+    nvml = rec.nvml_witness(doc, {0: (612, 0, None)})
+    busy_before = rec.nvml_witness(doc, {0: (612, 35, None)}, offset=-30.0)["gpus"]["0"]["series"]
+    nvml["gpus"]["0"]["series"] = busy_before + nvml["gpus"]["0"]["series"]
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
+    fallback = only(findings, "smoke.cpu-fallback")
+    assert verdict_of(findings) == "cpu-fallback" and exit_status_of(findings) == 6
+    assert fallback.observed["cause"] == "gpu-idle"
+    assert "held 612 MiB on GPU 0 but showed 0% GPU utilisation in 10 samples" in fallback.message
+
+
+def test_a_process_idle_by_its_own_utilisation_is_cpu_fallback_even_on_a_busy_gpu() -> None:
+    doc = rec.on_gpu(rec.result())
+    nvml = rec.nvml_witness(doc, {0: (612, 90, 0)})  # another job keeps the GPU at 90 %
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
+    assert "0% SM utilisation of the process" in only(findings, "smoke.cpu-fallback").message
+
+
+@pytest.mark.parametrize(
+    ("gpus", "offset", "words"),
+    [
+        ({0: (800, None, None)}, 0.0, "reports no utilisation for GPU 0"),
+        ({0: (800, 50, 40)}, 60.0, "took no sample during the"),
+    ],
+    ids=["no-utilisation", "samples-outside-the-window"],
+)
+def test_what_the_witness_cannot_tell_is_a_warning_not_a_pass(
+    gpus: dict[int, Any], offset: float, words: str
+) -> None:
+    doc = rec.on_gpu(rec.result())
+    nvml = rec.nvml_witness(doc, gpus, offset=offset)
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
+    assert words in only(findings, "smoke.gpu-unconfirmed").message
+    assert verdict_of(findings) == "warn"
+
+
+# -- judging: wrong numbers (issue 16) ----------------------------------------------------------
+def test_h100_with_the_262_wheel_zeros_and_zero_loss_is_wrong_results_not_fallback() -> None:
+    """The real H100 (2.6.2, sm_61-86): matmul and conv returned 0.0, loss 0.0, exit 0."""
+    doc = rec.on_gpu(rec.result(), cc="9.0")
+    doc["warnings"].append({"kind": "arch-mismatch", "text": rec.ARCH_NOT_SUPPORTED_H100})
+    for op in ("matmul", "conv1d", "embedding", "mean"):
+        doc = rec.broken(doc, op, "all-zero")
+    doc = rec.zero_loss(doc)
+    nvml = rec.nvml_witness(doc, {0: (612, 0, None)})
+    plan = in_process_plan(gpu_host(), GPU_IMAGE, SmokeOptions(), fallback=None)
+    findings = judge(plan, outcome(doc, nvml=nvml))
+    wrong = only(findings, "smoke.wrong-results")
+    assert verdict_of(findings) == "wrong-results" and exit_status_of(findings) == 7
+    assert "smoke.pass" not in ids(findings) and "smoke.cpu-fallback" not in ids(findings)
+    assert "smoke.not-learning" not in ids(findings)  # one cause, said once
+    assert wrong.observed["cause"] == "arch"
+    assert "matmul (all-zero before, all-zero after)" in wrong.message
+    assert "the loss started at exactly 0.0; the loss stayed at exactly 0.0" in wrong.message
+    assert "the kernels did not run" in wrong.message and "compute capability (9.0)" in wrong.message
+    assert GPU_IMAGE.pip_command in (wrong.fix or "")
+
+
+def test_only_the_cudnn_op_wrong_with_cudnn_9_loaded_under_a_cudnn_8_build_blames_cudnn() -> None:
+    doc = rec.broken(rec.on_gpu(rec.result()), "conv1d", "mismatch")
+    doc.update(cudnn_version="8.6.0")
+    doc["warnings"].append({"kind": "cudnn-version", "text": rec.CUDNN_914_LINE})
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc))
+    wrong = only(findings, "smoke.wrong-results")
+    assert wrong.observed["cause"] == "cudnn-mismatch" and "cuDNN 8.6.0" in (wrong.fix or "")
+    assert "conv1d (mismatch before, mismatch after)" in wrong.message
+
+
+@pytest.mark.parametrize(
+    ("loss_check", "words"),
+    [
+        ({"start": 0.6931, "non_finite": 0, "zero_steps": 0, "distinct": 1}, "never changed"),
+        ({"start": None, "non_finite": 60, "zero_steps": 0, "distinct": 0}, "were NaN/Inf"),
+        ({"start": 0.0, "non_finite": 0, "zero_steps": 1, "distinct": 60}, "started at exactly"),
+    ],
+    ids=["constant", "nan", "starts-at-zero"],
+)
+def test_a_loss_that_is_nan_zero_or_frozen_is_wrong_results(
+    loss_check: dict[str, Any], words: str
+) -> None:
+    doc = rec.result()
+    doc["runs"][0]["loss_check"] = loss_check
+    findings = judge(container_plan(), outcome(doc))
+    assert words in only(findings, "smoke.wrong-results").message
+    assert verdict_of(findings) == "wrong-results" and "smoke.pass" not in ids(findings)
+
+
+def test_wrong_cpu_numbers_blame_the_cpu_install_not_a_gpu() -> None:
+    findings = judge(container_plan(), outcome(rec.broken(rec.result(), "adam", "mismatch")))
+    wrong = only(findings, "smoke.wrong-results")
+    assert wrong.observed["cause"] == "cpu-kernels" and "--force-reinstall" in (wrong.fix or "")
 
 
 # -- judging: the silent CPU fallback, cause by cause ---------------------------------------------

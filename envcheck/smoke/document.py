@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.report import CPU_FALLBACK_ID
+from envcheck.report import CPU_FALLBACK_ID, WRONG_RESULTS_ID
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Outcome, Plan
-from envcheck.smoke.verdict import host_gpu, judge, on_gpu
+from envcheck.smoke.verdict import host_gpu, judge, on_gpu, witnesses
 
 RUN_KEYS = (
     "device_requested",
@@ -30,8 +30,14 @@ RUN_KEYS = (
     "peak_gpu_reserved_bytes",
     "compare_cpu",
     "export",
+    "checks",
+    "checks_s",
+    "loss_check",
+    "train_window",
     "error",
 )
+# The sampler's time series stay out of the report: each run's `witness` says what they showed.
+SERIES_KEYS = ("series", "process_util")
 PADDLE_KEYS = (
     "paddle_version",
     "python",
@@ -81,7 +87,7 @@ def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
         exit_code=raw.exit_code,
         timed_out=raw.timed_out,
         duration_s=raw.duration_s,
-        nvml=outcome.nvml,
+        nvml=_without_series(outcome.nvml),
         problem=outcome.problem,
         container=_container_info(raw) if plan.mode == "container" else None,
     )
@@ -97,12 +103,22 @@ def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
 
 def _run_document(plan: Plan, run: dict[str, Any], nvml: dict[str, Any]) -> dict[str, Any]:
     host = host_gpu(plan, run)
-    seen = nvml.get("gpus", {}).get(str(host)) if host is not None else None
+    gpus = _without_series(nvml).get("gpus", {})
+    seen = witnesses(plan, [run], nvml).get(run["device_used"]) if not run["error"] else None
     return {k: run.get(k) for k in RUN_KEYS} | {
         "host_gpu": host,
         "on_gpu": on_gpu(run) if not run["error"] else False,
-        "nvml": seen,
+        "nvml": gpus.get(str(host)) if host is not None else None,
+        "witness": seen.as_dict() if seen else None,
     }
+
+
+def _without_series(nvml: dict[str, Any]) -> dict[str, Any]:
+    gpus = {
+        index: {k: v for k, v in trace.items() if k not in SERIES_KEYS}
+        for index, trace in (nvml.get("gpus") or {}).items()
+    }
+    return nvml | {"gpus": gpus} if "gpus" in nvml else nvml
 
 
 def _container_info(raw: RawRun) -> dict[str, Any]:
@@ -116,6 +132,7 @@ def _status(plan: Plan, outcome: Outcome) -> str:
         "smoke.timeout",
         "smoke.bad-output",
         "smoke.crashed",
+        WRONG_RESULTS_ID,
         CPU_FALLBACK_ID,
         "smoke.not-learning",
         "smoke.export-failed",

@@ -139,7 +139,22 @@ _TRAINED = {
     "steps_per_s": (*_NUM, type(None)),
     "peak_gpu_mem_bytes": (int, type(None)),
     "amp": dict,
+    "checks": list,
+    "loss_check": dict,
+    "train_window": dict,
 }
+# The known answers (issue 16): a trained run without them proves nothing about its numbers.
+_CHECK = {
+    "op": str,
+    "phase": str,
+    "device": str,
+    "ok": bool,
+    "problem": (str, type(None)),
+    "max_abs_diff": (*_NUM, type(None)),
+    "tolerance": _NUM,
+}
+_LOSS_CHECK = {"start": (*_NUM, type(None)), "non_finite": int, "zero_steps": int, "distinct": int}
+_WINDOW = {"start": _NUM, "end": _NUM}
 _WARNING = {"kind": str, "text": str}
 
 
@@ -158,8 +173,12 @@ def validate(doc: Any) -> None:
         raise BadOutput("result has no runs")
     for i, run in enumerate(doc["runs"]):
         _check(run, _RUN, f"runs[{i}]")
+        for j, check in enumerate(run.get("checks") or []):
+            _check(check, _CHECK, f"runs[{i}].checks[{j}]")
         if run["error"] is None:
             _check(run, _TRAINED, f"runs[{i}]")
+            _check(run["loss_check"], _LOSS_CHECK, f"runs[{i}].loss_check")
+            _check(run["train_window"], _WINDOW, f"runs[{i}].train_window")
             _check_numbers(run, f"runs[{i}]")
 
 
@@ -184,6 +203,8 @@ def _check_numbers(run: dict[str, Any], where: str) -> None:
             raise BadOutput(f"{where}.losses[{i}]: not a number: {value!r}")
     if not all(isinstance(v, str) for v in run["param_places"].values()) or not run["param_places"]:
         raise BadOutput(f"{where}.param_places: expected a non-empty object of strings")
+    if not run["checks"]:
+        raise BadOutput(f"{where}.checks: a trained run must report its known-answer checks")
 
 
 def _as_tuple(types: Any) -> tuple[type, ...]:

@@ -2,8 +2,12 @@
 
 The workload's JSON is a claim made from inside the container; NVML on the host is the witness.
 While the smoke runs, every `interval` seconds this records, per GPU, the utilisation
-(`nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv -lms 50`) and the GPU memory
-NVML accounts to the workload's process (`nvidia-smi --query-compute-apps=pid,used_memory`).
+(`nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv -lms 50`), the GPU memory
+NVML accounts to the workload's process (`nvidia-smi --query-compute-apps=pid,used_memory`) and
+that process's own SM utilisation (`nvidia-smi pmon -s u`), each stamped with the host's wall
+clock. The workload stamps its training window with the same clock (containers share
+CLOCK_REALTIME), so the judge can ask what the GPU did *while training*: a process that holds a
+CUDA context but computes on the CPU shows memory and no work (issue 8.3).
 Host PIDs are what NVML reports, and what Docker's `State.Pid` gives for the container's process.
 
 No driver (this CI machine) is normal: the summary says `unavailable` with the reason and the
@@ -14,6 +18,7 @@ https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -32,6 +37,12 @@ class GpuTrace:
     mem_used_max: int = 0
     process_mem_max: int | None = None  # None: the workload never appeared on this GPU
     process_query: str = "ok"  # "ok" | "not-supported" | the NVML error name
+    # [host time, device util % or None, the workload's GPU memory or None], one per sample
+    series: list[tuple[float, int | None, int | None]] = field(default_factory=list)
+    # [NVML's time stamp, the workload's SM util %], one per sample NVML kept for it
+    process_util: list[tuple[float, int]] = field(default_factory=list)
+    process_util_query: str = "ok"  # "ok" | "not-supported" | the NVML error name
+    process_util_seen: int = 0  # NVML's last time stamp (µs), asked from next time
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -41,6 +52,9 @@ class GpuTrace:
             "process_seen": self.process_mem_max is not None,
             "process_mem_max_bytes": self.process_mem_max,
             "process_query": self.process_query,
+            "process_util_query": self.process_util_query,
+            "series": [[round(t, 3), u, m] for t, u, m in self.series],
+            "process_util": [[round(t, 3), u] for t, u in self.process_util],
         }
 
 
@@ -130,8 +144,10 @@ class NvmlSampler:
             pids = set(self._pids)
         for index, handle in self._handles.items():
             trace = self._traces[index]
+            now, util, used = time.time(), None, None
             try:
-                trace.util.append(int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+                util = int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+                trace.util.append(util)
             except nvml.NVMLError:
                 pass  # NOT_SUPPORTED on some boards (Jetson, some vGPUs): stays unknown
             try:
@@ -141,24 +157,51 @@ class NvmlSampler:
             except nvml.NVMLError:
                 pass
             if pids:
-                self._sample_processes(nvml, handle, trace, pids)
+                used = self._sample_processes(nvml, handle, trace, pids)
+                self._sample_process_util(nvml, handle, trace, pids)
+            with self._lock:
+                trace.series.append((now, util, used))
         with self._lock:
             self.samples += 1
 
     def _sample_processes(
         self, nvml: ModuleType, handle: Any, trace: GpuTrace, pids: set[int]
-    ) -> None:
+    ) -> int | None:
+        """The watched processes' GPU memory now (None: not listed on this GPU)."""
         try:
             processes = _running_processes(nvml, handle)
         except nvml.NVMLError as e:
             from envcheck.probe.nvml import error_name
 
             trace.process_query = error_name(nvml, e)
-            return
+            return None
+        total = None
         for process in processes:
             if process.pid in pids:
-                used = process.usedGpuMemory or 0  # None when NVML cannot account (some vGPUs)
-                trace.process_mem_max = max(trace.process_mem_max or 0, int(used))
+                used = int(process.usedGpuMemory or 0)  # None when NVML cannot account (vGPUs)
+                total = (total or 0) + used
+                trace.process_mem_max = max(trace.process_mem_max or 0, used)
+        return total
+
+    def _sample_process_util(
+        self, nvml: ModuleType, handle: Any, trace: GpuTrace, pids: set[int]
+    ) -> None:
+        """The watched processes' SM utilisation samples NVML kept since the last call."""
+        if trace.process_util_query != "ok":
+            return  # NOT_SUPPORTED (vGPU, MIG, Jetson) does not change during a run
+        try:
+            samples = nvml.nvmlDeviceGetProcessUtilization(handle, trace.process_util_seen)
+        except nvml.NVMLError as e:
+            from envcheck.probe.nvml import error_name
+
+            name = error_name(nvml, e)
+            # NOT_FOUND: no process ran a kernel since the time stamp, the question stays valid
+            trace.process_util_query = "ok" if name == "NVML_ERROR_NOT_FOUND" else name
+            return
+        for sample in samples:
+            trace.process_util_seen = max(trace.process_util_seen, int(sample.timeStamp))
+            if sample.pid in pids:
+                trace.process_util.append((int(sample.timeStamp) / 1e6, int(sample.smUtil)))
 
 
 def _running_processes(nvml: ModuleType, handle: Any) -> list[Any]:

@@ -11,12 +11,14 @@ from typing import Any
 from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.report import CPU_FALLBACK_ID
+from envcheck.smoke.numbers import INSTALL_GPU_PADDLE, is_wrong, wrong_results
+from envcheck.smoke.numbers import where as _where
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Outcome, Plan
+from envcheck.smoke.witness import Witness, witness
 from envcheck.smoke.workload import scan_paddle_warnings
 
 LEARNED_RATIO = 0.9  # loss_end must be below 90% of loss_start: measured 0.69 -> ~0.5 on CPU
-INSTALL_GPU_PADDLE = "https://www.paddlepaddle.org.cn/en/install/quick"
 
 
 def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
@@ -58,18 +60,33 @@ def judge_runs(plan: Plan, result: dict[str, Any], nvml: dict[str, Any]) -> list
     trained = [r for r in runs if not r["error"]]
     if crashed:
         findings.append(_run_crashed(plan, result, crashed))
+    seen = witnesses(plan, trained, nvml)
+    wrong = [r for r in runs if is_wrong(r)]  # checks before a crash count too
+    if wrong:
+        findings.append(wrong_results(plan, result, wrong, seen))
     fell_back = [r for r in trained if plan.gpu_expected and not on_gpu(r)]
     if fell_back:
         findings.append(cpu_fallback(plan, result, fell_back))
-    stuck = [r for r in trained if not learned(r)]
+    stuck = [r for r in trained if not learned(r) and not is_wrong(r)]
     if stuck:
         findings.append(_not_learning(plan, stuck))
     findings += _extras(plan, trained)
-    findings += _nvml_findings(plan, trained, nvml)
+    findings += _nvml_findings([r for r in trained if not is_wrong(r)], nvml, seen)
     if not any(f.severity == "fail" for f in findings):
-        findings.insert(0, _passed(plan, result, trained, nvml))
+        findings.insert(0, _passed(plan, result, trained, seen))
     findings += _warning_findings(warnings)
     return findings
+
+
+def witnesses(plan: Plan, runs: list[dict[str, Any]], nvml: dict[str, Any]) -> dict[str, Witness]:
+    """NVML's evidence per GPU run (by device), inside each run's training window."""
+    if nvml.get("status") != "ok":
+        return {}
+    return {
+        r["device_used"]: witness(nvml, host_gpu(plan, r), r.get("train_window"))
+        for r in runs
+        if on_gpu(r)
+    }
 
 
 def on_gpu(run: dict[str, Any]) -> bool:
@@ -209,10 +226,6 @@ def _no_gpu_fix(plan: Plan) -> str:
             f"(`nvidia-ctk runtime configure --runtime=docker`)"
         )
     return "check `nvidia-smi`, that the driver is loaded, and that /dev/nvidia* is readable by you"
-
-
-def _where(plan: Plan) -> str:
-    return f"the container {plan.image}" if plan.mode == "container" else f"{plan.python}"
 
 
 def cpu_fallback(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) -> Finding:
@@ -420,34 +433,62 @@ def _export_detail(run: dict[str, Any]) -> str:
     )
 
 
-def _nvml_findings(plan: Plan, runs: list[dict[str, Any]], nvml: dict[str, Any]) -> list[Finding]:
-    """The witness: NVML must have accounted GPU memory to the workload's process."""
-    if nvml.get("status") != "ok":
-        return []
-    unseen = [r for r in runs if on_gpu(r) and not _nvml_saw(plan, runs, r, nvml)]
-    if not unseen:
-        return []
-    return [
-        warn(
-            "smoke.gpu-unconfirmed",
-            f"Paddle reports training on {', '.join(r['device_used'] for r in unseen)}, but NVML "
-            f"never listed the process {nvml.get('pids')} with GPU memory in {nvml.get('samples')} samples",
-            "per-process accounting is missing under some vGPU/WSL drivers; otherwise the run "
-            "was not on this host's GPU: compare `nvidia-smi` during a run",
-            "smoke",
-            nvml=nvml,
+_UNCONFIRMED = {
+    "unseen": "NVML never listed the process {pids} with GPU memory while it trained",
+    "no-samples": "NVML took no sample during the {window} s training window",
+    "unknown": "NVML reports no utilisation for GPU {gpu}, so the work cannot be confirmed",
+}
+
+
+def _nvml_findings(
+    runs: list[dict[str, Any]], nvml: dict[str, Any], seen: dict[str, Witness]
+) -> list[Finding]:
+    """The witness: the workload's process must hold memory *and* work on its GPU while training."""
+    judged = [(r, seen[r["device_used"]]) for r in runs if r["device_used"] in seen]
+    found = []
+    idle = [(r, w) for r, w in judged if w.state == "idle"]
+    if idle:
+        found.append(_gpu_idle(idle))
+    unsure = [(r, w) for r, w in judged if w.state not in ("busy", "idle")]
+    if unsure:
+        reasons = [
+            f"{r['device_used']}: "
+            + _UNCONFIRMED[w.state].format(pids=nvml.get("pids"), window=w.window_s, gpu=w.gpu)
+            for r, w in unsure
+        ]
+        found.append(
+            warn(
+                "smoke.gpu-unconfirmed",
+                f"Paddle reports training on {', '.join(r['device_used'] for r, _ in unsure)}, "
+                f"but {'; '.join(reasons)} ({nvml.get('samples')} samples in all)",
+                "per-process accounting and utilisation are missing under some vGPU/WSL drivers; "
+                "otherwise the run was not on this host's GPU: compare `nvidia-smi pmon -s um` "
+                "during a run",
+                "smoke",
+                witness={r["device_used"]: w.as_dict() for r, w in unsure},
+            )
         )
+    return found
+
+
+def _gpu_idle(idle: list[tuple[dict[str, Any], Witness]]) -> Finding:
+    parts = [
+        f"{r['device_used']}: the process held {(w.process_mem_max_bytes or 0) // 2**20} MiB on "
+        f"GPU {w.gpu} but showed {w.util_text} in {w.samples} samples of the "
+        f"{w.window_s} s training window"
+        for r, w in idle
     ]
-
-
-def _nvml_saw(
-    plan: Plan, runs: list[dict[str, Any]], run: dict[str, Any], nvml: dict[str, Any]
-) -> bool:
-    gpus = nvml.get("gpus", {})
-    host = host_gpu(plan, run)
-    if host is None:
-        return any(g.get("process_seen") for g in gpus.values())
-    return bool(gpus.get(str(host), {}).get("process_seen"))
+    return fail(
+        CPU_FALLBACK_ID,
+        "Paddle's places say GPU, but NVML saw no GPU work while training (a CUDA context "
+        "proves no training): " + "; ".join(parts),
+        "the computation ran elsewhere: check the Paddle warnings (arch, cuDNN) and the device "
+        "placement, and watch `nvidia-smi pmon -s um` during `envcheck doctor`",
+        "smoke",
+        cause="gpu-idle",
+        causes=["gpu-idle"],
+        witness={r["device_used"]: w.as_dict() for r, w in idle},
+    )
 
 
 def host_gpu(plan: Plan, run: dict[str, Any]) -> int | None:
@@ -460,10 +501,10 @@ def host_gpu(plan: Plan, run: dict[str, Any]) -> int | None:
 
 
 def _passed(
-    plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]], nvml: dict[str, Any]
+    plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]], seen: dict[str, Witness]
 ) -> Finding:
     where = f"in {plan.image}" if plan.mode == "container" else f"with {plan.python}"
-    parts = [_run_summary(plan, r, nvml) for r in runs]
+    parts = [_run_summary(r, seen.get(r["device_used"])) for r in runs]
     note = "" if plan.gpu_expected else f" (no GPU expected: {plan.gpu_reason})"
     return passed(
         "smoke.pass",
@@ -473,15 +514,18 @@ def _passed(
     )
 
 
-def _run_summary(plan: Plan, run: dict[str, Any], nvml: dict[str, Any]) -> str:
+def _run_summary(run: dict[str, Any], seen: Witness | None) -> str:
+    checks = run.get("checks") or []
     text = (
         f"{run['device_used']} loss {run['loss_start']:.3f} → {run['loss_end']:.3f} in "
-        f"{run['steps']} steps, {run['steps_per_s']} steps/s"
+        f"{run['steps']} steps, {run['steps_per_s']} steps/s, "
+        f"{len(checks)}/{len(checks)} known answers right"
     )
-    host = host_gpu(plan, run)
-    seen = nvml.get("gpus", {}).get(str(host), {}) if host is not None else {}
-    if seen.get("process_mem_max_bytes"):
-        text += f", NVML saw {seen['process_mem_max_bytes'] // 2**20} MiB on GPU {host}"
+    if seen is not None and seen.state == "busy":
+        text += (
+            f", NVML saw {(seen.process_mem_max_bytes or 0) // 2**20} MiB and "
+            f"{seen.util_text} on GPU {seen.gpu} while training"
+        )
     speedup = (run.get("compare_cpu") or {}).get("speedup")
     if speedup:
         text += f", {speedup}× the CPU"

@@ -11,10 +11,13 @@
  *                 `nvmlInit` covers nvmlInit, nvmlInit_v2 and nvmlInitWithFlags)
  *   [gpu.N]       name, uuid, cc_major, cc_minor, memory_total_mib, memory_used_mib,
  *                 mig_current, mig_pending (absent = MIG not supported), mig_max, mig_devices,
- *                 processes
+ *                 processes, util_gpu (absent: utilisation NOT_SUPPORTED),
+ *                 process_sm_util (each process's SM %; absent: per-process utilisation
+ *                 NOT_SUPPORTED)
  * Return codes and signatures follow nvml.h: https://docs.nvidia.com/deploy/nvml-api/
  */
 #include "fake_profile.h"
+#include <sys/time.h>
 
 typedef int nvmlReturn_t;
 enum {
@@ -289,3 +292,48 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
                              sizeof(nvmlProcessInfo_v2_t));
 }
 #endif
+
+/* nvmlDeviceGetUtilizationRates: the GPU's busy percentage over the last sample period. */
+typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *util) {
+    ENTER("nvmlDeviceGetUtilizationRates");
+    GPU_SECTION(dev, section);
+    long gpu = fk_int(section, "util_gpu", -1);
+    if (gpu < 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (!util) return NVML_ERROR_INVALID_ARGUMENT;
+    util->gpu = (unsigned int)gpu;
+    util->memory = 0;
+    return NVML_SUCCESS;
+}
+
+/* nvmlDeviceGetProcessUtilization: one sample per process (pids as in running_processes),
+ * stamped now in microseconds since the epoch; two-call protocol (NULL first for the size). */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
+EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev,
+                                                    nvmlProcessUtilizationSample_t *samples,
+                                                    unsigned int *count,
+                                                    unsigned long long last_seen) {
+    ENTER("nvmlDeviceGetProcessUtilization");
+    GPU_SECTION(dev, section);
+    (void)last_seen;
+    long sm = fk_int(section, "process_sm_util", -1);
+    if (sm < 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int n = (unsigned int)fk_int(section, "processes", 0);
+    if (n == 0) return NVML_ERROR_NOT_FOUND; /* no process ran since last_seen */
+    if (!samples || *count < n) { *count = n; return NVML_ERROR_INSUFFICIENT_SIZE; }
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    for (unsigned int i = 0; i < n; i++) {
+        memset(&samples[i], 0, sizeof samples[i]);
+        samples[i].pid = 4242 + i;
+        samples[i].timeStamp = (unsigned long long)now.tv_sec * 1000000ULL + now.tv_usec;
+        samples[i].smUtil = (unsigned int)sm;
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
