@@ -13,8 +13,10 @@ from envcheck.compat import arch_supported, cc_below, driver_support
 from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.matrix.model import Matrix, PaddleBuild
+from envcheck.matrix.provenance import plain_source
 from envcheck.report import ImageChoice
 from envcheck.versions import VersionParseError, parse_dotted, release_of, sm_of
+from envcheck.visible_devices import read_visible_devices
 
 REBOOT_FIX = (
     "reboot, or reload the kernel module without rebooting: "
@@ -148,7 +150,7 @@ def check_cuda_driver_api(ctx: Context) -> Iterable[Finding]:
     if c.status == "ok":
         yield passed("cuda.driver-api", f"cuInit OK: driver API {c.version}, {c.device_count} device(s)",
                      "cuda", version=c.version, device_count=c.device_count)
-    elif c.status == "error" and ctx.host.driver.status == "ok":
+    elif c.status == "error" and ctx.host.driver.status == "ok" and not _no_device(ctx):
         yield fail("cuda.init-failed", f"the CUDA driver API failed: {c.error} ({c.reason})",
                    "run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
                    "(`sudo modprobe nvidia-uvm`) and that no stub libcuda.so shadows the driver's",
@@ -377,30 +379,30 @@ def check_visible_devices(ctx: Context) -> Iterable[Finding]:
     value = ctx.host.env.get("CUDA_VISIBLE_DEVICES")
     if value is None or not ctx.gpus:
         return
-    hidden = _hides_all(value, len(ctx.gpus))
-    if hidden:
+    seen = read_visible_devices(value, ctx.gpus)
+    c = ctx.host.cuda_driver
+    driver_sees = c.device_count if c.status == "ok" else 0 if _no_device(ctx) else None
+    if driver_sees == 0 or (driver_sees is None and seen.visible == 0):
+        why = seen.stopped if seen.visible == 0 and seen.stopped else (
+            f"cuInit found no device, although NVML sees {len(ctx.gpus)} GPU(s)")
+        uuids = ", ".join(g.uuid for g in ctx.gpus if g.uuid)
         yield fail("env.cuda-visible-devices",
-                   f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU ({hidden}): Paddle will say "
+                   f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU ({why}): Paddle will say "
                    "\"CUDA_VISIBLE_DEVICES is set to be empty. No GPU detected.\"",
                    f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES="
-                   f"{','.join(str(i) for i in range(len(ctx.gpus)))}`", "env", value=value)
+                   f"{','.join(str(i) for i in range(len(ctx.gpus)))}`"
+                   + (f" (or full UUIDs as NVML reports them: {uuids})" if uuids else ""),
+                   "env", value=value, driver_device_count=driver_sees)
     else:
-        yield passed("env.cuda-visible-devices", f"CUDA_VISIBLE_DEVICES={value}", "env", value=value)
+        yield passed("env.cuda-visible-devices", f"CUDA_VISIBLE_DEVICES={value}", "env", value=value,
+                     driver_device_count=driver_sees)
 
 
-def _hides_all(value: str, count: int) -> str | None:
-    """CUDA stops at the first invalid entry: "" and "-1" hide everything, as does a list whose
-    first entry is not a valid ordinal or GPU-/MIG- UUID (CUDA C Programming Guide, env vars)."""
-    first = value.split(",")[0].strip()
-    if not first:
-        return "empty"
-    if first.startswith(("GPU-", "MIG-")):
-        return None
-    if not first.isdigit():
-        return f"{first!r} is not a device index"
-    if int(first) >= count:
-        return f"device {first} does not exist (this host has {count})"
-    return None
+def _no_device(ctx: Context) -> bool:
+    """cuInit's CUDA_ERROR_NO_DEVICE where NVML sees GPUs: the variable hid them (one cause, one
+    finding: env.cuda-visible-devices, not also cuda.init-failed with driver advice)."""
+    c = ctx.host.cuda_driver
+    return c.error == "CUDA_ERROR_NO_DEVICE" and "CUDA_VISIBLE_DEVICES" in ctx.host.env and bool(ctx.gpus)
 
 
 def check_nvidia_visible_devices(ctx: Context) -> Iterable[Finding]:
@@ -444,7 +446,7 @@ def check_image(ctx: Context) -> Iterable[Finding]:
                    img.reason or "upgrade the driver, or choose another release with --paddle", "image",
                    rejected=[r.ref for r in img.rejected])
         return
-    note = "" if img.confirmed else f" (tag known from {img.source}: unconfirmed by an official source)"
+    note = "" if img.confirmed else f" (tag {plain_source(img.source or '', False)})"
     yield passed("image.selected", f"{img.ref}{note}", "image", ref=img.ref, kind=img.kind,
                  confirmed=img.confirmed)
 

@@ -76,25 +76,28 @@ def _newest_that_runs(
     failures = [first]
     for release in older:
         choice = _select_release(host, matrix, release, registry)
-        failures.append(choice)
         if choice.ref is not None:
             why = (
-                f"Paddle {newest.version}, the newest release, has no image this host can run "
-                f"({first.reason}); Paddle {release.version} is the newest release that runs here "
-                f"({choice.reason}). Alternatively: {_alternative(first, newest)}"
+                f"Paddle {newest.version} (the newest release) has no image this host can run; "
+                f"Paddle {release.version} is the newest release that runs here ({choice.reason}). "
+                f"Alternatively: {_alternative(failures, newest)}"
             )
             return dataclasses.replace(choice, reason=why, rejected=first.rejected + choice.rejected)
+        failures.append(choice)
     # Nothing runs: the newest release that has images says what would fix it.
     return next((f for f in failures if f.rejected), first)
 
 
-def _alternative(first: ImageChoice, newest: PaddleRelease) -> str:
-    if not first.rejected:  # the newest release has no image at all (3.4.0: pip only)
-        return f"install Paddle {newest.version} with pip instead of an image (--paddle {newest.version})"
-    fix = (first.reason or "").removeprefix(
-        f"no GPU image of Paddle {newest.version} runs on this host: "
+def _alternative(failures: list[ImageChoice], newest: PaddleRelease) -> str:
+    """The newest release's own fix (a driver upgrade, usually); for a pip-only newest release,
+    the fix of the newest release that has images, or pip."""
+    with_images = next((f for f in failures if f.rejected), None)
+    if with_images is None:
+        return f"install Paddle {newest.version} with pip instead of an image"
+    fix = (with_images.reason or "").removeprefix(
+        f"no GPU image of Paddle {with_images.paddle} runs on this host: "
     )
-    return f"{fix} (then --paddle {newest.version})"
+    return f"{fix} (then --paddle {with_images.paddle})"
 
 
 def _select_release(

@@ -272,7 +272,7 @@ def test_no_usable_gpu_gets_the_cpu_tag(facts: HostFacts, why: str) -> None:
     assert choice.ref == f"{HUB}:3.3.1" and choice.kind == "cpu" and choice.cuda is None
     # 3.4.0 has no image at all: the newest release that has one, saying why (issue 10.9)
     assert f"({why}: the CPU image)" in (choice.reason or "")
-    assert "Paddle 3.4.0, the newest release, has no image" in (choice.reason or "")
+    assert "Paddle 3.4.0 (the newest release) has no image" in (choice.reason or "")
     assert choice.pip_command == (
         "python -m pip install paddlepaddle==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cpu/"
     )
@@ -343,7 +343,7 @@ def test_default_paddle_is_the_newest_release_that_has_a_runnable_image() -> Non
     # 3.4.0 (the newest) is pip-only: the default falls to 3.3.1 and says why (issue 10.9)
     choice = select_image(host("535.104.05", "12.2", A100), MATRIX)
     assert MATRIX.newest_release().version == "3.4.0" and choice.paddle == "3.3.1"
-    assert "Paddle 3.4.0, the newest release" in (choice.reason or "")
+    assert "Paddle 3.4.0 (the newest release)" in (choice.reason or "")
 
 
 # -- helpers --------------------------------------------------------------------------------------
