@@ -24,4 +24,5 @@ EXIT_CODES_HELP = """exit codes:
   4  environment: could not act (daemon down, registry unreachable, no space)
   5  smoke training failed (crash, timeout, loss did not fall)
   6  silent CPU fallback: a GPU was expected but the work ran on the CPU
+  7  wrong results: the smoke's known-answer checks or its loss were wrong (e.g. zeros)
   130  interrupted (Ctrl-C, SIGTERM): what envcheck created was removed"""

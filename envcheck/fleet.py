@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from envcheck.exitcodes import ExitStatus
 from envcheck.facts import FactsError, from_dict, host_from_document
 from envcheck.findings import Finding
 from envcheck.render.text import LAYERS
@@ -19,10 +20,10 @@ from envcheck.report import SCHEMA_VERSION, ImageChoice, Report
 
 LAYER_ORDER = tuple(name for name, _ in LAYERS)  # the doctor's own layer order
 
-VERDICT_ORDER = ("pass", "warn", "fail", "cpu-fallback")  # worst last
+VERDICT_ORDER = ("pass", "warn", "fail", "cpu-fallback", "wrong-results")  # worst last
 SEVERITY_ORDER = ("pass", "warn", "fail")
 TIMESTAMP_KEYS = ("generated_at", "finished_at", "started_at", "timestamp")  # in `meta`
-MAX_EXIT_CODE = 6
+MAX_EXIT_CODE = int(ExitStatus.WRONG_RESULTS)  # the worst verdict; 130 leaves no report
 
 
 class ReportDocumentError(ValueError):

@@ -37,7 +37,7 @@ def _write(folder: Path, report: Report, name: str | None = None) -> Path:
 def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code():
     summary = merge_reports([_saved(build()) for build in FLEET])
     assert [h.hostname for h in summary.hosts] == [f"gpu-node-{i}" for i in range(1, 6)]
-    assert summary.counts == {"pass": 1, "warn": 1, "fail": 2, "cpu-fallback": 1}
+    assert summary.counts == {"pass": 1, "warn": 1, "fail": 2, "cpu-fallback": 1, "wrong-results": 0}
     assert (summary.verdict, summary.exit_code) == ("cpu-fallback", 6)
     assert summary.layers == ("driver", "gpu", "paddle", "image", "smoke")
     assert summary.duplicates == ()
@@ -110,7 +110,7 @@ def _doc(**changes: Any) -> dict[str, Any]:
     (_doc(schema_version=99), "newer envcheck"),
     (_doc(verdict="great"), '"verdict" must be one of'),
     (_doc(exit_code="0"), '"exit_code" must be an integer'),
-    (_doc(exit_code=42), '"exit_code" must be an integer 0-6'),
+    (_doc(exit_code=42), '"exit_code" must be an integer 0-7'),
     (_doc(host=...), '"host" is missing'),
     (_doc(host={"driver": {"version": 535}, "gpus": "many"}), "host.gpus: expected a list"),
     (_doc(findings=None), '"findings" must be a list'),
@@ -143,7 +143,7 @@ def test_plain_table_aligns_hosts_layers_and_first_problem():
                                 "FIRST", "PROBLEM"]
     assert lines[3].split()[:8] == ["gpu-node-3", "fail", "1", "fail", "-", "pass", "-", "-"]
     assert "driver.version-mismatch: NVML" in lines[3]
-    assert lines[-1] == "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback; exit 6"
+    assert lines[-1] == "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback, 0 wrong-results; exit 6"
     starts = {line.index(line.split()[1]) for line in lines[:6]}
     assert len(starts) == 1  # the verdict column is aligned
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from envcheck.fleet import FleetSummary
 
 SEVERITY_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
-VERDICT_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌", "cpu-fallback": "🛑"}
+VERDICT_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌", "cpu-fallback": "🛑", "wrong-results": "🛑"}
 NOT_CHECKED = "—"
 
 
@@ -53,6 +53,7 @@ def headline(verdict: str, problems: list[Finding], exit_code: int) -> str:
         "warn": f"usable, with {_plural(warned, 'warning')}",
         "fail": f"{_plural(failed, 'check')} failed",
         "cpu-fallback": "the smoke training ran on the CPU, not on the GPU",
+        "wrong-results": "the smoke training computed wrong numbers",
     }[verdict]
     return f"{VERDICT_ICON[verdict]} envcheck: **{verdict}** — {says} (exit {exit_code})"
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from envcheck.fleet import FleetSummary
 
 NOT_CHECKED = "-"
-STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "cpu-fallback": "bold red"}
+STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "cpu-fallback": "bold red", "wrong-results": "bold red"}
 RICH_MARK = {"pass": "✓", "warn": "!", "fail": "✗"}
 PROBLEM_MIN_WIDTH = 12
 

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
 )
 _MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
-_VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "cpu-fallback": "bold red"}
+_VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "cpu-fallback": "bold red", "wrong-results": "bold red"}
 
 
 def layer_facts(host: HostFacts, layer: str) -> str:
