@@ -5,8 +5,15 @@
  *                 behavior = "hang" | "abort" (what cuInit does instead of returning)
  *   [cuda.errors] <function name> = <CUresult>
  * Codes and names follow cuda.h (CUresult): https://docs.nvidia.com/cuda/cuda-driver-api/
+ *
+ * CUDA_VISIBLE_DEVICES is applied as the real driver does: entries are read up to the first
+ * invalid one (an index out of range, or a GPU- UUID naming no [gpu.N] uuid); none valid ->
+ * cuInit returns CUDA_ERROR_NO_DEVICE. UUIDs match in full (case-insensitive): on the measured
+ * H100 host (driver 580.159.04, issue #8 item 13) the prefix GPU-09fd4f27 found no device,
+ * although the CUDA Programming Guide allows abbreviations.
  */
 #include <signal.h>
+#include <strings.h>
 
 #include "fake_profile.h"
 
@@ -15,8 +22,42 @@ enum {
     CUDA_SUCCESS = 0,
     CUDA_ERROR_INVALID_VALUE = 1,
     CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_UNKNOWN = 999,
 };
+
+static long physical_count(void) {
+    return fk_int("cuda", "device_count", fk_int("nvml", "device_count", 0));
+}
+
+static int names_a_gpu(const char *entry, long total) {
+    char *end;
+    long index = strtol(entry, &end, 10);
+    if (*entry && *end == '\0') return index >= 0 && index < total;
+    if (strncasecmp(entry, "GPU-", 4) != 0) return 0;
+    for (long i = 0; i < total; i++) {
+        char section[32], uuid[128];
+        snprintf(section, sizeof section, "gpu.%ld", i);
+        fk_str(section, "uuid", "", uuid, sizeof uuid);
+        if (*uuid && strcasecmp(uuid, entry) == 0) return 1;
+    }
+    return 0;
+}
+
+/* How many devices CUDA_VISIBLE_DEVICES leaves visible (all of them when it is unset). */
+static long visible_count(void) {
+    long total = physical_count();
+    const char *value = getenv("CUDA_VISIBLE_DEVICES");
+    if (!value) return total;
+    char list[1024];
+    snprintf(list, sizeof list, "%s", value);
+    long n = 0;
+    for (char *save = NULL, *entry = strtok_r(list, ",", &save); entry; entry = strtok_r(NULL, ",", &save)) {
+        if (!names_a_gpu(fk_trim(entry), total)) break;
+        n++;
+    }
+    return n;
+}
 
 static int g_initialized;
 
@@ -36,6 +77,7 @@ EXPORT CUresult cuInit(unsigned int flags) {
     }
     if (strcmp(behavior, "abort") == 0) abort();
     if (r) return r;
+    if (getenv("CUDA_VISIBLE_DEVICES") && visible_count() == 0) return CUDA_ERROR_NO_DEVICE;
     g_initialized = 1;
     return CUDA_SUCCESS;
 }
@@ -54,7 +96,7 @@ EXPORT CUresult cuDeviceGetCount(int *count) {
     if (r) return r;
     if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (!count) return CUDA_ERROR_INVALID_VALUE;
-    *count = (int)fk_int("cuda", "device_count", fk_int("nvml", "device_count", 0));
+    *count = (int)visible_count();
     return CUDA_SUCCESS;
 }
 
