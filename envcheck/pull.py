@@ -29,6 +29,7 @@ from envcheck.image_checks import ImageRefused, platform_refusal
 from envcheck.pull_events import PullProgress
 from envcheck.reference import Reference, parse_reference
 from envcheck.registry import (
+    REQUEST_DEADLINE_S,
     ManifestNotFound,
     Platform,
     RegistryClient,
@@ -47,11 +48,13 @@ ImageCheck = Callable[[RemoteImage], None]  # raises ImageRefused when the host 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Tries per registry, for the registry read and for the pull each; delays 1, 2, 4… s."""
+    """Tries per registry, for the registry read and for the pull each; delays 1, 2, 4… s.
+    `request_deadline`: how long one registry request may take in all (a trickle is a failure)."""
 
     attempts: int = 4
     base: float = 1.0
     cap: float = 8.0
+    request_deadline: float = REQUEST_DEADLINE_S
 
     def delay(self, attempt: int) -> float:
         return min(self.cap, self.base * 2.0 ** (attempt - 1))
@@ -177,7 +180,8 @@ def _pull_from(target: Reference, plan: PullPlan, run: _Run, *, mirror: bool) ->
 
 
 def _inspect(target: Reference, plan: PullPlan, run: _Run) -> RemoteImage:
-    registry = RegistryClient.for_reference(target, credentials=saved_login(target.registry))
+    registry = RegistryClient.for_reference(target, credentials=saved_login(target.registry),
+                                            deadline=run.retry.request_deadline)
     remote = _retrying(lambda: registry.inspect(target, run.platform), f"reading {target.registry}", run)
     refusal = platform_refusal(remote.platforms, run.platform)
     if refusal:
@@ -270,7 +274,7 @@ def _final_error(given_up: list[tuple[Reference, EnvcheckError]], plan: PullPlan
 
 def _registry_tags(ref: Reference) -> list[str]:
     try:
-        tags = RegistryClient.for_reference(ref, timeout=5).tags(ref.repository)
+        tags = RegistryClient.for_reference(ref, timeout=5, deadline=10).tags(ref.repository)
     except EnvcheckError:
         return []
     return nearest_tags(ref.tag, tags)

@@ -6,9 +6,18 @@ an image before anything is pulled — its digest, its platforms, its size and i
 - Docker Hub-style registries answer 401 with `WWW-Authenticate: Bearer realm=…,service=…,scope=…`:
   a token is fetched from the realm (anonymously, or with the engine's saved credentials) and the
   request retried (https://distribution.github.io/distribution/spec/auth/token/).
-- Plain HTTP only for loopback registries, as the engine does for 127.0.0.0/8.
+- Plain HTTP only for loopback registries, as the engine does for 127.0.0.0/8. A token realm
+  must be http(s) under the same rule, on the registry's own host, Docker Hub's auth host, or a
+  host the user named in `ENVCHECK_AUTH_HOSTS`: a realm is whatever the server says, and
+  `file:///etc/shadow` or an internal address is not where envcheck sends credentials or reads.
+  The opener knows only HTTP(S) (no file:, ftp:, data: handlers), as a second fence.
 - The Authorization header never follows a redirect: blob downloads redirect to CDNs/S3, which
   reject (or would leak) a registry token.
+- Every request has an overall deadline (`deadline`), not only a per-read timeout: a registry or
+  proxy sending one byte every 2 s passes every read timeout and would hang the run. At the
+  deadline the socket is shut down; the request is a transient failure (retried, then the mirror).
+- Documents are checked for shape before use (`_Shape`): a wrong type is "a malformed manifest"
+  from the registry; anything else escaping is envcheck's bug (exit 3).
 """
 
 from __future__ import annotations
@@ -19,13 +28,16 @@ import hashlib
 import http.client
 import ipaddress
 import json
+import os
 import re
 import socket
 import ssl
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +51,11 @@ OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 INDEX_TYPES = (DOCKER_LIST, OCI_INDEX)
 ACCEPT = f"{OCI_INDEX}, {DOCKER_LIST}, {OCI_MANIFEST}, {DOCKER_MANIFEST}"
 MAX_DOCUMENT = 4 << 20  # manifests and configs are small: refuse to buffer anything bigger
+REQUEST_DEADLINE_S = 20.0  # one whole request (connect, headers, body); Hub manifests are ~10 kB
+AUTH_HOSTS_ENV = "ENVCHECK_AUTH_HOSTS"  # extra token-realm hosts the user trusts, comma-separated
+# Registries whose token service lives on another host, as their documentation says:
+# https://distribution.github.io/distribution/spec/auth/token/ (Docker Hub: auth.docker.io)
+KNOWN_AUTH_HOSTS = {"registry-1.docker.io": ("auth.docker.io",)}
 
 Credentials = tuple[str, str]  # (username, password or identity token)
 
@@ -112,45 +129,42 @@ class RegistryClient:
     """One registry host. `credentials` come from the engine's saved logins (docker_adapter)."""
 
     def __init__(self, registry: str, api_host: str, *, credentials: Credentials | None = None,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, deadline: float = REQUEST_DEADLINE_S) -> None:
         self.registry = registry
+        self.api_host = api_host
         self.base = f"{'http' if is_loopback(api_host) else 'https'}://{api_host}/v2"
         self.credentials = credentials
-        self.timeout = timeout
+        self.timeout = timeout  # per socket operation
+        self.deadline = deadline  # per request, whole
         self._tokens: dict[str, str] = {}  # scope -> bearer token
 
     @classmethod
     def for_reference(cls, ref: Reference, *, credentials: Credentials | None = None,
-                      timeout: float = 10.0) -> RegistryClient:
-        return cls(ref.registry, ref.api_host, credentials=credentials, timeout=timeout)
+                      timeout: float = 10.0, deadline: float = REQUEST_DEADLINE_S) -> RegistryClient:
+        return cls(ref.registry, ref.api_host, credentials=credentials, timeout=timeout,
+                   deadline=deadline)
 
     def inspect(self, ref: Reference, platform: Platform) -> RemoteImage:
         """Digest, platforms, and for `platform`: size, layers and config env/labels."""
-        try:
-            return self._inspect(ref, platform)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            # a registry (or proxy) answering JSON that is not a manifest: one screen, not a traceback
-            raise RegistryError(f"{self.registry} sent a malformed manifest for {ref}: {e!r}",
-                                hint="the registry or a proxy in front of it is misbehaving; "
-                                "try the mirror with --registry") from e
-
-    def _inspect(self, ref: Reference, platform: Platform) -> RemoteImage:
         doc, digest, media_type = self.manifest(ref.repository, ref.reference)
+        shape = _Shape(f"{self.registry} sent a malformed manifest for {ref}")
         if media_type in INDEX_TYPES or "manifests" in doc:
-            platforms = tuple(_index_platforms(doc))
-            chosen = _match_platform(doc, platform)
+            entries = shape.index_entries(doc)
+            platforms = tuple(_index_platforms(entries))
+            chosen = _match_platform(entries, platform)
             if chosen is None:
                 return RemoteImage(ref, digest, media_type, platforms)
             doc, _, _ = self.manifest(ref.repository, chosen)
-            config = self._config(ref.repository, doc)
+            config = self._config(ref.repository, doc, shape)
         else:
-            config = self._config(ref.repository, doc)
-            platforms = (_config_platform(config),)
-        layers = tuple((str(l["digest"]), int(l.get("size", 0))) for l in doc.get("layers", []))
-        size = int(doc.get("config", {}).get("size", 0)) + sum(s for _, s in layers)
-        cfg = config.get("config") or {}
-        return RemoteImage(ref, digest, media_type, platforms, size, layers,
-                           _env(cfg.get("Env")), dict(cfg.get("Labels") or {}))
+            config = self._config(ref.repository, doc, shape)
+            platforms = (_config_platform(config, shape),)
+        layers = shape.layers(doc)
+        config_size = shape.descriptor(doc.get("config"), "config", required=False)[1]
+        cfg = shape.mapping(config.get("config"), "config.config")
+        return RemoteImage(ref, digest, media_type, platforms, config_size + sum(s for _, s in layers),
+                           layers, _env(shape.strings(cfg.get("Env"), "config.Env")),
+                           shape.labels(cfg.get("Labels")))
 
     def manifest(self, repository: str, reference: str) -> tuple[dict[str, Any], str, str]:
         """(document, digest of its exact bytes, media type)."""
@@ -167,10 +181,11 @@ class RegistryClient:
     def tags(self, repository: str) -> tuple[str, ...]:
         response = self._get(f"{self.base}/{repository}/tags/list?n=1000", repository, {},
                              what=f"{repository} tags")
-        return tuple(_json(response.body, repository).get("tags") or ())
+        shape = _Shape(f"{self.registry} sent a malformed tag list for {repository}")
+        return tuple(shape.strings(_json(response.body, repository).get("tags"), "tags"))
 
-    def _config(self, repository: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        digest = (manifest.get("config") or {}).get("digest")
+    def _config(self, repository: str, manifest: Mapping[str, Any], shape: _Shape) -> dict[str, Any]:
+        digest = shape.descriptor(manifest.get("config"), "config", required=False)[0]
         if not digest:
             return {}
         response = self._get(f"{self.base}/{repository}/blobs/{digest}", repository, {},
@@ -198,18 +213,43 @@ class RegistryClient:
             return _basic(self.credentials) if self.credentials else None
         if scheme != "bearer" or "realm" not in params:
             return None
+        refusal = realm_refusal(params["realm"], self.api_host, _configured_auth_hosts())
+        if refusal:
+            raise RegistryError(
+                f"{self.registry} asked for a token from {params['realm']!r}: refused, {refusal}",
+                hint=f"if this registry's token service really is that host, allow it: "
+                f"`export {AUTH_HOSTS_ENV}=<host>` (https only, except loopback)")
         query = {"service": params.get("service", ""), "scope": params.get("scope", scope)}
         url = f"{params['realm']}?{urllib.parse.urlencode({k: v for k, v in query.items() if v})}"
         auth = _basic(self.credentials) if self.credentials else None
         response = self._checked(self._request(url, {}, auth), f"a token from {params['realm']}")
         doc = _json(response.body, params["realm"])
         token = doc.get("token") or doc.get("access_token")
-        if not token:
+        if not token or not isinstance(token, str):
             return None
         self._tokens[scope] = str(token)
         return f"Bearer {token}"
 
     def _request(self, url: str, headers: Mapping[str, str], authorization: str | None) -> _Response:
+        """One GET, done within `self.deadline` or a transient RegistryUnavailable."""
+        with _deadline(self.deadline) as expired:
+            try:
+                response = self._fetch(url, headers, authorization)
+            except RegistryUnavailable as e:
+                if not expired():
+                    raise
+                raise self._too_slow(url) from e
+        if expired():  # a shut-down socket may read as an early end: never trust that body
+            raise self._too_slow(url)
+        return response
+
+    def _too_slow(self, url: str) -> RegistryUnavailable:
+        return RegistryUnavailable(
+            f"{self.registry} ({urllib.parse.urlsplit(url).netloc}) did not answer within "
+            f"{self.deadline:g} s (a stalled or trickling connection)",
+            hint="check the network and any proxy; envcheck retries and tries the mirror")
+
+    def _fetch(self, url: str, headers: Mapping[str, str], authorization: str | None) -> _Response:
         request = urllib.request.Request(url, headers=dict(headers))
         request.add_header("User-Agent", "envcheck")
         if authorization:
@@ -282,39 +322,149 @@ def host_platform(machine: str | None = None) -> Platform:
     return Platform("linux", arch, variant)
 
 
-def _index_platforms(index: Mapping[str, Any]) -> list[Platform]:
-    found = []
-    for entry in index.get("manifests") or []:
-        p = entry.get("platform") or {}
-        # BuildKit attestations are listed as unknown/unknown: not runnable platforms.
-        if p.get("os") and p.get("architecture") and p.get("os") != "unknown":
-            found.append(Platform(p["os"], p["architecture"], p.get("variant")))
-    return found
-
-
-def _match_platform(index: Mapping[str, Any], want: Platform) -> str | None:
-    for entry in index.get("manifests") or []:
-        p = entry.get("platform") or {}
-        if p.get("os") == want.os and p.get("architecture") == want.architecture and (
-            want.variant is None or p.get("variant") in (None, want.variant)
-        ):
-            return str(entry["digest"])
+def realm_refusal(realm: str, api_host: str, configured: frozenset[str] = frozenset()) -> str | None:
+    """Why a `WWW-Authenticate` realm must not be fetched, or None when it may be: http(s) only
+    (plain http only on loopback, as for registries), no credentials in the URL, and on the
+    registry's own host, a host known to serve its tokens, or one the user configured."""
+    try:
+        parts = urllib.parse.urlsplit(realm)
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError as e:
+        return f"not a URL ({e})"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"only http(s) token realms are used, not {parts.scheme or 'a relative'}: URLs"
+    if parts.username is not None or parts.password is not None:
+        return "the realm URL carries credentials"
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.scheme == "http" and not is_loopback(f"{netloc}:{port or 80}"):
+        return "plain http is only used on loopback"
+    own = _hostname(api_host)
+    allowed = {own, *KNOWN_AUTH_HOSTS.get(own, ()), *configured}
+    if host not in allowed:
+        return f"{host} is neither the registry's host ({own}) nor in {AUTH_HOSTS_ENV}"
     return None
 
 
-def _config_platform(config: Mapping[str, Any]) -> Platform:
-    return Platform(str(config.get("os") or "linux"), str(config.get("architecture") or "amd64"),
-                    config.get("variant"))
+def _hostname(host_port: str) -> str:
+    return (urllib.parse.urlsplit(f"//{host_port}").hostname or host_port).lower()
+
+
+def _configured_auth_hosts() -> frozenset[str]:
+    text = os.environ.get(AUTH_HOSTS_ENV, "")
+    return frozenset(h.strip().lower() for h in text.split(",") if h.strip())
+
+
+class _Shape:
+    """Checks a registry document's fields before they are used; a wrong one is a RegistryError
+    naming the field (https://github.com/opencontainers/image-spec/blob/main/manifest.md)."""
+
+    def __init__(self, context: str) -> None:
+        self.context = context
+
+    def fail(self, where: str, value: Any) -> RegistryError:
+        return RegistryError(f"{self.context}: {where} is {_shown(value)}",
+                             hint="the registry or a proxy in front of it is misbehaving; "
+                             "try the mirror with --registry")
+
+    def mapping(self, value: Any, where: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(where, value)
+        return value
+
+    def items(self, value: Any, where: str) -> list[Mapping[str, Any]]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(where, value)
+        for i, v in enumerate(value):
+            if not isinstance(v, dict):
+                raise self.fail(f"{where}[{i}]", v)
+        return value
+
+    def strings(self, value: Any, where: str) -> list[str]:
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(where, value)
+        return value
+
+    def labels(self, value: Any) -> dict[str, str]:
+        found = self.mapping(value, "config.Labels")
+        if not all(isinstance(v, str) for v in found.values()):
+            raise self.fail("config.Labels", value)
+        return dict(found)
+
+    def descriptor(self, value: Any, where: str, *, required: bool = True) -> tuple[str, int]:
+        """(digest, size) of a content descriptor; ("", 0) for an absent optional one."""
+        if value is None and not required:
+            return "", 0
+        if not isinstance(value, dict):
+            raise self.fail(where, value)
+        digest, size = value.get("digest"), value.get("size", 0)
+        if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+            raise self.fail(f"{where}.digest", digest)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise self.fail(f"{where}.size", size)
+        return digest, size
+
+    def layers(self, manifest: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+        entries = self.items(manifest.get("layers"), "layers")
+        return tuple(self.descriptor(e, f"layers[{i}]") for i, e in enumerate(entries))
+
+    def index_entries(self, index: Mapping[str, Any]) -> list[tuple[str, Platform | None]]:
+        """(digest, platform or None) per entry of an image index."""
+        found = []
+        for i, entry in enumerate(self.items(index.get("manifests"), "manifests")):
+            digest, _ = self.descriptor(entry, f"manifests[{i}]")
+            p = self.mapping(entry.get("platform"), f"manifests[{i}].platform")
+            fields = [p.get(k) for k in ("os", "architecture", "variant")]
+            if not all(f is None or isinstance(f, str) for f in fields):
+                raise self.fail(f"manifests[{i}].platform", p)
+            os_, arch, variant = fields
+            found.append((digest, Platform(os_, arch, variant) if os_ and arch else None))
+        return found
+
+
+_DIGEST = re.compile(r"[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}")
+
+
+def _shown(value: Any) -> str:
+    text = "missing" if value is None else f"{type(value).__name__} {value!r}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _index_platforms(entries: list[tuple[str, Platform | None]]) -> list[Platform]:
+    # BuildKit attestations are listed as unknown/unknown: not runnable platforms.
+    return [p for _, p in entries if p is not None and p.os != "unknown"]
+
+
+def _match_platform(entries: list[tuple[str, Platform | None]], want: Platform) -> str | None:
+    for digest, p in entries:
+        if p is not None and p.os == want.os and p.architecture == want.architecture and (
+            want.variant is None or p.variant in (None, want.variant)
+        ):
+            return digest
+    return None
+
+
+def _config_platform(config: Mapping[str, Any], shape: _Shape) -> Platform:
+    fields = [config.get(k) for k in ("os", "architecture", "variant")]
+    if not all(f is None or isinstance(f, str) for f in fields):
+        raise shape.fail("config platform", {k: config.get(k) for k in ("os", "architecture", "variant")})
+    return Platform(fields[0] or "linux", fields[1] or "amd64", fields[2])
 
 
 def platform_runs(platforms: tuple[Platform, ...], want: Platform) -> bool:
     return any(p.os == want.os and p.architecture == want.architecture for p in platforms)
 
 
-def _env(items: Any) -> dict[str, str]:
+def _env(items: list[str]) -> dict[str, str]:
     env: dict[str, str] = {}
-    for item in items or []:
-        key, _, value = str(item).partition("=")
+    for item in items:
+        key, _, value = item.partition("=")
         env[key] = value
     return env
 
@@ -322,7 +472,7 @@ def _env(items: Any) -> dict[str, str]:
 def _json(body: bytes, where: str) -> dict[str, Any]:
     try:
         doc = json.loads(body)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # RecursionError: `[[[[…` thousands deep
         raise RegistryError(f"{where}: the registry's answer is not JSON") from e
     if not isinstance(doc, dict):
         raise RegistryError(f"{where}: the registry's answer is not a JSON object")
@@ -330,11 +480,16 @@ def _json(body: bytes, where: str) -> dict[str, Any]:
 
 
 def _error_detail(body: bytes) -> str:
+    """`{"errors": [{"code": …, "message": …}]}` of the distribution spec, or "" for anything else."""
     try:
-        errors = json.loads(body).get("errors") or []
-        return ": " + "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors) if errors else ""
-    except (ValueError, AttributeError):
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
         return ""
+    errors = doc.get("errors") if isinstance(doc, dict) else None
+    if not isinstance(errors, list):
+        return ""
+    shown = [f"{e.get('code')}: {e.get('message')}" for e in errors if isinstance(e, dict)]
+    return ": " + "; ".join(shown) if shown else ""
 
 
 def _basic(credentials: Credentials) -> str:
@@ -348,8 +503,87 @@ def _lower(headers: Any) -> dict[str, str]:
 @functools.cache
 def _opener() -> urllib.request.OpenerDirector:
     # One opener per process, its TLS context made on first use: loading the CA store costs
-    # ~70 ms, which a pull from a loopback (plain HTTP) registry never needs.
-    return urllib.request.build_opener(_LazyHTTPSHandler())
+    # ~70 ms, which a pull from a loopback (plain HTTP) registry never needs. Built by hand, not
+    # with build_opener(): that one also opens file:, ftp: and data: URLs.
+    opener = urllib.request.OpenerDirector()
+    for handler in (urllib.request.ProxyHandler(), _HTTPHandler(), _LazyHTTPSHandler(),
+                    urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPRedirectHandler(),
+                    urllib.request.HTTPErrorProcessor(), urllib.request.UnknownHandler()):
+        opener.add_handler(handler)
+    return opener
+
+
+# -- the overall deadline: the sockets of the request in flight, shut down when it passes ----------
+_current = threading.local()  # the deadline of this thread's request (redirects included)
+
+
+class _Deadline:
+    def __init__(self) -> None:
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []  # dups: shutdown() reaches the shared socket
+
+    def watch(self, sock: socket.socket) -> socket.socket:
+        with self._lock:
+            dup = sock.dup()  # the TLS wrapper detaches `sock`; the kernel socket stays shared
+            self._sockets.append(dup)
+            if self.expired:
+                _shutdown(dup)
+        return sock
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shutdown(sock)
+
+    def close(self) -> None:
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+            self._sockets.clear()
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with suppress(OSError):  # already closed by the request itself
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[Callable[[], bool]]:
+    """Within the block, this thread's requests are cut `seconds` after it started; yields
+    "has it passed?"."""
+    deadline = _Deadline()
+    timer = threading.Timer(seconds, deadline.expire)
+    timer.daemon = True
+    _current.deadline = deadline
+    timer.start()
+    try:
+        yield lambda: deadline.expired
+    finally:
+        timer.cancel()
+        _current.deadline = None
+        deadline.close()
+
+
+def _watched(http_class: Any) -> Callable[..., http.client.HTTPConnection]:
+    """`http_class`, its connections' sockets registered with this thread's deadline."""
+    deadline: _Deadline | None = getattr(_current, "deadline", None)
+
+    def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection = http_class(*args, **kwargs)
+        if deadline is not None:
+            connect = conn._create_connection  # type: ignore[attr-defined]
+            conn._create_connection = (  # type: ignore[attr-defined]
+                lambda *a, **k: deadline.watch(connect(*a, **k)))
+        return conn
+
+    return make
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def do_open(self, http_class: Any, req: urllib.request.Request, **kw: Any) -> http.client.HTTPResponse:
+        return super().do_open(_watched(http_class), req, **kw)
 
 
 class _LazyHTTPSHandler(urllib.request.HTTPSHandler):
@@ -363,9 +597,12 @@ class _LazyHTTPSHandler(urllib.request.HTTPSHandler):
             self._context_made = True
         return super().https_open(req)
 
+    def do_open(self, http_class: Any, req: urllib.request.Request, **kw: Any) -> http.client.HTTPResponse:
+        return super().do_open(_watched(http_class), req, **kw)
+
 
 __all__ = [
     "ManifestNotFound", "Platform", "RegistryAuthRequired", "RegistryClient", "RegistryError",
     "RegistryUnavailable", "RemoteImage", "host_platform", "is_loopback", "login_hint",
-    "parse_challenge", "platform_runs",
+    "parse_challenge", "platform_runs", "realm_refusal",
 ]

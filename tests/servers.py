@@ -21,6 +21,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 REGISTRY_BINARY = shutil.which("docker-registry") or "/usr/bin/docker-registry"
 # Where `scripts/dev setup` keeps the main registry's blobs: a second registry process can serve
@@ -234,3 +238,62 @@ class FlakyProxy:
                 upstream.close()
 
         return Handler
+
+
+class TrickleServer:
+    """A loopback HTTP server that answers one byte every `interval` seconds, forever: from the
+    status line (`phase="headers"`) or after prompt headers, in the body (`phase="body"`). Every
+    read timeout is met; only an overall deadline ends the request."""
+
+    def __init__(self, *, interval: float = 2.0, phase: str = "headers") -> None:
+        self.interval = interval
+        self.phase = phase
+        self.connections = 0
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def start(self) -> TrickleServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._listener.close()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # stopped
+            self.connections += 1
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        body = b'{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json"}'
+        head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body))
+        with conn:
+            try:
+                conn.recv(65536)  # the request
+                if self.phase == "body":
+                    conn.sendall(head)
+                    head = b""
+                for byte in (head + body * 1000):
+                    if self._stop.wait(self.interval):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                return  # the client gave up: what the deadline is for

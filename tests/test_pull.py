@@ -34,7 +34,7 @@ from envcheck.registry import ManifestNotFound, RegistryUnavailable
 from envcheck.render.progress import PlainDisplay
 from tests.conftest import BUSYBOX, BUSYBOX_CUDA, LocalRegistry
 from tests.registry_push import PushedImage, push_index, push_random_image
-from tests.servers import free_port
+from tests.servers import TrickleServer, free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
 
@@ -429,3 +429,24 @@ def _wait_for(condition: Callable[[], bool], seconds: float) -> None:
     raise AssertionError(f"condition not met within {seconds} s")
 
 
+
+
+def test_a_trickling_registry_is_retried_then_the_mirror_serves(fresh: Fresh, docker_client: Any) -> None:
+    """One byte every 2 s meets every read timeout: only the per-request deadline ends it (#9.5)."""
+    repo, pushed = fresh.push(layers=1)
+    mirror = parse_reference(fresh.registry.ref(f"{repo}:1"))
+    retry = RetryPolicy(attempts=2, base=0.05, cap=0.1, request_deadline=3.0)
+    with TrickleServer() as server:
+        slow = parse_reference(f"{server.addr}/{repo}:1")
+        result = pull_image(PullPlan(slow, (mirror,)), client=docker_client, retry=retry)
+    assert (result.registry, result.mirror, result.digest) == (fresh.registry.addr, True, pushed.digest)
+    assert sum("did not answer within 3 s" in f for f in result.failures) == 2  # both tries
+
+
+def test_a_trickling_registry_alone_ends_in_exit_4(docker_client: Any) -> None:
+    retry = RetryPolicy(attempts=2, base=0.05, cap=0.1, request_deadline=3.0)
+    with TrickleServer(phase="body") as server, \
+            pytest.raises(RegistryUnavailable, match="did not answer within 3 s") as info:
+        ref = parse_reference(f"{server.addr}/envcheck-test/nothing:1")
+        pull_image(PullPlan(ref), client=docker_client, retry=retry)
+    assert info.value.status == 4 and server.connections == 2

@@ -19,10 +19,11 @@ from envcheck.registry import (
     host_platform,
     is_loopback,
     parse_challenge,
+    realm_refusal,
 )
 from tests.conftest import BUSYBOX_CUDA, LocalRegistry
 from tests.registry_push import push_index, push_random_image
-from tests.servers import free_port
+from tests.servers import TrickleServer, free_port
 
 AMD64 = Platform("linux", "amd64")
 
@@ -166,3 +167,167 @@ def test_a_malformed_manifest_is_a_registry_error_not_a_traceback(manifest: dict
     finally:
         server.shutdown()
         server.server_close()
+
+
+# -- a trickle, a hostile realm, a document of the wrong shape ------------------------------------
+@pytest.mark.parametrize("phase", ["headers", "body"])
+def test_a_trickling_registry_is_cut_at_the_deadline(phase: str) -> None:
+    """A byte every second meets the 5 s read timeout forever; the 3 s deadline ends it (#9.5)."""
+    with TrickleServer(interval=1.0, phase=phase) as server:
+        ref = parse_reference(f"{server.addr}/x/slow:1")
+        client = RegistryClient.for_reference(ref, timeout=5, deadline=3)
+        with pytest.raises(RegistryUnavailable, match="did not answer within 3 s") as info:
+            client.inspect(ref, AMD64)
+    assert info.value.transient and info.value.retry
+
+
+class ChallengeServer:
+    """Answers every request 401 with `WWW-Authenticate: Bearer realm="<realm>"`; counts them."""
+
+    def __init__(self, realm: str) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        owner = self
+        self.requests: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                owner.requests.append(self.path)
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", f'Bearer realm="{realm}",service="x"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_file_realm_is_never_opened(tmp_path: Any) -> None:
+    """Before #9.6 urllib opened `file://…` and sent its "token" back to the registry."""
+    planted = tmp_path / "token.json"
+    planted.write_text('{"token": "read-from-the-local-disk"}')
+    server = ChallengeServer(f"file://{planted}")
+    try:
+        ref = parse_reference(f"{server.addr}/x/locked:1")
+        with pytest.raises(RegistryError, match="refused, only http") as info:
+            RegistryClient.for_reference(ref, timeout=5).inspect(ref, AMD64)
+        assert not isinstance(info.value, RegistryAuthRequired) and info.value.status == 4
+        assert server.requests == ["/v2/x/locked/manifests/1"]  # no second try with a token
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(("realm", "api_host", "allowed"), [
+    ("https://auth.docker.io/token", "registry-1.docker.io", True),
+    ("https://ghcr.io/token", "ghcr.io", True),
+    ("https://GHCR.io:8443/token", "ghcr.io", True),
+    ("http://127.0.0.1:5001/token", "127.0.0.1:5000", True),
+    ("https://auth.example.org/token", "registry.example.org", False),
+    ("https://evil.example/token", "ghcr.io", False),
+    ("http://ghcr.io/token", "ghcr.io", False),
+    ("https://user:pw@ghcr.io/token", "ghcr.io", False),
+    ("file:///etc/shadow", "ghcr.io", False),
+    ("ftp://ghcr.io/token", "ghcr.io", False),
+    ("//ghcr.io/token", "ghcr.io", False),
+    ("https://[::1/token", "ghcr.io", False),
+], ids=str)
+def test_realm_rules(realm: str, api_host: str, allowed: bool) -> None:
+    assert (realm_refusal(realm, api_host) is None) is allowed
+
+
+def test_a_realm_host_the_user_configured_is_allowed() -> None:
+    assert realm_refusal("https://auth.example.org/token", "registry.example.org",
+                         frozenset({"auth.example.org"})) is None
+
+
+MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DIGEST = "sha256:" + "a" * 64
+
+
+@pytest.mark.parametrize(("document", "config", "field"), [
+    ({"mediaType": MANIFEST, "layers": {"a": 1}}, {}, "layers is dict"),
+    ({"mediaType": MANIFEST, "layers": [{"digest": DIGEST, "size": "12"}]}, {}, "layers[0].size is str"),
+    ({"mediaType": MANIFEST, "layers": [{"digest": DIGEST, "size": True}]}, {}, "layers[0].size is bool"),
+    ({"mediaType": MANIFEST, "layers": [{"digest": "../../etc"}]}, {}, "layers[0].digest is str"),
+    ({"mediaType": MANIFEST, "config": {"digest": 5}}, {}, "config.digest is int"),
+    ({"mediaType": MANIFEST, "config": "x"}, {}, "config is str"),
+    ({"manifests": "all"}, {}, "manifests is str"),
+    ({"manifests": [{"digest": DIGEST, "platform": {"os": 1, "architecture": "amd64"}}]}, {},
+     "manifests[0].platform is dict"),
+    ({"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}}, {"config": {"Env": "A=1"}},
+     "config.Env is str"),
+    ({"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}}, {"config": {"Labels": {"a": 1}}},
+     "config.Labels is dict"),
+    ({"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}}, {"config": []}, "config.config is list"),
+    ({"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}}, {"architecture": ["amd64"]},
+     "config platform is dict"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_each_field_of_the_wrong_shape_is_named(document: dict[str, Any], config: dict[str, Any],
+                                                field: str) -> None:
+    with DocumentServer(document, config) as addr:
+        ref = parse_reference(f"{addr}/x/broken:1")
+        with pytest.raises(RegistryError, match="malformed manifest") as info:
+            RegistryClient.for_reference(ref, timeout=5).inspect(ref, AMD64)
+    assert field in info.value.message
+
+
+def test_envchecks_own_bug_is_not_a_malformed_manifest(registry: LocalRegistry,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before #8.10 a catch-all turned our KeyError into "the registry sent a malformed manifest"
+    (and the doctor then smoke-ran in-process with a warning): a bug must reach the CLI (exit 3)."""
+    import envcheck.registry
+
+    def broken(items: list[str]) -> dict[str, str]:
+        raise KeyError("a bug in envcheck")
+
+    monkeypatch.setattr(envcheck.registry, "_env", broken)
+    client, ref = client_for(registry.ref(BUSYBOX_CUDA))
+    with pytest.raises(KeyError, match="a bug in envcheck"):
+        client.inspect(ref, AMD64)
+
+
+class DocumentServer:
+    """Serves `document` for any manifest and `config` for any blob."""
+
+    def __init__(self, document: dict[str, Any], config: dict[str, Any]) -> None:
+        self.document, self.config = document, config
+
+    def __enter__(self) -> str:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                doc = owner.document if "/manifests/" in self.path else owner.config
+                payload = json.dumps(doc).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", str(doc.get("mediaType", "application/json")))
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"127.0.0.1:{self.server.server_address[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
