@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,9 +12,12 @@ from typing import Any
 
 import pytest
 
+from envcheck.report import exit_status_of, verdict_of
 from envcheck.smoke import workload
 from envcheck.smoke.check import WORKLOAD
-from envcheck.smoke.parse import parse_result
+from envcheck.smoke.parse import RawRun, parse_result
+from envcheck.smoke.plan import Outcome, Plan
+from envcheck.smoke.verdict import judge
 from tests import smoke_samples as rec
 
 
@@ -114,3 +118,105 @@ def test_importing_the_workload_module_does_not_import_paddle() -> None:
         [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
     ).stdout
     assert out.split() == ["False", "False"]
+
+
+# -- known answers (issue 16) ------------------------------------------------------------------
+NVML_ABSENT = {"status": "unavailable", "reason": "NVML_ERROR_LIBRARY_NOT_FOUND", "samples": 0}
+CPU_PLAN = Plan(
+    mode="in-process",
+    gpu_expected=False,
+    gpu_reason="the host has no usable NVIDIA GPU",
+    device_args=("cpu",),
+    python=sys.executable,
+)
+
+
+def test_the_real_cpu_paddle_passes_every_known_answer_check_before_and_after(
+    exported: tuple[Any, dict[str, Any]],
+) -> None:
+    _, doc = exported  # under --amp: matmul and conv1d inside auto_cast, as in training
+    run = doc["runs"][0]
+    phases = {(c["op"], c["phase"]) for c in run["checks"]}
+    assert phases == {(op, p) for op in workload.CHECK_OPS for p in ("before", "after")}
+    assert [c for c in run["checks"] if not c["ok"]] == []
+    assert run["loss_check"] == {
+        "start": run["loss_check"]["start"],
+        "non_finite": 0,
+        "zero_steps": 0,
+        "distinct": 60,
+    }
+    assert run["train_window"]["start"] < run["train_window"]["end"]
+    findings = judge(CPU_PLAN, Outcome(raw_of(doc), doc, None, NVML_ABSENT))
+    assert [f.id for f in findings] == ["smoke.pass"]
+    assert "14/14 known answers right" in findings[0].message
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "problem"),
+    [
+        ("embedding:zero", "all-zero"),
+        ("matmul", "mismatch"),
+        ("conv1d:zero", "all-zero"),
+        ("mean:nan", "non-finite"),
+        ("cross_entropy", "mismatch"),
+        ("adam", "mismatch"),
+        ("dropout:zero", "all-zero"),
+    ],
+    ids=["embedding", "matmul", "conv1d", "mean", "cross_entropy", "adam", "dropout"],
+)
+def test_each_op_class_corrupted_after_paddle_computed_it_is_detected_and_named(
+    monkeypatch: pytest.MonkeyPatch, corrupt: str, problem: str
+) -> None:
+    op = corrupt.split(":")[0]
+    monkeypatch.setenv(workload.CORRUPT_ENV, corrupt)
+    proc, doc = run_workload("--device", "cpu", "--steps", "2")
+    run = doc["runs"][0]
+    assert proc.returncode == 0 and run["error"] is None  # Paddle raised nothing: only numbers
+    wrong = [c for c in run["checks"] if not c["ok"]]
+    assert {(c["op"], c["phase"], c["problem"]) for c in wrong} == {
+        (op, "before", problem),
+        (op, "after", problem),
+    }
+    findings = judge(CPU_PLAN, Outcome(raw_of(doc), doc, None, NVML_ABSENT))
+    assert verdict_of(findings) == "wrong-results" and exit_status_of(findings) == 7
+    (finding,) = [f for f in findings if f.id == "smoke.wrong-results"]
+    assert f"cpu: 2 of 14 known-answer checks failed: {op} ({problem} before, {problem} after)" in (
+        finding.message
+    )
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "words"),
+    [("loss:zero", "the loss started at exactly 0.0"), ("loss", "the loss never changed")],
+    ids=["zero", "constant"],
+)
+def test_a_zero_or_frozen_training_loss_is_wrong_results(
+    monkeypatch: pytest.MonkeyPatch, corrupt: str, words: str
+) -> None:
+    monkeypatch.setenv(workload.CORRUPT_ENV, corrupt)
+    _, doc = run_workload("--device", "cpu", "--steps", "3")
+    findings = judge(CPU_PLAN, Outcome(raw_of(doc), doc, None, NVML_ABSENT))
+    (finding,) = [f for f in findings if f.id == "smoke.wrong-results"]
+    assert words in finding.message and "smoke.not-learning" not in [f.id for f in findings]
+
+
+def test_doctor_exits_7_with_a_wrong_results_verdict_when_the_smoke_computes_wrong_numbers() -> (
+    None
+):
+    env = {**os.environ, workload.CORRUPT_ENV: "matmul:zero"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--in-process", "--json"],
+        check=False,
+        capture_output=True,
+        timeout=300,
+        env=env,
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 7 and report["verdict"] == "wrong-results", proc.stderr[-2000:]
+    (run,) = report["smoke"]["runs"]
+    assert [c["op"] for c in run["checks"] if not c["ok"]] == ["matmul", "matmul"]
+    assert report["smoke"]["status"] == "wrong-results"
+
+
+def raw_of(doc: dict[str, Any]) -> RawRun:
+    return RawRun(exit_code=0, stdout=(json.dumps(doc) + "\n").encode(), stderr="", duration_s=3.0)

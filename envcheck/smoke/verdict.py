@@ -11,8 +11,8 @@ from typing import Any
 from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.report import CPU_FALLBACK_ID
-from envcheck.smoke.numbers import INSTALL_GPU_PADDLE, is_wrong, wrong_results
-from envcheck.smoke.numbers import where as _where
+from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE, is_wrong, wrong_results
+from envcheck.smoke.known_answers import where as _where
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.witness import Witness, witness

@@ -2,7 +2,8 @@
 
 Standalone on purpose: it runs as a script file inside the selected container (mounted read-only)
 or in a subprocess of the target Python, so it imports only the standard library and `paddle`, and
-keeps to Python 3.8 syntax (older Paddle images). envcheck imports this module for its constants
+keeps to Python 3.8 syntax (older Paddle images). Run in place, its folder is first on sys.path:
+no module beside it may share a standard library name (a `numbers.py` there broke numpy). envcheck imports this module for its constants
 and `scan_paddle_warnings` only: `paddle` is imported inside `main`, never at import time.
 
     python workload.py --device gpu:0 --device gpu:1 [--amp] [--compare-cpu] [--export]
