@@ -16,6 +16,7 @@ from typing import NoReturn
 from envcheck import __version__
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
+from envcheck.signals import unwind_on_signals
 from envcheck.streams import discard_stdout
 
 COMMANDS = ("doctor", "pull_image", "report")
@@ -52,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "command", None):
             parser.print_help(sys.stderr)
             return _failed(ExitStatus.USAGE, "no command given", "see `envcheck --help`", wants_json)
-        return int(args.run(args))
+        with unwind_on_signals():  # SIGTERM unwinds like Ctrl-C, from before anything is made
+            return int(args.run(args))
     except EnvcheckError as e:
         return _failed(e.status, e.message, e.hint, wants_json)
     except KeyboardInterrupt:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from envcheck import signals
 from envcheck.errors import EnvironmentProblem
 from envcheck.smoke.parse import OutputCollector, RawRun
 
@@ -64,15 +65,16 @@ def _run(
     collector, finished = OutputCollector(), threading.Event()
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        with signals.deferred():  # a signal now would orphan a child we hold no handle of
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
     except OSError as e:
         raise EnvironmentProblem(
             f"cannot start the target Python {argv[0]}: {e.strerror or e}",
@@ -104,7 +106,10 @@ def _run(
         for pump in pumps:
             pump.join(timeout=KILL_WAIT_S)
     finally:
-        if proc.poll() is None:  # Ctrl-C or SIGTERM on our side: take the child with us
+        # Ctrl-C or SIGTERM (envcheck.signals) on our side: take the child's group with us.
+        # `returncode` rather than poll(): until we reap it the child's pid (its group's id)
+        # cannot be reused, so the kill never reaches a stranger, and its children go too.
+        if proc.returncode is None:
             _kill_group(proc)
             proc.wait(timeout=KILL_WAIT_S)
     return collector.raw_run(exit_code, started, timed_out=not done, pid=proc.pid,
