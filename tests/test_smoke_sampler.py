@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from envcheck.smoke.sampler import NvmlSampler
+from envcheck.smoke.witness import witness
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -21,11 +23,24 @@ FAKE_PID = 4242  # the process tests/fakenv/src/fake_nvml.c reports on a GPU wit
 SAMPLE = f"""
 import json, time
 from envcheck.smoke.sampler import NvmlSampler
+from envcheck.smoke.witness import witness
 with NvmlSampler(interval=0.01) as sampler:
     sampler.watch({FAKE_PID})
     time.sleep(0.2)
-print(json.dumps(sampler.summary()))
+    window = {{"start": time.time(), "end": None}}  # as the workload stamps its training
+    time.sleep(0.2)
+    window["end"] = time.time()
+print(json.dumps(dict(sampler.summary(), window=window)))
 """
+
+
+def with_gpu_keys(env: dict[str, str], tmp_path: Path, **keys: int) -> dict[str, str]:
+    """The profile of `env` with extra keys on its [gpu.1] (the GPU the fake process is on)."""
+    text = Path(env["FAKE_NVIDIA_PROFILE"]).read_text()
+    extra = "".join(f"{key} = {value}\n" for key, value in keys.items())
+    profile = tmp_path / "profile.toml"
+    profile.write_text(text.replace("[gpu.1]\n", "[gpu.1]\n" + extra))
+    return {**env, "FAKE_NVIDIA_PROFILE": str(profile)}
 
 
 def sample(env: dict[str, str]) -> dict[str, Any]:
@@ -52,6 +67,34 @@ def test_the_process_is_seen_with_its_memory_on_its_own_gpu_only(
     assert gpu1["process_seen"] and gpu1["process_mem_max_bytes"] == 2**30
     assert gpu1["mem_used_max_bytes"] == 1024 * 2**20
     assert gpu1["util_max"] is None  # the fake has no utilisation: unknown, not a failure
+    assert gpu1["process_util_query"] == "NVML_ERROR_NOT_SUPPORTED" and gpu1["process_util"] == []
+    assert len(gpu1["series"]) == summary["samples"] and gpu1["series"][-1][1:] == [None, 2**30]
+    assert witness(summary, 1, summary["window"]).state == "unknown"  # memory alone proves nothing
+
+
+@pytest.mark.fakegpu
+def test_a_context_that_does_no_work_is_seen_idle_inside_the_window(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """The real H100's case: memory held, no kernel ran (per-process SM 0, device 0 %)."""
+    summary = sample(with_gpu_keys(fake_nvidia("a100x2-535"), tmp_path, util_gpu=0, process_sm_util=0))
+    gpu1 = summary["gpus"]["1"]
+    assert gpu1["process_util_query"] == "ok" and {u for _, u in gpu1["process_util"]} == {0}
+    seen = witness(summary, 1, summary["window"])
+    assert (seen.state, seen.process_mem_max_bytes, seen.process_sm_max) == ("idle", 2**30, 0)
+    assert seen.samples >= 5  # the window, plus the utilisation lag after it
+
+
+@pytest.mark.fakegpu
+def test_the_processes_own_utilisation_is_recorded_with_nvmls_time_stamps(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    summary = sample(with_gpu_keys(fake_nvidia("a100x2-535"), tmp_path, util_gpu=63, process_sm_util=41))
+    gpu1, window = summary["gpus"]["1"], summary["window"]
+    assert gpu1["util_max"] == 63 and {u for _, u in gpu1["process_util"]} == {41}
+    assert any(window["start"] <= t <= window["end"] for t, _ in gpu1["process_util"])
+    assert witness(summary, 1, window).state == "busy"
+    assert witness(summary, 0, window).state == "unseen"  # GPU 0 never had the process
 
 
 @pytest.mark.fakegpu
