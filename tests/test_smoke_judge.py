@@ -500,6 +500,20 @@ def test_smoke_document_holds_the_measured_figures_per_device() -> None:
     json.dumps(doc)  # JSON-ready
 
 
+def test_smoke_document_keeps_the_checks_and_the_witness_not_the_nvml_time_series() -> None:
+    result = rec.broken(rec.on_gpu(rec.result()), "matmul", "all-zero")
+    nvml = rec.nvml_witness(result, {0: (612, 0, None)})
+    doc = smoke_document(container_plan(gpu_host(), GPU_IMAGE), outcome(result, nvml=nvml))
+    assert doc["status"] == "wrong-results"
+    run = doc["runs"][0]
+    assert len(run["checks"]) == 14 and run["loss_check"]["distinct"] == 60
+    assert run["train_window"] == result["runs"][0]["train_window"] and run["checks_s"] > 0
+    assert run["witness"]["state"] == "idle" and run["witness"]["process_mem_max_bytes"] == 612 * 2**20
+    assert "series" not in run["nvml"] and "series" not in doc["nvml"]["gpus"]["0"]
+    assert nvml["gpus"]["0"]["series"]  # the outcome itself is untouched
+    json.dumps(doc)
+
+
 @pytest.mark.parametrize(
     ("timed_out", "status"), [(True, "timeout"), (False, "crashed")], ids=["timeout", "crash"]
 )
