@@ -7,14 +7,15 @@ A host that reported twice (a re-run job, two artifacts) counts once, with its n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from envcheck.exitcodes import ExitStatus
-from envcheck.facts import FactsError, from_dict, host_from_document
-from envcheck.findings import Finding
+from envcheck.facts import FactsError, HostFacts, MachineFacts, from_dict, host_from_document
+from envcheck.findings import Finding, fail
 from envcheck.render.text import LAYERS
 from envcheck.report import SCHEMA_VERSION, ImageChoice, Report
 
@@ -48,6 +49,7 @@ class HostReport:
     report: Report
     timestamp: datetime | None = None
     mtime: float | None = None
+    reported: bool = True  # False: an expected host with no report (see not_reported)
 
     def layer_severities(self) -> dict[str, str]:
         """The worst severity per layer: `{"driver": "fail", "smoke": "pass", …}`."""
@@ -78,8 +80,14 @@ class FleetSummary:
     counts: dict[str, int] = field(default_factory=dict)
 
     @property
+    def missing(self) -> tuple[str, ...]:
+        """Expected hosts that never reported (each is also in `hosts`, as a failure)."""
+        return tuple(h.hostname or "" for h in self.hosts if not h.reported)
+
+    @property
     def exit_code(self) -> int:
-        """The highest exit code of the merged reports: 6 (CPU fallback) > 5 (smoke) > 1."""
+        """The highest exit code of the merged reports (7 wrong results > 6 CPU fallback > 5 smoke
+        > 1); an expected host that never reported counts as a failed check (1)."""
         return max((h.exit_code for h in self.hosts), default=0)
 
     @property
@@ -95,6 +103,7 @@ class FleetSummary:
             "counts": self.counts,
             "layers": list(self.layers),
             "hosts": [_host_json(h) for h in self.hosts],
+            "missing": list(self.missing),
             "duplicates": [
                 {"hostname": d.hostname, "kept": d.kept, "ignored": list(d.ignored)}
                 for d in self.duplicates
@@ -106,6 +115,7 @@ def _host_json(host: HostReport) -> dict[str, Any]:
     return {
         "hostname": host.hostname,
         "source": host.source,
+        "reported": host.reported,
         "verdict": host.verdict,
         "exit_code": host.exit_code,
         "timestamp": host.timestamp.isoformat() if host.timestamp else None,
@@ -119,13 +129,103 @@ def _host_json(host: HostReport) -> dict[str, Any]:
     }
 
 
-def merge_reports(saved: Iterable[SavedReport | HostReport]) -> FleetSummary:
-    """Merge parsed reports (documents are parsed here; a bad one raises ReportDocumentError)."""
+def merge_reports(
+    saved: Iterable[SavedReport | HostReport], expected: Sequence[str] | None = None
+) -> FleetSummary:
+    """Merge parsed reports (documents are parsed here; a bad one raises ReportDocumentError).
+
+    With `expected` (the hosts that should have reported: a Slurm node list, the GPU nodes of a
+    Kubernetes cluster), each one without a report joins the fleet as a named failure.
+    """
     hosts = [s if isinstance(s, HostReport) else parse_report(s) for s in saved]
     kept, duplicates = _newest_per_host(hosts)
-    kept.sort(key=lambda h: (h.hostname is None, h.hostname or h.source))
     counts = {v: sum(h.verdict == v for h in kept) for v in VERDICT_ORDER}
+    if expected is not None:
+        absent = not_reported(expected, kept)
+        counts["missing"] = len(absent)
+        kept += absent
+    kept.sort(key=lambda h: (h.hostname is None, h.hostname or h.source))
     return FleetSummary(tuple(kept), tuple(duplicates), _layers(kept), counts)
+
+
+def same_host_key(name: str) -> str:
+    """Host names compared as DNS does (no case) and by their first label: Slurm's `gpu001`
+    is the node whose kernel says `gpu001.cluster.example`."""
+    return name.split(".", 1)[0].lower()
+
+
+def not_reported(expected: Sequence[str], hosts: Sequence[HostReport]) -> list[HostReport]:
+    """One failed host per expected name that no report's hostname matches."""
+    seen = {same_host_key(h.hostname) for h in hosts if h.hostname}
+    absent: list[HostReport] = []
+    for name in dict.fromkeys(expected):  # a name listed twice is one host
+        if same_host_key(name) in seen:
+            continue
+        seen.add(same_host_key(name))
+        finding = fail(
+            "fleet.not-reported",
+            f"{name} was expected but no readable report came from it: its doctor did not run, "
+            "crashed before writing JSON, or its report was not collected",
+            f"run `envcheck doctor --json` on {name} by hand and read its stderr "
+            "(the job's log, or `kubectl logs` of its pod)",
+            "fleet",
+            hostname=name,
+        )
+        report = Report(HostFacts(machine=MachineFacts(hostname=name)), (finding,), proof="none")
+        absent.append(HostReport("(no report)", name, "fail", 1, report, reported=False))
+    return absent
+
+
+class HostListError(ValueError):
+    """An --expect-hosts list that cannot be read as host names; the message says where."""
+
+
+_HOSTLIST_TOKEN = re.compile(r"(?:[^\s,\[\]]|\[[^\]]*\])+")
+_HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MAX_EXPECTED_HOSTS = 100_000
+
+
+def parse_host_list(text: str) -> list[str]:
+    """Host names, one or more a line (spaces or commas between), `#` comments, and Slurm's
+    ranges (`gpu[001-004,010]`, as `scontrol show hostnames` would expand them)."""
+    names: list[str] = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        rest = _HOSTLIST_TOKEN.sub("", line).replace(",", "").strip()
+        if rest:
+            raise HostListError(f"line {lineno}: cannot read {rest[:40]!r} as host names")
+        for token in _HOSTLIST_TOKEN.findall(line):
+            names += _expand_ranges(token, lineno)
+            if len(names) > MAX_EXPECTED_HOSTS:
+                raise HostListError(f"line {lineno}: more than {MAX_EXPECTED_HOSTS} hosts")
+    return names
+
+
+def _expand_ranges(token: str, lineno: int) -> list[str]:
+    names = [""]
+    for m in re.finditer(r"([^\[]*)(?:\[([^\]]*)\])?", token):
+        text, ranges = m[1], m[2]
+        parts = [""] if ranges is None else _range_parts(ranges, lineno)
+        if len(names) * len(parts) > MAX_EXPECTED_HOSTS:
+            raise HostListError(f"line {lineno}: {token[:40]!r} names more than {MAX_EXPECTED_HOSTS} hosts")
+        names = [name + text + part for name in names for part in parts]
+    for name in names:
+        if not _HOST_NAME.fullmatch(name):
+            raise HostListError(f"line {lineno}: {name[:40]!r} is not a host name")
+    return names
+
+
+def _range_parts(ranges: str, lineno: int) -> list[str]:
+    parts: list[str] = []
+    for item in ranges.split(","):
+        m = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9}))?", item.strip())
+        if not m or (m[2] is not None and int(m[2]) < int(m[1])):
+            raise HostListError(f"line {lineno}: {item.strip()[:40]!r} is not a range like 001-004")
+        last = m[2] if m[2] is not None else m[1]
+        if int(last) - int(m[1]) >= MAX_EXPECTED_HOSTS:
+            raise HostListError(f"line {lineno}: the range {item.strip()} has too many hosts")
+        parts += [str(n).zfill(len(m[1])) for n in range(int(m[1]), int(last) + 1)]
+    return parts
 
 
 def _newest_per_host(hosts: list[HostReport]) -> tuple[list[HostReport], list[Duplicate]]:

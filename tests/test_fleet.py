@@ -13,7 +13,14 @@ from junitparser import JUnitXml
 
 from envcheck import cli
 from envcheck.findings import fail, passed, warn
-from envcheck.fleet import ReportDocumentError, SavedReport, merge_reports, parse_report
+from envcheck.fleet import (
+    HostListError,
+    ReportDocumentError,
+    SavedReport,
+    merge_reports,
+    parse_host_list,
+    parse_report,
+)
 from envcheck.render.table import fleet_table_text, print_fleet_table
 from envcheck.report import Report
 from tests import report_samples as samples
@@ -196,8 +203,8 @@ def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(tmp_path, capsys)
     corrupt.write_text('{"schema_version": 1, "verdict": "pass"', encoding="utf-8")  # cut off mid-upload
     code, out, err = _run(capsys, good[0], str(corrupt), good[1], str(tmp_path / "missing.json"))
     assert code == 2
-    assert f"envcheck: error: {corrupt}: not JSON: Expecting ',' delimiter (line 1, column 40)" in err
-    assert f"envcheck: error: {tmp_path / 'missing.json'}: cannot read it: No such file or directory" in err
+    assert f"envcheck: error: report {corrupt} is not JSON: Expecting ',' delimiter at line 1 column 40" in err
+    assert f"envcheck: error: report {tmp_path / 'missing.json'}: no such file" in err
     assert "hint: each FILE must be the output of `envcheck doctor --json`" in err
     assert "gpu-node-1" in out and "gpu-node-2" in out
     assert "2 hosts: 1 pass, 1 warn" in out
@@ -243,7 +250,7 @@ def test_json_output_is_one_document_with_errors(tmp_path, capsys):
     doc = json.loads(out)
     assert code == doc["exit_code"] == 2
     assert [h["hostname"] for h in doc["hosts"]] == ["gpu-node-3"]
-    assert doc["errors"] == [f"{bad}: not JSON: Expecting value (line 1, column 1)"]
+    assert doc["errors"] == [f"report {bad} is not JSON: Expecting value at line 1 column 1"]
 
 
 def test_junit_and_markdown_files(tmp_path, capsys):
@@ -279,3 +286,150 @@ def test_mixed_reports_from_fail_findings_only():
     report = samples.report((fail("env.cuda-visible-devices", "CUDA_VISIBLE_DEVICES is empty", "unset it", "env"),))
     (host,) = merge_reports([_saved(report)]).hosts
     assert host.first_problem().id == "env.cuda-visible-devices"
+
+
+# ------------------------------------------------------------ hostile files among good ones (#9.7)
+
+def _deeply_nested(path: Path) -> None:
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+
+
+def _nested_just_under_the_parser_limit(path: Path) -> None:
+    doc = samples.healthy(hostname="gpu-node-7").to_json()
+    doc["meta"]["nest"] = doc["findings"][0]["observed"] = "DEEP"
+    deep = "[" * 900 + "]" * 900  # json.dumps itself could not write it from a test's stack
+    path.write_text(json.dumps(doc).replace('"DEEP"', deep), encoding="utf-8")
+
+
+@pytest.mark.parametrize(("write", "error"), [
+    (lambda p: p.write_bytes(b'{"schema_version": 1, "host": "\xff\xfe"}'), "is not JSON: byte 31 (b'\\xff') is not UTF-8"),
+    (_deeply_nested, "is not JSON we can read: nested too deeply"),
+    (lambda p: p.write_text('{"schema_version": ' + "9" * 5000 + "}", encoding="utf-8"),
+     "is not JSON we can read: Exceeds the limit (4300 digits) for integer string conversion"),
+], ids=["not-utf8", "nested-100000-deep", "int-of-5000-digits"])
+@pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
+def test_one_hostile_file_is_named_and_the_others_still_merged(tmp_path, capsys, write, error, as_json):
+    bad = tmp_path / "gpu-node-9.json"
+    write(bad)
+    good = [str(_write(tmp_path, b())) for b in FLEET[:2]]
+    code, out, err = _run(capsys, *(["--json"] if as_json else []), good[0], str(bad), good[1])
+    assert code == 2
+    assert f"envcheck: error: report {bad} {error}" in err and "Traceback" not in err
+    assert "gpu-node-1" in out and "gpu-node-2" in out
+
+
+def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    _nested_just_under_the_parser_limit(deep)
+    md, junit = tmp_path / "fleet.md", tmp_path / "fleet.xml"
+    code, out, err = _run(capsys, "--json", "--markdown", str(md), "--junit", str(junit), str(deep))
+    assert (code, err) == (0, "")
+    assert [h["hostname"] for h in json.loads(out)["hosts"]] == ["gpu-node-7"]
+
+
+# ------------------------------------------------------------------ --expect-hosts (#15.3)
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("gpu-node-1\ngpu-node-2\n", ["gpu-node-1", "gpu-node-2"]),
+    ("a, b c\n\n# the spare nodes\nd  # comment\n", ["a", "b", "c", "d"]),
+    ("gpu[001-003,010]", ["gpu001", "gpu002", "gpu003", "gpu010"]),
+    ("rack[1-2]-n[8-9].example", ["rack1-n8.example", "rack1-n9.example", "rack2-n8.example", "rack2-n9.example"]),
+    ("n[7]", ["n7"]),
+    ("", []),
+], ids=["lines", "separators-and-comments", "slurm-range", "two-ranges-and-domain", "one-number", "empty"])
+def test_host_lists_read_like_slurm_writes_them(text, names):
+    assert parse_host_list(text) == names
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("gpu[3-1]", "line 1: '3-1' is not a range like 001-004"),
+    ("gpu[a-b]", "line 1: 'a-b' is not a range like 001-004"),
+    ("ok\ngpu[1-2", "line 2: cannot read '[' as host names"),
+    ("gpu]", "line 1: cannot read ']' as host names"),
+    ("-rf", "line 1: '-rf' is not a host name"),
+    ("n[]", "line 1: '' is not a range like 001-004"),
+    ("r[1-999]n[1-999]", "line 1: 'r[1-999]n[1-999]' names more than 100000 hosts"),
+    ("n[0-999999999]", "line 1: the range 0-999999999 has too many hosts"),
+], ids=["reversed", "letters", "unclosed", "stray-bracket", "flag-like", "empty-range", "product-too-big", "range-too-big"])
+def test_bad_host_lists_say_where(text, error):
+    with pytest.raises(HostListError, match=re.escape(error)):
+        parse_host_list(text)
+
+
+def test_expected_hosts_without_a_report_are_named_failures():
+    summary = merge_reports([_saved(samples.healthy())], expected=["gpu-node-1", "gpu-node-2", "gpu-node-2"])
+    assert summary.missing == ("gpu-node-2",)
+    assert [(h.hostname, h.verdict, h.exit_code, h.reported) for h in summary.hosts] == [
+        ("gpu-node-1", "pass", 0, True), ("gpu-node-2", "fail", 1, False)]
+    assert summary.hosts[1].first_problem().id == "fleet.not-reported"
+    assert (summary.verdict, summary.exit_code) == ("fail", 1)
+    assert summary.counts["missing"] == 1 and summary.counts["fail"] == 0
+
+
+@pytest.mark.parametrize(("builders", "exit_code"), [
+    ([samples.healthy], 1),
+    ([samples.smoke_crashed], 5),
+    ([samples.cpu_wheel_in_image], 6),
+], ids=["pass+missing=1", "smoke+missing=5", "cpu-fallback+missing=6"])
+def test_missing_counts_as_a_failure_and_a_worse_reported_exit_wins(builders, exit_code):
+    summary = merge_reports([_saved(b(hostname="a")) for b in builders], expected=["a", "b"])
+    assert summary.exit_code == exit_code
+
+
+def test_expected_names_match_reports_by_short_name_without_case():
+    reports = [_saved(samples.healthy(hostname="GPU001.cluster.example")), _saved(samples.healthy(hostname="gpu002"))]
+    summary = merge_reports(reports, expected=["gpu001", "gpu002.cluster.example"])
+    assert summary.missing == () and summary.exit_code == 0
+
+
+def test_expect_hosts_on_the_command_line(tmp_path, capsys):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    _write(reports, samples.healthy(hostname="gpu001"))
+    _write(reports, samples.unconfirmed_image_tag(hostname="gpu003"))
+    expected = tmp_path / "nodes"
+    expected.write_text("gpu[001-003]\n", encoding="utf-8")
+    md, junit = tmp_path / "fleet.md", tmp_path / "fleet.xml"
+    code, out, err = _run(capsys, "--expect-hosts", str(expected), "--markdown", str(md), "--junit", str(junit), str(reports))
+    assert code == 1
+    assert err == "envcheck: error: gpu002: expected, but no report from it\n"
+    row = next(line for line in out.splitlines() if line.startswith("gpu002"))
+    assert re.match(r"gpu002 +fail +1 .*fleet.not-reported: gpu002 was expected but no readable report", row)
+    assert "3 hosts: 1 pass, 1 warn, 0 fail, 0 cpu-fallback, 0 wrong-results, 1 missing; exit 1" in out
+    assert "gpu002" in md.read_text(encoding="utf-8")
+    xml = JUnitXml.fromfile(str(junit))
+    assert [s.hostname for s in xml] == ["gpu001", "gpu002", "gpu003"] and xml.failures == 1
+
+
+def test_expect_hosts_from_stdin_and_in_the_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"gpu-node-1\ngpu-node-4\n")))
+    code, out, _ = _run(capsys, "--json", "--expect-hosts", "-", str(_write(tmp_path, samples.healthy())))
+    doc = json.loads(out)
+    assert code == doc["exit_code"] == 1
+    assert doc["missing"] == ["gpu-node-4"] and doc["verdict"] == "fail"
+    assert [(h["hostname"], h["reported"]) for h in doc["hosts"]] == [("gpu-node-1", True), ("gpu-node-4", False)]
+
+
+def test_no_report_at_all_with_expected_hosts_names_every_host(tmp_path, capsys):
+    expected = tmp_path / "nodes"
+    expected.write_text("n1 n2", encoding="utf-8")
+    bad = tmp_path / "n1.json"
+    bad.write_text("", encoding="utf-8")
+    code, out, err = _run(capsys, "--expect-hosts", str(expected), str(bad))
+    assert code == 2  # an unreadable file is a broken collection step: exit 2 over 1
+    assert "n1: expected, but no report from it" in err and "n2: expected" in err
+    assert "2 hosts: 0 pass, 0 warn, 0 fail, 0 cpu-fallback, 0 wrong-results, 2 missing" in out
+
+
+@pytest.mark.parametrize(("content", "error"), [
+    (b"gpu[1-", "--expect-hosts {path}: line 1: cannot read '[' as host names"),
+    (b"\xffgpu", "--expect-hosts {path}: byte 0 is not UTF-8"),
+    (None, "--expect-hosts {path}: cannot read it: No such file or directory"),
+], ids=["malformed", "not-utf8", "no-file"])
+def test_a_bad_expect_hosts_file_is_exit_2(tmp_path, capsys, content, error):
+    path = tmp_path / "nodes"
+    if content is not None:
+        path.write_bytes(content)
+    code, out, err = _run(capsys, "--expect-hosts", str(path), str(_write(tmp_path, samples.healthy())))
+    assert code == 2 and out == ""
+    assert f"envcheck: error: {error.format(path=path)}" in err

@@ -1,8 +1,10 @@
 """`envcheck report FILE…`: merge saved doctor reports into one fleet table and exit code.
 
 Run after a matrix of runner jobs, a Kubernetes Job per GPU node or `srun` over a Slurm
-partition. A file that cannot be read is named on stderr and left out; the others are still
+partition. A file that cannot be read (not UTF-8, not JSON, nested too deeply, an integer over
+Python's 4300-digit limit, not a report) is named on stderr and left out; the others are still
 merged, and the command then exits 2 so a broken collection step is not mistaken for a fleet.
+With `--expect-hosts`, every listed host without a report is a named failure (exit at least 1).
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ if TYPE_CHECKING:
     from envcheck.fleet import HostReport
 
 FILE_HINT = "each FILE must be the output of `envcheck doctor --json` (or a folder of them)"
+HOSTS_HINT = (
+    "--expect-hosts FILE: host names, spaces, commas or new lines between them, Slurm ranges "
+    "like gpu[001-064], # comments; '-' reads stdin (`scontrol show hostnames | envcheck report "
+    "--expect-hosts - DIR`)"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -35,6 +42,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the merged summary as JSON")
     p.add_argument("--markdown", metavar="FILE", help="also write the summary as Markdown")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test suite per host")
+    p.add_argument(
+        "--expect-hosts",
+        metavar="FILE",
+        help="hosts that must have reported, one or more a line (Slurm ranges like gpu[001-064] "
+        "allowed; '-' = stdin): each one without a report is a failure",
+    )
     p.set_defaults(run=run)
 
 
@@ -42,16 +55,19 @@ def run(args: argparse.Namespace) -> int:
     from envcheck.fleet import merge_reports
     from envcheck.render.annotations import emit_fleet_ci_outputs
 
+    expected = read_expected_hosts(args.expect_hosts) if args.expect_hosts else None
     paths, errors = expand_paths(args.files)
     hosts, unreadable = read_reports(paths)
     errors += unreadable
     for error in errors:
         print(f"envcheck: error: {error}", file=sys.stderr)
-    if not hosts:
+    if not hosts and expected is None:
         raise UsageError(f"no report could be read ({len(errors)} file(s) failed)", hint=FILE_HINT)
     if errors:
         print(f"hint: {FILE_HINT}; the other reports were merged", file=sys.stderr)
-    summary = merge_reports(hosts)
+    summary = merge_reports(hosts, expected)
+    for name in summary.missing:
+        print(f"envcheck: error: {name}: expected, but no report from it", file=sys.stderr)
     if args.json:
         doc = summary.to_json() | {"errors": errors}
         doc["exit_code"] = _exit_code(summary.exit_code, errors)
@@ -87,26 +103,39 @@ def expand_paths(names: list[str]) -> tuple[list[Path], list[str]]:
     return paths, errors
 
 
+def read_expected_hosts(name: str) -> list[str]:
+    """The names in --expect-hosts FILE; an unreadable or malformed list is exit 2."""
+    from envcheck.fleet import HostListError, parse_host_list
+
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        return parse_host_list(data.decode("utf-8"))
+    except OSError as e:
+        raise UsageError(f"--expect-hosts {name}: cannot read it: {e.strerror or e}", hint=HOSTS_HINT) from e
+    except UnicodeDecodeError as e:
+        raise UsageError(f"--expect-hosts {name}: byte {e.start} is not UTF-8", hint=HOSTS_HINT) from e
+    except HostListError as e:
+        raise UsageError(f"--expect-hosts {name}: {e}", hint=HOSTS_HINT) from e
+
+
 def read_reports(paths: list[Path]) -> tuple[list[HostReport], list[str]]:
     """Parse every file; return the good reports and one error line per bad file."""
     from envcheck.fleet import ReportDocumentError, SavedReport, parse_report
+    from envcheck.userfiles import read_json
 
     hosts: list[HostReport] = []
     errors: list[str] = []
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8")
+            document = read_json(str(path), what="report")
             mtime = path.stat().st_mtime
+            hosts.append(parse_report(SavedReport(str(path), document, mtime)))
         except OSError as e:
             errors.append(f"{path}: cannot read it: {e.strerror or e}")
-            continue
-        except UnicodeDecodeError:
-            errors.append(f"{path}: not a text file")
-            continue
-        try:
-            hosts.append(parse_report(SavedReport(str(path), json.loads(text), mtime)))
-        except json.JSONDecodeError as e:
-            errors.append(f"{path}: not JSON: {e.msg} (line {e.lineno}, column {e.colno})")
+        except UsageError as e:  # read_json names the path and says what is wrong
+            errors.append(e.message)
+        except RecursionError:  # a document nested just under the parser's limit
+            errors.append(f"{path}: nested too deeply to be a report")
         except ReportDocumentError as e:
             errors.append(f"{path}: {e}")
     return hosts, errors
