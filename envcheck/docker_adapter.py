@@ -167,11 +167,15 @@ def translate_pull_errors(ref: str, registry: str) -> Iterator[None]:
 def saved_login(registry: str) -> tuple[str, str] | None:
     """The engine's saved login for `registry` (`docker login`: config.json or a credential helper),
     so envcheck's own registry reads see what the engine's pull will see. None when there is none."""
-    try:
-        from docker import auth
+    import docker.errors
+    from docker import auth
+    from docker.credentials.errors import StoreError
 
+    try:
         found = auth.resolve_authconfig(auth.load_config(), registry) or {}
-    except Exception:  # noqa: BLE001 - an unreadable config or helper: read anonymously
+    except (docker.errors.DockerException, StoreError, OSError, ValueError):
+        return None  # an unreadable config.json or a failing credential helper: read anonymously
+    if not isinstance(found, dict):
         return None
     user = found.get("Username") or found.get("username")
     secret = found.get("IdentityToken") or found.get("Password") or found.get("password")

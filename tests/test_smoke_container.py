@@ -208,6 +208,23 @@ def test_unreachable_registry_warns_and_falls_back_in_process() -> None:
     assert doc is not None and doc["runs"][0]["device_used"] == "cpu"
 
 
+def test_a_bug_while_reading_the_output_is_raised_and_the_container_removed(
+    docker_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before #8.11 the attach reader swallowed every exception: our bug became a smoke verdict."""
+    from envcheck.smoke.parse import OutputCollector
+
+    def broken(self: OutputCollector, chunk: bytes) -> None:
+        raise KeyError("a bug in envcheck")
+
+    monkeypatch.setattr(OutputCollector, "feed_stdout", broken)
+    with pytest.raises(KeyError, match="a bug in envcheck"), SmokeContainer(
+        docker_client, spec(SCRIPTS / "lockdown.py")
+    ) as box:
+        box.run()
+    assert envcheck_containers(docker_client) == []
+
+
 def test_oom_check_of_a_container_removed_under_us_is_no_traceback(docker_client: Any) -> None:
     """Exit 137 (killed) and then removed by another tool's `docker rm -f` before envcheck asks
     whether the memory limit did it: not OOM-killed, not a docker.errors.NotFound (exit 3)."""

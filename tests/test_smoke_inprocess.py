@@ -118,3 +118,18 @@ def test_doctor_in_process(flags: tuple[str, ...], code: int, verdict: str) -> N
     report = json.loads(proc.stdout)
     assert (proc.returncode, report["verdict"]) == (code, verdict)
     assert report["smoke"]["mode"] == "in-process" and report["smoke"]["python"] == sys.executable
+
+
+def test_a_bug_while_reading_the_output_is_raised_not_a_smoke_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before #8.11 the reader swallowed everything: envcheck's own bug became a truncated log,
+    then a smoke failure (exit 5) blamed on the host. It must reach the CLI (exit 3)."""
+    from envcheck.smoke.parse import OutputCollector
+
+    def broken(self: OutputCollector, chunk: bytes) -> None:
+        raise KeyError("a bug in envcheck")
+
+    monkeypatch.setattr(OutputCollector, "feed_stdout", broken)
+    with pytest.raises(KeyError, match="a bug in envcheck"):
+        run_subprocess(sys.executable, SCRIPTS / "megabytes.py", [], timeout=60)

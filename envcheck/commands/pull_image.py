@@ -91,9 +91,12 @@ def _matrix_if_it_knows(args: argparse.Namespace, ref: Reference) -> Matrix | No
 
     try:
         doc = tomllib.loads((matrix_dir(args.matrix)[0] / "images.toml").read_text())
-        homes = [str(r.get("ref", "")) for r in doc.get("registry", [])]
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):  # unreadable, not UTF-8, not TOML
         return _load_matrix(args)  # let the full load report what is wrong with the matrix
+    tables = doc.get("registry")
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        return _load_matrix(args)
+    homes = [str(t.get("ref", "")) for t in tables]
     known = {(h.registry, h.repository) for h in map(parse_reference, filter(is_valid_reference, homes))}
     return _load_matrix(args) if (ref.registry, ref.repository) in known else None
 

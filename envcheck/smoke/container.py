@@ -122,10 +122,12 @@ class SmokeContainer:
         """Start, stream the output until exit, timeout or overflow; the container's verdict."""
         assert self.container is not None, "use SmokeContainer as a context manager"
         container, collector, attention = self.container, OutputCollector(), threading.Event()
+        failures: list[Exception] = []  # a bug in the reader thread, raised here (exit 3)
         with translate_errors("attaching to the smoke container"):
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
         reader = threading.Thread(
-            target=_pump, args=(stream, collector, attention), name="envcheck-smoke-io", daemon=True
+            target=_pump, args=(stream, collector, attention, failures), name="envcheck-smoke-io",
+            daemon=True,
         )
         reader.start()
         started = time.monotonic()
@@ -143,6 +145,8 @@ class SmokeContainer:
                 exit_code = _exit_code(container)
         finally:
             stream.close()
+        if failures:
+            raise failures[0]
         return collector.raw_run(
             exit_code, started, timed_out=not done,
             oom_killed=exit_code == 137 and done and _oom_killed(container),
@@ -285,21 +289,42 @@ def _pump(
     stream: Iterator[tuple[bytes | None, bytes | None]],
     sink: OutputCollector,
     attention: threading.Event,
+    failures: list[Exception],
 ) -> None:
     """Read to the end of the stream. Past the stdout bound keep draining (the collector drops
-    it): an attach stream nobody reads blocks dockerd, and then even `kill` hangs (measured)."""
+    it): an attach stream nobody reads blocks dockerd, and then even `kill` hangs (measured).
+    The stream breaking is its end; any other exception is a bug, handed to the main thread."""
+    import requests.exceptions
+    import urllib3.exceptions
+
     try:
-        for out, err in stream:
+        for out, err in _frames(stream, (OSError, ValueError, requests.exceptions.RequestException,
+                                         urllib3.exceptions.HTTPError)):
             if out:
                 sink.feed_stdout(out)
                 if sink.overflow.is_set():
                     attention.set()  # the main thread kills the container
             if err:
                 sink.feed_stderr(err)
-    except Exception:  # noqa: BLE001, S110 - the socket closes under us when the container is killed
-        pass
+    except Exception as e:  # noqa: BLE001 - not swallowed: re-raised by run() in the main thread
+        failures.append(e)
     finally:
         attention.set()
+
+
+def _frames(
+    stream: Iterator[tuple[bytes | None, bytes | None]], ends: tuple[type[Exception], ...]
+) -> Iterator[tuple[bytes | None, bytes | None]]:
+    """The stream's frames until it ends or breaks (`ends`: the socket closed under us when the
+    container was killed, or the stream was closed) — only the read is guarded."""
+    while True:
+        try:
+            frame = next(stream)
+        except StopIteration:
+            return
+        except ends:
+            return
+        yield frame
 
 
 def _host_pid(container: Container) -> int | None:

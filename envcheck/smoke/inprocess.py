@@ -81,14 +81,17 @@ def _run(
             hint="pass an existing interpreter with --python",
         ) from e
     assert proc.stdout is not None and proc.stderr is not None
+    failures: list[Exception] = []  # a bug in a reader thread, raised here (exit 3)
     pumps = [
         threading.Thread(
             target=_pump,
-            args=(proc.stdout, collector.feed_stdout, collector, finished),
+            args=(proc.stdout, collector.feed_stdout, collector, finished, failures),
             daemon=True,
         ),
         threading.Thread(
-            target=_pump, args=(proc.stderr, collector.feed_stderr, collector, None), daemon=True
+            target=_pump,
+            args=(proc.stderr, collector.feed_stderr, collector, None, failures),
+            daemon=True,
         ),
     ]
     try:
@@ -112,6 +115,8 @@ def _run(
         if proc.returncode is None:
             _kill_group(proc)
             proc.wait(timeout=KILL_WAIT_S)
+    if failures:
+        raise failures[0]
     return collector.raw_run(exit_code, started, timed_out=not done, pid=proc.pid,
                              extra={"python": argv[0]})
 
@@ -121,18 +126,27 @@ def _pump(
     feed: Callable[[bytes], None],
     collector: OutputCollector,
     finished: threading.Event | None,
+    failures: list[Exception],
 ) -> None:
-    """Read one stream to its end; stdout's pump also signals the end (or the overflow)."""
+    """Read one stream to its end; stdout's pump also signals the end (or the overflow).
+    Only the read is guarded: an error in `feed` is a bug, handed to the main thread."""
     try:
-        while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+        while chunk := _read(pipe):
             feed(chunk)
             if finished is not None and collector.overflow.is_set():
                 break
-    except (OSError, ValueError):
-        pass  # the pipe closed under us after a kill
+    except Exception as e:  # noqa: BLE001 - not swallowed: re-raised by _run in the main thread
+        failures.append(e)
     finally:
         if finished is not None:
             finished.set()
+
+
+def _read(pipe: IO[bytes]) -> bytes:
+    try:
+        return pipe.read1(65536)  # type: ignore[attr-defined,no-any-return]
+    except (OSError, ValueError):
+        return b""  # the pipe closed under us after a kill
 
 
 def _wait(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
