@@ -362,7 +362,10 @@ def test_socket_permission_denied_exits_4(registry: LocalRegistry) -> None:
     assert "Permission denied" in run.stderr and "docker group" in run.stderr
 
 
-def test_ctrl_c_stops_cleanly(fresh: Fresh, registry: LocalRegistry, proxy_factory: Callable[..., Any]) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_cleanly(fresh: Fresh, registry: LocalRegistry, proxy_factory: Callable[..., Any],
+                              signum: int) -> None:
+    """SIGTERM (CI cancelling the job) unwinds exactly like Ctrl-C (#9.4)."""
     repo, pushed = fresh.push(layers=2, layer_size=2 << 20)
     slow = proxy_factory(registry.addr, rate=500_000)  # ≈8 s: plenty of time to interrupt
     ref = f"{slow.addr}/{repo}:1"
@@ -370,7 +373,7 @@ def test_ctrl_c_stops_cleanly(fresh: Fresh, registry: LocalRegistry, proxy_facto
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     _wait_for(lambda: any("/blobs/" in p and pushed.layers[0][0] in p for _, p, _ in slow.requests)
               or any("/blobs/" in p and pushed.layers[1][0] in p for _, p, _ in slow.requests), 30)
-    child.send_signal(signal.SIGINT)
+    child.send_signal(signum)
     stdout, stderr = child.communicate(timeout=30)
     assert child.returncode == 130
     assert "Traceback" not in stderr and "envcheck: error: interrupted" in stderr
