@@ -26,8 +26,8 @@ from envcheck.errors import UsageError
 from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.fleet import object_field, report_time
-from envcheck.render.files import write_report_file
 from envcheck.report import SCHEMA_VERSION, Report
+from envcheck.userfiles import read_json, write_output
 
 BASELINE_KIND = "envcheck-baseline"
 BASELINE_VERSION = 1
@@ -200,15 +200,7 @@ def load_baseline(path: str) -> dict[str, Any]:
     """Read `--baseline FILE`: a baseline written by --save-baseline, or a saved `--json` report
     of a good run (teams already archive those). Missing or corrupt → UsageError (exit 2)."""
     hint = "write one with `envcheck doctor --save-baseline FILE` after a good run"
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError as e:
-        raise UsageError(f"--baseline {path}: no such file", hint=hint) from e
-    except OSError as e:
-        raise UsageError(f"--baseline {path}: cannot read it: {e.strerror or e}", hint=hint) from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UsageError(f"--baseline {path}: not a JSON document: {e}", hint=hint) from e
+    doc = read_json(path, what="--baseline", hint=hint)
     try:
         return parse_baseline(doc)
     except ValueError as e:
@@ -275,5 +267,5 @@ def save_baseline(report: Report, path: str) -> bool:
     if int(report.exit_status) != 0:
         return False
     text = json.dumps(baseline_document(report), indent=2, sort_keys=False) + "\n"
-    write_report_file(path, text, flag="--save-baseline")
+    write_output(path, text, flag="--save-baseline")
     return True

@@ -148,14 +148,14 @@ def test_a_saved_good_report_serves_as_a_baseline(tmp_path):
 
 @pytest.mark.parametrize(("content", "error"), [
     (None, "no such file"),
-    ("{not json", "not a JSON document"),
+    ("{not json", "is not JSON"),
     ("[1, 2]", "not an envcheck baseline"),
     ('{"kind": "something-else"}', "not an envcheck baseline"),
     ('{"kind": "envcheck-baseline", "baseline_version": 99, "facts": {}}', "newer envcheck"),
     ('{"kind": "envcheck-baseline", "baseline_version": 1}', '"facts" is missing'),
     ('{"kind": "envcheck-baseline", "baseline_version": 1, "facts": {"driver": 535}}', "facts must be strings"),
     (json.dumps(samples.driver_upgraded_without_reboot().to_json()), "not a good run"),
-    ("\udcff", "not a JSON document"),
+    ("\udcff", "is not JSON"),
 ], ids=["missing", "corrupt", "list", "other-kind", "newer", "no-facts", "number-fact",
         "failed-report", "not-utf8"])
 def test_bad_baseline_files_are_usage_errors_naming_the_file(tmp_path, content, error):

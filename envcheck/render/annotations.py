@@ -12,10 +12,11 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
+from envcheck.errors import EnvcheckError
 from envcheck.findings import Finding
-from envcheck.render.files import write_report_file
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.report import Report
+from envcheck.userfiles import append_output, write_output
 
 if TYPE_CHECKING:
     from envcheck.fleet import FleetSummary
@@ -86,7 +87,7 @@ def _emit(
     stream: TextIO,
 ) -> None:
     if markdown_path:
-        write_report_file(markdown_path, markdown, flag="--markdown")
+        write_output(markdown_path, markdown, flag="--markdown")
     if not in_github_actions():
         return
     lines = list(annotations)
@@ -107,11 +108,10 @@ def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None)
     if not path:
         return "GITHUB_STEP_SUMMARY is not set: no step summary written"
     try:
-        used = os.path.getsize(path) if os.path.exists(path) else 0
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(_fit(markdown, STEP_SUMMARY_LIMIT - used))
-    except OSError as e:
-        return f"cannot write the step summary {path}: {e.strerror or e}"
+        used = os.path.getsize(path) if os.path.isfile(path) else 0
+        append_output(path, _fit(markdown, STEP_SUMMARY_LIMIT - used), what="the step summary")
+    except EnvcheckError as e:
+        return e.message
     return None
 
 

@@ -24,16 +24,16 @@ from typing import Any
 
 from envcheck.findings import Finding
 from envcheck.fleet import report_time
-from envcheck.render.files import write_report_file
 from envcheck.report import Report
+from envcheck.userfiles import write_output
 
 
 def write_junit(report: Report, path: str) -> None:
-    write_report_file(path, junit_xml([report]), flag="--junit")
+    write_output(path, junit_xml([report]), flag="--junit")
 
 
 def write_fleet_junit(reports: Sequence[Report], path: str) -> None:
-    write_report_file(path, junit_xml(reports), flag="--junit")
+    write_output(path, junit_xml(reports), flag="--junit")
 
 
 def junit_xml(reports: Sequence[Report]) -> str:
