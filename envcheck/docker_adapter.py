@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from envcheck.errors import EnvcheckError, EnvironmentProblem, UsageError
+from envcheck.fixes import DOCKER_GROUP_FIX, NVIDIA_RUNTIME_FIX, START_DOCKER_FIX
 
 if TYPE_CHECKING:
     import docker
@@ -21,11 +22,7 @@ LABEL = "envcheck"  # every container envcheck creates carries this label (value
 
 GPU_DRIVER_MISSING = 'could not select device driver "" with capabilities: [[gpu]]'
 
-NVIDIA_RUNTIME_FIX = (
-    "install the NVIDIA Container Toolkit and register it with Docker: "
-    "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker` "
-    "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)"
-)
+__all__ = ["NVIDIA_RUNTIME_FIX"]  # said in envcheck.fixes; the smoke's callers quote it from here
 
 
 class GpuRequestRefused(EnvironmentProblem):
@@ -88,12 +85,9 @@ def translate_errors(action: str) -> Iterator[None]:
 def _unreachable(action: str, e: BaseException) -> EnvironmentProblem:
     text = str(e)
     if "Permission denied" in text or isinstance(e, PermissionError):
-        hint = (
-            "add yourself to the docker group (`sudo usermod -aG docker $USER`, then log in again) "
-            "or run as root"
-        )
+        hint = DOCKER_GROUP_FIX
     else:
-        hint = f"start the Docker engine (`sudo systemctl start docker`) or set DOCKER_HOST (now {engine_host()})"
+        hint = f"{START_DOCKER_FIX} or set DOCKER_HOST (now {engine_host()})"
     return EnvironmentProblem(f"{action}: cannot reach the Docker engine at {engine_host()}: {text}", hint)
 
 

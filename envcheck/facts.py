@@ -106,6 +106,7 @@ class EngineFacts:
     cdi_devices: tuple[str, ...] = ()
     host: str | None = None
     reason: str | None = None
+    denied: bool | None = None  # the socket refused us (permission), as opposed to no answer
 
 
 @dataclass(frozen=True)

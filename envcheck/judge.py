@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from envcheck.compat import arch_supported, cc_below, driver_support
 from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.findings import Finding, fail, passed, warn
+from envcheck.fixes import NVIDIA_RUNTIME_FIX, engine_fix, gpu_pip_command, replace_cpu_build
 from envcheck.matrix.model import Matrix, PaddleBuild
 from envcheck.matrix.provenance import plain_source
 from envcheck.report import ImageChoice
@@ -39,9 +40,8 @@ class Context:
 
     @property
     def pip_fix(self) -> str:
-        if self.image and self.image.pip_command:
-            return self.image.pip_command
-        return "python -m pip install paddlepaddle-gpu  (pick the CUDA build for your driver: `envcheck doctor --explain`)"
+        return gpu_pip_command(self.image) or (
+            "python -m pip install paddlepaddle-gpu  (pick the CUDA build for your driver: `envcheck doctor --explain`)")
 
 
 Check = Callable[[Context], Iterable[Finding]]
@@ -236,7 +236,7 @@ def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
         yield fail("paddle.cpu-build",
                    f"{p.package or 'paddlepaddle'} {p.version} is the CPU-only build on a host with "
                    f"{len(ctx.gpus)} GPU(s): training will silently run on the CPU",
-                   f"`python -m pip uninstall -y paddlepaddle && {ctx.pip_fix}`", "paddle",
+                   replace_cpu_build(ctx.image), "paddle",
                    package=p.package, version=p.version)
     else:
         yield passed("paddle.build", f"{p.package or 'paddlepaddle'} {p.version} (CPU build) on a host without GPU",
@@ -419,8 +419,6 @@ def check_engine(ctx: Context) -> Iterable[Finding]:
     e = ctx.host.engine
     if e.status == "ok":
         if ctx.gpus and not e.nvidia_runtime:
-            from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX
-
             yield warn("engine.no-nvidia-runtime",
                        f"Docker {e.version} has no NVIDIA runtime or CDI device (runtimes: "
                        f"{', '.join(e.runtimes) or 'none'}): containers cannot get a GPU",
@@ -431,7 +429,7 @@ def check_engine(ctx: Context) -> Iterable[Finding]:
                          version=e.version)
     elif ctx.needs_engine:
         yield warn("engine.unreachable", f"no container engine: {e.reason}",
-                   "start Docker (`sudo systemctl start docker`) or run the smoke with --in-process",
+                   f"{engine_fix(e)}; or run the smoke with --in-process",
                    "engine", reason=e.reason)
 
 

@@ -71,7 +71,8 @@ def probe_engine(docker_host: str | None = None, timeout: float = _TIMEOUT) -> E
         version = _get(host, "/version", timeout)
         info = _get(host, "/info", timeout)
     except PermissionError as e:
-        return EngineFacts(status="error", host=host, reason=f"permission denied on the engine socket: {e}")
+        return EngineFacts(status="error", host=host, denied=True,
+                           reason=f"permission denied on the engine socket: {e}")
     except (OSError, ValueError) as e:
         return EngineFacts(status="error", host=host, reason=f"the engine did not answer: {e}")
     return engine_facts(version, info, host)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from envcheck.facts import HostFacts, usable_gpus
+from envcheck.fixes import engine_fix, gpu_pip_command
 from envcheck.report import ImageChoice
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
@@ -34,6 +35,7 @@ class Plan:
     gpu_refused: str | None = None  # the engine's refusal, when the GPU request failed
     pip_command: str | None = None  # the doctor's GPU install command, for fixes
     gpu_image: str | None = None  # a GPU image the doctor would use, for fixes
+    engine_fix: str | None = None  # how to reach the engine, when it could not be reached
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,10 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
     if options.in_process:
         return in_process_plan(host, image, options, fallback=None)
     if host.engine.status not in ("ok", "unknown"):
-        return in_process_plan(
+        plan = in_process_plan(
             host, image, options, fallback=f"no container engine: {host.engine.reason}"
         )
+        return replace(plan, engine_fix=engine_fix(host.engine))
     if not ref:
         return in_process_plan(
             host, image, options, fallback="the doctor chose no image for this host"
@@ -130,4 +133,4 @@ def _fix_sources(plan: Plan, image: ImageChoice | None) -> Plan:
     if image is None:
         return plan
     gpu_image = image.ref if image.kind == "gpu" else None
-    return replace(plan, pip_command=image.pip_command, gpu_image=gpu_image)
+    return replace(plan, pip_command=gpu_pip_command(image), gpu_image=gpu_image)

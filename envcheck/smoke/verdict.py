@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX
 from envcheck.findings import Finding, fail, passed, warn
+from envcheck.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX, START_DOCKER_FIX
 from envcheck.report import CPU_FALLBACK_ID
 from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE, is_wrong, wrong_results
 from envcheck.smoke.known_answers import where as _where
@@ -203,8 +203,9 @@ def _cpu_build_fix(plan: Plan) -> str:
             f"`envcheck doctor --image {plan.gpu_image}`" if plan.gpu_image else "a `-gpu-cuda` tag"
         )
         return f"use a CUDA image of Paddle: {image}"
-    command = plan.pip_command or "python -m pip install paddlepaddle-gpu"
-    return f"install the GPU build in {plan.python}: `{command}` ({INSTALL_GPU_PADDLE})"
+    if plan.pip_command is None:
+        return NO_GPU_BUILD_YET
+    return f"install the GPU build in {plan.python}: `{plan.pip_command}` ({INSTALL_GPU_PADDLE})"
 
 
 def _driver_fix(plan: Plan, result: dict[str, Any]) -> str:
@@ -266,7 +267,7 @@ def image_unavailable(plan: Plan, reason: str) -> Finding:
         else f"and Paddle is not installed in {plan.python}: no smoke ran"
     )
     if reason.startswith("no container engine"):
-        fix = "start Docker (`sudo systemctl start docker`) to smoke-test the image, or pass --in-process"
+        fix = f"{plan.engine_fix or START_DOCKER_FIX} to smoke-test the image, or pass --in-process"
     elif reason.startswith("the doctor chose no image"):
         fix = "pass an image with --image REF, or --in-process"
     else:

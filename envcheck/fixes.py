@@ -1,0 +1,45 @@
+"""Fix commands said once (pure): the rules and the smoke verdict quote these, so no report can
+tell the user two different things about the same change."""
+
+from __future__ import annotations
+
+from envcheck.facts import EngineFacts
+from envcheck.report import ImageChoice
+
+NVIDIA_RUNTIME_FIX = (
+    "install the NVIDIA Container Toolkit and register it with Docker: "
+    "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker` "
+    "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)"
+)
+DOCKER_GROUP_FIX = (
+    "add yourself to the docker group (`sudo usermod -aG docker $USER`, then log in again) "
+    "or run as root"
+)
+START_DOCKER_FIX = "start the Docker engine (`sudo systemctl start docker`)"
+
+NO_GPU_BUILD_YET = (
+    "no GPU build of Paddle runs on this host as it is: fix the driver/GPU findings above, then run "
+    "`envcheck doctor` again for the paddlepaddle-gpu command that fits"
+)
+
+
+def gpu_pip_command(image: ImageChoice | None) -> str | None:
+    """The pip command of the GPU build the doctor chose; None when it chose none (no driver, or
+    only the CPU image runs here): a CPU command is never offered as "the GPU build"."""
+    if image is not None and image.kind == "gpu" and image.pip_command:
+        return image.pip_command
+    return None
+
+
+def replace_cpu_build(image: ImageChoice | None, python: str = "python") -> str:
+    command = gpu_pip_command(image)
+    if command is None:
+        return NO_GPU_BUILD_YET
+    return f"`{python} -m pip uninstall -y paddlepaddle && {command}`"
+
+
+def engine_fix(engine: EngineFacts) -> str:
+    """Reach the engine: the socket refused us (the docker group), or nothing answered (start it)."""
+    if engine.denied:
+        return DOCKER_GROUP_FIX
+    return f"{START_DOCKER_FIX} or set DOCKER_HOST (now {engine.host or 'unset'})"
