@@ -23,7 +23,7 @@ from envcheck.drift import (
 )
 from envcheck.errors import UsageError
 from envcheck.facts import DriverFacts, GpuFacts, PaddleFacts
-from envcheck.report import Report
+from envcheck.report import SCHEMA_VERSION, Report
 from tests import report_samples as samples
 
 FACT_KEYS = [f.key for f in FACTS]
@@ -38,7 +38,7 @@ def _saved(tmp_path: Path, report: Report | None = None) -> dict[str, Any]:
 
 def test_baseline_holds_the_facts_that_matter():
     doc = baseline_document(samples.healthy())
-    assert doc["kind"] == BASELINE_KIND and doc["baseline_version"] == 1 and doc["schema_version"] == 1
+    assert doc["kind"] == BASELINE_KIND and doc["baseline_version"] == 1 and doc["schema_version"] == SCHEMA_VERSION
     assert doc["hostname"] == "gpu-node-1" and doc["created"].endswith("+00:00")
     assert doc["facts"] == {
         "driver": "535.104.05",
@@ -207,5 +207,5 @@ def test_doctor_with_a_missing_baseline_exits_2_with_the_fix(tmp_path):
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
     done = _doctor(facts, "--baseline", str(tmp_path / "nope.json"))
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 2 and json.loads(done.stdout)["verdict"] == "error"  # --json: a document
     assert "nope.json: no such file" in done.stderr and "--save-baseline" in done.stderr
