@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    parser.add_argument("--version", action="version", version=f"envcheck {__version__} (paddle-envcheck)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         import_module(f"envcheck.commands.{name}").register(sub)

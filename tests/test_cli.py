@@ -32,7 +32,7 @@ def test_version_and_module_entry_point() -> None:
     from envcheck import __version__
 
     r = envcheck("--version")
-    assert r.returncode == 0 and r.stdout.strip() == f"envcheck {__version__}"
+    assert r.returncode == 0 and r.stdout.strip() == f"envcheck {__version__} (paddle-envcheck)"
 
 
 def test_help_documents_every_exit_code() -> None:
