@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 ACTION = ROOT / ".github" / "actions" / "envcheck" / "action.yml"
 GATE = ROOT / ".github" / "workflows" / "gpu-gate.yml"
-K8S_JOB = ROOT / "deploy" / "kubernetes" / "envcheck-job.yaml"
+K8S_DIR = ROOT / "deploy" / "kubernetes"
+K8S_DAEMONSET = K8S_DIR / "envcheck-daemonset.yaml"
+K8S_FLEET = K8S_DIR / "envcheck-fleet.sh"
 SBATCH = ROOT / "deploy" / "slurm" / "envcheck.sbatch"
 README_TEST_COMMAND = "bash scripts/dev test"
 
@@ -269,37 +271,79 @@ def _envcheck_commands(text: str) -> list[list[str]]:
     return commands
 
 
-def test_kubernetes_job_per_node_requests_a_gpu():
-    text = K8S_JOB.read_text(encoding="utf-8").replace("__NODE__", "gpu-node-07")
-    (job,) = list(yaml.safe_load_all(text))
-    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
-    assert job["metadata"]["name"] == "envcheck-gpu-node-07"
-    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", job["metadata"]["name"])
-    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] > 0
-    pod = job["spec"]["template"]["spec"]
-    assert pod["nodeName"] == "gpu-node-07" and pod["restartPolicy"] == "Never"
-    (container,) = pod["containers"]
-    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
-    assert "__NODE__" not in text
+def _manifests() -> list[tuple[Path, dict[str, Any]]]:
+    return [(path, doc) for path in sorted(K8S_DIR.glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
 
 
-def test_kubernetes_job_runs_a_real_envcheck_command():
-    job = yaml.safe_load(K8S_JOB.read_text(encoding="utf-8"))
-    (container,) = job["spec"]["template"]["spec"]["containers"]
-    script = container["args"][0]
+def _shellcheck(script: str, name: str) -> None:
     subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
-    (doctor,) = _envcheck_commands(script)
-    args = _parses(doctor)
+    if shutil.which("shellcheck") is None:
+        pytest.fail("shellcheck is not installed: `bash scripts/dev setup` apt-installs it")
+    done = subprocess.run(["shellcheck", "--shell=bash", "-"], input=script, text=True, check=False,
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, f"{name}:\n{done.stdout}{done.stderr}"
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.37"], ids=["k8s-1.27", "k8s-1.37"])
+def test_every_kubernetes_manifest_validates_against_the_schema_offline(version):
+    import kubernetes_validate
+
+    manifests = _manifests()
+    assert {doc["kind"] for _, doc in manifests} == {"Namespace", "DaemonSet"}
+    for _, doc in manifests:
+        kubernetes_validate.validate(doc, version, strict=True)  # raises on any unknown or bad field
+
+
+def test_the_schema_check_rejects_a_misspelt_field():
+    import kubernetes_validate
+
+    _, daemonset = next(m for m in _manifests() if m[1]["kind"] == "DaemonSet")
+    daemonset["spec"]["template"]["spec"]["nodeSelecter"] = {"x": "y"}
+    with pytest.raises(kubernetes_validate.ValidationError, match="nodeSelecter"):
+        kubernetes_validate.validate(daemonset, "1.37", strict=True)
+
+
+def _daemonset() -> dict[str, Any]:
+    return next(doc for _, doc in _manifests() if doc["kind"] == "DaemonSet")
+
+
+def test_daemonset_runs_on_gpu_nodes_with_a_gpu_and_tolerates_their_taint():
+    pod = _daemonset()["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    assert pod["hostNetwork"] is True  # the report's hostname is the node's, so the merge can match it
+    (doctor,) = pod["initContainers"]
+    assert doctor["resources"]["limits"]["nvidia.com/gpu"] == 1
+    (done,) = pod["containers"]
+    assert done["image"] == doctor["image"] and "nvidia.com/gpu" not in str(done.get("resources"))
+    selector = _daemonset()["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= _daemonset()["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_daemonset_doctor_script_is_clean_shell_and_a_real_command():
+    (doctor,) = _daemonset()["spec"]["template"]["spec"]["initContainers"]
+    script = doctor["args"][0]
+    _shellcheck(script, "the DaemonSet's doctor script")
+    (command,) = _envcheck_commands(script.replace('"$venv/bin/envcheck"', "envcheck"))
+    args = _parses(command)
     assert args.command == "doctor" and args.json and args.expect_gpu and args.in_process
-    assert "> /tmp/report.json" in script and "cat /tmp/report.json" in script
-    # The merge the header tells the operator to run.
-    (report,) = _envcheck_commands(K8S_JOB.read_text(encoding="utf-8").split("apiVersion:")[0])
-    assert _parses(report).command == "report"
+    assert "(paddle-envcheck)" in script  # refuses to report with someone else's envcheck
+
+
+def test_fleet_script_is_clean_shell_and_merges_with_expect_hosts():
+    text = K8S_FLEET.read_text(encoding="utf-8")
+    _shellcheck(text, str(K8S_FLEET))
+    (report,) = _envcheck_commands(text.replace("\\\n", " "))
+    args = _parses(report)
+    assert args.command == "report" and args.expect_hosts and args.markdown and args.junit
+    selector = "nvidia.com/gpu.present=true"
+    assert f"gpu_nodes={selector}" in text  # the nodes expected are the nodes the DaemonSet selects
 
 
 def test_slurm_script_is_valid_bash_with_sbatch_directives():
     text = SBATCH.read_text(encoding="utf-8")
-    subprocess.run(["bash", "-n", str(SBATCH)], check=True, timeout=30)
+    _shellcheck(text, str(SBATCH))
     assert text.startswith("#!/bin/bash\n")
     directives = [line.split("#", 2)[1] for line in text.splitlines() if line.startswith("#SBATCH")]
     assert directives and all(re.fullmatch(r"SBATCH --[a-z-]+=\S+\s*", d) for d in directives)
@@ -308,10 +352,11 @@ def test_slurm_script_is_valid_bash_with_sbatch_directives():
 
 def test_slurm_script_runs_the_doctor_per_node_and_merges():
     text = SBATCH.read_text(encoding="utf-8")
-    assert re.search(r"^srun .*envcheck doctor", text, flags=re.MULTILINE)
-    doctor, report = _envcheck_commands(text)
+    assert re.search(r"^srun .*bash -c", text, flags=re.MULTILINE)
+    doctor, report = _envcheck_commands(text.replace("\\\n", " "))
     d = _parses(doctor)
     assert d.command == "doctor" and d.json and d.expect_gpu and d.in_process
     r = _parses(report)
     assert r.command == "report" and r.files == ["$REPORTS"] and r.markdown and r.junit
-    assert text.rstrip().splitlines()[-1].startswith("envcheck report"), "its exit code is the job's"
+    assert r.expect_hosts == "$REPORTS/expected-hosts.txt"
+    assert text.rstrip().splitlines()[-1] == 'exit "$status"', "the merge's exit code is the job's"
