@@ -354,7 +354,8 @@ def test_slurm_script_runs_the_doctor_per_node_and_merges():
     text = SBATCH.read_text(encoding="utf-8")
     assert re.search(r"^srun .*bash -c", text, flags=re.MULTILINE)
     doctor, report = _envcheck_commands(text.replace("\\\n", " "))
-    d = _parses(doctor)
+    assert doctor[-1] == "${flags[@]}"  # ENVCHECK_DOCTOR_FLAGS, split: not a flag of its own
+    d = _parses(doctor[:-1])
     assert d.command == "doctor" and d.json and d.expect_gpu and d.in_process
     r = _parses(report)
     assert r.command == "report" and r.files == ["$REPORTS"] and r.markdown and r.junit
