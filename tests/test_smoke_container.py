@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX, GpuRequestRefused
+from envcheck.errors import EnvironmentProblem
 from envcheck.exitcodes import ExitStatus
 from envcheck.findings import Finding
 from envcheck.report import exit_status_of, verdict_of
@@ -181,19 +182,21 @@ def test_doctor_expect_gpu_exits_6_cpu_fallback(paddle_image: str) -> None:
 
 # -- the image cannot be had: say so, and smoke in-process ----------------------------------------
 @pytest.mark.registry
-@pytest.mark.parametrize(
-    ("name", "pull", "words"),
-    [
-        ("envcheck-test/nothing:1", False, "pulling is off (--no-pull)"),
-        ("envcheck-test/nothing:1", True, "manifest unknown"),
-    ],
-    ids=["no-pull", "missing-tag"],
-)
+def test_no_pull_with_a_missing_image_is_an_error_not_a_fallback(registry: Any) -> None:
+    """`--no-pull` names a wish: that image, or a failure (#8.5)."""
+    choice = replace(CPU_CHOICE, ref=registry.ref("envcheck-test/nothing:1"))
+    with pytest.raises(EnvironmentProblem, match=r"pulling is off \(--no-pull\)"):
+        smoke_check(NO_GPU_HOST, choice, SmokeOptions(pull=False, quiet=True))
+
+
+@pytest.mark.registry
+@pytest.mark.parametrize(("name", "words"), [("envcheck-test/nothing:1", "manifest unknown")],
+                         ids=["missing-tag"])
 def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
-    registry: Any, name: str, pull: bool, words: str
+    registry: Any, name: str, words: str
 ) -> None:
     choice = replace(CPU_CHOICE, ref=registry.ref(name))
-    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(pull=pull, quiet=True))
+    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True))
     assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
     assert words in findings[0].message and findings[0].severity == "warn"
     assert doc is not None and doc["mode"] == "in-process" and doc["fallback"]
