@@ -13,7 +13,20 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from packaging.version import InvalidVersion, Version
+
+from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
+
 Status = Literal["ok", "absent", "error", "unknown"]
+
+
+def _checked(check: str) -> Any:
+    """An optional string field a saved document must spell right: the judge parses it."""
+    return field(default=None, metadata={"check": check})
+
+
+def _count() -> Any:
+    return field(default=None, metadata={"check": "count"})
 
 
 @dataclass(frozen=True)
@@ -21,8 +34,8 @@ class DriverFacts:
     """`nvidia-smi --query-gpu=driver_version --format=csv` plus the CUDA version in its header."""
 
     status: Status = "unknown"
-    version: str | None = None  # user-space driver (NVML), as printed: "535.104.05"
-    cuda: str | None = None  # highest CUDA the driver supports: "12.2"
+    version: str | None = _checked("dotted")  # user-space driver (NVML), as printed: "535.104.05"
+    cuda: str | None = _checked("dotted")  # highest CUDA the driver supports: "12.2"
     kernel_module: str | None = None  # /proc/driver/nvidia/version
     nvml_version: str | None = None
     error: str | None = None  # NVML error constant, e.g. "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
@@ -34,13 +47,13 @@ class DriverFacts:
 class GpuFacts:
     """`nvidia-smi --query-gpu=index,name,uuid,compute_cap,memory.total,mig.mode.current`."""
 
-    index: int = 0
+    index: int = field(default=0, metadata={"check": "count"})
     name: str | None = None
     uuid: str | None = None
-    compute_capability: str | None = None  # "8.0"
-    memory_total_mib: int | None = None
+    compute_capability: str | None = _checked("cc")  # "8.0"
+    memory_total_mib: int | None = _count()
     mig_mode: bool | None = None  # current MIG mode enabled
-    mig_instances: int | None = None  # MIG devices CUDA can use when MIG is on (nvitop's walk)
+    mig_instances: int | None = _count()  # MIG devices CUDA can use when MIG is on (nvitop's walk)
     process_query: str | None = None  # which per-process query the driver supports ("v3", "v2", None)
 
 
@@ -49,8 +62,8 @@ class CudaDriverFacts:
     """`cuInit(0)`, `cuDriverGetVersion`, `cuDeviceGetCount` through libcuda.so.1, in a subprocess."""
 
     status: Status = "unknown"
-    version: str | None = None  # "12.2"
-    device_count: int | None = None
+    version: str | None = _checked("dotted")  # "12.2"
+    device_count: int | None = _count()
     error: str | None = None  # CUresult name, "timeout", "crashed"
     reason: str | None = None
     library: str | None = None
@@ -58,8 +71,8 @@ class CudaDriverFacts:
 
 @dataclass(frozen=True)
 class LibraryCandidate:
-    path: str
-    version: str | None = None
+    path: str  # required: a candidate is a file
+    version: str | None = _checked("dotted")
     origin: str = "system"  # "system" | "pip" | "LD_LIBRARY_PATH" | "cuda-home"
     error: str | None = None
 
@@ -69,7 +82,7 @@ class LibraryFacts:
     """A CUDA user-space library a Paddle process would load (libcudart, libcudnn)."""
 
     status: Status = "unknown"
-    version: str | None = None  # of the file that would be loaded
+    version: str | None = _checked("dotted")  # of the file that would be loaded
     path: str | None = None
     origin: str | None = None
     candidates: tuple[LibraryCandidate, ...] = ()
@@ -82,10 +95,11 @@ class PaddleFacts:
 
     status: Status = "unknown"
     package: str | None = None  # "paddlepaddle" (CPU) | "paddlepaddle-gpu"
-    version: str | None = None
-    cuda: str | None = None  # None for a CPU build
-    cudnn: str | None = None
-    compiled_cuda_archs: tuple[int, ...] | None = None  # None = not recorded (2.x)
+    version: str | None = _checked("pep440")
+    cuda: str | None = _checked("dotted")  # None for a CPU build
+    cudnn: str | None = _checked("dotted")
+    compiled_cuda_archs: tuple[int, ...] | None = field(  # None = not recorded (2.x)
+        default=None, metadata={"check": "archs"})
     with_pip_cuda_libraries: bool | None = None
     nccl: str | None = None
     location: str | None = None
@@ -107,6 +121,7 @@ class EngineFacts:
     host: str | None = None
     reason: str | None = None
     denied: bool | None = None  # the socket refused us (permission), as opposed to no answer
+    context: str | None = None  # the docker context that named `host` (None: DOCKER_HOST/default)
 
 
 @dataclass(frozen=True)
@@ -132,7 +147,7 @@ class HostFacts:
 
 
 class FactsError(ValueError):
-    """A saved facts document has a value of the wrong type."""
+    """A saved facts document has a value of the wrong type, or one the judge cannot read."""
 
 
 T = TypeVar("T")
@@ -158,8 +173,32 @@ def from_dict(cls: type[T], data: Any, where: str = "host") -> T:
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name in data:
-            kwargs[f.name] = _coerce(hints[f.name], data[f.name], f"{where}.{f.name}")
+            value = _coerce(hints[f.name], data[f.name], f"{where}.{f.name}")
+            _check(f.metadata.get("check"), value, f"{where}.{f.name}")
+            kwargs[f.name] = value
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise FactsError(f"{where}.{f.name}: missing (required)")
     return cls(**kwargs)
+
+
+def _check(check: str | None, value: Any, where: str) -> None:
+    """Values the judge will parse are parsed here first, so a bad one is named with its path
+    (exit 2) instead of failing deep inside a rule."""
+    if check is None or value is None:
+        return
+    try:
+        if check == "dotted":
+            parse_dotted(value)
+        elif check == "cc":
+            parse_compute_capability(value)
+        elif check == "pep440":
+            Version(value)
+        elif check == "count" and not 0 <= value < 2**63:
+            raise FactsError(f"{where}: expected a number >= 0 and < 2**63, got {_short(value)}")
+        elif check == "archs" and any(not 0 <= arch < 1000 for arch in value):
+            raise FactsError(f"{where}: CUDA archs are numbers like 80 or 90, got {list(value)}")
+    except (VersionParseError, InvalidVersion) as e:
+        raise FactsError(f"{where}: {e}") from e
 
 
 def _coerce(tp: Any, value: Any, where: str) -> Any:
@@ -179,7 +218,7 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         raise FactsError(errors[0] if errors else f"{where}: unexpected null")
     if origin is Literal:
         if value not in args:
-            raise FactsError(f"{where}: expected one of {', '.join(map(str, args))}, got {value!r}")
+            raise FactsError(f"{where}: expected one of {', '.join(map(str, args))}, got {_short(value)}")
         return value
     if origin is tuple:
         if not isinstance(value, list):
@@ -193,19 +232,32 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         return from_dict(tp, value, where)
     if tp is bool:
         if not isinstance(value, bool):
-            raise FactsError(f"{where}: expected true/false, got {value!r}")
+            raise FactsError(f"{where}: expected true/false, got {_short(value)}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise FactsError(f"{where}: expected an integer, got {value!r}")
+            raise FactsError(f"{where}: expected an integer, got {_short(value)}")
         return value
     if tp is str:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)  # "cuda": 12.2 written by hand
+            return _number_text(value, where)  # "cuda": 12.2 written by hand
         if not isinstance(value, str):
-            raise FactsError(f"{where}: expected a string, got {value!r}")
+            raise FactsError(f"{where}: expected a string, got {_short(value)}")
         return value
     raise FactsError(f"{where}: unsupported type {tp!r}")  # pragma: no cover
+
+
+def _number_text(value: float, where: str) -> str:
+    text = repr(value) if isinstance(value, float) else f"{value:d}" if abs(value) < 10**30 else ""
+    if not text or text in ("nan", "inf", "-inf"):
+        raise FactsError(f"{where}: expected a string, got {_short(value)}")
+    return text
+
+
+def _short(value: Any) -> str:
+    """A wrong value shown in a one-screen error: its type and a bounded repr."""
+    shown = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge integer"
+    return shown if len(shown) <= 60 else f"{type(value).__name__} {shown[:57]}..."
 
 
 def host_from_document(doc: Any) -> HostFacts:
@@ -213,6 +265,21 @@ def host_from_document(doc: Any) -> HostFacts:
     is_report = isinstance(doc, dict) and isinstance(doc.get("host"), dict) and (
         "findings" in doc or set(doc) == {"host"})
     return from_dict(HostFacts, doc["host"] if is_report else doc)
+
+
+def read_host_facts(path: str) -> HostFacts:
+    """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
+    (exit 2) naming the file and the field."""
+    from envcheck.errors import UsageError
+    from envcheck.userfiles import read_json
+
+    doc = read_json(path, what="facts file",
+                    hint="pass a saved `envcheck doctor --json` report or its `host` object")
+    try:
+        return host_from_document(doc)
+    except FactsError as e:
+        raise UsageError(f"facts file {path}: {e}",
+                         hint="fix the value, or remove the key (missing means unknown)") from e
 
 
 def usable_gpus(host: HostFacts) -> tuple[GpuFacts, ...]:

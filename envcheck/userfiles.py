@@ -188,13 +188,14 @@ def _umask() -> int:
 
 def read_json(path: str, *, what: str, hint: str | None = None) -> Any:
     """The JSON document at `path` (`-` = stdin); any failure is a UsageError naming `what`."""
-    data = _read_bytes(path, what, hint)
+    shown = path if path != "-" else "- (stdin)"
+    data = _read_bytes(shown, what, hint)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         bad = data[e.start:e.start + 1]
-        raise UsageError(f"{what} {path} is not JSON: byte {e.start} ({bad!r}) is not UTF-8", hint=hint) from e
-    return parse_json(text, what=f"{what} {path}", hint=hint)
+        raise UsageError(f"{what} {shown} is not JSON: byte {e.start} ({bad!r}) is not UTF-8", hint=hint) from e
+    return parse_json(text, what=f"{what} {shown}", hint=hint)
 
 
 def parse_json(text: str, *, what: str, hint: str | None = None) -> Any:
@@ -211,9 +212,9 @@ def parse_json(text: str, *, what: str, hint: str | None = None) -> Any:
 
 def _read_bytes(path: str, what: str, hint: str | None) -> bytes:
     try:
-        if path == "-":
+        if path == "- (stdin)":
             if sys.stdin is None:
-                raise UsageError(f"{what} -: stdin is closed", hint=hint)
+                raise UsageError(f"{what} {path}: stdin is closed", hint=hint)
             stdin = getattr(sys.stdin, "buffer", None)
             data = stdin.read(MAX_DOCUMENT + 1) if stdin else sys.stdin.read(MAX_DOCUMENT + 1).encode()
         else:

@@ -13,7 +13,7 @@ from envcheck import __version__
 from envcheck.commands import add_choice_arguments
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
-from envcheck.facts import FactsError, HostFacts, host_from_document
+from envcheck.facts import HostFacts, read_host_facts
 from envcheck.findings import Finding
 from envcheck.probe.host import start_host_probe
 from envcheck.probe.interpreter import resolve_interpreter
@@ -127,20 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def read_facts(path: str) -> HostFacts:
-    try:
-        if path == "-":
-            text = sys.stdin.read(16 * 1024 * 1024)
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read(16 * 1024 * 1024)
-        return host_from_document(json.loads(text))
-    except OSError as e:
-        raise UsageError(f"cannot read facts file {path}: {e.strerror or e}") from e
-    except json.JSONDecodeError as e:
-        raise UsageError(f"facts file {path} is not JSON: {e.msg} at line {e.lineno} column {e.colno}",
-                         hint="pass a saved `envcheck doctor --json` report or its `host` object") from e
-    except FactsError as e:
-        raise UsageError(f"facts file {path}: {e}", hint="fix the value, or remove the key (missing means unknown)") from e
+    return read_host_facts(path)  # non-UTF-8, too deep, huge ints, invalid values: exit 2 (#9.7)
 
 
 def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> ImageChoice:
