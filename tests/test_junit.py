@@ -13,6 +13,7 @@ from junitparser import Failure, JUnitXml
 from envcheck.errors import UsageError
 from envcheck.findings import fail, passed
 from envcheck.render.junit import junit_xml, write_fleet_junit, write_junit
+from envcheck.render.sanitize import visible
 from envcheck.report import Report
 from tests import report_samples as samples
 
@@ -139,14 +140,9 @@ def test_any_text_gives_parseable_xml_and_readable_message(message, fix):
     root = ET.fromstring(junit_xml([report]).encode("utf-8"))
     failure = root.find("./testsuite/testcase/failure")
     assert failure is not None
-    assert failure.get("message") == "".join(map(_visible, message))
-
-
-def _visible(ch: str) -> str:
-    """What the XML 1.0 `Char` production admits stays; anything else is shown as `\\xNN`."""
-    code = ord(ch)
-    allowed = ch in "\t\n\r" or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or code >= 0x10000
-    return ch if allowed else f"\\x{code:02x}"
+    shown = failure.get("message") or ""
+    assert shown == visible(message, keep_lines=True)
+    assert not any((ord(ch) < 0x20 and ch != "\n") or 0x7F <= ord(ch) <= 0x9F for ch in shown)
 
 
 def test_control_characters_are_shown_not_dropped():

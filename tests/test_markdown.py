@@ -85,7 +85,7 @@ def test_hostile_text_stays_in_its_cell_and_reads_the_same():
     report = samples.report((fail("cudnn.missing", message, fix, "cuda"),))
     (row,) = _tables(render_markdown(report))[0][1:]
     assert len(row) == 5
-    assert row[3] == " ".join(message.split())
+    assert row[3] == " ".join(message.split("\n")[0].split()) + "\\nsecond line"  # one line, \n shown
     assert row[4] == fix.replace("`", "")
     assert "<script>" not in GFM.render(render_markdown(report))
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from envcheck.errors import EnvcheckError
 from envcheck.findings import Finding
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
+from envcheck.render.sanitize import visible
 from envcheck.report import Report
 from envcheck.userfiles import append_output, write_output
 
@@ -141,7 +142,8 @@ def _fit(markdown: str, budget: int) -> str:
 
 
 def _message(finding: Finding) -> str:
-    return f"{finding.message}\nFix: {finding.fix}" if finding.fix else finding.message
+    message = visible(finding.message, keep_lines=True)
+    return f"{message}\nFix: {visible(finding.fix, keep_lines=True)}" if finding.fix else message
 
 
 def _capped(problems: list[tuple[str, str, str, str]]) -> list[str]:
@@ -162,7 +164,7 @@ def _capped(problems: list[tuple[str, str, str, str]]) -> list[str]:
 def workflow_command(command: str, message: str, **properties: str) -> str:
     """`::command key=value,…::message` with GitHub's escaping (actions/toolkit `command.ts`):
     data escapes `%`, CR and LF; property values also `:` and `,`."""
-    props = ",".join(f"{k}={escape_property(v)}" for k, v in properties.items() if v)
+    props = ",".join(f"{k}={escape_property(visible(v))}" for k, v in properties.items() if v)
     return f"::{command}{' ' + props if props else ''}::{escape_data(message)}"
 
 

@@ -16,7 +16,6 @@ not run is reported as a finding by the doctor itself.
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from datetime import timezone
@@ -24,6 +23,7 @@ from typing import Any
 
 from envcheck.findings import Finding
 from envcheck.fleet import report_time
+from envcheck.render.sanitize import visible
 from envcheck.report import Report
 from envcheck.userfiles import write_output
 
@@ -120,11 +120,8 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}"
 
 
-# XML 1.0 forbids most C0 controls even as character references; ElementTree writes them as is
-# and the importer then rejects the whole file. Smoke output (tracebacks, progress bars with \x1b)
-# does carry them, so they are shown as visible escapes instead.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
 def _xml(text: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """XML 1.0 forbids most C0 controls even as character references; ElementTree writes them as
+    is and the importer then rejects the whole file. Smoke output (tracebacks, progress bars with
+    ESC) does carry them: the one sanitiser shows them as visible escapes."""
+    return visible(text, keep_lines=True)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from envcheck.facts import HostFacts
 from envcheck.findings import Finding
 from envcheck.proof import PROOF_WORDS
+from envcheck.render.sanitize import visible
 from envcheck.report import ImageChoice, Report
 
 if TYPE_CHECKING:
@@ -63,17 +64,17 @@ def host_line(host: HostFacts, image: ImageChoice | None) -> str:
     bits = [f"**{_text(host.machine.hostname or 'unknown host')}**"]
     if host.driver.version:
         cuda = f" (CUDA {host.driver.cuda})" if host.driver.cuda else ""
-        bits.append(f"driver {host.driver.version}{cuda}")
+        bits.append(_text(f"driver {host.driver.version}{cuda}"))
     elif host.driver.status != "unknown":
-        bits.append(f"driver {host.driver.status}")
+        bits.append(_text(f"driver {host.driver.status}"))
     if host.gpus:
         bits.append(gpu_summary(host))
     if host.paddle.version:
         cuda = f"CUDA {host.paddle.cuda}" if host.paddle.cuda else "CPU build"
-        bits.append(f"Paddle {host.paddle.version} ({cuda})")
+        bits.append(_text(f"Paddle {host.paddle.version} ({cuda})"))
     if image and image.ref:
         digest = f" `{image.digest[:19]}…`" if image.digest else ""
-        bits.append(f"image `{image.ref}`{digest}")
+        bits.append(_text(f"image `{image.ref}`{digest}"))
     return " · ".join(bits)
 
 
@@ -162,7 +163,7 @@ def _text(text: str) -> str:
     Code spans the fix text uses on purpose (`sudo nvidia-ctk …`) stay code spans: inside them
     only the pipe needs escaping (GFM splits cells before it parses spans).
     """
-    text = " ".join(text.split())
+    text = " ".join(visible(text).split())
     if text.count("`") % 2:
         return _SPECIAL.sub(r"\\\1", text).replace("`", "\\`")
     parts = _CODE_SPAN.split(text)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from envcheck.render.sanitize import visible
+
 if TYPE_CHECKING:
     from envcheck.fleet import FleetSummary
 
@@ -43,11 +45,11 @@ def _cells(summary: FleetSummary, i: int) -> list[str]:
     layers = host.layer_severities()
     first = host.first_problem()
     return [
-        host.hostname or f"? ({host.source})",
+        visible(host.hostname or f"? ({host.source})"),
         host.verdict,
         str(host.exit_code),
         *(layers.get(layer, NOT_CHECKED) for layer in summary.layers),
-        f"{first.id}: {first.message}" if first else "",
+        visible(f"{first.id}: {first.message}") if first else "",
     ]
 
 
@@ -56,7 +58,7 @@ def _footer(summary: FleetSummary) -> list[str]:
     hosts = len(summary.hosts)
     lines = [f"{hosts} host{'' if hosts == 1 else 's'}: {counts}; exit {summary.exit_code}"]
     lines += [
-        f"duplicate {d.hostname}: kept {d.kept} (newest), ignored {', '.join(d.ignored)}"
+        visible(f"duplicate {d.hostname}: kept {d.kept} (newest), ignored {', '.join(d.ignored)}")
         for d in summary.duplicates
     ]
     return lines
@@ -80,9 +82,9 @@ def _print_rich(summary: FleetSummary, stream: TextIO) -> None:
         first = host.first_problem()
         marks = [Text(RICH_MARK.get(c, c), style=STYLE.get(c, "dim")) for c in cells[3:-1]]
         verdict = Text(host.verdict, style=STYLE[host.verdict])
-        table.add_row(Text(cells[0]), verdict, cells[2], *marks, Text(first.id if first else ""))
+        table.add_row(Text(cells[0]), verdict, cells[2], *marks, Text(visible(first.id) if first else ""))
         if first:
-            notes.append(Text.assemble((f"{cells[0]}: ", "bold"), first.message))
+            notes.append(Text.assemble((f"{cells[0]}: ", "bold"), visible(first.message)))
     console = Console(file=stream)
     if sum(w + 3 for w in widths) + PROBLEM_MIN_WIDTH + 4 > console.width:  # + borders, padding
         stream.write(fleet_table_text(summary))  # a cropped grid hides columns; text just wraps

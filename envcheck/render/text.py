@@ -13,6 +13,7 @@ from envcheck import __version__
 from envcheck.facts import HostFacts
 from envcheck.findings import Finding
 from envcheck.proof import PROOF_WORDS
+from envcheck.render.sanitize import visible
 from envcheck.report import Report
 
 if TYPE_CHECKING:
@@ -35,7 +36,11 @@ _VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red
 
 
 def layer_facts(host: HostFacts, layer: str) -> str:
-    """One line of what is installed, per layer."""
+    """One line of what is installed, per layer; every value made visible (they are the host's)."""
+    return visible(_layer_facts(host, layer))
+
+
+def _layer_facts(host: HostFacts, layer: str) -> str:
     h = host
     if layer == "driver":
         d = h.driver
@@ -81,7 +86,7 @@ def grouped(report: Report) -> Iterator[tuple[str, str, list[Finding]]]:
 def headline(report: Report) -> str:
     m = report.host.machine
     where = ", ".join(x for x in (m.hostname, m.os, m.arch) if x)
-    return f"envcheck {__version__} doctor — {where}"
+    return f"envcheck {__version__} doctor — {visible(where)}"
 
 
 def render_plain(report: Report, stream: IO[str], explain: bool = False) -> None:
@@ -91,9 +96,9 @@ def render_plain(report: Report, stream: IO[str], explain: bool = False) -> None
         facts = layer_facts(report.host, name)
         w(f"\n{title}" + (f": {facts}" if facts else "") + "\n")
         for f in items:
-            w(f"  {_MARK[f.severity]}  {f.id:<28} {f.message}\n")
+            w(f"  {_MARK[f.severity]}  {visible(f.id):<28} {message_text(f.message)}\n")
             if f.fix and f.severity != "pass":
-                w(f"        fix: {f.fix}\n")
+                w(f"        fix: {message_text(f.fix)}\n")
         if name == "image":
             _plain_image(report, w, explain)
         elif name == "smoke":
@@ -107,10 +112,10 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
     if img is None:
         return
     if img.pip_command:
-        write(f"  pip:   {img.pip_command}\n")
+        write(f"  pip:   {visible(img.pip_command)}\n")
     if explain:
         for r in img.rejected:
-            write(f"  rejected {r.ref}: {r.reason}\n")
+            write(f"  rejected {visible(r.ref)}: {visible(r.reason)}\n")
 
 
 SMOKE_COLUMNS = ("device asked", "device used", "loss start → end", "steps/s", "first step s", "peak GPU MiB")
@@ -120,8 +125,8 @@ def smoke_row(run: dict[str, object]) -> tuple[str, ...]:
     """One smoke run (per device) as table cells; `-` where the run did not measure it."""
     peak = run.get("peak_gpu_mem_bytes")
     return (
-        str(run.get("device_requested", "-")),
-        str(run.get("device_used", "-")),
+        visible(run.get("device_requested", "-")),
+        visible(run.get("device_used", "-")),
         f"{_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}",
         _num(run.get("steps_per_s")),
         _num(run.get("first_step_s")),
@@ -157,10 +162,10 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
         table.add_column(style="dim")
         table.add_column(overflow="fold")
         for f in items:
-            body = Text(f.message)
+            body = Text(message_text(f.message))
             if f.fix and f.severity != "pass":
-                body.append("\nfix: ", style="bold").append(f.fix, style="cyan")
-            table.add_row(Text(_MARK[f.severity], style=_STYLE[f.severity]), f.id, body)
+                body.append("\nfix: ", style="bold").append(message_text(f.fix), style="cyan")
+            table.add_row(Text(_MARK[f.severity], style=_STYLE[f.severity]), Text(visible(f.id)), body)
         console.print()
         console.print(Text(title, style="bold").append(f": {facts}" if facts else "", style="dim"))
         console.print(table)
@@ -174,10 +179,15 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
     console.print(Text(f"Proof: {PROOF_WORDS[report.proof]}"))
 
 
-def escape(text: str) -> str:
-    from rich.markup import escape as rich_escape
+def message_text(text: str) -> str:
+    """A finding's message or fix: lines we composed (a log tail) kept, nothing else obeyed."""
+    return visible(text, keep_lines=True)
 
-    return rich_escape(text)
+
+def escape(text: str) -> str:
+    from envcheck.render.sanitize import rich_safe
+
+    return rich_safe(text)
 
 
 def _rich_image(report: Report, console: Console, explain: bool) -> None:
