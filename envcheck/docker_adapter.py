@@ -7,7 +7,6 @@ The SDK is imported lazily: it costs ~300 ms, more than the whole `doctor --no-s
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -17,6 +16,8 @@ from envcheck.fixes import DOCKER_GROUP_FIX, NVIDIA_RUNTIME_FIX, START_DOCKER_FI
 
 if TYPE_CHECKING:
     import docker
+
+    from envcheck.probe.endpoint import Endpoint
 
 LABEL = "envcheck"  # every container envcheck creates carries this label (value: the run id)
 
@@ -30,15 +31,21 @@ class GpuRequestRefused(EnvironmentProblem):
 
 
 def engine_host() -> str:
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    from envcheck.probe.endpoint import resolve_endpoint
+
+    return resolve_endpoint().host
 
 
-def connect(timeout: float = 30.0) -> docker.DockerClient:
-    """A client for the engine named by DOCKER_HOST (default: the local socket), pinged once."""
+def connect(endpoint: Endpoint | None = None, timeout: float = 30.0) -> docker.DockerClient:
+    """A client for `endpoint` (None: resolved as the docker CLI does: DOCKER_HOST, the current
+    context with its TLS material, the default socket), pinged once."""
     import docker
 
+    from envcheck.probe.endpoint import resolve_endpoint
+
+    endpoint = endpoint or resolve_endpoint()
     with translate_errors("connecting to the Docker engine"):
-        client = docker.from_env(timeout=int(timeout))
+        client = docker.DockerClient(**endpoint.sdk_kwargs(), timeout=int(timeout))
         client.ping()
         return client
 

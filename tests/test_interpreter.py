@@ -111,4 +111,4 @@ def test_a_bug_in_the_cuda_probe_is_a_bug_not_a_timeout(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(cuda_libs, "probe_cuda", broken)
     with pytest.raises(KeyError, match="a bug in the probe"):
-        start_host_probe(engine=False).facts()
+        start_host_probe().facts()

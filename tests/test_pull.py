@@ -344,7 +344,7 @@ def test_socket_permission_denied_exits_4(registry: LocalRegistry) -> None:
     world = Path(tempfile.mkdtemp(prefix="envcheck-nobody-"))
     try:
         site = Path(next(p for p in sys.path if p.endswith("site-packages") and Path(p, "docker").is_dir()))
-        for package in ("docker", "requests", "urllib3", "idna", "charset_normalizer", "certifi"):
+        for package in ("docker", "requests", "urllib3", "idna", "charset_normalizer", "certifi", "packaging"):
             shutil.copytree(site / package, world / package)
         shutil.copytree(ROOT / "envcheck", world / "envcheck", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "matrix", world / "matrix")

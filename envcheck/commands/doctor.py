@@ -15,6 +15,7 @@ from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
 from envcheck.facts import HostFacts, read_host_facts
 from envcheck.findings import Finding
+from envcheck.probe.endpoint import resolve_endpoint
 from envcheck.probe.host import start_host_probe
 from envcheck.probe.interpreter import resolve_interpreter
 from envcheck.proof import expect_gpu_unproven, proof_of
@@ -22,6 +23,7 @@ from envcheck.report import ImageChoice, Report
 from envcheck.smoke.options import SmokeOptions
 
 if TYPE_CHECKING:
+    from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.interpreter import Interpreter
 
 
@@ -89,9 +91,11 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     gpus = parse_gpus(args.gpus)
-    # The target interpreter, resolved once: the Paddle probe and the smoke judge the same one.
+    # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
+    # engine probe and the smoke's client the same engine.
     target = None if args.facts else resolve_interpreter(args.python)
-    probe = None if target is None else start_host_probe(target)  # the CUDA child starts first
+    endpoint = None if args.facts else resolve_endpoint()
+    probe = None if target is None else start_host_probe(target, engine=endpoint)  # CUDA child first
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
 
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if smoke_runs:
         from envcheck.smoke.check import smoke_check
 
-        smoke_doc, smoke_findings = smoke_check(host, image, _smoke_options(args, gpus, target))
+        smoke_doc, smoke_findings = smoke_check(host, image, _smoke_options(args, gpus, target, endpoint))
         findings += smoke_findings
     proof = proof_of(findings, smoke_asked=smoke_runs)
     unproven = expect_gpu_unproven(findings, proof) if args.expect_gpu else None
@@ -146,10 +150,12 @@ def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> Ima
 
 
 def _smoke_options(
-    args: argparse.Namespace, gpus: tuple[int, ...] | None, target: Interpreter | None
+    args: argparse.Namespace, gpus: tuple[int, ...] | None, target: Interpreter | None,
+    endpoint: Endpoint | None,
 ) -> SmokeOptions:
     python = target.python if target else args.python
     return SmokeOptions(image=args.image, in_process=args.in_process, python=python, gpus=gpus,
+                        endpoint=endpoint,
                         expect_gpu=args.expect_gpu, pull=not args.no_pull, amp=args.amp,
                         compare_cpu=args.compare_cpu, export=args.export, timeout=args.smoke_timeout,
                         quiet=args.json)

@@ -106,7 +106,7 @@ def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, Imag
     from envcheck.probe.interpreter import resolve_interpreter
     from envcheck.select import select_image
 
-    host = probe_host(resolve_interpreter(args.python), engine=False)
+    host = probe_host(resolve_interpreter(args.python))
     return host, select_image(host, matrix, paddle=args.paddle, registry=args.registry)
 
 
@@ -135,7 +135,7 @@ def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None,
             from envcheck.probe.host import probe_host
             from envcheck.probe.interpreter import resolve_interpreter
 
-            host = probe_host(resolve_interpreter(args.python), engine=False)
+            host = probe_host(resolve_interpreter(args.python))
         matrix = matrix or _load_matrix(args)
         refusal = cuda_refusal(claims, host, matrix)
         if refusal:

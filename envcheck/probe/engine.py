@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlparse
 
 from envcheck.facts import EngineFacts
+from envcheck.probe.endpoint import Endpoint, resolve_endpoint
 
 _TIMEOUT = 2.0
 _MAX_RESPONSE = 4 * 1024 * 1024
@@ -62,20 +64,41 @@ def parse_response(raw: bytes, path: str) -> Any:
     return json.loads(body)
 
 
-def probe_engine(docker_host: str | None = None, timeout: float = _TIMEOUT) -> EngineFacts:
-    """`docker version --format json` + `docker info --format json`, reduced to what matters."""
-    host = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    if host.startswith("unix://") and not os.path.exists(urlparse(host).path):
-        return EngineFacts(status="absent", host=host, reason=f"no Docker engine socket at {urlparse(host).path}")
+def probe_engine(endpoint: Endpoint | str | None = None, timeout: float = _TIMEOUT) -> EngineFacts:
+    """`docker version --format json` + `docker info --format json`, reduced to what matters.
+
+    `endpoint`: the resolved engine (a bare host string is taken as given, for tests); None
+    resolves it as the docker CLI would."""
+    if not isinstance(endpoint, Endpoint):
+        endpoint = Endpoint(endpoint, "DOCKER_HOST") if endpoint else resolve_endpoint()
+    host, path = endpoint.host, endpoint.socket_path
+    where = EngineFacts(host=host, context=endpoint.context)
+    if path is not None and not os.path.exists(path):
+        return replace(where, status="absent", reason=f"no Docker engine socket at {path}")
     try:
-        version = _get(host, "/version", timeout)
-        info = _get(host, "/info", timeout)
+        if endpoint.tls or urlparse(host).scheme not in ("unix", "tcp", "http"):
+            version, info = _sdk_documents(endpoint, timeout)  # TLS, ssh://: the SDK's transports
+        else:
+            version, info = _get(host, "/version", timeout), _get(host, "/info", timeout)
     except PermissionError as e:
-        return EngineFacts(status="error", host=host, denied=True,
-                           reason=f"permission denied on the engine socket: {e}")
+        return replace(where, status="error", denied=True,
+                       reason=f"permission denied on the engine socket: {e}")
     except (OSError, ValueError) as e:
-        return EngineFacts(status="error", host=host, reason=f"the engine did not answer: {e}")
-    return engine_facts(version, info, host)
+        return replace(where, status="error", reason=f"the engine did not answer: {e}")
+    return replace(engine_facts(version, info, host), context=endpoint.context)
+
+
+def _sdk_documents(endpoint: Endpoint, timeout: float) -> tuple[Any, Any]:
+    import docker
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        client = docker.DockerClient(**endpoint.sdk_kwargs(), timeout=max(1, int(timeout)))
+        with client:
+            return client.version(), client.info()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+        raise OSError(str(e)) from e
 
 
 def engine_facts(version: Any, info: Any, host: str) -> EngineFacts:

@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from envcheck.facts import CudaDriverFacts, EngineFacts, HostFacts, LibraryFacts
+from envcheck.probe.endpoint import Endpoint
 from envcheck.probe.environment import probe_env, probe_machine
 from envcheck.probe.interpreter import Interpreter, current_interpreter
 from envcheck.probe.paddle_build import probe_paddle
@@ -26,7 +27,9 @@ class HostProbe:
     (exit 3), never mistaken for a driver that did not answer.
     """
 
-    def __init__(self, target: Interpreter, *, engine: bool, timeout: float) -> None:
+    def __init__(
+        self, target: Interpreter, *, engine: Endpoint | None, timeout: float
+    ) -> None:
         self.target = target
         self._engine, self._timeout = engine, timeout
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envcheck-cuda-probe")
@@ -47,7 +50,7 @@ class HostProbe:
 
         driver, gpus = probe_driver()
         paddle = probe_paddle(self.target)
-        engine = _probe_engine() if self._engine else EngineFacts()
+        engine = _probe_engine(self._engine) if self._engine else EngineFacts()
         try:
             cuda_driver, cudart, cudnn = self._native.result(self._timeout * 3)
         except FutureTimeout:
@@ -61,18 +64,19 @@ class HostProbe:
 
 
 def start_host_probe(
-    target: Interpreter | None = None, *, engine: bool = True, timeout: float = 5.0
+    target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
 ) -> HostProbe:
+    """`engine`: the resolved endpoint to read (None: the engine is not probed)."""
     return HostProbe(target or current_interpreter(), engine=engine, timeout=timeout)
 
 
 def probe_host(
-    target: Interpreter | None = None, *, engine: bool = True, timeout: float = 5.0
+    target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
 ) -> HostFacts:
     return start_host_probe(target, engine=engine, timeout=timeout).facts()
 
 
-def _probe_engine() -> EngineFacts:
+def _probe_engine(endpoint: Endpoint) -> EngineFacts:
     from envcheck.probe.engine import probe_engine
 
-    return probe_engine()
+    return probe_engine(endpoint)

@@ -96,7 +96,7 @@ def acquire_image(plan: Plan, options: SmokeOptions) -> tuple[Any, str]:
     from envcheck.pull import ensure_image
 
     assert plan.image is not None
-    client = connect()  # one client (one ping) for the image and the container
+    client = connect(options.endpoint)  # the probed engine; one client for image and container
     return client, ensure_image(plan.image, allow_pull=options.pull, quiet=options.quiet, client=client)
 
 

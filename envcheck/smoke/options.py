@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from envcheck.probe.endpoint import Endpoint
 
 
 @dataclass(frozen=True)
@@ -19,3 +23,4 @@ class SmokeOptions:
     timeout: float = 300.0  # --smoke-timeout seconds, after which the container is killed
     steps: int = 60
     quiet: bool = False  # no progress display
+    endpoint: Endpoint | None = None  # the engine the doctor probed (None: resolve it)
