@@ -1,72 +1,131 @@
-"""A validated matrix, cached between runs and keyed by the files it came from.
+"""Parsed matrix TOML, cached between runs as plain JSON keyed by the bytes it came from.
 
-Parsing ~1,100 TOML lines with the pure-Python `tomllib` and validating them costs ~30 ms, a
-fifth of the doctor's start-up budget, to rebuild the same objects every run. The cache holds the
-`Matrix` built last time with the stamp of its inputs (envcheck version, folder, each file's
-name, size and mtime); any change to any of them is a miss and a fresh, fully validated load.
-Errors are never cached. A cache that cannot be read or written is simply not used.
+The pure-Python `tomllib` spends ~30 ms of the ~40 ms a matrix load takes parsing the same
+~1,100 lines every run; validation and building the model take the rest and ALWAYS run, with the
+loader's current code, on whatever the cache returns. So the cache holds only what `tomllib`
+returned for one file, and its key is the SHA-256 of that file's bytes plus the parser's identity
+(envcheck and Python versions, this module's and the TOML shim's source): an edit, a loader
+change or a touched mtime can never serve a stale result.
+
+It can never run code either (issue #9.3: the old cache was a pickle in a predictable path, and a
+planted pickle ran `id` as root). JSON is data; and the folder is used only when it is ours: a
+real directory (not a link), owned by the effective user, writable by nobody else, created 0700.
+Each file is opened without following links and must pass the same ownership test. A cache that
+cannot be trusted, read or written is simply not used. `ENVCHECK_CACHE_DIR=""` turns it off
+(the test suite does).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-import pickle
-import zlib
-from collections.abc import Callable
+import stat
+import sys
+import tempfile
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from envcheck import __version__
-from envcheck.matrix.model import Matrix
+from envcheck.matrix.toml import tomllib
 
 CACHE_DIR_VAR = "ENVCHECK_CACHE_DIR"  # "" turns the cache off
-_Stamp = tuple[object, ...]
+_MAX_ENTRY = 4 * 1024 * 1024
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """`tomllib.load(path)`, from the cache when these exact bytes were parsed before.
+
+    Raises what `tomllib` and `open` raise (TOMLDecodeError, OSError, UnicodeDecodeError);
+    errors are never cached."""
+    data = path.read_bytes()
+    folder = cache_dir()
+    if folder is None:
+        return _parse(data)
+    entry = folder / f"toml-{hashlib.sha256(_salt() + data).hexdigest()[:48]}.json"
+    hit = _read(entry)
+    if hit is not None:
+        return hit
+    doc = _parse(data)
+    _write(folder, entry, doc)
+    return doc
+
+
+def _parse(data: bytes) -> dict[str, Any]:
+    doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+    return doc
 
 
 def cache_dir() -> Path | None:
+    """The cache folder, created 0700 if missing; None when off or not safely ours."""
     configured = os.environ.get(CACHE_DIR_VAR)
     if configured is not None:
-        return Path(configured) if configured else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "envcheck"
-
-
-def stamp(root: Path) -> _Stamp | None:
+        if not configured:
+            return None
+        folder = Path(configured)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = Path(base) / "envcheck"
     try:
-        files = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns)
-                       for e in os.scandir(root) if e.name.endswith(".toml"))
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        info = os.lstat(folder)
     except OSError:
         return None
-    return (__version__, str(root), *files)
+    return folder if stat.S_ISDIR(info.st_mode) and _ours(info) else None
 
 
-def cached_load(root: Path, load: Callable[[], Matrix]) -> Matrix:
-    folder, key = cache_dir(), stamp(root)
-    if folder is None or key is None:
-        return load()
-    file = folder / f"matrix-{zlib.crc32(str(root).encode()):08x}.pickle"
-    hit = _read(file, key)
-    if hit is not None:
-        return hit
-    matrix = load()
-    _write(file, key, matrix)
-    return matrix
+def _ours(info: os.stat_result) -> bool:
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _read(file: Path, key: _Stamp) -> Matrix | None:
+@lru_cache(maxsize=1)
+def _salt() -> bytes:
+    """The parser's identity: what could make the same bytes parse differently."""
+    h = hashlib.sha256(f"{__version__}\0{sys.version}\0".encode())
+    for module in (__file__, tomllib.__file__, Path(__file__).with_name("toml.py")):
+        try:
+            h.update(Path(str(module)).read_bytes())
+        except (OSError, TypeError):
+            h.update(str(module).encode())
+    return h.digest()
+
+
+def _read(entry: Path) -> dict[str, Any] | None:
     try:
-        with open(file, "rb") as f:
-            saved_key, matrix = pickle.load(f)
-    except Exception:  # noqa: BLE001 - any unreadable cache (truncated, other version) is a miss
+        fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None  # a miss, or a link someone planted
+    try:
+        with open(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or not _ours(info) or info.st_size > _MAX_ENTRY:
+                return None
+            doc = json.loads(f.read(_MAX_ENTRY + 1))
+    except (OSError, ValueError, RecursionError):  # unreadable or corrupt: a miss
         return None
-    return matrix if saved_key == key and isinstance(matrix, Matrix) else None
+    return doc if isinstance(doc, dict) else None
 
 
-def _write(file: Path, key: _Stamp, matrix: Matrix) -> None:
+def _write(folder: Path, entry: Path, doc: dict[str, Any]) -> None:
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            pickle.dump((key, matrix), f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, file)  # readers see the old file or the new one, never half of one
+        text = json.dumps(doc, allow_nan=False)
+    except (TypeError, ValueError):
+        return  # a TOML date or a NaN has no exact JSON form: parse that file every time
+    if json.loads(text) != doc:
+        return  # never cache what would not come back identical
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".toml-", suffix=".tmp", dir=folder)  # 0600, O_EXCL
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, entry)  # readers see the old entry or the new one, never half of one
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     except OSError:
         return

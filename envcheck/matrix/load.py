@@ -23,7 +23,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import MatrixError
-from envcheck.matrix.cache import cached_load
+from envcheck.matrix.cache import read_toml
 from envcheck.matrix.location import matrix_dir
 from envcheck.matrix.model import (
     ArchSet,
@@ -43,7 +43,7 @@ from envcheck.versions import VersionParseError, parse_compute_capability, parse
 def load_matrix(path: str | None = None) -> Matrix:
     """Load and validate the matrix; raise `MatrixError` listing every problem found."""
     root, origin = matrix_dir(path)
-    return cached_load(root, lambda: _load(root, origin))
+    return _load(root, origin)
 
 
 def _load(root: Path, origin: str) -> Matrix:
@@ -333,9 +333,7 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[_Row]:
 
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
     try:
-        with path.open("rb") as f:
-            data: dict[str, Any] = tomllib.load(f)
-            return data
+        return read_toml(path)  # parsed TOML cached as JSON; validation below always runs
     except tomllib.TOMLDecodeError as e:  # the message ends "(at line L, column C)"
         problems.append(f"{path.name}: TOML syntax error: {e}")
     except (OSError, UnicodeDecodeError) as e:
