@@ -103,6 +103,7 @@ def render_plain(report: Report, stream: IO[str], explain: bool = False) -> None
             _plain_image(report, w, explain)
         elif name == "smoke":
             _plain_smoke(report, w)
+            _plain_loaded(report, w, explain)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
     w(f"Proof: {PROOF_WORDS[report.proof]}\n")
 
@@ -148,6 +149,26 @@ def _plain_smoke(report: Report, write: Callable[[str], object]) -> None:
             write("  " + " | ".join(smoke_row(run)) + "\n")
 
 
+def loaded_lines(report: Report, explain: bool) -> list[str]:
+    """What the smoke process mapped (issue 11): library, version, from where; paths with --explain."""
+    libs = (report.smoke or {}).get("loaded_libraries")
+    if not isinstance(libs, list):
+        return []
+    if not libs:
+        return ["  loaded: no NVIDIA library (the smoke ran without CUDA)"]
+    lines = ["  loaded: library | version | from" + (" | path" if explain else "")]
+    for lib in libs:
+        if isinstance(lib, dict):
+            cells = [lib.get("name"), lib.get("version") or "?", lib.get("source")]
+            lines.append("    " + " | ".join(visible(str(c)) for c in cells + ([lib.get("path")] if explain else [])))
+    return lines
+
+
+def _plain_loaded(report: Report, write: Callable[[str], object], explain: bool) -> None:
+    for line in loaded_lines(report, explain):
+        write(line + "\n")
+
+
 def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -173,6 +194,8 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
             _rich_image(report, console, explain)
         elif name == "smoke":
             _rich_smoke(report, console)
+            for line in loaded_lines(report, explain):
+                console.print(escape(line))
     console.print()
     console.print(Text(f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
                        style=_VERDICT_STYLE[report.verdict]))

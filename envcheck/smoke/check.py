@@ -20,6 +20,7 @@ from envcheck.facts import HostFacts
 from envcheck.findings import Finding
 from envcheck.report import ImageChoice
 from envcheck.smoke.document import smoke_document
+from envcheck.smoke.loaded import loaded_findings
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result
 from envcheck.smoke.plan import Outcome, Plan, in_process_plan, plan_smoke
@@ -51,6 +52,7 @@ def smoke_check(
     if plan.mode == "in-process":
         outcome = run_in_process(plan, options)
     findings += judge(plan, outcome)
+    findings += loaded_findings(host, plan, outcome.result if outcome else None)
     return smoke_document(plan, outcome), findings
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.report import CPU_FALLBACK_ID, WRONG_RESULTS_ID
+from envcheck.smoke.loaded import loaded_libraries
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.verdict import host_gpu, judge, on_gpu, witnesses
@@ -75,6 +76,9 @@ def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
         "nvml": None,
         "log_tail": [],
         "container": None,
+        "loaded_libraries": None,
+        "loaded_when": None,
+        "driver_check": None,
         "problem": None,
         "error": None,
     }
@@ -96,6 +100,9 @@ def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
         doc["runs"] = [_run_document(plan, r, outcome.nvml) for r in result["runs"]]
         doc["warnings"] = result["warnings"]
         doc["error"] = result["error"]
+        doc["loaded_libraries"] = loaded_libraries(result)
+        doc["loaded_when"] = result.get("loaded_when")
+        doc["driver_check"] = result.get("driver_check")
     if doc["status"] != "pass":
         doc["log_tail"] = log_tail(raw.stderr)
     return doc

@@ -124,7 +124,7 @@ def likely_cause(
                 f"{build} most likely has no kernels for this GPU's compute capability "
                 f"({capabilities}): {seen}"
             ),
-            _install_fix(
+            install_fix(
                 plan, f"a Paddle build with kernels for compute capability {capabilities}"
             ),
         )
@@ -136,13 +136,13 @@ def likely_cause(
         return (
             "cudnn-mismatch",
             f"the cuDNN loaded ({loaded or 'see the Paddle warnings'}) is not the one {build} was built for",
-            _install_fix(plan, f"cuDNN {result.get('cudnn_version')} (the one the build expects)"),
+            install_fix(plan, f"cuDNN {result.get('cudnn_version')} (the one the build expects)"),
         )
     if "matmul" in ops and kinds & {"cuda-mismatch", "cuda-cudnn-mismatch"}:
         return (
             "cublas-mismatch",
             f"the CUDA runtime/cuBLAS loaded is not the one {build} was built for",
-            _install_fix(
+            install_fix(
                 plan, f"the CUDA {result.get('cuda_version')} libraries the build expects"
             ),
         )
@@ -162,12 +162,12 @@ def likely_cause(
     return (
         "unexplained",
         f"{' and '.join(libraries)} gave wrong results on compute capability {capabilities} with {build}",
-        _install_fix(plan, "the official Paddle build for this GPU and driver")
+        install_fix(plan, "the official Paddle build for this GPU and driver")
         + "; if it persists, report it with `envcheck doctor --json`",
     )
 
 
-def _install_fix(plan: Plan, what: str) -> str:
+def install_fix(plan: Plan, what: str) -> str:
     if plan.mode == "container":
         image = (
             f"`envcheck doctor --image {plan.gpu_image}`"

@@ -156,6 +156,17 @@ _CHECK = {
 _LOSS_CHECK = {"start": (*_NUM, type(None)), "non_finite": int, "zero_steps": int, "distinct": int}
 _WINDOW = {"start": _NUM, "end": _NUM}
 _WARNING = {"kind": str, "text": str}
+# What the process mapped (issue 11): optional, so an older workload's line still reads.
+_LOADED = {
+    "name": str,
+    "path": str,
+    "source": str,
+    "call": (str, type(None)),
+    "raw": (int, list, type(None)),
+    "call_error": (str, type(None)),
+}
+_DRIVER_CHECK = {"library": str, "init": (int, type(None)), "error": (str, type(None)),
+                 "driver_version": (str, type(None))}
 
 
 def validate(doc: Any) -> None:
@@ -168,6 +179,7 @@ def validate(doc: Any) -> None:
         _check(warning, _WARNING, f"warnings[{i}]")
     if doc["error"] is not None:
         return  # died before training: only the error is promised
+    _check_loaded(doc)
     _check(doc, _BUILD, "result")
     if not doc["runs"]:
         raise BadOutput("result has no runs")
@@ -180,6 +192,21 @@ def validate(doc: Any) -> None:
             _check(run["loss_check"], _LOSS_CHECK, f"runs[{i}].loss_check")
             _check(run["train_window"], _WINDOW, f"runs[{i}].train_window")
             _check_numbers(run, f"runs[{i}]")
+
+
+def _check_loaded(doc: dict[str, Any]) -> None:
+    libraries = doc.get("loaded_libraries")
+    if libraries is None:
+        return
+    if not isinstance(libraries, list):
+        raise BadOutput(f"result.loaded_libraries: expected list, got {type(libraries).__name__}")
+    for i, lib in enumerate(libraries):
+        _check(lib, _LOADED, f"loaded_libraries[{i}]")
+        raw = lib["raw"]
+        if isinstance(raw, list) and not all(isinstance(v, int) and not isinstance(v, bool) for v in raw):
+            raise BadOutput(f"loaded_libraries[{i}].raw: expected integers")
+    if doc.get("driver_check") is not None:
+        _check(doc["driver_check"], _DRIVER_CHECK, "driver_check")
 
 
 def _check(obj: Any, spec: dict[str, Any], where: str) -> None:

@@ -108,6 +108,41 @@ DROPOUT_CHECK_P = 0.5
 CORRUPT_ENV = "ENVCHECK_SMOKE_CORRUPT"
 
 
+# What the process really mapped (issue 11), read from /proc/self/maps after the first training
+# step: Paddle dlopen()s the CUDA runtime, cuBLAS and cuDNN lazily, on first use. A whole file name
+# per match (libcudnn_ops_infer.so.8, libcublasLt.so.13.1.0.3, libcuda.so.580.159.04).
+LOADED_NAME = re.compile(
+    r"(?P<name>lib(?:cuda|nvidia-ml|cudart|cublas|cublasLt|cudnn(?:_[a-z_]+)?|nccl"
+    r"|nvrtc(?:-builtins)?))\.so(?:\.[0-9][0-9.]*)?"
+)
+# The library's own version call, on the copy already mapped: (symbol, how it answers).
+# libcuda's cuDriverGetVersion is the CUDA API it serves (13000), not the driver's version: the
+# file name says that (libcuda.so.580.159.04). libnvidia-ml would need nvmlInit: file name only.
+VERSION_CALLS = {
+    "libcudart": ("cudaRuntimeGetVersion", "int-out"),
+    "libcudnn": ("cudnnGetVersion", "size-return"),
+    "libcublas": ("cublasGetProperty", "properties"),
+    "libcublasLt": ("cublasLtGetProperty", "properties"),
+    "libnccl": ("ncclGetVersion", "int-out"),
+    "libnvrtc": ("nvrtcVersion", "two-ints"),
+    "libcuda": ("cuDriverGetVersion", "int-out"),
+}
+# The CUDA forward-compat package installs libcuda under /usr/local/cuda-X.Y/compat:
+# https://docs.nvidia.com/deploy/cuda-compatibility/#forward-compatibility
+COMPAT_DIR = re.compile(r"/cuda[^/]*/compat(?:/|$)")
+PIP_DIR = re.compile(r"/(?:site|dist)-packages/nvidia/")
+CUDA_HOME_DIR = re.compile(r"^/usr/local/cuda[^/]*/")
+# NVML's answers that name a broken driver state inside a container (nvml.h).
+NVML_ERRORS = {
+    3: "NVML_ERROR_NOT_SUPPORTED",
+    4: "NVML_ERROR_NO_PERMISSION",
+    9: "NVML_ERROR_DRIVER_NOT_LOADED",
+    12: "NVML_ERROR_LIBRARY_NOT_FOUND",
+    18: "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+    999: "NVML_ERROR_UNKNOWN",
+}
+
+
 def scan_paddle_warnings(text: str) -> List[Dict[str, str]]:
     """Paddle's recognised warning/error lines in a log, deduplicated, in order of appearance."""
     found: List[Dict[str, str]] = []
@@ -252,7 +287,23 @@ def _smoke(args: argparse.Namespace) -> Dict[str, Any]:
     )
     devices = expand_devices(args.device, out["cuda_device_count"])
     out["runs"] = [run_on(paddle, device, args) for device in devices]
+    if not _LOADED:  # no training step ran (a crash before it): what was mapped by then
+        _snapshot_loaded("end")
+    out.update(_LOADED)
+    out["driver_check"] = driver_check(_LOADED["loaded_libraries"])
     return out
+
+
+# Filled once per process, after the first training step of the first run.
+_LOADED: Dict[str, Any] = {}
+
+
+def _snapshot_loaded(when: str) -> None:
+    _LOADED.update(loaded_libraries=loaded_libraries(), loaded_when=when)
+    log(
+        "loaded (%s): %s"
+        % (when, ", ".join(lib["path"] for lib in _LOADED["loaded_libraries"]) or "no NVIDIA library")
+    )
 
 
 def expand_devices(asked: List[str], count: Optional[int]) -> List[str]:
@@ -387,7 +438,7 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
     scaler = paddle.amp.GradScaler(enable=dtype == "float16", init_loss_scaling=1024.0)
     losses: List[Any] = []
     logits: Any = None
-    t_first = t_build
+    t_first = t_steps = t_build
     start = time.time()  # the host's NVML witness judges this span (the host's clock too)
     log("training window start %.3f" % start)
     for step in range(args.steps):
@@ -403,8 +454,11 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
         if step == 0:
             float(losses[0])  # wait for the device: the first step includes CUDA/cuDNN start-up
             t_first = time.perf_counter()
+            if not _LOADED:  # the witness window covers it; steps/s does not
+                _snapshot_loaded("first-step")
+            t_steps = time.perf_counter()
     curve = [float(v) for v in paddle.stack(losses).numpy().tolist()]  # one sync, at the end
-    elapsed = time.perf_counter() - t_first
+    elapsed = time.perf_counter() - t_steps
     end = time.time()
     log("training window end %.3f" % end)
     curve = _corrupt_curve(curve, corruptions().get("loss"))
@@ -722,6 +776,129 @@ def _error_of(e: BaseException, phase: str) -> Dict[str, Any]:
         "message": str(e)[:2000],
         "traceback": "".join(tail)[-4000:],
     }
+
+
+def loaded_libraries(maps: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
+    """Every NVIDIA library mapped in this process, in load order: path, where it came from, and
+    the raw answer of its own version call (the host decodes it). Never loads anything."""
+    if maps is None:
+        try:
+            with open("/proc/self/maps") as f:
+                maps = f.read()
+        except OSError:  # not Linux: nothing to say, and the host says so
+            return []
+    env = dict(os.environ) if env is None else env
+    found: List[Dict[str, Any]] = []
+    seen: Set[str] = set()
+    for line in maps.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) < 6:
+            continue
+        path = fields[5].strip()
+        if path.endswith(" (deleted)"):  # noqa: FURB188 - Python 3.8 has no removesuffix
+            path = path[: -len(" (deleted)")]
+        match = LOADED_NAME.fullmatch(os.path.basename(path))
+        if match is None or path in seen:
+            continue
+        seen.add(path)
+        name = match.group("name")
+        entry = {"name": name, "path": path, "source": library_source(path, env)}
+        entry.update(version_call(name, path))
+        found.append(entry)
+    return found
+
+
+def library_source(path: str, env: Dict[str, str]) -> str:
+    """compat, pip, conda, LD_LIBRARY_PATH, cuda-home or system: the most telling first."""
+    if COMPAT_DIR.search(path):
+        return "compat"
+    if PIP_DIR.search(path):
+        return "pip"
+    conda = (env.get("CONDA_PREFIX") or "").rstrip("/")
+    if conda and path.startswith(conda + "/"):
+        return "conda"
+    folder = os.path.dirname(path)
+    for entry in (env.get("LD_LIBRARY_PATH") or "").split(":"):
+        if entry and os.path.realpath(entry) == folder:
+            return "LD_LIBRARY_PATH"
+    if CUDA_HOME_DIR.match(path):
+        return "cuda-home"
+    return "system"
+
+
+def version_call(name: str, path: str) -> Dict[str, Any]:
+    """{"call", "raw", "call_error"}: the library's own answer, from the mapped copy only
+    (RTLD_NOLOAD: a path that is not already loaded is never loaded)."""
+    family = "libcudnn" if name.startswith("libcudnn") else name
+    if family not in VERSION_CALLS:
+        return {"call": None, "raw": None, "call_error": None}
+    symbol, how = VERSION_CALLS[family]
+    out: Dict[str, Any] = {"call": symbol, "raw": None, "call_error": None}
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        fn = getattr(lib, symbol)
+        out["raw"] = _ask_version(ctypes, fn, how)
+    except (OSError, AttributeError, ValueError) as e:  # no such symbol, or an error code
+        out["call_error"] = _one_line(e)
+    return out
+
+
+def _ask_version(ctypes: Any, fn: Any, how: str) -> Any:
+    if how == "size-return":
+        fn.restype = ctypes.c_size_t
+        return int(fn())
+    if how == "properties":  # libraryPropertyType: MAJOR_VERSION 0, MINOR_VERSION 1, PATCH_LEVEL 2
+        parts = []
+        for prop in (0, 1, 2):
+            value = ctypes.c_int(0)
+            _status(fn(prop, ctypes.byref(value)))
+            parts.append(value.value)
+        return parts
+    if how == "two-ints":
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        _status(fn(ctypes.byref(major), ctypes.byref(minor)))
+        return [major.value, minor.value]
+    value = ctypes.c_int(0)
+    _status(fn(ctypes.byref(value)))
+    return value.value
+
+
+def _status(code: int) -> None:
+    if code != 0:
+        raise ValueError("returned error %d" % code)
+
+
+def driver_check(libraries: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The driver's user space as this process sees it (in a container: what the NVIDIA runtime
+    injected): nvmlInit's answer and the driver version NVML reports. Only for a process that
+    mapped libcuda or libnvidia-ml, after training, so it changes nothing the training saw."""
+    if not any(lib["name"] in ("libcuda", "libnvidia-ml") for lib in libraries):
+        return None
+    import ctypes
+
+    nvml = next((lib["path"] for lib in libraries if lib["name"] == "libnvidia-ml"), None)
+    out: Dict[str, Any] = {"library": nvml or "libnvidia-ml.so.1", "init": None,
+                           "error": None, "driver_version": None}
+    try:
+        lib = ctypes.CDLL(out["library"])
+    except OSError as e:
+        out["error"] = _one_line(e)
+        return out
+    init = getattr(lib, "nvmlInit_v2", None) or getattr(lib, "nvmlInit", None)
+    if init is None:
+        out["error"] = "no nvmlInit in %s" % out["library"]
+        return out
+    out["init"] = int(init())
+    if out["init"] != 0:
+        out["error"] = NVML_ERRORS.get(out["init"], "NVML error %d" % out["init"])
+        return out
+    buffer = ctypes.create_string_buffer(96)
+    if lib.nvmlSystemGetDriverVersion(buffer, ctypes.c_uint(96)) == 0:
+        out["driver_version"] = buffer.value.decode("ascii", "replace")
+    lib.nvmlShutdown()
+    return out
 
 
 if __name__ == "__main__":
