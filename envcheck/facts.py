@@ -219,8 +219,7 @@ def _check(check: str | None, value: Any, where: str) -> None:
 
 
 def _coerce(tp: Any, value: Any, where: str) -> Any:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
+    origin, args = _shape(tp)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
