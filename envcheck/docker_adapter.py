@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import EnvcheckError, EnvironmentProblem, UsageError
 from envcheck.fixes import DOCKER_GROUP_FIX, NVIDIA_RUNTIME_FIX, START_DOCKER_FIX
@@ -140,7 +140,9 @@ def pull_error(text: str, *, ref: str, registry: str, status_code: int | None = 
     if kind == "not-found":
         return ManifestNotFound(f"{ref}: not found on {registry} ({text})")
     if kind == "transient":
-        return RegistryUnavailable(f"pulling {ref} from {registry}: {text}")
+        # A name that does not resolve will not resolve on a retry: straight to the mirror.
+        return RegistryUnavailable(f"pulling {ref} from {registry}: {text}",
+                                   retry="no such host" not in text.lower())
     return PullFailed(f"pulling {ref}: the engine answered: {text}")
 
 
@@ -163,6 +165,46 @@ def translate_pull_errors(ref: str, registry: str) -> Iterator[None]:
         raise _unreachable(f"pulling {ref}", e) from e
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, PermissionError) as e:
         raise _unreachable(f"pulling {ref}", e) from e
+
+
+def inspect_distribution(client: docker.DockerClient, ref: str, registry: str, *,
+                         deadline: float) -> Any:
+    """The engine's answer to `GET /distribution/{ref}/json` (`docker buildx imagetools inspect`
+    without buildx): the daemon reads the registry through its own proxy, `registry-mirrors` and
+    `insecure-registries`, with the login the SDK found in `$DOCKER_CONFIG` — what its pull will do.
+
+    `deadline` bounds the whole call: the engine answers only once its registry reads are done, so
+    a read timeout of `deadline` seconds is an overall one (a trickling registry behind the
+    daemon cannot hang the run); the connection's close cancels the daemon's request."""
+    import requests.exceptions
+
+    from envcheck.registry import RegistryUnavailable
+
+    api = client.api
+    saved = api.timeout  # the client is used by this thread only while a pull runs
+    api.timeout = deadline
+    try:
+        with translate_pull_errors(ref, registry):
+            try:
+                return api.inspect_distribution(ref)
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
+                if not _timed_out(e):
+                    raise
+                raise RegistryUnavailable(
+                    f"{registry} did not answer within {deadline:g} s (the engine reading {ref}: "
+                    "a stalled or trickling connection)",
+                    hint="check the network and the engine's proxy; envcheck retries and tries the mirror",
+                ) from e
+    finally:
+        api.timeout = saved
+
+
+def _timed_out(e: BaseException) -> bool:
+    """requests raises a read timeout on a unix socket as ConnectionError(ReadTimeoutError) in
+    some urllib3 versions and as ReadTimeout in others."""
+    import requests.exceptions
+
+    return isinstance(e, requests.exceptions.ReadTimeout) or "timed out" in str(e).lower()
 
 
 def saved_login(registry: str) -> tuple[str, str] | None:

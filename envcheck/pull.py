@@ -1,7 +1,11 @@
 """Pull an image through the engine, carefully: checks before, retries during, proof after.
 
-Before: what the registry knows (`envcheck.registry`) — refuse a wrong platform, let the caller
-refuse a CUDA the driver cannot run, and do nothing when the engine already has that digest.
+Before: what the registry knows, asked through the engine (`inspect_distribution`: the daemon's
+proxy, mirrors, insecure registries and the CLI's stored logins, as `docker pull` uses them) —
+refuse a wrong platform, let the caller refuse a CUDA the driver cannot run, and do nothing when the
+engine already has that digest. The image config (its CUDA env) is read by envcheck's own registry
+client and is advisory: when that read fails, the CUDA is checked from the tag before the pull and
+from the pulled image's config after it (a refused image is removed again), with a warning.
 During: `docker.APIClient.pull(stream=True, decode=True)` (never the CLI), each event folded into
 `PullProgress` and shown by a `PullDisplay`; transient failures (5xx, resets, timeouts) retried
 with exponential backoff, then the mirror (Docker Hub ↔ Baidu) tried.
@@ -14,11 +18,12 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from envcheck.docker_adapter import (
     PullFailed,
+    inspect_distribution,
     pull_error,
     saved_login,
     translate_errors,
@@ -33,9 +38,12 @@ from envcheck.registry import (
     ManifestNotFound,
     Platform,
     RegistryClient,
+    RegistryError,
     RegistryUnavailable,
     RemoteImage,
+    env_mapping,
     host_platform,
+    parse_distribution,
 )
 from envcheck.render.progress import PullDisplay, make_display
 
@@ -44,12 +52,14 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 ImageCheck = Callable[[RemoteImage], None]  # raises ImageRefused when the host cannot run it
+ConfigSource = Literal["registry", "local image"]
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Tries per registry, for the registry read and for the pull each; delays 1, 2, 4… s.
-    `request_deadline`: how long one registry request may take in all (a trickle is a failure)."""
+    """Tries per registry, for the engine's registry read and for the pull each; delays 1, 2, 4… s.
+    `request_deadline`: how long one registry request (the engine's read, or one of envcheck's
+    own advisory reads) may take in all (a trickle is a failure)."""
 
     attempts: int = 4
     base: float = 1.0
@@ -79,13 +89,17 @@ class PullResult:
     registry: str  # the registry that served it
     digest: str
     image_id: str
-    size: int | None  # compressed bytes (registry manifest)
+    size: int | None  # compressed bytes (registry manifest; None when it could not be read)
     seconds: float
     outcome: Literal["pulled", "present"]
     attempts: int  # engine pulls started (0 when already present)
     platform: str
     mirror: bool = False
     failures: tuple[str, ...] = ()  # what failed on the way (retried, or the registry given up)
+    # Where the image config's env (CUDA_VERSION, NVIDIA_REQUIRE_CUDA) was read: the registry,
+    # before the pull; the pulled image, after it; None: not read (--force, registry unreadable).
+    config_source: ConfigSource | None = "registry"
+    warnings: tuple[str, ...] = ()  # advisory reads that could not be made
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +107,7 @@ class PullResult:
             "mirror": self.mirror, "digest": self.digest, "image_id": self.image_id,
             "size": self.size, "seconds": round(self.seconds, 3), "outcome": self.outcome,
             "attempts": self.attempts, "platform": self.platform, "failures": list(self.failures),
+            "config_source": self.config_source, "warnings": list(self.warnings),
         }
 
 
@@ -129,6 +144,7 @@ class _Run:
     sleep: Callable[[float], None]
     started: float = field(default_factory=time.monotonic)
     failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     attempts: int = 0
 
 
@@ -160,11 +176,12 @@ def pull_image(plan: PullPlan, *, client: Any, display: PullDisplay | None = Non
 
 
 def _pull_from(target: Reference, plan: PullPlan, run: _Run, *, mirror: bool) -> PullResult:
-    remote = _inspect(target, plan, run)
+    remote, config_read = _inspect(target, plan, run)
     want = plan.pinned_digest or target.digest or remote.digest
     image_id = _local_image(run.client, target, want)
     if image_id:
-        return _result(target, plan, run, remote, want, image_id, "present", mirror)
+        config = _checked_locally(run, remote, image_id, config_read, pulled=())
+        return _result(target, plan, run, remote, want, image_id, "present", mirror, config)
     source = target.with_digest(want) if plan.pinned_digest or target.digest else target
     progress = _retrying(lambda: _stream(run, source, remote), f"pull from {target.registry}", run)
     digest = want if source.digest else (progress.digest or want)
@@ -173,27 +190,92 @@ def _pull_from(target: Reference, plan: PullPlan, run: _Run, *, mirror: bool) ->
         # The stream ended without an error event, yet no image carries the digest: a broken pull.
         raise PullFailed(f"the engine finished pulling {target} but holds no image with digest {digest}",
                          hint="run the pull again; if it persists, check `docker system df` and the engine's log")
+    made = [source.with_digest(digest)]
     if source.digest and target.tag:
         with translate_errors(f"tagging {target}"):
             run.client.api.tag(image_id, target.name, target.tag)  # so the tag finds the pinned image
-    return _result(target, plan, run, remote, digest, image_id, "pulled", mirror)
+    if target.tag:
+        made.append(target.with_tag(target.tag))
+    config = _checked_locally(run, remote, image_id, config_read, pulled=tuple(made))
+    return _result(target, plan, run, remote, digest, image_id, "pulled", mirror, config)
 
 
-def _inspect(target: Reference, plan: PullPlan, run: _Run) -> RemoteImage:
-    registry = RegistryClient.for_reference(target, credentials=saved_login(target.registry),
-                                            deadline=run.retry.request_deadline)
-    remote = _retrying(lambda: registry.inspect(target, run.platform), f"reading {target.registry}", run)
-    refusal = platform_refusal(remote.platforms, run.platform)
-    if refusal:
-        raise ImageRefused(f"{target}: {refusal}", hint="choose a tag built for this machine's platform")
+def _inspect(target: Reference, plan: PullPlan, run: _Run) -> tuple[RemoteImage, bool]:
+    """What the engine says of `target` (the pin's digest when the tag moved on), its platform
+    checked, its config read (advisory) and the caller's check run on it; and whether the config
+    could be read."""
+    remote = _engine_inspect(target, run)
     if plan.pinned_digest and remote.digest != plan.pinned_digest:
         run.display.note(f"{target} now points at {remote.digest}; pulling the digest the matrix pins, "
                          f"{plan.pinned_digest}")
-        pinned = target.with_digest(plan.pinned_digest)
-        remote = _retrying(lambda: registry.inspect(pinned, run.platform), f"reading {target.registry}", run)
+        remote = replace(_engine_inspect(target.with_digest(plan.pinned_digest), run), reference=target)
+    remote, config_read = _read_config(target, remote, run)
     if run.check is not None:
-        run.check(remote)
+        run.check(remote)  # without the config: the tag's CUDA now, the config's after the pull
+    return remote, config_read
+
+
+def _engine_inspect(target: Reference, run: _Run) -> RemoteImage:
+    def ask() -> RemoteImage:
+        answer = inspect_distribution(run.client, str(target), target.registry,
+                                      deadline=run.retry.request_deadline)
+        return parse_distribution(answer, target)
+
+    remote = _retrying(ask, f"reading {target.registry}", run)
+    refusal = platform_refusal(remote.platforms, run.platform)
+    if refusal:
+        raise ImageRefused(f"{target}: {refusal}", hint="choose a tag built for this machine's platform")
     return remote
+
+
+def _read_config(target: Reference, remote: RemoteImage, run: _Run) -> tuple[RemoteImage, bool]:
+    """Size, layers and config env of the digest the engine named, read by envcheck's own client
+    (the engine does not tell them). Advisory: one try; a failure is a warning, never the end."""
+    registry = RegistryClient.for_reference(target, credentials=saved_login(target.registry),
+                                            deadline=run.retry.request_deadline)
+    try:
+        read = registry.inspect(target.with_digest(remote.digest), run.platform)
+    except (RegistryError, ManifestNotFound) as e:
+        run.warnings.append(
+            f"envcheck could not read the image config from {target.registry} itself ({e.message}); "
+            "the engine pulls it, and its CUDA is checked from the tag before the pull and from "
+            "the pulled image's config after it")
+        return remote, False
+    return replace(remote, size=read.size, layers=read.layers, env=read.env, labels=read.labels), True
+
+
+def _checked_locally(run: _Run, remote: RemoteImage, image_id: str, config_read: bool,
+                     pulled: tuple[Reference, ...]) -> ConfigSource | None:
+    """Where the config's env was judged from. When the registry's could not be read, the engine's
+    copy is: a refusal then removes the names this pull gave the image (`pulled`), so a refused
+    image is not left behind; an image that was already present stays."""
+    if config_read:
+        return "registry"
+    if run.check is None:
+        return None
+    with translate_errors(f"inspecting {remote.reference}"):
+        config = run.client.api.inspect_image(image_id).get("Config") or {}
+    env = config.get("Env") if isinstance(config, dict) else None
+    local = replace(remote, env=env_mapping([e for e in env or [] if isinstance(e, str)]))
+    try:
+        run.check(local)
+    except ImageRefused:
+        for ref in pulled:
+            _untag(run.client, ref)
+        raise
+    return "local image"
+
+
+def _untag(client: Any, ref: Reference) -> None:
+    """`docker rmi REF`: the name goes; the image too when no other name holds it."""
+    import docker.errors
+
+    try:
+        with translate_errors(f"removing {ref}"):
+            client.api.remove_image(str(ref))
+    except EnvcheckError as e:
+        if not isinstance(e.__cause__, docker.errors.NotFound):
+            raise
 
 
 def _stream(run: _Run, source: Reference, remote: RemoteImage) -> PullProgress:
@@ -249,12 +331,14 @@ def _local_image(client: Any, ref: Reference, digest: str) -> str | None:
 
 
 def _result(target: Reference, plan: PullPlan, run: _Run, remote: RemoteImage, digest: str,
-            image_id: str, outcome: Literal["pulled", "present"], mirror: bool) -> PullResult:
+            image_id: str, outcome: Literal["pulled", "present"], mirror: bool,
+            config_source: ConfigSource | None) -> PullResult:
     return PullResult(
         reference=str(target), requested=str(plan.requested), registry=target.registry,
         digest=digest, image_id=image_id, size=remote.size,
         seconds=time.monotonic() - run.started, outcome=outcome, attempts=run.attempts,
         platform=str(run.platform), mirror=mirror, failures=tuple(run.failures),
+        config_source=config_source, warnings=tuple(run.warnings),
     )
 
 

@@ -1,5 +1,12 @@
-"""A read-only Registry HTTP API v2 client (standard library only): what a registry knows about
-an image before anything is pulled — its digest, its platforms, its size and its config's env.
+"""What a registry knows about an image before anything is pulled.
+
+The digest and platforms come from the engine (`parse_distribution` reads its answer to
+`docker.APIClient.inspect_distribution`): the daemon asks the registry through its own network
+path — its proxy, `registry-mirrors`, `insecure-registries` — with the logins the docker CLI
+stored, exactly as `docker pull` will. What the engine does not tell (the image config's env, for
+its CUDA claims; layer sizes, for the progress bars; tag lists, for "tags nearby") is read by the
+read-only Registry HTTP API v2 client below (standard library only), and is advisory: `envcheck.pull`
+warns and lets the engine pull when that read fails.
 
 - Manifests are asked with every Accept type the engine sends, so a registry answers with an index
   when it has one (https://distribution.github.io/distribution/spec/manifest-v2-2/).
@@ -163,7 +170,7 @@ class RegistryClient:
         config_size = shape.descriptor(doc.get("config"), "config", required=False)[1]
         cfg = shape.mapping(config.get("config"), "config.config")
         return RemoteImage(ref, digest, media_type, platforms, config_size + sum(s for _, s in layers),
-                           layers, _env(shape.strings(cfg.get("Env"), "config.Env")),
+                           layers, env_mapping(shape.strings(cfg.get("Env"), "config.Env")),
                            shape.labels(cfg.get("Labels")))
 
     def manifest(self, repository: str, reference: str) -> tuple[dict[str, Any], str, str]:
@@ -286,6 +293,29 @@ class RegistryClient:
         if status == 429 or status >= 500:
             raise RegistryUnavailable(f"{self.registry} answered HTTP {status} for {what}{detail}")
         raise RegistryError(f"{self.registry} answered HTTP {status} for {what}{detail}")
+
+
+# -- the engine's answer ----------------------------------------------------------------------------
+def parse_distribution(doc: Any, ref: Reference) -> RemoteImage:
+    """The engine's `GET /distribution/{name}/json` (`docker.APIClient.inspect_distribution`:
+    `{"Descriptor": {"mediaType", "digest", "size"}, "Platforms": [{"os", "architecture"}…]}`) as
+    a `RemoteImage` without size, layers or config: the engine tells the digest and platforms only.
+    https://docs.docker.com/reference/api/engine/version/v1.41/#tag/Distribution"""
+    shape = _Shape(f"the engine sent a malformed distribution answer for {ref}")
+    top = shape.mapping(doc, "the answer")
+    descriptor = shape.mapping(top.get("Descriptor"), "Descriptor")
+    digest, _ = shape.descriptor(descriptor, "Descriptor")
+    media_type = descriptor.get("mediaType") or ""
+    if not isinstance(media_type, str):
+        raise shape.fail("Descriptor.mediaType", media_type)
+    entries = []
+    for i, p in enumerate(shape.items(top.get("Platforms"), "Platforms")):
+        fields = [p.get(k) for k in ("os", "architecture", "variant")]
+        if not all(f is None or isinstance(f, str) for f in fields):
+            raise shape.fail(f"Platforms[{i}]", p)
+        os_, arch, variant = fields
+        entries.append((digest, Platform(os_, arch, variant or None) if os_ and arch else None))
+    return RemoteImage(ref, digest, media_type, tuple(_index_platforms(entries)))
 
 
 # -- pure helpers -----------------------------------------------------------------------------------
@@ -461,7 +491,8 @@ def platform_runs(platforms: tuple[Platform, ...], want: Platform) -> bool:
     return any(p.os == want.os and p.architecture == want.architecture for p in platforms)
 
 
-def _env(items: list[str]) -> dict[str, str]:
+def env_mapping(items: list[str]) -> dict[str, str]:
+    """An image config's `Env` (`["KEY=value", …]`) as a mapping."""
     env: dict[str, str] = {}
     for item in items:
         key, _, value = item.partition("=")
@@ -603,6 +634,6 @@ class _LazyHTTPSHandler(urllib.request.HTTPSHandler):
 
 __all__ = [
     "ManifestNotFound", "Platform", "RegistryAuthRequired", "RegistryClient", "RegistryError",
-    "RegistryUnavailable", "RemoteImage", "host_platform", "is_loopback", "login_hint",
-    "parse_challenge", "platform_runs", "realm_refusal",
+    "RegistryUnavailable", "RemoteImage", "env_mapping", "host_platform", "is_loopback",
+    "login_hint", "parse_challenge", "parse_distribution", "platform_runs", "realm_refusal",
 ]

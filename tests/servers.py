@@ -249,6 +249,8 @@ class TrickleServer:
         self.interval = interval
         self.phase = phase
         self.connections = 0
+        self.open = 0  # connections the client has not closed yet (its requests still waiting)
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._thread = threading.Thread(target=self._accept, daemon=True)
@@ -278,13 +280,22 @@ class TrickleServer:
                 conn, _ = self._listener.accept()
             except OSError:
                 return  # stopped
-            self.connections += 1
+            with self._lock:
+                self.connections += 1
+                self.open += 1
             threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
 
     def _trickle(self, conn: socket.socket) -> None:
         body = b'{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json"}'
         head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n" % len(body))
+        try:
+            self._send_slowly(conn, head, body)
+        finally:
+            with self._lock:
+                self.open -= 1
+
+    def _send_slowly(self, conn: socket.socket, head: bytes, body: bytes) -> None:
         with conn:
             try:
                 conn.recv(65536)  # the request

@@ -292,7 +292,7 @@ def test_envchecks_own_bug_is_not_a_malformed_manifest(registry: LocalRegistry,
     def broken(items: list[str]) -> dict[str, str]:
         raise KeyError("a bug in envcheck")
 
-    monkeypatch.setattr(envcheck.registry, "_env", broken)
+    monkeypatch.setattr(envcheck.registry, "env_mapping", broken)
     client, ref = client_for(registry.ref(BUSYBOX_CUDA))
     with pytest.raises(KeyError, match="a bug in envcheck"):
         client.inspect(ref, AMD64)

@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     """Under --json an error becomes the CLI's error document (envcheck.report.error_document)."""
     from envcheck.pull import PullPlan, plan_pull
     from envcheck.reference import parse_reference
+    from envcheck.render.sanitize import visible
 
     # The reference is validated before anything else touches the engine or a registry.
     named = parse_reference(args.image) if args.image else None
@@ -67,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(args, plan, choice)
     result = _pull(args, plan, matrix, host)
+    for warning in result.warnings:  # stderr, --json or not: stdout is the result alone
+        print(f"envcheck: warning: {visible(warning)}", file=sys.stderr)
     if args.json:
         _print_json({"schema_version": JSON_SCHEMA_VERSION, **result.to_json()})
     else:
