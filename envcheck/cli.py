@@ -16,6 +16,7 @@ from typing import NoReturn
 from envcheck import __version__
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
+from envcheck.render.stdio import guard_stdio
 from envcheck.signals import unwind_on_signals
 from envcheck.streams import discard_stdout
 
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    guard_stdio()  # closed, unencodable or full stdout/stderr: never a traceback (#9.7)
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_json = "--json" in argv  # known before parsing: a bad flag under --json is a document too
     try:
@@ -54,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return _failed(ExitStatus.USAGE, "no command given", "see `envcheck --help`", wants_json)
         with unwind_on_signals():  # SIGTERM unwinds like Ctrl-C, from before anything is made
-            return int(args.run(args))
+            status = int(args.run(args))
+        sys.stdout.flush()  # a full disk under stdout is exit 4 here, not at interpreter exit
+        return status
     except EnvcheckError as e:
         return _failed(e.status, e.message, e.hint, wants_json)
     except KeyboardInterrupt:
@@ -89,7 +93,7 @@ def _failed(status: ExitStatus, message: str, hint: str | None, wants_json: bool
             json.dump(error_document(int(status), message, hint), sys.stdout, indent=2)
             sys.stdout.write("\n")
             sys.stdout.flush()
-        except BrokenPipeError:
+        except (BrokenPipeError, EnvcheckError):  # the reader left, or stdout is full (guard_stdio)
             discard_stdout()
     return int(status)
 

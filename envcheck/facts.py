@@ -214,8 +214,8 @@ def _check(check: str | None, value: Any, where: str) -> None:
             raise FactsError(f"{where}: expected a number >= 0 and < 2**63, got {_short(value)}")
         elif check == "archs" and any(not 0 <= arch < 1000 for arch in value):
             raise FactsError(f"{where}: CUDA archs are numbers like 80 or 90, got {list(value)}")
-    except (VersionParseError, InvalidVersion) as e:
-        raise FactsError(f"{where}: {e}") from e
+    except (VersionParseError, InvalidVersion, ValueError) as e:  # ValueError: over 4300 digits
+        raise FactsError(f"{where}: {str(e)[:120]}") from e
 
 
 def _coerce(tp: Any, value: Any, where: str) -> Any:

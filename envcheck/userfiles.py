@@ -221,7 +221,7 @@ def _read_bytes(path: str, what: str, hint: str | None) -> bytes:
             with open(path, "rb") as f:
                 data = f.read(MAX_DOCUMENT + 1)
     except FileNotFoundError as e:
-        raise UsageError(f"{what} {path}: no such file", hint=hint) from e
+        raise UsageError(f"cannot read {what} {path}: no such file", hint=hint) from e
     except (OSError, ValueError) as e:  # ValueError: stdin closed under us
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise UsageError(f"cannot read {what} {path}: {reason}", hint=hint) from e
