@@ -259,10 +259,12 @@ def _checked_locally(run: _Run, remote: RemoteImage, image_id: str, config_read:
     local = replace(remote, env=env_mapping([e for e in env or [] if isinstance(e, str)]))
     try:
         run.check(local)
-    except ImageRefused:
+    except ImageRefused as e:
         for ref in pulled:
             _untag(run.client, ref)
-        raise
+        whose = "the pulled image's config, removed again" if pulled else "the local image's config"
+        raise ImageRefused(f"{e.message} (read from {whose}: the registry's could not be read)",
+                           hint=e.hint) from e
     return "local image"
 
 

@@ -1,5 +1,6 @@
 """Real throwaway servers on loopback for the integration tests: extra Debian `docker-registry`
-processes (open, or behind htpasswd auth) and a small HTTP proxy that misbehaves on purpose.
+processes (open, or behind htpasswd auth), a small HTTP proxy that misbehaves on purpose, and a
+second `dockerd` with a daemon.json of its own (never the main engine's).
 
 Nothing here is a mock: the engine and envcheck talk HTTP to real processes. Every server binds
 127.0.0.1 on a free port and is stopped by the fixture that started it.
@@ -8,6 +9,7 @@ Nothing here is a mock: the engine and envcheck talk HTTP to real processes. Eve
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -308,3 +310,64 @@ class TrickleServer:
                     conn.sendall(bytes([byte]))
             except OSError:
                 return  # the client gave up: what the deadline is for
+
+
+class SecondEngine:
+    """A second, private `dockerd` (its own data root, exec root, pidfile, unix socket and
+    daemon.json; no bridge, no iptables; vfs storage) so a test can give an engine settings such
+    as `registry-mirrors` — which need a daemon restart — without touching the main engine."""
+
+    def __init__(self, config: dict[str, object]) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="envcheck-dockerd-", dir="/tmp"))
+        self.socket = self.root / "docker.sock"  # short: a unix socket path has 108 bytes
+        self.config = config
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def host(self) -> str:
+        return f"unix://{self.socket}"
+
+    def start(self, timeout: float = 60.0) -> SecondEngine:
+        (self.root / "daemon.json").write_text(json.dumps(self.config))
+        log = (self.root / "dockerd.log").open("ab")
+        self.process = subprocess.Popen(
+            [shutil.which("dockerd") or "/usr/sbin/dockerd", "--config-file", str(self.root / "daemon.json"),
+             "--data-root", str(self.root / "data"), "--exec-root", str(self.root / "exec"),
+             "--pidfile", str(self.root / "dockerd.pid"), "-H", self.host, "--bridge=none",
+             "--iptables=false", "--ip6tables=false", "--storage-driver=vfs"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.socket.exists() and _pings(self.socket):
+                return self
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"a second dockerd did not start: {self.log()[-2000:]}")
+
+    def log(self) -> str:
+        path = self.root / "dockerd.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        """SIGTERM (dockerd stops its own containerd), SIGKILL if it lingers; then its files go."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _pings(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(2.0)
+        try:
+            s.connect(str(path))
+            s.sendall(b"GET /_ping HTTP/1.0\r\n\r\n")
+            return s.recv(64).split(b" ")[1:2] == [b"200"]  # "HTTP/1.x 200 OK"
+        except OSError:
+            return False
