@@ -67,6 +67,7 @@ class ContainerSpec:
     timeout: float
     gpu_ids: tuple[str, ...] | None = None  # None: no GPU request; ("all",): every GPU
     environment: Mapping[str, str] = field(default_factory=dict)
+    binds: tuple[tuple[str, str], ...] = ()  # more (host path, target) read-only binds: tests' fake driver
     limits: Limits = field(default_factory=Limits)
     read_only: bool = (
         True  # False only when an NVIDIA hook must write the root (hook_needs_writable_root)
@@ -178,7 +179,8 @@ def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
         "memswap_limit": limits.memory,  # no swap: an OOM is reported, not crawled through
         "pids_limit": limits.pids,
         "shm_size": limits.shm,
-        "mounts": [Mount(SCRIPT_TARGET, str(spec.script.resolve()), type="bind", read_only=True)],
+        "mounts": [Mount(target, source, type="bind", read_only=True)
+                   for source, target in ((str(spec.script.resolve()), SCRIPT_TARGET), *spec.binds)],
         # The engine keeps its own copy of the output; megabytes of it must not fill the disk.
         "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
     }
