@@ -51,6 +51,11 @@ class HostReport:
     mtime: float | None = None
     reported: bool = True  # False: an expected host with no report (see not_reported)
 
+    @property
+    def label(self) -> str:
+        """The host's name, or the file it came from when its report names no host."""
+        return self.hostname or f"? ({self.source})"
+
     def layer_severities(self) -> dict[str, str]:
         """The worst severity per layer: `{"driver": "fail", "smoke": "pass", …}`."""
         worst: dict[str, str] = {}
@@ -70,6 +75,18 @@ class Duplicate:
     hostname: str
     kept: str
     ignored: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProblemGroup:
+    """Hosts that failed (or warned on) the same check with the same fix: one line of the fleet
+    dashboard (`12 hosts: driver.version-mismatch → reboot …`), not twelve."""
+
+    id: str
+    severity: str
+    fix: str | None
+    hosts: tuple[str, ...]  # labels, in the fleet's order
+    message: str  # the first host's, as an example: messages carry per-host values
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,23 @@ class FleetSummary:
     def verdict(self) -> str:
         return max((h.verdict for h in self.hosts), key=VERDICT_ORDER.index, default="pass")
 
+    def problem_groups(self) -> tuple[ProblemGroup, ...]:
+        """Every problem of the fleet, identical ones (same check, severity and fix) together;
+        failures first, then the most widespread."""
+        members: dict[tuple[str, str, str | None], list[tuple[HostReport, Finding]]] = {}
+        for host in self.hosts:
+            seen: set[tuple[str, str, str | None]] = set()
+            for f in host.report.findings:
+                key = (f.id, f.severity, f.fix)
+                if f.severity != "pass" and key not in seen:  # one per host, even if per GPU
+                    seen.add(key)
+                    members.setdefault(key, []).append((host, f))
+        ordered = sorted(members.items(), key=lambda kv: (kv[0][1] != "fail", -len(kv[1]), kv[0][0]))
+        return tuple(
+            ProblemGroup(id, severity, fix, tuple(h.label for h, _ in group), group[0][1].message)
+            for (id, severity, fix), group in ordered
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": "envcheck-fleet",
@@ -104,6 +138,11 @@ class FleetSummary:
             "layers": list(self.layers),
             "hosts": [_host_json(h) for h in self.hosts],
             "missing": list(self.missing),
+            "groups": [
+                {"id": g.id, "severity": g.severity, "fix": g.fix, "count": len(g.hosts),
+                 "hosts": list(g.hosts), "message": g.message}
+                for g in self.problem_groups()
+            ],
             "duplicates": [
                 {"hostname": d.hostname, "kept": d.kept, "ignored": list(d.ignored)}
                 for d in self.duplicates
@@ -166,7 +205,8 @@ def not_reported(expected: Sequence[str], hosts: Sequence[HostReport]) -> list[H
             "fleet.not-reported",
             f"{name} was expected but no readable report came from it: its doctor did not run, "
             "crashed before writing JSON, or its report was not collected",
-            f"run `envcheck doctor --json` on {name} by hand and read its stderr "
+            # The same words for every missing host: they make one line of the dashboard.
+            "on that host, run `envcheck doctor --json` by hand and read its stderr "
             "(the job's log, or `kubectl logs` of its pod)",
             "fleet",
             hostname=name,
@@ -226,6 +266,49 @@ def _range_parts(ranges: str, lineno: int) -> list[str]:
             raise HostListError(f"line {lineno}: the range {item.strip()} has too many hosts")
         parts += [str(n).zfill(len(m[1])) for n in range(int(m[1]), int(last) + 1)]
     return parts
+
+
+_NUMBERED = re.compile(r"(.*?)(\d+)(\D*)")
+
+
+def compress_host_list(names: Iterable[str]) -> list[str]:
+    """`gpu001 gpu002 gpu003 gpu010 login` -> `["gpu[001-003,010]", "login"]`, as Slurm writes
+    them: what `parse_host_list` (and `srun -w`, `--expect-hosts`) reads back. The last number in
+    a name is the one ranged; names are kept in the order they first appear."""
+    return [text for text, _ in compressed_host_list(names)]
+
+
+def compressed_host_list(names: Iterable[str]) -> list[tuple[str, int]]:
+    """`compress_host_list` with how many hosts each part names."""
+    runs: dict[tuple[str, str], list[str]] = {}  # (prefix, suffix) -> the digits, as written
+    order: list[tuple[str, str] | str] = []
+    for name in dict.fromkeys(names):
+        m = _NUMBERED.fullmatch(name)
+        if m is None:
+            order.append(name)
+            continue
+        key = (m[1], m[3])
+        if key not in runs:
+            runs[key] = []
+            order.append(key)
+        runs[key].append(m[2])
+    return [
+        (item, 1) if isinstance(item, str) else (_ranged(*item, runs[item]), len(runs[item]))
+        for item in order
+    ]
+
+
+def _ranged(prefix: str, suffix: str, numbers: list[str]) -> str:
+    if len(numbers) == 1:
+        return f"{prefix}{numbers[0]}{suffix}"
+    spans: list[list[str]] = []  # [first, last] as written; a span keeps its first's padding
+    for digits in sorted(numbers, key=lambda d: (int(d), len(d))):
+        span = spans[-1] if spans else None
+        if span and int(digits) == int(span[1]) + 1 and digits == str(int(digits)).zfill(len(span[0])):
+            span[1] = digits
+        else:
+            spans.append([digits, digits])
+    return f"{prefix}[{','.join(a if a == b else f'{a}-{b}' for a, b in spans)}]{suffix}"
 
 
 def _newest_per_host(hosts: list[HostReport]) -> tuple[list[HostReport], list[Duplicate]]:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from junitparser import JUnitXml
 
 from envcheck import cli
@@ -17,11 +19,12 @@ from envcheck.fleet import (
     HostListError,
     ReportDocumentError,
     SavedReport,
+    compress_host_list,
     merge_reports,
     parse_host_list,
     parse_report,
 )
-from envcheck.render.table import fleet_table_text, print_fleet_table
+from envcheck.render.table import fleet_table_text, host_list, print_fleet_table
 from envcheck.report import Report
 from tests import report_samples as samples
 
@@ -141,18 +144,48 @@ def test_fleet_json_document():
     json.dumps(doc)
 
 
-# ----------------------------------------------------------------------------- table
+# ----------------------------------------------------------------------------- table (#13.4)
 
-def test_plain_table_aligns_hosts_layers_and_first_problem():
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_plain_table_has_the_dashboard_columns_one_line_per_host():
     text = fleet_table_text(merge_reports([_saved(b()) for b in FLEET]))
     lines = text.splitlines()
-    assert lines[0].split() == ["HOST", "VERDICT", "EXIT", "driver", "gpu", "paddle", "image", "smoke",
-                                "FIRST", "PROBLEM"]
-    assert lines[3].split()[:8] == ["gpu-node-3", "fail", "1", "fail", "-", "pass", "-", "-"]
-    assert "driver.version-mismatch: NVML" in lines[3]
+    assert lines[0].split() == ["HOST", "GPUS", "DRIVER", "CUDA", "PADDLE", "VERDICT", "EXIT",
+                                "FIRST", "FAILING", "CHECK"]
+    assert lines[1].split() == ["gpu-node-1", "2x", "A100-SXM4-80GB", "535.104.05", "12.2", "3.0.0",
+                                "cu12.6", "pass", "0"]
+    assert lines[3].split() == ["gpu-node-3", "2x", "A100-SXM4-80GB", "error", "-", "3.0.0", "cu12.6",
+                                "fail", "1", "driver.version-mismatch"]
+    assert lines[4].split()[-3:] == ["cpu-fallback", "6", "paddle.cpu-build"]
     assert lines[-1] == "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback, 0 wrong-results; exit 6"
-    starts = {line.index(line.split()[1]) for line in lines[:6]}
-    assert len(starts) == 1  # the verdict column is aligned
+    at = lines[0].index("VERDICT")  # the verdict column is aligned
+    assert [line[at:].split()[0] for line in lines[1:6]] == ["pass", "warn", "fail", "cpu-fallback", "fail"]
+
+
+def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation():
+    fleet = [samples.driver_upgraded_without_reboot(hostname=f"gpu{i:03d}") for i in range(1, 13)]
+    fleet += [samples.healthy(hostname="gpu013"), samples.smoke_crashed(hostname="login1")]
+    summary = merge_reports([_saved(r) for r in fleet])
+    (driver, smoke) = summary.problem_groups()
+    assert (driver.id, len(driver.hosts), smoke.id, smoke.hosts) == ("driver.version-mismatch", 12, "smoke.crashed", ("login1",))
+    lines = fleet_table_text(summary).splitlines()
+    head = lines.index("12 hosts: driver.version-mismatch → reboot the machine (or reload the nvidia "
+                       "kernel modules) after a driver upgrade")
+    assert lines[head + 1] == "  gpu[001-012]"
+    assert lines[head + 2].startswith("  e.g. gpu001: NVML: Driver/library version mismatch")
+    assert "1 host: smoke.crashed → see the smoke log" in lines
+    groups = summary.to_json()["groups"]
+    assert [(g["id"], g["count"]) for g in groups] == [("driver.version-mismatch", 12), ("smoke.crashed", 1)]
+    assert groups[0]["hosts"] == [f"gpu{i:03d}" for i in range(1, 13)]
+
+
+def test_hosts_that_never_reported_are_one_group():
+    summary = merge_reports([_saved(samples.healthy(hostname="gpu001"))], expected=[f"gpu{i:03d}" for i in range(1, 5)])
+    (group,) = summary.problem_groups()
+    assert group.id == "fleet.not-reported" and group.hosts == ("gpu002", "gpu003", "gpu004")
+    assert "  gpu[002-004]" in fleet_table_text(summary).splitlines()
 
 
 class _Tty(io.StringIO):
@@ -160,21 +193,84 @@ class _Tty(io.StringIO):
         return True
 
 
-def test_rich_table_on_a_wide_terminal(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "160")
+LONG_NAMES = [f"gpu{i:04d}.rack-{i % 40:02d}.training-cluster-east.example-corp.internal1"[:60] for i in range(5)]
+
+
+@pytest.mark.parametrize("columns", [120, 80])
+def test_readable_at_the_terminal_width_with_60_character_host_names(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert {len(name) for name in LONG_NAMES} == {60}
+    summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET, LONG_NAMES)])
     stream = _Tty()
-    print_fleet_table(merge_reports([_saved(b()) for b in FLEET]), stream)
-    out = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue())  # colours off for the text checks
-    assert "envcheck fleet" in out and "✗" in out and "cpu-fallback" in out
-    assert "gpu-node-3: NVML: Driver/library version mismatch" in out  # the message under the grid
+    print_fleet_table(summary, stream)
+    out = stream.getvalue()
+    assert "\x1b[" in out  # coloured: it went through rich
+    lines = ANSI.sub("", out).splitlines()
+    fixes = {f"→ {g.fix}" for g in summary.problem_groups()}
+    for line in lines:  # only a fix may run past the edge (printed whole, never broken)
+        assert len(line) <= columns or any(line.endswith(fix) for fix in fixes), line
+    for name in LONG_NAMES:
+        assert name in lines  # a host name whole, on its own line
+    rows = {name: lines[lines.index(name) + 1].split() for name in LONG_NAMES}
+    assert rows[LONG_NAMES[2]][-3:] == ["fail", "1", "driver.version-mismatch"] if columns == 120 else True
+    for host in summary.hosts:  # every check id whole, once in its host's row, once per group
+        first = host.first_problem()
+        if first:
+            assert any(line.split() and line.split()[-1] == first.id for line in lines), first.id
+    for group in summary.problem_groups():
+        assert any(line.startswith(f"{len(group.hosts)} host") and line.endswith(f"{group.id} → {group.fix}")
+                   for line in lines)
 
 
-def test_terminal_too_narrow_for_the_grid_gets_the_text_table(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "80")
+def test_wide_terminal_keeps_one_line_per_host(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
     stream = _Tty()
     summary = merge_reports([_saved(b()) for b in FLEET])
     print_fleet_table(summary, stream)
-    assert stream.getvalue() == fleet_table_text(summary)
+    lines = ANSI.sub("", stream.getvalue()).splitlines()
+    assert lines[:6] == fleet_table_text(summary).splitlines()[:6]
+
+
+def test_hostile_values_are_escaped_on_the_terminal_too(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    report = samples.driver_upgraded_without_reboot(hostname="evil\x1b]0;pwned\x07\n::error::x")
+    stream = _Tty()
+    print_fleet_table(merge_reports([_saved(report)]), stream)
+    out = stream.getvalue()
+    assert "\x1b]" not in out and "\x07" not in out and "\n::error" not in out
+    assert "evil\\x1b]0;pwned\\x07\\n::error::x" in out
+
+
+NAME = st.from_regex(r"[a-z]{1,4}(-[a-z]{1,3})?", fullmatch=True)
+
+
+@given(st.lists(st.tuples(NAME, st.integers(0, 120), st.sampled_from([0, 2, 3, 4]), st.sampled_from(["", ".ex"])),
+                max_size=40))
+def test_compressed_host_lists_read_back_as_the_same_hosts(parts):
+    names = [f"{p}{str(n).zfill(w)}{suffix}" for p, n, w, suffix in parts] + ["login"]
+    compressed = compress_host_list(names)
+    assert sorted(parse_host_list(",".join(compressed))) == sorted(set(names))
+    assert len(compressed) <= len(set(names))
+
+
+@pytest.mark.parametrize(("names", "compressed"), [
+    (["gpu001", "gpu002", "gpu003", "gpu010", "login"], ["gpu[001-003,010]", "login"]),
+    (["n9", "n10", "n11"], ["n[9-11]"]),
+    (["gpu099", "gpu100"], ["gpu[099-100]"]),
+    (["rack1-n1.ex", "rack1-n2.ex"], ["rack1-n[1-2].ex"]),
+], ids=["padded-and-plain", "unpadded", "padding-kept-across-a-digit", "last-number-ranged"])
+def test_host_lists_are_written_like_slurm(names, compressed):
+    assert compress_host_list(names) == compressed
+
+
+def test_a_long_host_list_is_cut_between_names_with_the_count_left():
+    names = tuple(f"node-{c}{i}" for c in "abcdefghij" for i in range(3))  # no common range
+    text = host_list(names, 60)
+    assert text.endswith(" more (`--json` lists them all)") and len(text) <= 60
+    shown = text.split(" and ")[0].split(",")
+    left = int(text.split(" and ")[1].split()[0])
+    assert all(part in names or part.startswith("node-") and "[" in part for part in shown)
+    assert left + sum(len(parse_host_list(p)) for p in shown) == len(names)
 
 
 # ----------------------------------------------------------------------------- the command
@@ -204,7 +300,7 @@ def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(tmp_path, capsys)
     code, out, err = _run(capsys, good[0], str(corrupt), good[1], str(tmp_path / "missing.json"))
     assert code == 2
     assert f"envcheck: error: report {corrupt} is not JSON: Expecting ',' delimiter at line 1 column 40" in err
-    assert f"envcheck: error: report {tmp_path / 'missing.json'}: no such file" in err
+    assert f"envcheck: error: cannot read report {tmp_path / 'missing.json'}: no such file" in err
     assert "hint: each FILE must be the output of `envcheck doctor --json`" in err
     assert "gpu-node-1" in out and "gpu-node-2" in out
     assert "2 hosts: 1 pass, 1 warn" in out
@@ -394,7 +490,9 @@ def test_expect_hosts_on_the_command_line(tmp_path, capsys):
     assert code == 1
     assert err == "envcheck: error: gpu002: expected, but no report from it\n"
     row = next(line for line in out.splitlines() if line.startswith("gpu002"))
-    assert re.match(r"gpu002 +fail +1 .*fleet.not-reported: gpu002 was expected but no readable report", row)
+    assert re.fullmatch(r"gpu002 +- +- +- +- +fail +1 +fleet\.not-reported", row)
+    assert "  e.g. gpu002: gpu002 was expected but no readable report" not in out  # a group of one:
+    assert "  gpu002: gpu002 was expected but no readable report came from it" in out  # no "e.g."
     assert "3 hosts: 1 pass, 1 warn, 0 fail, 0 cpu-fallback, 0 wrong-results, 1 missing; exit 1" in out
     assert "gpu002" in md.read_text(encoding="utf-8")
     xml = JUnitXml.fromfile(str(junit))
