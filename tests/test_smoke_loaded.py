@@ -33,8 +33,9 @@ from envcheck.findings import Finding
 from envcheck.judge import REBOOT_FIX
 from envcheck.smoke.check import WORKLOAD
 from envcheck.smoke.loaded import NVML_UNKNOWN_FIX, loaded_findings, loaded_libraries
-from envcheck.smoke.parse import BadOutput, parse_result, validate
-from envcheck.smoke.plan import Plan
+from envcheck.smoke.parse import BadOutput, RawRun, parse_result, validate
+from envcheck.smoke.plan import Outcome, Plan
+from envcheck.smoke.verdict import judge
 from tests import fakenv
 from tests import smoke_samples as rec
 
@@ -103,8 +104,7 @@ def test_the_cpu_paddle_run_maps_no_nvidia_library_and_the_report_says_so() -> N
     proc = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--in-process", "--explain"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "smoke.loaded-libraries" in proc.stdout
-    assert "mapped no NVIDIA library" in proc.stdout
+    assert "14/14 known answers right; no NVIDIA library mapped" in proc.stdout  # smoke.pass
     assert "loaded: no NVIDIA library (the smoke ran without CUDA)" in proc.stdout
 
 
@@ -129,12 +129,14 @@ def test_mapped_fake_libraries_are_reported_with_path_version_and_source(
                                         "init": 0, "error": None, "driver_version": "535.104.05"}
 
 
-def test_matching_libraries_give_only_the_summary(a100_run: dict[str, Any]) -> None:
+def test_matching_libraries_raise_nothing_and_the_pass_names_them(a100_run: dict[str, Any]) -> None:
     probed = LibraryFacts(status="ok", version="9.5.1", origin="pip",
                           path=next(lib["path"] for lib in a100_run["loaded_libraries"] if lib["name"] == "libcudnn"))
-    found = loaded_findings(host(cudnn=probed), IN_PROCESS, built(a100_run, "12.6", "9.5.1"))
-    assert [(f.id, f.severity) for f in found] == [("smoke.loaded-libraries", "pass")]
-    assert "libcudnn 9.5.1 (pip)" in found[0].message and "libcudart 12.6 (pip)" in found[0].message
+    assert loaded_findings(host(cudnn=probed), IN_PROCESS, built(a100_run, "12.6", "9.5.1")) == []
+    mapped = {"loaded_libraries": a100_run["loaded_libraries"]}  # on a run that learned (60 steps)
+    cpu = replace(IN_PROCESS, gpu_expected=False, gpu_reason="a CPU run", device_args=("cpu",))
+    [passed] = judge(cpu, Outcome(RawRun(0, b"", "", 1.0), rec.result() | mapped, None, {}))
+    assert passed.id == "smoke.pass" and "; mapped libcudart 12.6 (pip), libcudnn 9.5.1 (pip)" in passed.message
 
 
 def test_a_cudnn_and_cuda_of_another_major_than_the_build_fail_with_the_library_named(
@@ -255,7 +257,6 @@ def test_recorded_real_h100_cudnn_9_14_and_cublas_13_under_a_cuda_11_8_build() -
     shadow = found["smoke.loaded-cudnn-shadowed"]
     assert "expected cuDNN 9.19.0 from /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9 (pip)" in shadow.message
     assert "smoke.driver-library-mismatch" not in found and "smoke.compat-driver-mismatch" not in found
-    assert found["smoke.loaded-libraries"].severity == "pass"
 
 
 @pytest.mark.parametrize(

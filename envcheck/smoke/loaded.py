@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from envcheck.facts import HostFacts, LibraryFacts
-from envcheck.findings import Finding, fail, passed, warn
+from envcheck.findings import Finding, fail, warn
 from envcheck.judge import REBOOT_FIX
 from envcheck.smoke.known_answers import install_fix, where
 from envcheck.smoke.plan import Plan
@@ -102,8 +102,7 @@ def loaded_findings(host: HostFacts, plan: Plan, result: dict[str, Any] | None) 
     libs = loaded_libraries(result)
     if libs is None or result is None:
         return []
-    findings = [_summary(libs)]
-    findings += _against_build(plan, result, libs)
+    findings = _against_build(plan, result, libs)
     if plan.mode == "in-process":  # the host probe looked at this filesystem, not an image's
         findings += _against_probe(plan, "libcudnn", "cuDNN", host.cudnn, libs)
         findings += _against_probe(plan, "libcudart", "CUDA runtime", host.cuda_runtime, libs)
@@ -111,23 +110,15 @@ def loaded_findings(host: HostFacts, plan: Plan, result: dict[str, Any] | None) 
     return findings
 
 
-def _summary(libs: list[dict[str, Any]]) -> Finding:
+def loaded_summary(result: dict[str, Any]) -> str | None:
+    """The smoke pass's words for what was mapped; None when the workload reported nothing."""
+    libs = loaded_libraries(result)
+    if libs is None:
+        return None
     if not libs:
-        return passed(
-            "smoke.loaded-libraries",
-            "the smoke process mapped no NVIDIA library (/proc/self/maps after the first "
-            "training step): it ran without CUDA",
-            "smoke",
-            libraries=[],
-        )
+        return "no NVIDIA library mapped (/proc/self/maps after the first step)"
     main = [lib for lib in libs if not str(lib["name"]).startswith("libcudnn_")]
-    return passed(
-        "smoke.loaded-libraries",
-        "the smoke process mapped "
-        + ", ".join(f"{lib['name']} {lib['version'] or '?'} ({lib['source']})" for lib in main),
-        "smoke",
-        libraries=libs,
-    )
+    return "mapped " + ", ".join(f"{lib['name']} {lib['version'] or '?'} ({lib['source']})" for lib in main)
 
 
 def _major(version: Any) -> int | None:

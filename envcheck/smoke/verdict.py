@@ -13,6 +13,7 @@ from envcheck.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX, START_DOCKER_FI
 from envcheck.report import CPU_FALLBACK_ID
 from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE, is_wrong, wrong_results
 from envcheck.smoke.known_answers import where as _where
+from envcheck.smoke.loaded import loaded_summary
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.witness import Witness, witness
@@ -507,9 +508,11 @@ def _passed(
     where = f"in {plan.image}" if plan.mode == "container" else f"with {plan.python}"
     parts = [_run_summary(r, seen.get(r["device_used"])) for r in runs]
     note = "" if plan.gpu_expected else f" (no GPU expected: {plan.gpu_reason})"
+    loaded = loaded_summary(result)
     return passed(
         "smoke.pass",
-        f"Paddle {result['paddle_version']} trained {where}: " + "; ".join(parts) + note,
+        f"Paddle {result['paddle_version']} trained {where}: " + "; ".join(parts)
+        + (f"; {loaded}" if loaded else "") + note,
         "smoke",
         devices=[r["device_used"] for r in runs],
     )
