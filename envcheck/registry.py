@@ -303,9 +303,8 @@ def parse_distribution(doc: Any, ref: Reference) -> RemoteImage:
     https://docs.docker.com/reference/api/engine/version/v1.41/#tag/Distribution"""
     shape = _Shape(f"the engine sent a malformed distribution answer for {ref}")
     top = shape.mapping(doc, "the answer")
-    descriptor = shape.mapping(top.get("Descriptor"), "Descriptor")
-    digest, _ = shape.descriptor(descriptor, "Descriptor")
-    media_type = descriptor.get("mediaType") or ""
+    digest, _ = shape.descriptor(top.get("Descriptor"), "Descriptor")
+    media_type = top["Descriptor"].get("mediaType") or ""
     if not isinstance(media_type, str):
         raise shape.fail("Descriptor.mediaType", media_type)
     entries = []

@@ -40,6 +40,11 @@ def test_engine_pull_errors_map_to_exit_codes(message: str, status_code: int, ki
 
 def test_only_transient_failures_are_retried() -> None:
     assert pull_error("unexpected EOF", ref=REF, registry=REGISTRY).transient  # type: ignore[attr-defined]
+    # The engine's inspect_distribution of an unresolvable name (recorded, engine 20.10): a retry
+    # cannot help, the mirror might (#12.3).
+    unresolved = pull_error('Get "https://nosuchhost.invalid/v2/": dial tcp: lookup nosuchhost.invalid '
+                            "on 10.255.255.53:53: no such host", ref=REF, registry=REGISTRY, status_code=500)
+    assert isinstance(unresolved, RegistryUnavailable) and unresolved.transient and not unresolved.retry
     other = pull_error("failed to register layer: invalid tar header", ref=REF, registry=REGISTRY)
     assert isinstance(other, PullFailed) and not other.transient
 

@@ -19,6 +19,7 @@ from envcheck.registry import (
     host_platform,
     is_loopback,
     parse_challenge,
+    parse_distribution,
     realm_refusal,
 )
 from tests.conftest import BUSYBOX_CUDA, LocalRegistry
@@ -331,3 +332,46 @@ class DocumentServer:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+# -- the engine's answer (#12.3): recorded from `docker.APIClient.inspect_distribution` ------------
+# Engine 20.10.24, a registry:2 index of linux/amd64, linux/arm64 and a BuildKit-style
+# unknown/unknown (attestation) entry; and a single-platform image (its platform from the config).
+ENGINE_INDEX = {
+    "Descriptor": {"mediaType": "application/vnd.docker.distribution.manifest.list.v2+json",
+                   "digest": "sha256:602bd7d7f90ce61891816ef1d400dbc7130e140861fbe96770a8da265236bad7",
+                   "size": 782},
+    "Platforms": [{"architecture": "amd64", "os": "linux"}, {"architecture": "arm64", "os": "linux"},
+                  {"architecture": "unknown", "os": "unknown"}],
+}
+ENGINE_SINGLE = {
+    "Descriptor": {"mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                   "digest": "sha256:be1a81ba9113439e25bc968ae672c973d6967c043d65814616000b22ad592822",
+                   "size": 527},
+    "Platforms": [{"architecture": "amd64", "os": "linux"}],
+}
+
+
+@pytest.mark.parametrize(("doc", "platforms"), [
+    (ENGINE_INDEX, (AMD64, Platform("linux", "arm64"))),
+    (ENGINE_SINGLE, (AMD64,)),
+], ids=["index-with-attestation", "single-manifest"])
+def test_the_engines_distribution_answer(doc: dict[str, Any], platforms: tuple[Platform, ...]) -> None:
+    ref = parse_reference("127.0.0.1:5000/envcheck-test/busybox:1")
+    remote = parse_distribution(doc, ref)
+    assert (remote.reference, remote.digest, remote.platforms) == (ref, doc["Descriptor"]["digest"], platforms)
+    assert remote.media_type == doc["Descriptor"]["mediaType"]
+    assert (remote.size, remote.layers, dict(remote.env)) == (None, (), {})  # the engine does not tell
+
+
+@pytest.mark.parametrize(("doc", "where"), [
+    ([], "the answer is list"),
+    ({"Platforms": []}, "Descriptor is missing"),
+    ({"Descriptor": {"digest": "sha256:12", "size": 1}}, "Descriptor.digest is str"),
+    ({"Descriptor": ENGINE_SINGLE["Descriptor"], "Platforms": [{"os": 1}]}, "Platforms[0] is dict"),
+    ({"Descriptor": ENGINE_SINGLE["Descriptor"], "Platforms": "linux"}, "Platforms is str"),
+], ids=["not-an-object", "no-descriptor", "bad-digest", "bad-platform", "platforms-not-a-list"])
+def test_a_malformed_engine_answer_is_named(doc: Any, where: str) -> None:
+    with pytest.raises(RegistryError, match="the engine sent a malformed distribution answer") as info:
+        parse_distribution(doc, parse_reference("127.0.0.1:5000/a/b:1"))
+    assert where in info.value.message and info.value.status == 4
