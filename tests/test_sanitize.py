@@ -121,3 +121,27 @@ def test_visible_is_one_safe_line_for_any_text(text: str) -> None:
     shown_lines = visible(text, keep_lines=True)
     assert_safe(shown_lines)
     assert shown_lines.count("\n") == text.replace("\r\n", "\n").count("\n")
+
+
+def test_pull_progress_shows_hostile_engine_output_without_obeying_it() -> None:
+    """Layer ids and retry notes come from the engine's pull stream: a rich Progress description
+    is markup, so `[/bold]` there was a MarkupError (exit 3)."""
+    from rich.console import Console
+
+    from envcheck.pull_events import LayerProgress, PullProgress
+    from envcheck.render.progress import PlainDisplay, RichDisplay
+
+    progress = PullProgress()
+    layer = LayerProgress("[/bold]\x1b[2J", size=10, phase="downloading", note="Retrying [/red]\n::error::x")
+    progress.layers[layer.id] = layer
+    rich_out, plain_out = io.StringIO(), io.StringIO()
+    rich = RichDisplay(rich_out, console=Console(file=rich_out, force_terminal=True, color_system=None))
+    plain = PlainDisplay(plain_out, interval=0.0)
+    for display in (rich, plain):
+        display.start("127.0.0.1:5000/x:1", progress)
+        display.update(progress, layer)
+        display.note("engine said \x1b]0;t\x07")
+        display.stop()
+    assert "[/bold]" in rich_out.getvalue() and "Retrying [/red]" in rich_out.getvalue()
+    assert_safe(plain_out.getvalue())
+    assert "\x1b]0;t" not in rich_out.getvalue() and "\x1b[2J" not in rich_out.getvalue()

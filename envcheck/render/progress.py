@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import IO, Any, ClassVar, Literal, Protocol
 
 from envcheck.pull_events import LayerProgress, PullProgress
+from envcheck.render.sanitize import rich_safe, visible
 
 DisplayKind = Literal["auto", "rich", "plain", "none"]
 
@@ -102,7 +103,7 @@ class PlainDisplay:
         self.stream.flush()
 
     def _line(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        print(visible(text), file=self.stream, flush=True)  # layer ids and notes are the engine's
 
 
 class RichDisplay:
@@ -136,7 +137,7 @@ class RichDisplay:
         for task in list(self.layers.task_ids) + list(self.overall.task_ids):
             (self.layers if task in self.layers.task_ids else self.overall).remove_task(task)
         self._tasks.clear()
-        self.console.print(f"pulling [bold]{reference}[/]", highlight=False)
+        self.console.print(f"pulling [bold]{rich_safe(reference)}[/]", highlight=False)
         for layer in progress.layers.values():
             self._task(layer)
         self._overall = self.overall.add_task("overall", total=(progress.total_work // 2) or None)
@@ -152,7 +153,7 @@ class RichDisplay:
                                 completed=progress.work_done // 2)
 
     def note(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False)
+        self.console.print(visible(text), markup=False, highlight=False)
 
     def stop(self) -> None:
         # Always called (finally): leaves the terminal sane on errors and Ctrl-C.
@@ -181,7 +182,8 @@ def _layer_label(layer: LayerProgress) -> str:
     words = {"waiting": "waiting", "downloading": "downloading", "verifying": "verifying",
              "downloaded": "downloaded", "extracting": "extracting", "complete": "done",
              "exists": "already present"}
-    return f"{layer.id} {layer.note or words[layer.phase]:<15}"
+    # a rich Progress description is markup: the engine's id and note must not be read as such
+    return rich_safe(f"{layer.id} {layer.note or words[layer.phase]:<15}")
 
 
 def _layer_detail(layer: LayerProgress) -> str:
