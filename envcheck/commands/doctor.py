@@ -27,6 +27,17 @@ if TYPE_CHECKING:
     from envcheck.probe.interpreter import Interpreter
 
 
+EXAMPLES = """examples:
+  envcheck doctor                          # the report, the image for this host, a smoke training
+  envcheck doctor --json > report.json     # one JSON document on stdout (CI, fleets)
+  envcheck doctor --expect-gpu             # a GPU CI runner: no usable GPU is a failure
+  envcheck doctor --no-smoke --explain     # judge only; every rejected image tag and why
+  envcheck doctor --facts saved.json       # judge a saved report or `host` object
+  envcheck doctor --paddle 2.6.2 --registry baidu-legacy
+  envcheck doctor --gpus 0,2 --amp --compare-cpu --export
+  envcheck doctor --baseline good.json --strict-drift   # a CI gate: a changed fact fails"""
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "doctor",
@@ -34,7 +45,7 @@ def register(sub: Any) -> None:
         description="Inspect the NVIDIA driver, GPUs, CUDA, cuDNN and the Paddle build; judge them "
         "against the compatibility matrix; choose the image tag for this host; run a smoke "
         "training inside it and prove where it ran.",
-        epilog=EXIT_CODES_HELP,
+        epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     out = p.add_argument_group("output")

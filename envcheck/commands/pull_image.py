@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 JSON_SCHEMA_VERSION = 1
 
 
+EXAMPLES = """examples:
+  envcheck pull-image --dry-run            # the tag this host needs and why; pull nothing
+  envcheck pull-image                      # pull it, a bar per layer, then prove the digest
+  envcheck pull-image --json --quiet       # CI: one JSON document, no progress display
+  envcheck pull-image --paddle 3.0.0 --registry baidu
+  envcheck pull-image --image docker.io/paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5"""
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "pull-image",
@@ -29,7 +37,7 @@ def register(sub: Any) -> None:
         description="Pull the Paddle image tag the doctor selects for this host, after checking "
         "its platform and CUDA against this machine; retry transient failures, fall back to the "
         "mirror registry, and prove the pulled digest.",
-        epilog=EXIT_CODES_HELP,
+        epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_argument_group("what to pull")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import UsageError
-from envcheck.exitcodes import ExitStatus
+from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
     from envcheck.fleet import HostReport
@@ -29,14 +29,26 @@ HOSTS_HINT = (
 )
 
 
+EXAMPLES = """examples:
+  envcheck report reports/                 # every *.json in the folder: one row per host
+  envcheck report --expect-hosts nodes.txt reports/   # a listed host with no report fails
+  scontrol show hostnames "$SLURM_JOB_NODELIST" | envcheck report --expect-hosts - reports/
+  envcheck report --json reports/ > fleet.json        # the merged summary, problems grouped
+  envcheck report --markdown summary.md --junit fleet.xml reports/"""
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report",
-        help="merge saved `doctor --json` reports into one host × layer × verdict table",
-        description=(
-            "Merge saved `envcheck doctor --json` reports (files, or folders of *.json) into one "
-            "table and exit with the highest exit code among them; 2 if any file was unreadable."
+        help="merge saved `doctor --json` reports into one fleet dashboard",
+        description=(  # printed as written (RawDescriptionHelpFormatter): lines under 80
+            "Merge saved `envcheck doctor --json` reports (files, or folders of *.json) into one\n"
+            "dashboard: host, GPUs, driver, CUDA, Paddle, verdict and first failing check per\n"
+            "host, then identical problems grouped with their fix. Exit with the highest exit\n"
+            "code among the reports; 2 if any file was unreadable."
         ),
+        epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="saved reports, or folders of *.json")
     p.add_argument("--json", action="store_true", help="print the merged summary as JSON")
