@@ -193,14 +193,15 @@ class _Tty(io.StringIO):
         return True
 
 
-LONG_NAMES = [f"gpu{i:04d}.rack-{i % 40:02d}.training-cluster-east.example-corp.internal1"[:60] for i in range(5)]
+LONG_NAMES = [f"gpu{i:04d}.rack-{i % 40:02d}.training-cluster-east.example-corp.internal1"[:60] for i in range(10)]
 
 
 @pytest.mark.parametrize("columns", [120, 80])
 def test_readable_at_the_terminal_width_with_60_character_host_names(monkeypatch, columns):
     monkeypatch.setenv("COLUMNS", str(columns))
     assert {len(name) for name in LONG_NAMES} == {60}
-    summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET, LONG_NAMES)])
+    summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET * 2, LONG_NAMES)])
+    assert {len(g.hosts) for g in summary.problem_groups()} == {2}  # host lists to wrap
     stream = _Tty()
     print_fleet_table(summary, stream)
     out = stream.getvalue()
@@ -211,6 +212,9 @@ def test_readable_at_the_terminal_width_with_60_character_host_names(monkeypatch
         assert len(line) <= columns or any(line.endswith(fix) for fix in fixes), line
     for name in LONG_NAMES:
         assert name in lines  # a host name whole, on its own line
+    for name in LONG_NAMES:  # its row, and the host list of each of its groups: whole, between commas
+        groups = sum(name in g.hosts for g in summary.problem_groups())
+        assert sum(line.strip().rstrip(",") == name for line in lines) == 1 + groups
     rows = {name: lines[lines.index(name) + 1].split() for name in LONG_NAMES}
     assert rows[LONG_NAMES[2]][-3:] == ["fail", "1", "driver.version-mismatch"] if columns == 120 else True
     for host in summary.hosts:  # every check id whole, once in its host's row, once per group
@@ -267,7 +271,7 @@ def test_a_long_host_list_is_cut_between_names_with_the_count_left():
     names = tuple(f"node-{c}{i}" for c in "abcdefghij" for i in range(3))  # no common range
     text = host_list(names, 60)
     assert text.endswith(" more (`--json` lists them all)") and len(text) <= 60
-    shown = text.split(" and ")[0].split(",")
+    shown = text.split(" and ")[0].split(", ")
     left = int(text.split(" and ")[1].split()[0])
     assert all(part in names or part.startswith("node-") and "[" in part for part in shown)
     assert left + sum(len(parse_host_list(p)) for p in shown) == len(names)

@@ -166,22 +166,23 @@ def _group_lines(group: ProblemGroup, width: int | None) -> list[Line]:
     if n == 1:
         return [head, *words]
     budget = HOST_LIST_CHARS if width is None else HOST_LIST_LINES * width - len(INDENT)
-    return [head, [(INDENT + host_list(group.hosts, budget), "")], *words]
+    hosts = _prose(host_list(group.hosts, budget), width, INDENT)
+    return [head, *([(line, "")] for line in hosts), *words]
 
 
-def _prose(text: str, width: int | None) -> list[str]:
-    """A message, indented, wrapped between words (never inside a word, a name or a check id:
-    no break on hyphens) to fit `width`; a word longer than the line stays whole."""
+def _prose(text: str, width: int | None, more: str = INDENT * 2) -> list[str]:
+    """Indented text wrapped between words (never inside a word, a host name or a check id: no
+    break on hyphens) to fit `width`, next lines indented by `more`; a longer word stays whole."""
     if width is None:
         return [INDENT + text]
     import textwrap
 
-    return textwrap.wrap(text, width, initial_indent=INDENT, subsequent_indent=INDENT * 2,
+    return textwrap.wrap(text, width, initial_indent=INDENT, subsequent_indent=more,
                          break_long_words=False, break_on_hyphens=False) or [INDENT]
 
 
 def host_list(labels: tuple[str, ...], budget: int) -> str:
-    """Slurm's notation (`gpu[001-012]`, what `--expect-hosts` and `srun -w` read), cut between
+    """Slurm's notation (`gpu[001-012], login1`: what `--expect-hosts` reads back), cut between
     names, never inside one, when longer than `budget` characters."""
     from envcheck.fleet import compressed_host_list
 
@@ -190,12 +191,12 @@ def host_list(labels: tuple[str, ...], budget: int) -> str:
     for part, count in compressed_host_list(labels):
         more = len(labels) - named - count
         tail = f" and {more} more (`--json` lists them all)" if more else ""
-        if shown and len(",".join([*shown, visible(part)])) + len(tail) > budget:
+        if shown and len(", ".join([*shown, visible(part)])) + len(tail) > budget:
             break
         shown.append(visible(part))
         named += count
     left = len(labels) - named
-    return ",".join(shown) + (f" and {left} more (`--json` lists them all)" if left else "")
+    return ", ".join(shown) + (f" and {left} more (`--json` lists them all)" if left else "")
 
 
 def _footer(summary: FleetSummary) -> list[str]:
