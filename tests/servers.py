@@ -322,6 +322,10 @@ class SecondEngine:
         self.socket = self.root / "docker.sock"  # short: a unix socket path has 108 bytes
         self.config = config
         self.process: subprocess.Popen[bytes] | None = None
+        # Its own bridge: `--bridge=none` makes dockerd delete the interface `docker0`, the main
+        # engine's bridge (daemon_unix.go removeDefaultBridgeInterface), after which no container
+        # of the main engine can start. A named bridge it did not create is left as it is.
+        self.bridge = f"envck{os.getpid() % 100000:05d}"[:15]
 
     @property
     def host(self) -> str:
@@ -329,11 +333,15 @@ class SecondEngine:
 
     def start(self, timeout: float = 60.0) -> SecondEngine:
         (self.root / "daemon.json").write_text(json.dumps(self.config))
+        subnet = f"10.213.{os.getpid() % 250}.1/24"
+        for ip_args in (["link", "add", self.bridge, "type", "bridge"], ["addr", "add", subnet, "dev", self.bridge],
+                        ["link", "set", self.bridge, "up"]):
+            subprocess.run(["ip", *ip_args], check=True, capture_output=True, timeout=10)
         log = (self.root / "dockerd.log").open("ab")
         self.process = subprocess.Popen(
             [shutil.which("dockerd") or "/usr/sbin/dockerd", "--config-file", str(self.root / "daemon.json"),
              "--data-root", str(self.root / "data"), "--exec-root", str(self.root / "exec"),
-             "--pidfile", str(self.root / "dockerd.pid"), "-H", self.host, "--bridge=none",
+             "--pidfile", str(self.root / "dockerd.pid"), "-H", self.host, f"--bridge={self.bridge}",
              "--iptables=false", "--ip6tables=false", "--storage-driver=vfs"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
@@ -359,6 +367,7 @@ class SecondEngine:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True, timeout=10, check=False)
         shutil.rmtree(self.root, ignore_errors=True)
 
 

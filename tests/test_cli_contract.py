@@ -20,7 +20,7 @@ from tests.test_cli import ENV, envcheck, write
     [
         (["doctor", "--json", "--bogus"], 2, "unrecognized arguments: --bogus"),
         (["doctor", "--json", "--gpus", "a,b"], 2, "--gpus"),
-        (["doctor", "--json", "--facts", "/no/such/facts.json"], 2, "cannot read facts file"),
+        (["doctor", "--json", "--facts", "/no/such/facts.json"], 2, "/no/such/facts.json"),
         (["doctor", "--json", "--no-smoke", "--python", "/no/such/python"], 2, "--python"),
         (["pull-image", "--json", "--image", "Not A Reference"], 2, ""),
         (["report", "--json"], 2, "required: FILE"),
