@@ -6,6 +6,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Severity = Literal["pass", "warn", "fail"]
+Layer = Literal["host", "driver", "gpu", "cuda", "paddle", "env", "engine", "image", "smoke", "drift", "fleet"]
+
+# The doctor's layers in report order, with their titles: one list for every renderer and the
+# fleet table. "host" (a finding about the host as a whole) and "fleet" sort after them.
+LAYERS: tuple[tuple[Layer, str], ...] = (
+    ("driver", "NVIDIA driver"),
+    ("gpu", "GPUs"),
+    ("cuda", "CUDA & cuDNN"),
+    ("paddle", "Paddle build"),
+    ("env", "Environment"),
+    ("engine", "Container engine"),
+    ("image", "Image"),
+    ("smoke", "Smoke training"),
+    ("drift", "Drift"),
+)
 
 
 @dataclass(frozen=True)
@@ -14,7 +29,7 @@ class Finding:
     severity: Severity
     message: str  # with the observed values
     fix: str | None = None  # the exact command, tag, minimum driver…
-    layer: str = "host"  # driver | gpu | cuda | paddle | engine | env | image | smoke | drift
+    layer: Layer = "host"
     observed: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -22,13 +37,13 @@ class Finding:
         return self.id.split(".", 1)[0]
 
 
-def passed(id: str, message: str, layer: str, **observed: Any) -> Finding:
+def passed(id: str, message: str, layer: Layer, **observed: Any) -> Finding:
     return Finding(id=id, severity="pass", message=message, layer=layer, observed=observed)
 
 
-def warn(id: str, message: str, fix: str | None, layer: str, **observed: Any) -> Finding:
+def warn(id: str, message: str, fix: str | None, layer: Layer, **observed: Any) -> Finding:
     return Finding(id=id, severity="warn", message=message, fix=fix, layer=layer, observed=observed)
 
 
-def fail(id: str, message: str, fix: str | None, layer: str, **observed: Any) -> Finding:
+def fail(id: str, message: str, fix: str | None, layer: Layer, **observed: Any) -> Finding:
     return Finding(id=id, severity="fail", message=message, fix=fix, layer=layer, observed=observed)

@@ -11,12 +11,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, get_args
 
 from envcheck.exitcodes import ExitStatus
 from envcheck.facts import FactsError, HostFacts, MachineFacts, from_dict, host_from_document
-from envcheck.findings import Finding, fail
-from envcheck.render.text import LAYERS
+from envcheck.findings import LAYERS, Finding, Layer, fail
 from envcheck.report import SCHEMA_VERSION, ImageChoice, Report
 
 LAYER_ORDER = tuple(name for name, _ in LAYERS)  # the doctor's own layer order
@@ -396,8 +395,8 @@ def _finding(item: Any, i: int) -> Finding:
     fix, layer, observed = item.get("fix"), item.get("layer", "host"), item.get("observed", {})
     if fix is not None and not isinstance(fix, str):
         raise ReportDocumentError(f"{where}.fix: expected a string or null")
-    if not isinstance(layer, str):
-        raise ReportDocumentError(f"{where}.layer: expected a string")
+    if layer not in get_args(Layer):
+        raise ReportDocumentError(f"{where}.layer: expected one of {', '.join(get_args(Layer))}")
     return Finding(
         id=item["id"],
         severity=item["severity"],

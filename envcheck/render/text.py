@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING
 
 from envcheck import __version__
 from envcheck.facts import HostFacts
-from envcheck.findings import Finding
+from envcheck.findings import LAYERS, Finding
 from envcheck.proof import PROOF_WORDS
 from envcheck.render.sanitize import visible
 from envcheck.report import Report
@@ -19,17 +19,6 @@ from envcheck.report import Report
 if TYPE_CHECKING:
     from rich.console import Console
 
-LAYERS: tuple[tuple[str, str], ...] = (
-    ("driver", "NVIDIA driver"),
-    ("gpu", "GPUs"),
-    ("cuda", "CUDA & cuDNN"),
-    ("paddle", "Paddle build"),
-    ("env", "Environment"),
-    ("engine", "Container engine"),
-    ("image", "Image"),
-    ("smoke", "Smoke training"),
-    ("drift", "Drift"),
-)
 _MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
 _VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "cpu-fallback": "bold red", "wrong-results": "bold red"}
