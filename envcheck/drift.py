@@ -4,7 +4,7 @@ A GPU runner that passed yesterday breaks today because something moved under it
 was upgraded without a reboot, the image tag now points at another digest, a CPU wheel replaced
 the GPU one. `--save-baseline FILE` records the facts that matter after a pass; `--baseline FILE`
 compares the current run with it and reports each change (`drift.<fact>`), as a warning or,
-with `--strict-drift`, as a failure.
+with `--strict-drift`, as a failure. A GPU that disappeared is a failure either way.
 
 A value in the baseline is one of: the fact as printed by the system; `"none"` when the layer was
 found but the field is empty (a CPU build of Paddle has no CUDA: that *is* a fact); `"absent"`
@@ -16,6 +16,7 @@ flags does not cry wolf; a layer that broke is the business of its own checks, n
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -163,7 +164,8 @@ def compare_baseline(report: Report, baseline: Mapping[str, Any], *, strict: boo
             continue
         compared.append(fact.key)
         if str(was) != str(now):
-            findings.append(_changed(fact, str(was), str(now), since, strict))
+            lost = _gpus_lost(str(was), str(now)) if fact.key == "gpus" else []
+            findings.append(_changed(fact, str(was), str(now), since, strict or bool(lost), lost))
     if findings:
         return findings
     return [
@@ -178,17 +180,49 @@ def compare_baseline(report: Report, baseline: Mapping[str, Any], *, strict: boo
     ]
 
 
-def _changed(fact: Fact, was: str, now: str, since: str, strict: bool) -> Finding:
+def _changed(fact: Fact, was: str, now: str, since: str, strict: bool,
+             lost: list[str] | None = None) -> Finding:
     make = fail if strict else warn
+    gone = f"{len(lost)} GPU(s) disappeared ({'; '.join(lost)}): " if lost else ""
     return make(
         f"drift.{fact.key}",
-        f"{fact.label} was {was}, now {now} (baseline from {since})",
+        f"{gone}{fact.label} was {was}, now {now} (baseline from {since})",
         fact.fix,
         "drift",
         was=was,
         now=now,
         strict=strict,
+        **({"lost": lost} if lost else {}),
     )
+
+
+_GPU_ENTRY = re.compile(r"(?:^|, )(\d+: )")
+
+
+def _gpus_lost(was: str, now: str) -> list[str]:
+    """The baseline's GPUs (`index: name (sm x)`, as `_gpus` wrote them) that are gone now.
+    A GPU that fell off the bus is a failure with or without --strict-drift: the jobs sized for
+    N GPUs will not run on N-1. A GPU replaced by another model is a change, not a loss."""
+    before, after = _gpu_entries(was), _gpu_entries(now)
+    if len(after) >= len(before):
+        return []
+    remaining = list(after)
+    lost = []
+    for entry in before:
+        if entry in remaining:
+            remaining.remove(entry)
+        else:
+            lost.append(entry)
+    return lost[: len(before) - len(after)]
+
+
+def _gpu_entries(text: str) -> list[str]:
+    if text in ("none", ""):
+        return []
+    starts = [m.start(1) for m in _GPU_ENTRY.finditer(text)]
+    if not starts:
+        return [text]
+    return [text[a:b].removesuffix(", ") for a, b in zip(starts, [*starts[1:], len(text)])]
 
 
 def _not_compared(now: Mapping[str, Any], was: Mapping[str, Any], compared: list[str]) -> str:

@@ -107,6 +107,26 @@ def test_real_changes_on_the_host(tmp_path, change, key, was, now):
     assert by_id[f"drift.{key}"].observed["was"] == was and by_id[f"drift.{key}"].observed["now"] == now
 
 
+@pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
+def test_a_gpu_that_disappeared_is_a_failure_even_without_strict(tmp_path, strict):
+    one_left = samples.healthy(gpus=(GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),))
+    (finding,) = compare_baseline(one_left, _saved(tmp_path), strict=strict)
+    assert (finding.id, finding.severity) == ("drift.gpus", "fail")
+    assert finding.observed["lost"] == ["1: NVIDIA A100-SXM4-80GB (sm 8.0)"]
+    assert finding.message.startswith("1 GPU(s) disappeared (1: NVIDIA A100-SXM4-80GB (sm 8.0)): ")
+    report = dataclasses.replace(one_left, findings=one_left.findings + (finding,))
+    assert (report.verdict, int(report.exit_status)) == ("fail", 1)
+
+
+def test_every_gpu_gone_is_a_failure_and_a_replaced_gpu_only_a_change(tmp_path):
+    (gone,) = compare_baseline(samples.healthy(gpus=()), _saved(tmp_path), strict=False)
+    assert (gone.id, gone.severity, gone.observed["now"]) == ("drift.gpus", "fail", "none")
+    assert len(gone.observed["lost"]) == 2
+    swapped = tuple(GpuFacts(index=i, name="NVIDIA H100 80GB HBM3", compute_capability="9.0") for i in (0, 1))
+    (changed,) = compare_baseline(samples.healthy(gpus=swapped), _saved(tmp_path), strict=False)
+    assert (changed.id, changed.severity) == ("drift.gpus", "warn") and "lost" not in changed.observed
+
+
 def test_same_tag_new_digest_says_pin_by_digest(tmp_path):
     moved = dataclasses.replace(samples.IMAGE, digest="sha256:" + "cd" * 32)
     report = dataclasses.replace(samples.healthy(), image=moved)
