@@ -297,21 +297,6 @@ def host_from_document(doc: Any) -> HostFacts:
     return from_dict(HostFacts, doc["host"] if is_report else doc)
 
 
-def read_host_facts(path: str) -> HostFacts:
-    """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
-    (exit 2) naming the file and the field."""
-    from envcheck.errors import UsageError
-    from envcheck.userfiles import read_json
-
-    doc = read_json(path, what="facts file",
-                    hint="pass a saved `envcheck doctor --json` report or its `host` object")
-    try:
-        return host_from_document(doc)
-    except FactsError as e:
-        raise UsageError(f"facts file {path}: {e}",
-                         hint="fix the value, or remove the key (missing means unknown)") from e
-
-
 def usable_gpus(host: HostFacts) -> tuple[GpuFacts, ...]:
     """GPUs the driver reports, when the driver answered."""
     return host.gpus if host.driver.status == "ok" else ()

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from envcheck.commands.doctor import read_facts
 from envcheck.errors import UsageError
-from envcheck.facts import FactsError, HostFacts, host_from_document, read_host_facts, to_dict
+from envcheck.facts import FactsError, HostFacts, host_from_document, to_dict
 from tests import report_samples as samples
 from tests.test_cli import envcheck, write
 
@@ -65,10 +66,10 @@ def from_good() -> HostFacts:
     return host_from_document(to_dict(host_from_document(good())))
 
 
-def test_read_host_facts_names_the_file(tmp_path: Path) -> None:
+def test_read_facts_names_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, changed("paddle.cuda", "abc"))
     with pytest.raises(UsageError, match=f"facts file {path}: host.paddle.cuda"):
-        read_host_facts(path)
+        read_facts(path)
 
 
 @pytest.mark.parametrize(

@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
+from envcheck.commands.doctor import read_facts
 from envcheck.facts import (
     DriverFacts,
     HostFacts,
     LibraryFacts,
     PaddleFacts,
     from_dict,
-    read_host_facts,
 )
 from envcheck.findings import Finding
 from envcheck.judge import REBOOT_FIX
@@ -242,7 +242,7 @@ REAL_H100_LOADED = [
 
 
 def test_recorded_real_h100_cudnn_9_14_and_cublas_13_under_a_cuda_11_8_build() -> None:
-    facts = read_host_facts(str(REAL_HOST))
+    facts = read_facts(str(REAL_HOST))
     facts = replace(facts, paddle=PaddleFacts(status="ok", package="paddlepaddle-gpu", version="2.6.2",
                                               cuda="11.8", cudnn="8.6.0", python="/opt/torch/.venv/bin/python3"))
     result = built(rec.on_gpu(rec.result(), cc="9.0"), "11.8", "8.6.0", "2.6.2")

@@ -13,7 +13,7 @@ from envcheck import __version__
 from envcheck.commands import add_choice_arguments
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
-from envcheck.facts import HostFacts, read_host_facts
+from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding
 from envcheck.probe.endpoint import resolve_endpoint
 from envcheck.probe.host import start_host_probe
@@ -142,7 +142,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def read_facts(path: str) -> HostFacts:
-    return read_host_facts(path)  # non-UTF-8, too deep, huge ints, invalid values: exit 2 (#9.7)
+    """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
+    (exit 2) naming the file and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7).
+    Here, at the edge: `envcheck.facts` stays pure."""
+    from envcheck.userfiles import read_json
+
+    doc = read_json(path, what="facts file",
+                    hint="pass a saved `envcheck doctor --json` report or its `host` object")
+    try:
+        return host_from_document(doc)
+    except FactsError as e:
+        raise UsageError(f"facts file {path}: {e}",
+                         hint="fix the value, or remove the key (missing means unknown)") from e
 
 
 def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> ImageChoice:
