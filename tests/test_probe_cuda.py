@@ -1,6 +1,6 @@
 """The CUDA driver API probe (cuda_driver) and the cudart/cuDNN probe (cuda_libs) against the
-fake libraries, one interpreter per host profile (tests/fakenv), plus this machine's real CUDA
-13.0 toolkit and the pure parsers."""
+fake libraries, one interpreter per host profile (tests/fakenv), plus this machine's real loader
+cache (a CUDA 13.0 toolkit here) and the pure parsers."""
 
 from __future__ import annotations
 
@@ -87,7 +87,6 @@ def test_hanging_cuinit_times_out_and_keeps_the_library_facts(probed_host: Probe
     assert (driver["status"], driver["error"]) == ("error", "timeout")
     assert "cuInit did not return within 1 s" in driver["reason"]
     assert driver["version"] == "12.2"  # cuDriverGetVersion answered before cuInit hung
-    assert facts["seconds"]["cuda"] < 3.0  # the 1 s timeout, then a kill
     assert (facts["cudart"]["status"], facts["cudart"]["version"]) == ("ok", "12.6")
 
 
@@ -177,14 +176,42 @@ def test_a_library_that_cannot_load_is_skipped_with_a_note(fake_build: FakeBuild
     assert cudnn.candidates[0].error and "cannot be loaded" in (cudnn.reason or "")
 
 
-def test_this_hosts_cuda_13_toolkit_runtime_is_found() -> None:
-    """The real /usr/local/cuda-13.0 runtime in the loader cache, read by cudaRuntimeGetVersion;
-    no cuDNN anywhere; no driver (libcuda absent). This machine's facts, not a fake's."""
-    driver, cudart, cudnn = cuda_libs.probe_cuda([], {"PATH": os.defpath})
-    assert (cudart.status, cudart.version, cudart.origin) == ("ok", "13.0", "system")
-    assert cudart.path is not None and cudart.path.endswith("libcudart.so.13")
-    assert cudnn.status == "absent" and cudnn.candidates == ()
-    assert driver.status == "absent"
+@pytest.mark.fakegpu
+def test_the_loader_cache_libraries_are_found_and_the_driver_root_hides_libcuda(
+    fake_nvidia: Callable[[str], dict[str, str]]
+) -> None:
+    """The real loader cache (here: the /usr/local/cuda-13.0 runtime, no cuDNN) is read and every
+    libcudart/libcudnn in it is a "system" candidate with the version the file itself reports.
+    libcuda comes from the no-driver profile's empty driver root: absent even on a machine whose
+    loader cache holds a real driver."""
+    env = {"PATH": os.defpath, "ENVCHECK_DRIVER_ROOT": fake_nvidia("no-driver")["ENVCHECK_DRIVER_ROOT"]}
+    driver, cudart, cudnn = cuda_libs.probe_cuda([], env)
+    assert driver.status == "absent" and "driver" in (driver.reason or "")
+    cache = cuda_libs.loader_cache()
+    for spec, facts in ((cuda_libs.CUDART, cudart), (cuda_libs.CUDNN, cudnn)):
+        cached = {os.path.realpath(p) for name, p in cache if spec.file_name.fullmatch(name)}
+        system = [c for c in facts.candidates if c.origin == "system"]
+        assert {os.path.realpath(c.path) for c in system} == cached, spec.kind
+        assert all(c.version for c in system), system
+    if Path("/usr/local/cuda-13.0/lib/libcudart.so.13").exists():  # this Debian box's toolkit
+        assert (cudart.status, cudart.version, cudart.origin) == ("ok", "13.0", "system")
+
+
+@pytest.mark.fakegpu
+def test_the_driver_root_libcuda_wins_over_the_loader_path(
+    fake_nvidia: Callable[[str], dict[str, str]]
+) -> None:
+    """libcuda of a T4 host on LD_LIBRARY_PATH (where the loader finds it), the driver root of
+    an H100 host: the probe loads the root's copy, by path."""
+    t4, h100 = fake_nvidia("t4-470"), fake_nvidia("h100-580")
+    env = {**os.environ, **t4, "ENVCHECK_DRIVER_ROOT": h100["ENVCHECK_DRIVER_ROOT"],
+           "FAKE_NVIDIA_PROFILE": h100["FAKE_NVIDIA_PROFILE"]}
+    facts = cuda_driver.probe_cuda_driver(timeout=5.0, env=env)
+    assert (facts.status, facts.version) == ("ok", "13.0")
+    assert (facts.library or "").endswith("/driver/libcuda.so.580.65.06")
+    hidden = {**env, "ENVCHECK_DRIVER_ROOT": fake_nvidia("no-driver")["ENVCHECK_DRIVER_ROOT"]}
+    absent = cuda_driver.probe_cuda_driver(timeout=5.0, env=hidden)
+    assert absent.status == "absent" and "/lib/libcuda.so.1" in (absent.reason or "")
 
 
 # Pure parsers ----------------------------------------------------------------------------------

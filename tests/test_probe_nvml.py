@@ -1,9 +1,8 @@
 """probe_driver (envcheck.probe.nvml) against the fake libnvidia-ml, one interpreter per host
-profile (tests/fakenv), plus the real host of this machine (no driver) and the pure helpers."""
+profile (tests/fakenv), the driver root that hides a real driver, and the pure helpers."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import subprocess
@@ -183,31 +182,42 @@ def test_gpu_lost_mid_probe_still_shuts_nvml_down(
     assert _nvml_calls(trace)[-1] == "nvmlShutdown"
 
 
-def _loadable(soname: str) -> bool:
-    try:
-        ctypes.CDLL(soname)
-    except OSError:
-        return False
-    return True
+@pytest.mark.fakegpu
+def test_no_driver_profile_is_absent(probed_host: Probed) -> None:
+    """No libnvidia-ml at all (the machine's own driver, if it has one, hidden by the profile's
+    driver root): NVML is absent, not an error."""
+    facts = probed_host("no-driver")
+    assert (facts["driver"]["status"], facts["driver"]["error"]) == ("absent", "NVML_ERROR_LIBRARY_NOT_FOUND")
+    assert facts["driver"]["kernel_module"] is None and facts["gpus"] == []
 
 
-PROBE_DRIVER = (
-    "import json; from envcheck.probe.nvml import probe_driver; d, g = probe_driver();"
-    " print(json.dumps([d.status, d.error, len(g)]))"
-)
+@pytest.mark.fakegpu
+def test_the_driver_root_hides_a_driver_the_loader_would_find(
+    fake_nvidia: Callable[[str], dict[str, str]]
+) -> None:
+    """A machine with a real driver: libnvidia-ml.so.1 and /proc/driver/nvidia/version exist
+    (here a fake driver on LD_LIBRARY_PATH stands in for the loader cache's copy). The no-driver
+    profile's root still says absent: the probe never searched the loader path."""
+    real = fake_nvidia("a100x2-535")
+    assert _probe_driver_in(real)["driver"]["status"] == "ok"  # the loader would find a driver
+    hidden = {**real, "ENVCHECK_DRIVER_ROOT": fake_nvidia("no-driver")["ENVCHECK_DRIVER_ROOT"]}
+    facts = _probe_driver_in(hidden)
+    assert (facts["driver"]["status"], facts["driver"]["kernel_module"]) == ("absent", None)
 
 
-def test_this_host_without_a_driver_is_absent() -> None:
-    """This machine has a CUDA 13.0 toolkit but no driver: NVML is absent, not an error."""
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE_DRIVER],
-        capture_output=True, text=True, timeout=60, check=True,
-    )
-    status, error, gpus = json.loads(result.stdout)
-    if _loadable("libnvidia-ml.so.1"):  # a machine with a real driver
-        assert status != "absent"
-        return
-    assert (status, error, gpus) == ("absent", "NVML_ERROR_LIBRARY_NOT_FOUND", 0)
+@pytest.mark.fakegpu
+def test_the_driver_root_library_is_the_one_that_answers(
+    fake_nvidia: Callable[[str], dict[str, str]]
+) -> None:
+    """The loader path holds one driver (T4, 470), the root another (A100, 535): the root's
+    copy answers, even though pynvml itself asks dlopen for the bare soname."""
+    t4, a100 = fake_nvidia("t4-470"), fake_nvidia("a100x2-535")
+    env = {**t4, "ENVCHECK_DRIVER_ROOT": a100["ENVCHECK_DRIVER_ROOT"],
+           "FAKE_NVIDIA_PROFILE": a100["FAKE_NVIDIA_PROFILE"]}
+    driver = _probe_driver_in(env)["driver"]
+    assert (driver["status"], driver["kernel_module"]) == ("ok", "535.104.05")
+    assert driver["library"].endswith("/driver/libnvidia-ml.so.535.104.05")
+    assert driver["library"].startswith(str(Path(a100["ENVCHECK_DRIVER_ROOT"]).parent))
 
 
 @pytest.mark.parametrize(
@@ -248,14 +258,15 @@ def test_kernel_module_version_from_proc_file(tmp_path: Path, text: str, expecte
     assert nvml.read_kernel_module_version(str(path)) == expected
 
 
-def test_kernel_module_version_honours_the_env_override(
+def test_kernel_module_version_is_read_under_the_driver_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "version"
+    path = tmp_path / "proc" / "driver" / "nvidia" / "version"
+    path.parent.mkdir(parents=True)
     path.write_text(PROC_FILES[0][1])
-    monkeypatch.setenv(nvml.PROC_DRIVER_VERSION_ENV, str(path))
+    monkeypatch.setenv("ENVCHECK_DRIVER_ROOT", str(tmp_path))
     assert nvml.read_kernel_module_version() == "535.104.05"
-    monkeypatch.setenv(nvml.PROC_DRIVER_VERSION_ENV, str(tmp_path / "missing"))
+    monkeypatch.setenv("ENVCHECK_DRIVER_ROOT", str(tmp_path / "missing"))
     assert nvml.read_kernel_module_version() is None
 
 

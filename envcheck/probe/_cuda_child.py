@@ -1,6 +1,7 @@
 """Child process of the CUDA probes: load NVIDIA libraries and report, one JSON line per step.
 
-Run by path as `python -I -S _cuda_child.py [--driver] [cudart=PATH | cudnn=PATH]...`.
+Run by path as `python -I -S _cuda_child.py [--driver[=PATH]] [cudart=PATH | cudnn=PATH]...`
+(`--driver=PATH`: that libcuda file, the driver root's; `--driver`: libcuda.so.1 as dlopen finds it).
 A broken driver can hang in cuInit or abort the process; each step prints
 `{"step": ..., "begin": true}` before it starts and its result after, flushed, so the parent
 knows which step never finished.
@@ -122,15 +123,15 @@ def error_name(lib: ctypes.CDLL, code: int) -> str:
     return CURESULT_NAMES.get(code, f"CUresult {code}")
 
 
-def load_driver() -> tuple[ctypes.CDLL | None, Record]:
-    """dlopen libcuda.so.1 and ask its version, which it answers even before cuInit.
+def load_driver(path: str | None = None) -> tuple[ctypes.CDLL | None, Record]:
+    """dlopen libcuda.so.1 (or `path`) and ask its version, which it answers before cuInit.
 
     The explicit soname, because ctypes.util.find_library misses LD_LIBRARY_PATH.
     """
     try:
-        lib = ctypes.CDLL("libcuda.so.1")
+        lib = ctypes.CDLL(path or "libcuda.so.1")
     except OSError as e:
-        return None, {"absent": True, "detail": str(e)}
+        return None, {"absent": True, "detail": str(e), "looked_at": path}
     found: Record = {"library": loaded_from(lib.cuInit)}
     version = ctypes.c_int(0)
     if lib.cuDriverGetVersion(ctypes.byref(version)) == 0:
@@ -156,9 +157,10 @@ def main(argv: list[str]) -> int:
         if sep and kind in ("cudart", "cudnn"):
             emit({"step": "library", "path": path, "begin": True})
             emit({"step": "library", "path": path, **library_version(kind, path)})
-    if "--driver" in argv[1:]:
+    driver = [a.partition("=")[2] for a in argv[1:] if a.partition("=")[0] == "--driver"]
+    if driver:
         emit({"step": "driver-load", "begin": True})
-        lib, found = load_driver()
+        lib, found = load_driver(driver[-1] or None)
         emit({"step": "driver-load", **found})
         if lib is not None:
             emit({"step": "driver", "begin": True})

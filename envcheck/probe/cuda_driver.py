@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.facts import CudaDriverFacts
+from envcheck.probe.driver_root import CUDA_SONAME, driver_library
 from envcheck.versions import VersionParseError, cuda_version_from_int
 
 CHILD = Path(__file__).with_name("_cuda_child.py")
@@ -81,7 +82,8 @@ def run_cuda_child(
     never raises for anything the child does."""
     args = [f"{lib['kind']}={lib['path']}" for lib in request.get("libraries", [])]
     if request.get("driver"):
-        args.append("--driver")
+        library = driver_library(CUDA_SONAME, os.environ if env is None else env)
+        args.append("--driver" if library is None else f"--driver={library}")
     cmd = [sys.executable or "python3", "-I", "-S", str(CHILD), *args]
     try:
         proc = subprocess.Popen(
@@ -110,9 +112,11 @@ def driver_facts(run: ChildRun) -> CudaDriverFacts:
     if loaded is None:
         return _not_finished(run, "driver-load", CudaDriverFacts())
     if loaded.get("absent"):
+        looked_at = loaded.get("looked_at")
+        where = f"at {looked_at}" if looked_at else "on the loader path"
         return CudaDriverFacts(
             status="absent",
-            reason="libcuda.so.1 is not on the loader path: no NVIDIA driver is installed.",
+            reason=f"libcuda.so.1 is not {where}: no NVIDIA driver is installed.",
         )
     known = CudaDriverFacts(
         version=_cuda_version(loaded.get("version")), library=loaded.get("library")

@@ -10,17 +10,15 @@ NVML reference: https://docs.nvidia.com/deploy/nvml-api/
 
 from __future__ import annotations
 
-import os
+import ctypes
 import re
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
 from envcheck.facts import DriverFacts, GpuFacts
+from envcheck.probe.driver_root import NVML_SONAME, driver_library, proc_driver_version
 from envcheck.versions import VersionParseError, cuda_version_from_int, parse_kernel_module_version
-
-PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
-PROC_DRIVER_VERSION_ENV = "ENVCHECK_PROC_DRIVER_VERSION"  # tests point it at a fake file
 
 T = TypeVar("T")
 
@@ -74,7 +72,7 @@ def probe_driver() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
         reason = "the `pynvml` module is not nvidia-ml-py's; reinstall nvidia-ml-py."
         return DriverFacts(status="error", error="pynvml-corrupted", reason=reason), ()
     try:
-        pynvml.nvmlInit()
+        init_nvml(pynvml)
     except pynvml.NVMLError as e:
         return _failed(pynvml, e, kernel_module), ()
     try:
@@ -87,9 +85,26 @@ def probe_driver() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
     return driver, gpus
 
 
+def init_nvml(nvml: ModuleType) -> None:
+    """`nvmlInit` on the driver's libnvidia-ml.so.1: the one the loader finds, or the one under
+    ENVCHECK_DRIVER_ROOT (envcheck/probe/driver_root.py). Raises `NVMLError` as nvmlInit does.
+
+    Under a root the file is loaded by its path first; glibc then answers pynvml's own
+    `dlopen("libnvidia-ml.so.1")` with that copy (a requested name matches the soname of an
+    object already loaded), so the loader cache's copy is never reached.
+    """
+    path = driver_library(NVML_SONAME)
+    if path is not None:
+        try:
+            ctypes.CDLL(path)
+        except OSError:
+            raise nvml.NVMLError(nvml.NVML_ERROR_LIBRARY_NOT_FOUND) from None
+    nvml.nvmlInit()
+
+
 def read_kernel_module_version(path: str | None = None) -> str | None:
     """`cat /proc/driver/nvidia/version`: the loaded kernel module, None when not loaded."""
-    path = path or os.environ.get(PROC_DRIVER_VERSION_ENV) or PROC_DRIVER_VERSION
+    path = path or proc_driver_version()
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return parse_kernel_module_version(f.read(4096))

@@ -116,14 +116,14 @@ class NvmlSampler:
         except ImportError as e:
             self.reason = f"nvidia-ml-py cannot be imported: {e}"
             return None
+        from envcheck.probe.nvml import error_name, init_nvml
+
         try:
-            pynvml.nvmlInit()
+            init_nvml(pynvml)
             for index in range(pynvml.nvmlDeviceGetCount()):
                 self._handles[index] = pynvml.nvmlDeviceGetHandleByIndex(index)
                 self._traces[index] = GpuTrace()
         except pynvml.NVMLError as e:
-            from envcheck.probe.nvml import error_name
-
             name = error_name(pynvml, e)
             self.status = "unavailable" if name == "NVML_ERROR_LIBRARY_NOT_FOUND" else "error"
             self.reason = f"{name}: {e}"

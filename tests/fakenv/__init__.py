@@ -113,14 +113,22 @@ def _soname(out: Path) -> str:
 
 def make_host(fake: FakeBuild, profile: str, work: Path, trace: Path | None = None) -> dict[str, str]:
     """Lay out the files of one fake host under `work` and return the environment variables
-    that make a subprocess see it (merge them into os.environ)."""
+    that make a subprocess see it (merge them into os.environ).
+
+    The probes see the driver only through `ENVCHECK_DRIVER_ROOT` (envcheck/probe/driver_root.py):
+    the fake's libraries, or none, and its /proc/driver/nvidia/version, or none. A real driver
+    on the machine (loader cache, /proc/driver/nvidia) is hidden from them."""
     host = load_profile(profile)["host"]
     driver_dir, ld_dir, site = work / "driver", work / "ld", work / "site-packages"
-    for d in (driver_dir, ld_dir, site):
+    root = work / "root"
+    for d in (driver_dir, ld_dir, site, root / "lib"):
         d.mkdir(parents=True, exist_ok=True)
     _install_driver(fake, host, driver_dir)
+    for soname in ("libnvidia-ml.so.1", "libcuda.so.1"):
+        if (driver_dir / soname).exists():  # what the loader would resolve the soname to
+            (root / "lib" / soname).symlink_to(driver_dir / soname)
     _install_libraries(fake, host, site, ld_dir)
-    proc_version = work / "proc" / "driver" / "nvidia" / "version"
+    proc_version = root / "proc" / "driver" / "nvidia" / "version"
     if host.get("kernel_module"):
         proc_version.parent.mkdir(parents=True, exist_ok=True)
         text = PROC_VERSION_TEXT[host.get("kernel_module_flavor", "proprietary")]
@@ -128,7 +136,7 @@ def make_host(fake: FakeBuild, profile: str, work: Path, trace: Path | None = No
     env = {
         "FAKE_NVIDIA_PROFILE": str(PROFILES / f"{profile}.toml"),
         "LD_LIBRARY_PATH": f"{driver_dir}:{ld_dir}",
-        "ENVCHECK_PROC_DRIVER_VERSION": str(proc_version),
+        "ENVCHECK_DRIVER_ROOT": str(root),
         "FAKE_NVIDIA_SITE_PACKAGES": str(site),
     }
     if trace is not None:
