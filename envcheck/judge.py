@@ -425,10 +425,10 @@ def check_engine(ctx: Context) -> Iterable[Finding]:
                        NVIDIA_RUNTIME_FIX, "engine", runtimes=list(e.runtimes))
         else:
             gpu = "with the NVIDIA runtime" if e.nvidia_runtime else "without GPU support"
-            yield passed("engine.ok", f"Docker {e.version} (API {e.api_version}) {gpu}", "engine",
-                         version=e.version)
+            api = f" (API {e.api_version})" if e.api_version else ""
+            yield passed("engine.ok", f"Docker {e.version}{api} {gpu}", "engine", version=e.version)
     elif ctx.needs_engine:
-        yield warn("engine.unreachable", f"no container engine: {e.reason}",
+        yield warn("engine.unreachable", f"no container engine: {e.reason or e.status}",
                    f"{engine_fix(e)}; or run the smoke with --in-process",
                    "engine", reason=e.reason)
 

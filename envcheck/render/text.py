@@ -14,6 +14,7 @@ from envcheck.facts import HostFacts
 from envcheck.findings import LAYERS, Finding
 from envcheck.proof import PROOF_WORDS
 from envcheck.render.sanitize import visible
+from envcheck.render.wrap import COMMAND, wrap
 from envcheck.report import Report
 
 if TYPE_CHECKING:
@@ -78,23 +79,80 @@ def headline(report: Report) -> str:
     return f"envcheck {__version__} doctor — {visible(where)}"
 
 
-def render_plain(report: Report, stream: IO[str], explain: bool = False) -> None:
+def render_plain(report: Report, stream: IO[str], explain: bool = False, width: int | None = None) -> None:
+    """`width`: wrap prose to it (never inside a command); None: one line per finding and fix."""
     w = stream.write
     w(headline(report) + "\n")
     for name, title, items in grouped(report):
         facts = layer_facts(report.host, name)
         w(f"\n{title}" + (f": {facts}" if facts else "") + "\n")
         for f in items:
-            w(f"  {_MARK[f.severity]}  {visible(f.id):<28} {message_text(f.message)}\n")
-            if f.fix and f.severity != "pass":
-                w(f"        fix: {message_text(f.fix)}\n")
+            for line, _ in finding_lines(f, width):
+                w(line + "\n")
         if name == "image":
             _plain_image(report, w, explain)
         elif name == "smoke":
             _plain_smoke(report, w)
+            for line in smoke_extra_lines(report):
+                w(line + "\n")
             _plain_loaded(report, w, explain)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
     w(f"Proof: {PROOF_WORDS[report.proof]}\n")
+
+
+Span = tuple[int, int, str]  # start, end, rich style
+
+
+def finding_lines(f: Finding, width: int | None) -> list[tuple[str, list[Span]]]:
+    """A finding as lines, with where each style goes (plain ignores them): the mark, the id, the
+    message, then under a problem its fix. Prose wraps to `width`; a command never (wrap.py)."""
+    mark, ident = _MARK[f.severity], visible(f.id)
+    prefix = f"  {mark}  {ident:<28} "
+    head: list[Span] = [(2, 6, _STYLE[f.severity]), (8, 8 + len(ident), "dim")]
+    message = message_text(f.message)
+    if width is None or len(prefix) + 24 <= width:
+        body = wrap(message, width, prefix, " " * len(prefix))
+    else:  # too narrow for a column: the message under the id
+        body = [prefix.rstrip(), *wrap(message, width, " " * 8, " " * 8)]
+    lines = [(line, head if i == 0 else []) for i, line in enumerate(body)]
+    if f.fix and f.severity != "pass":
+        fix = wrap(message_text(f.fix), width, "        fix: ", " " * 13)
+        lines += [(line, _fix_spans(line, first=i == 0)) for i, line in enumerate(fix)]
+    return lines
+
+
+def _fix_spans(line: str, first: bool) -> list[Span]:
+    spans: list[Span] = [(8, 12, "bold")] if first else []
+    return spans + [(m.start(), m.end(), "cyan") for m in COMMAND.finditer(line)]
+
+
+def smoke_extra_lines(report: Report) -> list[str]:
+    """What --amp and --compare-cpu measured per run, or why they were skipped (issue 13.6)."""
+    lines = []
+    runs = (report.smoke or {}).get("runs")
+    for run in runs if isinstance(runs, list) else []:
+        if not isinstance(run, dict):
+            continue
+        device = visible(str(run.get("device_used") or run.get("device_requested") or "?"))
+        amp = run.get("amp")
+        if isinstance(amp, dict) and amp.get("enabled"):
+            lines.append(f"  amp on {device}: trained under auto_cast ({visible(str(amp.get('dtype') or 'float16'))}), "
+                         f"loss {_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}")
+        cpu = run.get("compare_cpu")
+        if isinstance(cpu, dict):
+            lines.append(f"  compare-cpu on {device}: {_compare_cpu_text(run, cpu)}")
+    return lines
+
+
+def _compare_cpu_text(run: dict[str, object], cpu: dict[str, object]) -> str:
+    if cpu.get("skipped"):
+        return f"skipped: {visible(str(cpu['skipped']))}"
+    error = cpu.get("error")
+    if isinstance(error, dict):
+        return f"failed: {visible(str(error.get('type') or 'error'))}: {visible(str(error.get('message') or ''))}"
+    speedup = cpu.get("speedup")
+    times = f"{speedup:.1f}× the CPU" if isinstance(speedup, (int, float)) else "speedup unknown"
+    return f"{_num(run.get('steps_per_s'))} steps/s here, {_num(cpu.get('steps_per_s'))} on the CPU: {times}"
 
 
 def _plain_image(report: Report, write: Callable[[str], object], explain: bool) -> None:
@@ -158,32 +216,28 @@ def _plain_loaded(report: Report, write: Callable[[str], object], explain: bool)
         write(line + "\n")
 
 
-def render_rich(report: Report, stream: IO[str], explain: bool = False) -> None:
+def render_rich(report: Report, stream: IO[str], explain: bool = False, width: int | None = None) -> None:
+    """`width`: the columns to lay out for (None: the terminal's)."""
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=stream, highlight=False, force_terminal=True)
+    console = Console(file=stream, highlight=False, force_terminal=True, width=width)
     console.print(Text(headline(report), style="bold"))
     for name, title, items in grouped(report):
         facts = layer_facts(report.host, name)
-        table = Table(show_header=False, box=None, pad_edge=False, expand=False)
-        table.add_column(width=4)
-        table.add_column(style="dim")
-        table.add_column(overflow="fold")
-        for f in items:
-            body = Text(message_text(f.message))
-            if f.fix and f.severity != "pass":
-                body.append("\nfix: ", style="bold").append(message_text(f.fix), style="cyan")
-            table.add_row(Text(_MARK[f.severity], style=_STYLE[f.severity]), Text(visible(f.id)), body)
         console.print()
         console.print(Text(title, style="bold").append(f": {facts}" if facts else "", style="dim"))
-        console.print(table)
+        for f in items:
+            for line, spans in finding_lines(f, console.width):
+                text = Text(line)
+                for start, end, style in spans:
+                    text.stylize(style, start, end)
+                console.print(text, soft_wrap=True)  # wrapped already, commands whole
         if name == "image":
             _rich_image(report, console, explain)
         elif name == "smoke":
             _rich_smoke(report, console)
-            for line in loaded_lines(report, explain):
+            for line in [*smoke_extra_lines(report), *loaded_lines(report, explain)]:
                 console.print(escape(line))
     console.print()
     console.print(Text(f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
@@ -204,8 +258,8 @@ def escape(text: str) -> str:
 
 def _rich_image(report: Report, console: Console, explain: bool) -> None:
     img = report.image
-    if img and img.pip_command:
-        console.print(f"  pip: [cyan]{escape(img.pip_command)}[/cyan]")
+    if img and img.pip_command:  # a command: on one line whatever the width
+        console.print(f"  pip: [cyan]{escape(img.pip_command)}[/cyan]", soft_wrap=True)
     if img and explain:
         for r in img.rejected:
             console.print(f"  [dim]rejected[/dim] {escape(r.ref)}: {escape(r.reason)}")
