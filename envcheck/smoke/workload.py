@@ -233,6 +233,23 @@ def log(message: str) -> None:
     print("envcheck-smoke: " + message, file=sys.stderr, flush=True)
 
 
+# -- live progress for the host's display (issue 13.1): log lines only, apart from the training.
+_SAID_AT = [0.0]
+
+
+def say_step(step: int, steps: int, since: float) -> None:
+    """At most one line a second while training, and the last step: `step 31/60, 95.2 steps/s`
+    (dispatch rate: the device is not waited for, so the figure in the result stays the one)."""
+    now = time.perf_counter()
+    last = step + 1 == steps
+    if step == 0 or (not last and now - _SAID_AT[0] < 1.0):
+        _SAID_AT[0] = _SAID_AT[0] or now
+        return
+    _SAID_AT[0] = now
+    rate = ", %.1f steps/s" % (step / (now - since)) if now > since else ""
+    log("step %d/%d%s" % (step + 1, steps, rate))
+
+
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -451,6 +468,7 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
         scaler.update()
         optimizer.clear_grad()
         losses.append(loss.detach())
+        say_step(step, args.steps, t_steps)
         if step == 0:
             float(losses[0])  # wait for the device: the first step includes CUDA/cuDNN start-up
             t_first = time.perf_counter()
