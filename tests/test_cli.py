@@ -6,12 +6,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import scenarios as s
+
+pytest_plugins = ("tests.fakenv",)  # fake_nvidia: the no-driver host, whatever this machine has
 
 ENV = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "NO_COLOR")}
 
@@ -124,9 +127,9 @@ def test_plain_text_report_when_not_a_tty(tmp_path: Path) -> None:
     assert "Verdict: FAIL (exit 1)" in r.stdout
 
 
-def test_this_machine_no_smoke_json() -> None:
-    """The real host: no driver (NVML library absent), the CUDA 13 toolkit, Paddle's CPU build."""
-    r = envcheck("doctor", "--no-smoke", "--json")
+def test_no_driver_no_smoke_json(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
+    """No driver (the no-driver profile hides any real one), the .venv's Paddle CPU build."""
+    r = envcheck("doctor", "--no-smoke", "--json", env={**ENV, **fake_nvidia("no-driver")})
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["host"]["driver"]["status"] == "absent"
@@ -135,8 +138,8 @@ def test_this_machine_no_smoke_json() -> None:
     assert doc["verdict"] in ("pass", "warn")
 
 
-def test_expect_gpu_on_this_machine_fails() -> None:
-    r = envcheck("doctor", "--no-smoke", "--json", "--expect-gpu")
+def test_expect_gpu_without_a_driver_fails(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
+    r = envcheck("doctor", "--no-smoke", "--json", "--expect-gpu", env={**ENV, **fake_nvidia("no-driver")})
     assert r.returncode == 1
     ids = {f["id"]: f["severity"] for f in json.loads(r.stdout)["findings"]}
     assert ids["driver.missing"] == "fail"
