@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from envcheck.errors import EnvcheckError
 from envcheck.exitcodes import ExitStatus
-from envcheck.registry import Platform, platform_runs
+from envcheck.platforms import Platform, platform_runs
 
 if TYPE_CHECKING:  # the facts and matrix modules cost ~40 ms to import: a plain pull needs neither
     from envcheck.facts import HostFacts

@@ -31,18 +31,17 @@ from envcheck.docker_adapter import (
 )
 from envcheck.errors import EnvcheckError, EnvironmentProblem
 from envcheck.image_checks import ImageRefused, platform_refusal
+from envcheck.platforms import Platform, host_platform
 from envcheck.pull_events import PullProgress
 from envcheck.reference import Reference, parse_reference
 from envcheck.registry import (
     REQUEST_DEADLINE_S,
     ManifestNotFound,
-    Platform,
     RegistryClient,
     RegistryError,
     RegistryUnavailable,
     RemoteImage,
     env_mapping,
-    host_platform,
     parse_distribution,
 )
 from envcheck.render.progress import PullDisplay, make_display

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.errors import EnvironmentProblem, UsageError
+from envcheck.platforms import Platform
 from envcheck.reference import DOCKER_HUB, Reference
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
@@ -99,16 +100,6 @@ def login_hint(registry: str) -> str:
 
 
 # -- what we learn ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Platform:
-    os: str
-    architecture: str
-    variant: str | None = None
-
-    def __str__(self) -> str:
-        return "/".join(p for p in (self.os, self.architecture, self.variant) if p)
-
-
 @dataclass(frozen=True)
 class RemoteImage:
     """One tag as the registry describes it."""
@@ -341,16 +332,6 @@ def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
 _CHALLENGE_PARAM = re.compile(r'([A-Za-z_]+)=(?:"([^"]*)"|([^,]*))')
 
 
-def host_platform(machine: str | None = None) -> Platform:
-    """This machine as an OCI platform: `uname -m` x86_64 → linux/amd64."""
-    import platform as _platform
-
-    arch = (machine or _platform.machine()).lower()
-    arch = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}.get(arch, arch)
-    variant = "v8" if arch == "arm64" else "v7" if arch == "arm" else None
-    return Platform("linux", arch, variant)
-
-
 def realm_refusal(realm: str, api_host: str, configured: frozenset[str] = frozenset()) -> str | None:
     """Why a `WWW-Authenticate` realm must not be fetched, or None when it may be: http(s) only
     (plain http only on loopback, as for registries), no credentials in the URL, and on the
@@ -484,10 +465,6 @@ def _config_platform(config: Mapping[str, Any], shape: _Shape) -> Platform:
     if not all(f is None or isinstance(f, str) for f in fields):
         raise shape.fail("config platform", {k: config.get(k) for k in ("os", "architecture", "variant")})
     return Platform(fields[0] or "linux", fields[1] or "amd64", fields[2])
-
-
-def platform_runs(platforms: tuple[Platform, ...], want: Platform) -> bool:
-    return any(p.os == want.os and p.architecture == want.architecture for p in platforms)
 
 
 def env_mapping(items: list[str]) -> dict[str, str]:
@@ -632,7 +609,7 @@ class _LazyHTTPSHandler(urllib.request.HTTPSHandler):
 
 
 __all__ = [
-    "ManifestNotFound", "Platform", "RegistryAuthRequired", "RegistryClient", "RegistryError",
-    "RegistryUnavailable", "RemoteImage", "env_mapping", "host_platform", "is_loopback",
-    "login_hint", "parse_challenge", "parse_distribution", "platform_runs", "realm_refusal",
+    "ManifestNotFound", "RegistryAuthRequired", "RegistryClient", "RegistryError",
+    "RegistryUnavailable", "RemoteImage", "env_mapping", "is_loopback",
+    "login_hint", "parse_challenge", "parse_distribution", "realm_refusal",
 ]

@@ -7,7 +7,7 @@ import pytest
 from envcheck.facts import DriverFacts, HostFacts
 from envcheck.image_checks import CudaClaim, cuda_claims, cuda_refusal, platform_refusal
 from envcheck.matrix.load import load_matrix
-from envcheck.registry import Platform
+from envcheck.platforms import Platform
 
 MATRIX = load_matrix(None)
 AMD64 = Platform("linux", "amd64")

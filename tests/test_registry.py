@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
+from envcheck.platforms import Platform, host_platform
 from envcheck.reference import parse_reference
 from envcheck.registry import (
     ManifestNotFound,
-    Platform,
     RegistryAuthRequired,
     RegistryClient,
     RegistryError,
     RegistryUnavailable,
-    host_platform,
     is_loopback,
     parse_challenge,
     parse_distribution,
