@@ -51,6 +51,9 @@ def register(sub: Any) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON document on stdout, nothing else")
     out.add_argument("--no-color", action="store_true", help="plain text even on a terminal (also NO_COLOR)")
+    out.add_argument("--quiet", action="store_true",
+                     help="no progress on stderr (by default: a live line on a terminal, plain lines "
+                     "and a heartbeat every 10 s otherwise, --json included)")
     out.add_argument("--explain", action="store_true", help="list every rejected image tag with its reason")
     out.add_argument("--junit", metavar="FILE", help="write a JUnit XML report (one test case per check)")
     out.add_argument("--markdown", metavar="FILE",
@@ -100,12 +103,32 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from envcheck import activity
+    from envcheck.render.activity import make_activity_display
+
+    # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
+    # heartbeat in a log, under --json too); stopped before the report takes stdout.
+    with activity.showing(make_activity_display("none" if args.quiet else "auto")):
+        report = _diagnose(args)
+    _render(args, report)
+    _save_baseline(args, report)
+    return int(report.exit_status)
+
+
+def _diagnose(args: argparse.Namespace) -> Report:
+    from envcheck import activity
+
     started = time.perf_counter()
+    if args.json and args.markdown == "-":
+        raise UsageError("--json and --markdown - both write to stdout",
+                         hint="give --markdown a file path, or drop --json")
     gpus = parse_gpus(args.gpus)
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
     target = None if args.facts else resolve_interpreter(args.python)
     endpoint = None if args.facts else resolve_endpoint()
+    if not args.facts:
+        activity.phase("probing the host (driver, CUDA, Paddle, engine)")
     probe = None if target is None else start_host_probe(target, engine=endpoint)  # CUDA child first
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
@@ -134,11 +157,8 @@ def run(args: argparse.Namespace) -> int:
         findings.append(unproven)
     if args.baseline:
         findings += _drift(args, host, image)
-    report = Report(host=host, findings=tuple(findings), image=image, smoke=smoke_doc, proof=proof,
-                    meta=_meta(matrix.path, started))
-    _render(args, report)
-    _save_baseline(args, report)
-    return int(report.exit_status)
+    return Report(host=host, findings=tuple(findings), image=image, smoke=smoke_doc, proof=proof,
+                  meta=_meta(matrix.path, started))
 
 
 def read_facts(path: str) -> HostFacts:
@@ -180,7 +200,7 @@ def _smoke_options(
                         endpoint=endpoint,
                         expect_gpu=args.expect_gpu, pull=not args.no_pull, amp=args.amp,
                         compare_cpu=args.compare_cpu, export=args.export, timeout=args.smoke_timeout,
-                        quiet=args.json)
+                        quiet=args.quiet)
 
 
 def _drift(args: argparse.Namespace, host: HostFacts, image: ImageChoice) -> list[Finding]:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, ClassVar, Literal, Protocol
 
+from envcheck import activity
 from envcheck.pull_events import LayerProgress, PullProgress
 from envcheck.render.sanitize import rich_safe, visible
 
@@ -36,7 +37,7 @@ def make_display(kind: DisplayKind = "auto", stream: IO[str] | None = None) -> P
     if kind == "none":
         return NullDisplay()
     if kind == "auto":
-        kind = "rich" if _isatty(stream) else "plain"
+        kind = "rich" if isatty(stream) else "plain"
     return RichDisplay(stream) if kind == "rich" else PlainDisplay(stream)
 
 
@@ -137,6 +138,7 @@ class RichDisplay:
         for task in list(self.layers.task_ids) + list(self.overall.task_ids):
             (self.layers if task in self.layers.task_ids else self.overall).remove_task(task)
         self._tasks.clear()
+        activity.step_aside()  # the activity line yields the terminal to the bars until stop()
         self.console.print(f"pulling [bold]{rich_safe(reference)}[/]", highlight=False)
         for layer in progress.layers.values():
             self._task(layer)
@@ -158,6 +160,7 @@ class RichDisplay:
     def stop(self) -> None:
         # Always called (finally): leaves the terminal sane on errors and Ctrl-C.
         self.live.stop()
+        activity.step_back()
 
     def _task(self, layer: LayerProgress) -> Any:
         if layer.id not in self._tasks:
@@ -205,7 +208,7 @@ def human_bytes(n: int | None) -> str:
     return f"{value:.1f} GB"  # pragma: no cover
 
 
-def _isatty(stream: IO[str]) -> bool:
+def isatty(stream: IO[str]) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):

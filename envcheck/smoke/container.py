@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from envcheck import signals
+from envcheck import activity, signals
 from envcheck.docker_adapter import LABEL, translate_errors
 from envcheck.errors import EnvcheckError
 from envcheck.smoke import ownership
@@ -96,6 +96,7 @@ class SmokeContainer:
         self.swept: list[str] = []
 
     def __enter__(self) -> Self:
+        activity.phase(f"creating the smoke container from {self.spec.image}")
         self.swept = sweep_leftovers(self.client)
         try:
             with signals.deferred(), translate_errors(
@@ -112,6 +113,7 @@ class SmokeContainer:
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        activity.phase("removing the smoke container")
         self._remove(quiet=t is not None)
 
     def _remove(self, quiet: bool) -> None:
@@ -127,16 +129,20 @@ class SmokeContainer:
         with translate_errors("attaching to the smoke container"):
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
         reader = threading.Thread(
-            target=_pump, args=(stream, collector, attention, failures), name="envcheck-smoke-io",
+            target=_pump, args=(stream, collector, attention, failures, activity.LineSplitter()),
+            name="envcheck-smoke-io",
             daemon=True,
         )
         reader.start()
         started = time.monotonic()
         try:
             with signals.unwind_on_signals(), translate_errors("starting the smoke container"):
+                activity.phase("starting the smoke container")
                 container.start()
+                activity.phase("smoke: importing Paddle in the container")
                 if on_start is not None:
                     on_start(_host_pid(container))
+                    activity.detail("the NVML witness samples the GPUs while it runs")
                 done = attention.wait(
                     timeout=max(0.0, started + self.spec.timeout - time.monotonic())
                 )
@@ -292,8 +298,9 @@ def _pump(
     sink: OutputCollector,
     attention: threading.Event,
     failures: list[Exception],
+    lines: activity.LineSplitter,
 ) -> None:
-    """Read to the end of the stream. Past the stdout bound keep draining (the collector drops
+    """Read to the end of the stream (the workload's log lines to the activity display too). Past the stdout bound keep draining (the collector drops
     it): an attach stream nobody reads blocks dockerd, and then even `kill` hangs (measured).
     The stream breaking is its end; any other exception is a bug, handed to the main thread."""
     import requests.exceptions
@@ -308,6 +315,7 @@ def _pump(
                     attention.set()  # the main thread kills the container
             if err:
                 sink.feed_stderr(err)
+                lines.feed(err)
     except Exception as e:  # noqa: BLE001 - not swallowed: re-raised by run() in the main thread
         failures.append(e)
     finally:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from envcheck import signals
+from envcheck import activity, signals
 from envcheck.errors import EnvironmentProblem
 from envcheck.smoke.parse import OutputCollector, RawRun
 
@@ -63,7 +63,9 @@ def _run(
     env: dict[str, str],
 ) -> RawRun:
     collector, finished = OutputCollector(), threading.Event()
+    lines = activity.LineSplitter()
     started = time.monotonic()
+    activity.phase(f"smoke: starting {argv[0]}")
     try:
         with signals.deferred():  # a signal now would orphan a child we hold no handle of
             proc = subprocess.Popen(
@@ -90,13 +92,14 @@ def _run(
         ),
         threading.Thread(
             target=_pump,
-            args=(proc.stderr, collector.feed_stderr, collector, None, failures),
+            args=(proc.stderr, _both(collector.feed_stderr, lines.feed), collector, None, failures),
             daemon=True,
         ),
     ]
     try:
         for pump in pumps:
             pump.start()
+        activity.phase("smoke: importing Paddle")
         if on_start is not None:
             on_start(proc.pid)
         done = finished.wait(timeout=max(0.0, started + timeout - time.monotonic()))
@@ -119,6 +122,14 @@ def _run(
         raise failures[0]
     return collector.raw_run(exit_code, started, timed_out=not done, pid=proc.pid,
                              extra={"python": argv[0]})
+
+
+def _both(first: Callable[[bytes], None], second: Callable[[bytes], None]) -> Callable[[bytes], None]:
+    def feed(chunk: bytes) -> None:
+        first(chunk)
+        second(chunk)  # the log lines to the activity display too
+
+    return feed
 
 
 def _pump(

@@ -1,0 +1,167 @@
+"""The displays of `envcheck.activity`: what envcheck is doing, on stderr, while it is slow.
+
+- `RichActivity` (a terminal): one live line — spinner, the phase, its latest detail (the workload's
+  own log line: Paddle imported, `step 31/60, 95.2 steps/s`…) and the seconds it has taken —
+  redrawn four times a second; each finished phase stays above it with its time.
+- `PlainActivity` (a CI log, any stderr that is not a terminal): one line per phase and per
+  detail, and `still <phase> (N s)` when nothing was said for `heartbeat` seconds
+  (`ENVCHECK_HEARTBEAT_S`, default 10), so a hung smoke never looks like a dead job.
+- `activity.NULL`: `--quiet`.
+Outside text (the workload's lines) goes through the sanitiser and is never read as markup.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from envcheck.activity import NULL, ActivityDisplay
+from envcheck.errors import UsageError
+from envcheck.render.progress import DisplayKind, isatty
+from envcheck.render.sanitize import visible
+
+HEARTBEAT_ENV = "ENVCHECK_HEARTBEAT_S"
+HEARTBEAT_S = 10.0
+MAX_DETAIL = 160  # a workload line can be long (every library path it mapped)
+
+
+def make_activity_display(kind: DisplayKind = "auto", stream: IO[str] | None = None) -> ActivityDisplay:
+    """`auto`: live on a terminal, plain lines otherwise; `none`: nothing (--quiet)."""
+    stream = stream or sys.stderr
+    if kind == "none":
+        return NULL
+    if kind == "auto":
+        kind = "rich" if isatty(stream) and os.environ.get("TERM") != "dumb" else "plain"
+    return RichActivity(stream) if kind == "rich" else PlainActivity(stream, heartbeat_interval())
+
+
+def heartbeat_interval(environ: dict[str, str] | None = None) -> float:
+    """`ENVCHECK_HEARTBEAT_S` (seconds between heartbeat lines in a log), else 10."""
+    text = (os.environ if environ is None else environ).get(HEARTBEAT_ENV)
+    if text is None:
+        return HEARTBEAT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.05 <= value <= 3600:
+        raise UsageError(f"{HEARTBEAT_ENV}={visible(text)[:40]!r}: not a number of seconds",
+                         hint=f"give {HEARTBEAT_ENV} seconds between 0.05 and 3600, or unset it")
+    return value
+
+
+def _short(text: str) -> str:
+    text = visible(text)
+    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"
+
+
+class PlainActivity:
+    """Lines a CI log keeps: `envcheck: <phase>`, `envcheck:   <detail>`, and heartbeats."""
+
+    def __init__(self, stream: IO[str], heartbeat: float = HEARTBEAT_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream, self.heartbeat, self.clock = stream, heartbeat, clock
+        self._lock = threading.Lock()
+        self._phase = ""
+        self._phase_started = self._last = clock()
+        self._paused = False
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def phase(self, text: str) -> None:
+        with self._lock:
+            self._phase, self._phase_started = _short(text), self.clock()
+        self._line(f"envcheck: {self._phase}")
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._beat, name="envcheck-heartbeat", daemon=True)
+            self._thread.start()
+
+    def detail(self, text: str) -> None:
+        self._line(f"envcheck:   {_short(text)}")
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(min(1.0, self.heartbeat / 4)):
+            now = self.clock()
+            if not self._paused and now - self._last >= self.heartbeat:
+                self._line(f"envcheck: still {self._phase} ({now - self._phase_started:.0f} s)")
+
+    def _line(self, text: str) -> None:
+        with self._lock:
+            self._last = self.clock()
+            try:
+                print(text, file=self.stream, flush=True)
+            except (OSError, ValueError):
+                pass  # stderr closed or full: progress is not worth failing the run for
+
+
+class RichActivity:
+    """One live line on the terminal; finished phases stay above it with their time."""
+
+    def __init__(self, stream: IO[str], clock: Callable[[], float] = time.monotonic) -> None:
+        from rich.console import Console
+        from rich.live import Live
+        from rich.spinner import Spinner
+
+        self.clock = clock
+        self.console = Console(file=stream, stderr=stream is sys.stderr, highlight=False)
+        self._spinner = Spinner("dots")
+        self._phase = ""
+        self._detail = ""
+        self._since = clock()
+        self._running = False
+        self.live = Live(self, console=self.console, refresh_per_second=4, transient=True,
+                         redirect_stdout=False, redirect_stderr=True)
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        text = Text(self._phase, style="bold")
+        if self._detail:
+            text.append(f" — {self._detail}")
+        text.append(f" ({self.clock() - self._since:.0f} s)", style="dim")
+        self._spinner.text = text
+        return self._spinner
+
+    def phase(self, text: str) -> None:
+        if self._phase and self._running:
+            self.console.print(f"[green]✓[/] {_escaped(self._phase)} [dim]({self.clock() - self._since:.1f} s)[/]")
+        self._phase, self._detail, self._since = _short(text), "", self.clock()
+        if not self._running:
+            self.resume()
+
+    def detail(self, text: str) -> None:
+        self._detail = _short(text)
+
+    def pause(self) -> None:
+        if self._running:
+            self._running = False
+            self.live.stop()
+
+    def resume(self) -> None:
+        if not self._running and self._phase:
+            self._running = True
+            self.live.start()
+
+    def stop(self) -> None:
+        self.pause()
+
+
+def _escaped(text: str) -> str:
+    from envcheck.render.sanitize import rich_safe
+
+    return rich_safe(text)
