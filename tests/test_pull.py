@@ -391,8 +391,8 @@ def test_ctrl_c_stops_cleanly(fresh: Fresh, registry: LocalRegistry, proxy_facto
 
 
 # -- dry run, planning, ensure_image --------------------------------------------------------------
-def test_dry_run_prints_the_choice_and_touches_nothing(sentinel: SentinelEngine) -> None:
-    env = {"DOCKER_HOST": f"unix://{sentinel.path}"}
+def test_dry_run_prints_the_choice_and_touches_nothing(sentinel: SentinelEngine, tmp_path: Path) -> None:
+    env = {"DOCKER_HOST": f"unix://{sentinel.path}", "ENVCHECK_DRIVER_ROOT": str(tmp_path)}
     text = envcheck("pull-image", "--dry-run", env=env)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("would pull docker.io/paddlepaddle/paddle:")
@@ -400,7 +400,7 @@ def test_dry_run_prints_the_choice_and_touches_nothing(sentinel: SentinelEngine)
     doc = json.loads(envcheck("pull-image", "--dry-run", "--json", "--paddle", "3.3.1", env=env).stdout)
     assert doc["dry_run"] is True and doc["reference"] == "docker.io/paddlepaddle/paddle:3.3.1"
     assert doc["mirrors"] == ["ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle:3.3.1"]
-    assert doc["reason"] and doc["kind"] == "cpu"  # this machine has no NVIDIA driver
+    assert doc["reason"] and doc["kind"] == "cpu"  # no NVIDIA driver: env's empty driver root
     named = json.loads(envcheck("pull-image", "--dry-run", "--json", "--image", "busybox", env=env).stdout)
     assert named["reference"] == "docker.io/library/busybox:latest" or named["reference"] == "docker.io/library/busybox"
     assert sentinel.connections == 0

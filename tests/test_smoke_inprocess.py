@@ -24,7 +24,7 @@ from envcheck.smoke.options import SmokeOptions
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive
 from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS
 
-pytest_plugins = ("tests.smoke_fixtures",)
+pytest_plugins = ("tests.smoke_fixtures", "tests.fakenv")  # no_driver: hides a real driver
 
 IN_PROCESS = SmokeOptions(in_process=True, timeout=180)
 
@@ -34,16 +34,16 @@ def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
     return smoke_check(NO_GPU_HOST, CPU_CHOICE, opts)
 
 
-def test_in_process_cpu_smoke_that_learns_is_a_pass() -> None:
+def test_in_process_cpu_smoke_that_learns_is_a_pass(no_driver: Path) -> None:
     doc, findings = check()
     assert [f.id for f in findings] == ["smoke.pass"] and verdict_of(findings) == "pass"
     assert doc is not None and doc["mode"] == "in-process" and doc["python"] == sys.executable
     run = doc["runs"][0]
     assert run["device_used"] == "cpu" and run["loss_end"] < run["loss_start"]
-    assert doc["nvml"]["status"] == "unavailable"  # no driver on this machine: recorded, not fatal
+    assert doc["nvml"]["status"] == "unavailable"  # no driver (no_driver): recorded, not fatal
 
 
-def test_in_process_with_expect_gpu_is_cpu_fallback_naming_the_cpu_build() -> None:
+def test_in_process_with_expect_gpu_is_cpu_fallback_naming_the_cpu_build(no_driver: Path) -> None:
     doc, findings = check(expect_gpu=True)
     assert [f.id for f in findings] == ["smoke.cpu-fallback"]
     fallback = findings[0]

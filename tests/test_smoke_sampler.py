@@ -1,5 +1,5 @@
 """The NVML witness against the fake NVIDIA libraries (tests/fakenv), in a fresh interpreter each
-(dlopen reads LD_LIBRARY_PATH once), and against this machine's real absence of a driver."""
+(dlopen reads LD_LIBRARY_PATH once), and against an empty driver root (no driver at all)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,15 @@ SAMPLE = f"""
 import json, time
 from envcheck.smoke.sampler import NvmlSampler
 from envcheck.smoke.witness import witness
+def wait_for_samples(n):  # events, not a fixed time: n more samples were taken
+    target = sampler.summary()["samples"] + n
+    while sampler.summary()["samples"] < target and sampler.status == "ok":
+        time.sleep(0.005)
 with NvmlSampler(interval=0.01) as sampler:
     sampler.watch({FAKE_PID})
-    time.sleep(0.2)
+    wait_for_samples(5)
     window = {{"start": time.time(), "end": None}}  # as the workload stamps its training
-    time.sleep(0.2)
+    wait_for_samples(5)
     window["end"] = time.time()
 print(json.dumps(dict(sampler.summary(), window=window)))
 """
@@ -125,7 +129,7 @@ def test_a_broken_driver_is_an_error_summary_not_an_exception(
     )
 
 
-def test_no_driver_on_this_machine_is_unavailable_with_the_reason() -> None:
+def test_no_driver_is_unavailable_with_the_reason(no_driver: Path) -> None:
     with NvmlSampler() as sampler:
         sampler.watch(os.getpid())
     summary = sampler.summary()

@@ -249,3 +249,12 @@ def probed_host(fake_nvidia: Callable[[str], dict[str, str]]) -> Callable[[str],
         return _PROBED[profile]
 
     return get
+
+
+@pytest.fixture
+def no_driver(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This test's process and the processes it starts see no NVIDIA driver, whatever the
+    machine has: ENVCHECK_DRIVER_ROOT is an empty folder (envcheck/probe/driver_root.py)."""
+    root = tmp_path_factory.mktemp("no-driver-root")
+    monkeypatch.setenv("ENVCHECK_DRIVER_ROOT", str(root))
+    return root
