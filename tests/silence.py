@@ -10,6 +10,7 @@ between the start and the exit. `python -m tests.silence [--tty] -- ARGS` prints
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import pty
 import select
@@ -32,7 +33,7 @@ class Watched:
     @property
     def longest_silence(self) -> float:
         marks = [0.0, *self.arrivals, self.elapsed]
-        return max(b - a for a, b in zip(marks, marks[1:]))
+        return max(b - a for a, b in itertools.pairwise(marks))
 
 
 def watch(argv: list[str], *, tty: bool, env: dict[str, str] | None = None, timeout: float = 300,
