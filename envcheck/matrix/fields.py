@@ -1,0 +1,140 @@
+"""Field checkers of the matrix files (pure): a TOML value -> the converted value, or `Bad` with
+the problem in words. `envcheck.matrix.schema` names which checker each field of each table uses."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
+
+
+class Bad(ValueError):
+    pass
+
+
+Check = Callable[[Any], Any]
+
+
+def type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "float", list: "array", dict: "table"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def text(value: Any) -> str:
+    if isinstance(value, float):  # cuda = 12.10 would silently become 12.1
+        raise Bad(f'expected a quoted string, got float {value!r} (write "{value}")')
+    if not isinstance(value, str):
+        raise Bad(f"expected a string, got {type_name(value)} {value!r}")
+    if not value.strip():
+        raise Bad("empty string")
+    return value
+
+
+def dotted(value: Any) -> str:
+    try:
+        _parse_dotted(text(value))
+    except VersionParseError as e:
+        raise Bad(str(e)) from e
+    return str(value)
+
+
+def pep440(value: Any) -> str:
+    try:
+        cached_version(text(value))
+    except InvalidVersion as e:
+        raise Bad(f"not a PEP 440 version: {value!r}") from e
+    return str(value)
+
+
+# The same few strings ("NV-RN", "12.9", "3.3.1") recur hundreds of times: parse each once.
+_parse_dotted = functools.lru_cache(maxsize=1024)(parse_dotted)
+cached_version = functools.lru_cache(maxsize=1024)(Version)
+
+
+def cc(value: Any) -> str:
+    try:
+        parse_compute_capability(text(value))
+    except VersionParseError as e:
+        raise Bad(f'{e} (expected "major.minor", e.g. "8.6")') from e
+    return str(value)
+
+
+# One clause of a PEP 440 specifier on release numbers (">=3.9", "<3.14", "==3.10.*"). Checked by
+# pattern: building packaging's SpecifierSet would import packaging.tags and sysconfig (~10 ms) on
+# every start-up just to validate a field nothing compares at run time.
+_SPEC_CLAUSE = re.compile(r"\s*(~=|===|==|!=|<=|>=|<|>)\s*\d+(\.\d+)*(\.\*)?\s*")
+
+
+def specifier(value: Any) -> str:
+    written = text(value)
+    if not all(_SPEC_CLAUSE.fullmatch(clause) for clause in written.split(",")):
+        raise Bad(f"not a version specifier: {value!r}")
+    return str(value)
+
+
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Bad(f"expected true or false, got {type_name(value)} {value!r}")
+    return value
+
+
+def integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise Bad(f"expected a positive integer, got {type_name(value)} {value!r}")
+    return value
+
+
+def archs(value: Any) -> tuple[int, ...]:
+    """`[61, 70, 75]`: the sm numbers as Paddle prints them (`compiled for 75 80 86 89`)."""
+    if not isinstance(value, list) or not value:
+        raise Bad(f"expected a non-empty array of sm numbers, got {value!r}")
+    bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int) or not 10 <= v <= 999]
+    if bad:
+        raise Bad(f"not sm numbers (e.g. 86 for sm_86): {bad!r}")
+    return tuple(value)
+
+
+PLATFORMS = ("linux/amd64", "linux/arm64")
+
+
+def platforms(value: Any) -> tuple[str, ...]:
+    """`["linux/amd64"]`: the OCI platforms the tag is published for."""
+    platforms = texts(value)
+    bad = [p for p in platforms if p not in PLATFORMS]
+    if bad:
+        raise Bad(f"unknown platforms {bad!r} (known: {', '.join(PLATFORMS)})")
+    return platforms
+
+
+def texts(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise Bad(f"expected a non-empty array of strings, got {value!r}")
+    return tuple(text(v) for v in value)
+
+
+def one_of(*choices: str) -> Check:
+    def check(value: Any) -> str:
+        if value not in choices:
+            raise Bad(f"expected one of {', '.join(choices)}, got {value!r}")
+        return str(value)
+
+    return check
+
+
+def matching(pattern: str, what: str) -> Check:
+    regex = re.compile(pattern)
+
+    def check(value: Any) -> str:
+        if not regex.fullmatch(text(value)):
+            raise Bad(f"not {what}: {value!r}")
+        return str(value)
+
+    return check
+
+
