@@ -99,6 +99,7 @@ class PullResult:
     # before the pull; the pulled image, after it; None: not read (--force, registry unreadable).
     config_source: ConfigSource | None = "registry"
     warnings: tuple[str, ...] = ()  # advisory reads that could not be made
+    downloaded: int = 0  # compressed bytes this pull downloaded (layers already present cost none)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +108,7 @@ class PullResult:
             "size": self.size, "seconds": round(self.seconds, 3), "outcome": self.outcome,
             "attempts": self.attempts, "platform": self.platform, "failures": list(self.failures),
             "config_source": self.config_source, "warnings": list(self.warnings),
+            "downloaded": self.downloaded,
         }
 
 
@@ -196,7 +198,8 @@ def _pull_from(target: Reference, plan: PullPlan, run: _Run, *, mirror: bool) ->
     if target.tag:
         made.append(target.with_tag(target.tag))
     config = _checked_locally(run, remote, image_id, config_read, pulled=tuple(made))
-    return _result(target, plan, run, remote, digest, image_id, "pulled", mirror, config)
+    return replace(_result(target, plan, run, remote, digest, image_id, "pulled", mirror, config),
+                   downloaded=progress.downloaded)
 
 
 def _inspect(target: Reference, plan: PullPlan, run: _Run) -> tuple[RemoteImage, bool]:
@@ -297,6 +300,8 @@ def _stream(run: _Run, source: Reference, remote: RemoteImage) -> PullProgress:
                 close()  # on Ctrl-C too: drop the stream so the engine cancels the pull
     if progress.error:
         raise pull_error(progress.error, ref=str(source), registry=source.registry)
+    for layer in progress.finish():  # no bar left "waiting" on a finished pull
+        run.display.update(progress, layer)
     return progress
 
 

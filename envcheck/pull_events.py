@@ -39,6 +39,7 @@ class LayerProgress:
     downloaded: int = 0
     extracted: int = 0
     note: str | None = None  # "Retrying in 5 seconds": the engine's own per-layer retry
+    fetched: bool = False  # the engine downloaded it in this pull (not `Already exists`)
 
     @property
     def done(self) -> bool:
@@ -70,11 +71,35 @@ class PullProgress:
 
     @property
     def total_work(self) -> int:
-        return 2 * sum(layer.size or 0 for layer in self.layers.values())
+        """Bytes of work still to be done by this pull: layers the engine already has cost none
+        (counting them made a pull of present layers read "268.8 MB in 1.0 s")."""
+        return 2 * sum(layer.size or 0 for layer in self._to_fetch())
 
     @property
     def work_done(self) -> int:
-        return sum(layer.work_done for layer in self.layers.values())
+        return sum(layer.work_done for layer in self._to_fetch())
+
+    @property
+    def downloaded(self) -> int:
+        """Compressed bytes this pull downloaded."""
+        return sum(layer.size or layer.downloaded for layer in self.layers.values() if layer.fetched)
+
+    def _to_fetch(self) -> list[LayerProgress]:
+        return [layer for layer in self.layers.values() if layer.phase != "exists"]
+
+    def finish(self) -> list[LayerProgress]:
+        """The stream ended without an error: a layer the engine never mentioned was one it had
+        (it reports each layer it downloads), a layer it fetched is in place. Returns the layers
+        this changed, so no bar is left "waiting" on a finished pull."""
+        changed = []
+        for layer in self.layers.values():
+            if not layer.done:
+                layer.phase = "complete" if layer.fetched else "exists"
+                layer.note = None
+                if layer.fetched and layer.size:
+                    layer.downloaded = layer.extracted = layer.size
+                changed.append(layer)
+        return changed
 
     def apply(self, event: Mapping[str, Any]) -> LayerProgress | None:
         """Fold one event in; return the layer it changed, if any."""
@@ -103,6 +128,7 @@ class PullProgress:
             layer.note, layer.phase, layer.downloaded = status, "waiting", 0
             return layer
         layer.phase, layer.note = phase, None
+        layer.fetched = layer.fetched or phase not in ("waiting", "exists")
         total = detail.get("total")
         if isinstance(total, int) and total > 0 and not layer.size:
             layer.size = total

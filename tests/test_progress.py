@@ -50,7 +50,7 @@ def test_rich_panel_has_a_bar_per_layer_and_an_overall_bar() -> None:
     for layer in LAYERS:
         assert layer in text
     final = text.split("pulling")[-1]
-    assert re.search(r"overall .*16\.8/16\.8 MB", final)
+    assert re.search(r"overall .*12\.6/12\.6 MB", final)  # 3 layers fetched; the one present costs nothing
     assert "done" in final and "already present" in final
 
 
@@ -76,3 +76,34 @@ def test_a_skipped_download_complete_is_still_reported() -> None:
                                                  "progressDetail": {"current": 5, "total": 10}}))
     lines = out.getvalue().splitlines()
     assert [l for l in lines if "layer abc" in l] == ["  layer abc: downloaded (10 B)", "  layer abc: extracted (10 B)"]
+
+
+def test_a_pull_of_layers_already_present_downloads_nothing_and_leaves_no_bar_waiting() -> None:
+    """All layers present (a retagged image): the engine says `Already exists` for some and nothing
+    at all for others; it was "268.8 MB in 1.0 s" with stale "waiting" bars (issue 13.1)."""
+    from envcheck.pull import PullResult
+    from envcheck.render.progress import result_text
+
+    sizes = {f"sha256:{layer}": 70_000_000 for layer in LAYERS}
+    progress = PullProgress(sizes)
+    for event in ({"status": "Pulling from envcheck-test/busybox", "id": "layers"},
+                  {"status": "Already exists", "id": LAYERS[0]}, {"status": "Already exists", "id": LAYERS[1]},
+                  {"status": "Digest: sha256:" + "d" * 64}, {"status": "Status: Downloaded newer image"}):
+        progress.apply(event)
+    assert {layer.id for layer in progress.finish()} == set(LAYERS[2:])
+    assert {layer.phase for layer in progress.layers.values()} == {"exists"}
+    assert (progress.downloaded, progress.total_work) == (0, 0)
+    result = PullResult(reference="r", requested="r", registry="127.0.0.1:5000", digest="sha256:" + "d" * 64,
+                        image_id="sha256:" + "e" * 64, size=280_000_000, seconds=1.0, outcome="pulled",
+                        attempts=1, platform="linux/amd64", downloaded=progress.downloaded)
+    text = result_text(result)
+    assert "every layer was already present" in text and "280" not in text
+
+
+def test_a_fetched_layer_counts_its_bytes_once_the_pull_ends() -> None:
+    progress = PullProgress({f"sha256:{LAYERS[0]}": 1000, f"sha256:{LAYERS[1]}": 500})
+    progress.apply({"id": LAYERS[0], "status": "Downloading", "progressDetail": {"current": 10, "total": 1000}})
+    progress.apply({"id": LAYERS[1], "status": "Already exists"})
+    assert [layer.id for layer in progress.finish()] == [LAYERS[0]]  # its `Pull complete` was skipped
+    assert progress.layers[LAYERS[0]].phase == "complete" and progress.downloaded == 1000
+    assert progress.work_done == progress.total_work == 2000

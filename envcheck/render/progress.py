@@ -221,5 +221,7 @@ def result_text(result: Any) -> str:
     if result.outcome == "present":
         return f"{result.reference} is already present with digest {result.digest}: nothing to pull"
     retried = f", after {len(result.failures)} failure(s)" if result.failures else ""
-    return (f"pulled {result.reference} {where}: {result.digest}, {human_bytes(result.size)} "
-            f"in {result.seconds:.1f} s{retried}")
+    fetched = (f"{human_bytes(result.downloaded)} downloaded" if result.downloaded
+               else "every layer was already present")
+    of = f" of {human_bytes(result.size)}" if result.downloaded and result.size else ""
+    return f"pulled {result.reference} {where}: {result.digest}, {fetched}{of} in {result.seconds:.1f} s{retried}"
