@@ -113,7 +113,7 @@ def _grid(rows: list[list[str]], width: int | None, verdicts: list[str]) -> list
         bands = [[0]] + _pack(widths, list(range(1, len(COLUMNS))), width - len(INDENT))
     lines: list[Line] = []
     for r, row in enumerate(rows):
-        styles = _styles(row, verdicts[r - 1] if r else None)
+        styles = _styles(verdicts[r - 1] if r else None)
         for b, band in enumerate(bands):
             if b and r and not any(row[c] for c in band):
                 continue  # nothing to show there (a passing host's empty FIRST FAILING CHECK)
@@ -138,7 +138,7 @@ def _pack(widths: list[int], columns: list[int], width: int) -> list[list[int]]:
     return bands
 
 
-def _styles(row: list[str], verdict: str | None) -> dict[int, str]:
+def _styles(verdict: str | None) -> dict[int, str]:
     if verdict is None:  # the header
         return dict.fromkeys(range(len(COLUMNS)), "bold")
     check = "red" if verdict in ("fail", "cpu-fallback", "wrong-results") else "yellow"
