@@ -53,3 +53,50 @@ def test_text_from_the_host_is_not_taken_as_rich_markup() -> None:
 
     render_rich(replace(r, image=replace(img, pip_command="pip install [bold]x[/bold]")), out)
     assert "[bold]x[/bold]" in re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+
+
+def _healthy_a100() -> Report:
+    matrix = load_matrix()
+    host = host_from_document(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CU126,
+                                      cudnn=s.cudnn("9.5.1"), engine=s.ENGINE_NVIDIA))
+    image = select_image(host, matrix)
+    return Report(host=host, findings=tuple(judge(Context(host, matrix, image))), image=image)
+
+
+@pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
+def test_explain_on_a_healthy_host_says_why_this_tag(render: object) -> None:
+    """Issue 13.3: the driver and the newest CUDA it runs, the GPUs' archs, every rejected tag —
+    the text `pull-image --dry-run` prints (envcheck.render.choice), not a second wording."""
+    from envcheck.render.choice import rejected_lines, why_lines
+
+    r = _healthy_a100()
+    assert r.verdict in ("pass", "warn") and r.image is not None and r.image.rejected
+    out = io.StringIO()
+    render(r, out, explain=True, width=400)  # type: ignore[operator]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    for line in [*why_lines(r.image), *rejected_lines(r.image)]:
+        assert f"  {line}" in text
+    assert "driver 535.104.05 (CUDA 12.2) runs CUDA 12.9" in text and "every GPU's arch" in text
+    assert "rejected docker.io/paddlepaddle/paddle:3.3.1-gpu-cuda13.0" in text
+    quiet = io.StringIO()
+    render(r, quiet, explain=False, width=400)  # type: ignore[operator]
+    assert "why: " not in quiet.getvalue()
+
+
+AMP_RUN = {**SMOKE["runs"][0], "amp": {"enabled": True, "dtype": "bfloat16"},  # type: ignore[index]
+           "compare_cpu": {"steps_per_s": 90.5, "speedup": 8.98, "skipped": None, "error": None}}
+CPU_RUN = {"device_requested": "cpu", "device_used": "cpu", "loss_start": 0.69, "loss_end": 0.52, "steps_per_s": 90.6,
+           "amp": {"enabled": False, "dtype": None},
+           "compare_cpu": {"skipped": "the run itself was on the CPU", "steps_per_s": None, "speedup": None, "error": None}}
+
+
+@pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
+def test_amp_and_compare_cpu_results_are_shown_or_why_they_were_skipped(render: object) -> None:
+    """Issue 13.6: --amp and --compare-cpu were measured, then dropped from the text report."""
+    out = io.StringIO()
+    render(report({"runs": [AMP_RUN, CPU_RUN]}), out)  # type: ignore[operator]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    assert "amp on gpu:0: trained under auto_cast (bfloat16), loss 0.693 → 0.41" in text
+    assert "compare-cpu on gpu:0: 812 steps/s here, 90.5 on the CPU: 9.0× the CPU" in text
+    assert "compare-cpu on cpu: skipped: the run itself was on the CPU" in text
+    assert "amp on cpu" not in text

@@ -172,15 +172,16 @@ def _dry_run(args: argparse.Namespace, plan: PullPlan, choice: ImageChoice | Non
     if args.json:
         _print_json(doc)
         return int(ExitStatus.OK)
+    from envcheck.render.choice import rejected_lines, why_lines
+
     print(f"would pull {doc['reference']}")
-    print(f"  why: {doc['reason']}")
-    if choice is not None and not choice.confirmed:
-        print("  note: the matrix marks this tag UNCONFIRMED (seen only in third-party material)")
+    for line in why_lines(choice) if choice else [f"why: {doc['reason']}"]:
+        print(f"  {line}")
     for mirror in doc["mirrors"]:
         print(f"  mirror: {mirror}")
     print(f"  pinned digest: {plan.pinned_digest or 'none (the registry’s digest is recorded)'}")
-    for rejected in doc["rejected"]:
-        print(f"  rejected {rejected['ref']}: {rejected['reason']}")
+    for line in rejected_lines(choice) if choice else []:
+        print(f"  {line}")
     return int(ExitStatus.OK)
 
 

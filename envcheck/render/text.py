@@ -15,7 +15,7 @@ from envcheck.findings import LAYERS, Finding
 from envcheck.proof import PROOF_WORDS
 from envcheck.render.sanitize import visible
 from envcheck.render.wrap import COMMAND, wrap
-from envcheck.report import Report
+from envcheck.report import ImageChoice, Report
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -161,9 +161,15 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
         return
     if img.pip_command:
         write(f"  pip:   {visible(img.pip_command)}\n")
-    if explain:
-        for r in img.rejected:
-            write(f"  rejected {visible(r.ref)}: {visible(r.reason)}\n")
+    for line in explain_lines(img) if explain else []:
+        write(f"  {line}\n")
+
+
+def explain_lines(img: ImageChoice) -> list[str]:
+    """--explain: why this tag (the same text as `pull-image --dry-run`), then every rejected one."""
+    from envcheck.render.choice import rejected_lines, why_lines
+
+    return [*why_lines(img), *rejected_lines(img)]
 
 
 SMOKE_COLUMNS = ("device asked", "device used", "loss start → end", "steps/s", "first step s", "peak GPU MiB")
@@ -260,9 +266,9 @@ def _rich_image(report: Report, console: Console, explain: bool) -> None:
     img = report.image
     if img and img.pip_command:  # a command: on one line whatever the width
         console.print(f"  pip: [cyan]{escape(img.pip_command)}[/cyan]", soft_wrap=True)
-    if img and explain:
-        for r in img.rejected:
-            console.print(f"  [dim]rejected[/dim] {escape(r.ref)}: {escape(r.reason)}")
+    for line in explain_lines(img) if img and explain else []:
+        console.print(f"  {escape(line)}", style="dim" if line.startswith("rejected") else None,
+                      soft_wrap=True)  # tags are copied from here: none cut
 
 
 def _rich_smoke(report: Report, console: Console) -> None:
