@@ -105,8 +105,15 @@ def _children_alive(marker: str) -> list[int]:
 
 
 @pytest.mark.fakegpu
-def test_a_hung_child_is_killed_not_left_behind(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
+def test_a_hung_child_is_killed_not_left_behind(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    # A profile path of this test's own: another run of the suite on the machine has its own
+    # hung children, with the shipped profile's path in their environment.
+    profile = tmp_path / "cuinit-hang.toml"
     env = {**os.environ, **fake_nvidia("cuinit-hang")}
+    profile.write_bytes(Path(env["FAKE_NVIDIA_PROFILE"]).read_bytes())
+    env["FAKE_NVIDIA_PROFILE"] = str(profile)
     facts = cuda_driver.probe_cuda_driver(timeout=0.5, env=env)
     assert facts.error == "timeout"
     assert _children_alive(env["FAKE_NVIDIA_PROFILE"]) == []
