@@ -21,6 +21,12 @@ from envcheck.signals import unwind_on_signals
 from envcheck.streams import discard_stdout
 
 COMMANDS = ("doctor", "pull_image", "report")
+EXAMPLES = """examples:
+  envcheck doctor                       the report, the image for this host, the smoke, the proof
+  envcheck doctor --expect-gpu --json   a GPU CI gate: nothing trained on a GPU is a failure
+  envcheck pull-image --dry-run         which image this host should train in, and why
+  envcheck report reports/*.json        merge a fleet's reports into one table
+  envcheck COMMAND --help               each command's flags and examples"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="envcheck",
         description="Can this machine really train PaddlePaddle models on its GPU? Proof, and the fix.",
-        epilog=EXIT_CODES_HELP,
+        epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"envcheck {__version__} (paddle-envcheck)")
