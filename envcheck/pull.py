@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from envcheck import activity
 from envcheck.docker_adapter import (
     PullFailed,
     inspect_distribution,
@@ -386,6 +387,7 @@ def ensure_image(ref: str, *, allow_pull: bool, quiet: bool, client: Any = None)
         raise EnvironmentProblem(f"image {ref} is not present and pulling is off (--no-pull)",
                                  hint=f"pull it first: `envcheck pull-image --image {ref}`")
     plan = plan_pull(parsed, _shipped_matrix())
+    activity.phase(f"image {ref} is not here: asking {parsed.registry} for it")
     result = pull_image(plan, client=client, display=make_display("none" if quiet else "auto"))
     return result.image_id
 
