@@ -10,6 +10,8 @@ import json
 import os
 import sys
 import threading
+import uuid
+from typing import Any
 
 import pytest
 
@@ -140,3 +142,22 @@ def test_a_bad_heartbeat_interval_is_a_usage_error(value: str) -> None:
 def test_quiet_is_no_display_and_a_pipe_is_plain() -> None:
     assert make_activity_display("none") is activity.NULL
     assert isinstance(make_activity_display("auto", io.StringIO()), PlainActivity)
+
+
+def test_a_cold_pull_under_json_shows_its_layers_in_the_log(registry: Any, docker_client: Any) -> None:
+    """It was silent: under --json the doctor pulled with no display at all."""
+    from tests.registry_push import push_random_image
+
+    repo = f"envcheck-test/cold-{uuid.uuid4().hex[:10]}"
+    pushed = push_random_image(registry.url, repo, "1", layers=2, layer_size=256 << 10)
+    try:
+        run = doctor("--image", registry.ref(f"{repo}:1"), "--json", tty=False)
+        assert json.loads(run.stdout)["exit_code"] == run.code  # the one document: no Python in it, exit 4
+        _in_order(run.stderr, "envcheck: image ", "is not here: asking", f"pulling {registry.ref(repo)}:1: 2 layer(s)",
+                  "downloaded", "overall 100%", "envcheck: creating the smoke container")
+        for digest, _ in pushed.layers:
+            assert f"layer {digest.removeprefix('sha256:')[:12]}: extracted" in run.stderr
+    finally:
+        for image in docker_client.images.list():
+            if any(repo in name for name in image.tags + image.attrs.get("RepoDigests", [])):
+                docker_client.images.remove(image.id, force=True)
