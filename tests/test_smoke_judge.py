@@ -167,7 +167,7 @@ def test_in_process_gpu_indices_are_nvml_indices_unless_cuda_visible_devices_ren
 def test_cpu_smoke_that_learns_on_a_host_without_gpu_is_a_pass() -> None:
     findings = judge(container_plan(), outcome(rec.result()))
     assert ids(findings) == ["smoke.pass"] and verdict_of(findings) == "pass"
-    assert "cpu loss 0.694 → 0.525 in 60 steps" in findings[0].message
+    assert "cpu loss 0.694 → 0.217 in 60 steps" in findings[0].message
     assert "no GPU expected: the host has no usable NVIDIA GPU" in findings[0].message
 
 

@@ -165,6 +165,8 @@ _LOADED = {
     "raw": (int, list, type(None)),
     "call_error": (str, type(None)),
 }
+# /dev/shm as the workload saw it (issue 11.2): optional, as above.
+_SHM = {"size_bytes": int, "free_bytes": int}
 _DRIVER_CHECK = {"library": str, "init": (int, type(None)), "error": (str, type(None)),
                  "driver_version": (str, type(None))}
 
@@ -180,6 +182,8 @@ def validate(doc: Any) -> None:
     if doc["error"] is not None:
         return  # died before training: only the error is promised
     _check_loaded(doc)
+    if doc.get("shm") is not None:
+        _check(doc["shm"], _SHM, "shm")
     _check(doc, _BUILD, "result")
     if not doc["runs"]:
         raise BadOutput("result has no runs")
