@@ -15,7 +15,6 @@ flags does not cry wolf; a layer that broke is the business of its own checks, n
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,12 +22,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from envcheck import __version__
-from envcheck.errors import UsageError
 from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.fleet import object_field, report_time
 from envcheck.report import SCHEMA_VERSION, Report
-from envcheck.userfiles import read_json, write_output
 
 BASELINE_KIND = "envcheck-baseline"
 BASELINE_VERSION = 1
@@ -230,17 +227,6 @@ def _not_compared(now: Mapping[str, Any], was: Mapping[str, Any], compared: list
     return f" (not observed on both sides: {', '.join(skipped)})" if skipped else ""
 
 
-def load_baseline(path: str) -> dict[str, Any]:
-    """Read `--baseline FILE`: a baseline written by --save-baseline, or a saved `--json` report
-    of a good run (teams already archive those). Missing or corrupt → UsageError (exit 2)."""
-    hint = "write one with `envcheck doctor --save-baseline FILE` after a good run"
-    doc = read_json(path, what="--baseline", hint=hint)
-    try:
-        return parse_baseline(doc)
-    except ValueError as e:
-        raise UsageError(f"--baseline {path}: {e}", hint=hint) from e
-
-
 def parse_baseline(doc: Any) -> dict[str, Any]:
     """Validate a baseline document (or turn a saved good report into one); ValueError if not."""
     if isinstance(doc, dict) and "findings" in doc and "host" in doc:
@@ -290,16 +276,3 @@ def _from_report(doc: dict[str, Any]) -> dict[str, Any]:
 def _created(meta: Mapping[str, Any]) -> str | None:
     when = report_time(meta)
     return when.isoformat(timespec="seconds") if when else None
-
-
-def save_baseline(report: Report, path: str) -> bool:
-    """`--save-baseline FILE`: write the baseline if this run passed (exit 0, warnings allowed).
-
-    Returns whether it was written: a failed run is never a baseline, or the next run would
-    compare against the very breakage the gate exists to catch.
-    """
-    if int(report.exit_status) != 0:
-        return False
-    text = json.dumps(baseline_document(report), indent=2, sort_keys=False) + "\n"
-    write_output(path, text, flag="--save-baseline")
-    return True

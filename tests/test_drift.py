@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 
+from envcheck.baseline_file import load_baseline, save_baseline
 from envcheck.drift import (
     BASELINE_KIND,
     FACTS,
     baseline_document,
     compare_baseline,
-    load_baseline,
     parse_baseline,
-    save_baseline,
 )
 from envcheck.errors import UsageError
 from envcheck.facts import DriverFacts, GpuFacts, PaddleFacts

@@ -204,7 +204,8 @@ def _smoke_options(
 
 
 def _drift(args: argparse.Namespace, host: HostFacts, image: ImageChoice) -> list[Finding]:
-    from envcheck.drift import compare_baseline, load_baseline
+    from envcheck.baseline_file import load_baseline
+    from envcheck.drift import compare_baseline
 
     baseline = load_baseline(args.baseline)
     return compare_baseline(Report(host=host, findings=(), image=image), baseline, strict=args.strict_drift)
@@ -256,7 +257,7 @@ def _color(args: argparse.Namespace) -> bool:
 def _save_baseline(args: argparse.Namespace, report: Report) -> None:
     if not args.save_baseline:
         return
-    from envcheck.drift import save_baseline
+    from envcheck.baseline_file import save_baseline
 
     if not save_baseline(report, args.save_baseline):
         print(f"envcheck: baseline not saved: the verdict is {report.verdict}", file=sys.stderr)
