@@ -7,6 +7,7 @@ from typing import Any
 from envcheck.report import CPU_FALLBACK_ID, WRONG_RESULTS_ID
 from envcheck.smoke.loaded import loaded_libraries
 from envcheck.smoke.parse import RawRun, log_tail
+from envcheck.smoke.pieces import PIECE_IDS
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.verdict import host_gpu, judge, on_gpu, witnesses
 
@@ -138,6 +139,7 @@ def _status(plan: Plan, outcome: Outcome) -> str:
     order = (
         "smoke.timeout",
         "smoke.bad-output",
+        *PIECE_IDS,
         "smoke.crashed",
         WRONG_RESULTS_ID,
         CPU_FALLBACK_ID,

@@ -15,6 +15,7 @@ from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE, is_wrong, wrong_res
 from envcheck.smoke.known_answers import where as _where
 from envcheck.smoke.loaded import loaded_summary
 from envcheck.smoke.parse import RawRun, log_tail
+from envcheck.smoke.pieces import PIECE_IDS, piece_failure
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.witness import Witness, witness
 from envcheck.smoke.workload import scan_paddle_warnings
@@ -45,7 +46,7 @@ def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
     if result["error"] is not None:
         return [_setup_failed(plan, raw, result)]
     findings = judge_runs(plan, result, outcome.nvml)
-    if raw.exit_code != 0 and not any(f.id == "smoke.crashed" for f in findings):
+    if raw.exit_code != 0 and not any(f.id in ("smoke.crashed", *PIECE_IDS) for f in findings):
         findings = [f for f in findings if f.id != "smoke.pass"]
         findings.append(
             _crashed(plan, raw, result, f"exited with status {raw.exit_code} after its result")
@@ -59,8 +60,8 @@ def judge_runs(plan: Plan, result: dict[str, Any], nvml: dict[str, Any]) -> list
     findings: list[Finding] = []
     crashed = [r for r in runs if r["error"]]
     trained = [r for r in runs if not r["error"]]
-    if crashed:
-        findings.append(_run_crashed(plan, result, crashed))
+    if crashed:  # a piece of the training named by Paddle's words, else a plain crash
+        findings.append(piece_failure(plan, result, crashed) or _run_crashed(plan, result, crashed))
     seen = witnesses(plan, trained, nvml)
     wrong = [r for r in runs if is_wrong(r)]  # checks before a crash count too
     if wrong:
@@ -75,7 +76,8 @@ def judge_runs(plan: Plan, result: dict[str, Any], nvml: dict[str, Any]) -> list
     findings += _nvml_findings([r for r in trained if not is_wrong(r)], nvml, seen)
     if not any(f.severity == "fail" for f in findings):
         findings.insert(0, _passed(plan, result, trained, seen))
-    findings += _warning_findings(warnings)
+    said = {line for f in findings if f.id in PIECE_IDS for line in f.observed["lines"]}
+    findings += _warning_findings([w for w in warnings if w["text"] not in said])  # once
     return findings
 
 
