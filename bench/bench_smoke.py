@@ -7,12 +7,17 @@ Measured alternately in one run, after one unmeasured warm-up of each (page cach
              result read → removed (`SmokeContainer`), on an already connected client
 - doctor:    `smoke_check(...)` as the doctor calls it: connect, image check, the above, judging
 
+- baseline:  the same smoke container running the workload as it was at `--baseline REV` (default:
+             before issue 11.1 added the text-CNN head, the DataLoader worker and the default Adam),
+             read from git, beside today's: issue 11.3 wants today's within 1.2 x of it
+
 Target (issue): smoke <= 1.5 x bare on this machine. Prints the medians, the ratios, and the
 smoke's own figures (steps/s, import and first-step seconds inside the container), and the
 share of the smoke's wall time spent in the known-answer checks (issue 16: target under 5 %;
 the workload times them itself, `checks_s`, before and after training together).
 
     .venv/bin/python bench/bench_smoke.py [--rounds 7] [--image envcheck-test/paddle-cpu:3.3.1]
+        [--baseline REV | --no-baseline]
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from envcheck.docker_adapter import connect
@@ -35,6 +42,10 @@ from envcheck.smoke.parse import parse_result
 
 TARGET_RATIO = 1.5
 TARGET_CHECKS_SHARE = 0.05
+# The workload before issue 11.1 (embedding -> mean -> dropout -> linear, batches made on the
+# device, fused multi-tensor Adam): today's smoke must stay within TARGET_BASELINE_RATIO of it.
+BASELINE_REV = "944dd38"
+TARGET_BASELINE_RATIO = 1.2
 
 
 def bare(image: str) -> float:
@@ -49,9 +60,11 @@ def bare(image: str) -> float:
     return time.perf_counter() - start
 
 
-def smoke(client: Any, image: str, steps: int) -> tuple[float, dict[str, Any]]:
+def smoke(
+    client: Any, image: str, steps: int, script: Path = WORKLOAD
+) -> tuple[float, dict[str, Any]]:
     spec = ContainerSpec(
-        image=image, args=("--device", "cpu", "--steps", str(steps)), script=WORKLOAD, timeout=300
+        image=image, args=("--device", "cpu", "--steps", str(steps)), script=script, timeout=300
     )
     start = time.perf_counter()
     with SmokeContainer(client, spec) as box:
@@ -76,20 +89,46 @@ def doctor(image: str, steps: int) -> float:
     return elapsed
 
 
+def baseline_script(rev: str, folder: str) -> Path:
+    """The workload file as it was at `rev`, written under `folder` (mounted read-only)."""
+    path = Path(folder) / "workload.py"
+    path.write_bytes(
+        subprocess.run(
+            ["git", "show", f"{rev}:envcheck/smoke/workload.py"],
+            check=True, capture_output=True, timeout=30, cwd=Path(__file__).resolve().parent,
+        ).stdout
+    )
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--image", default="envcheck-test/paddle-cpu:3.3.1")
     parser.add_argument("--steps", type=int, default=SmokeOptions().steps)
     parser.add_argument("--no-doctor", action="store_true", help="skip the smoke_check column")
+    parser.add_argument("--baseline", default=BASELINE_REV, help="git revision of the baseline")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the baseline column")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="envcheck-bench-") as folder:
+        old = None if args.no_baseline else baseline_script(args.baseline, folder)
+        return measure(args, old)
 
+
+def measure(args: argparse.Namespace, old: Path | None) -> int:
     client = connect()
     bare(args.image), smoke(client, args.image, args.steps)  # warm-up, not measured
-    times: dict[str, list[float]] = {"bare": [], "smoke": [], "doctor": []}
+    if old is not None:
+        smoke(client, args.image, args.steps, old)
+    times: dict[str, list[float]] = {"bare": [], "baseline": [], "smoke": [], "doctor": []}
     inside: list[dict[str, Any]] = []
+    inside_old: list[dict[str, Any]] = []
     for i in range(args.rounds):
         times["bare"].append(bare(args.image))
+        if old is not None:  # alternated with today's, so both see the same load
+            seconds, result = smoke(client, args.image, args.steps, old)
+            times["baseline"].append(seconds)
+            inside_old.append(result)
         seconds, result = smoke(client, args.image, args.steps)
         times["smoke"].append(seconds)
         inside.append(result)
@@ -121,6 +160,18 @@ def main() -> int:
         "target_checks_share": TARGET_CHECKS_SHARE,
     }
     figures["checks_share_of_smoke"] = round(figures["median_checks_s"] / med["smoke"], 4)
+    if inside_old:
+        figures.update(
+            baseline=args.baseline,
+            ratio_smoke_over_baseline=round(med["smoke"] / med["baseline"], 3),
+            target_baseline_ratio=TARGET_BASELINE_RATIO,
+            median_total_s_inside_baseline=round(
+                statistics.median(r["total_s"] for r in inside_old), 3
+            ),
+            median_steps_per_s_baseline=round(
+                statistics.median(r["runs"][0]["steps_per_s"] for r in inside_old), 1
+            ),
+        )
     print(f"bare docker run + import paddle: {med['bare']:.2f} s (median of {args.rounds})")
     print(
         f"smoke container create→removed:  {med['smoke']:.2f} s  ratio {figures['ratio_smoke_over_bare']}"
@@ -129,6 +180,13 @@ def main() -> int:
     if "doctor" in med:
         print(
             f"smoke_check (connect…judge):     {med['doctor']:.2f} s  ratio {figures['ratio_doctor_over_bare']}"
+        )
+    if "baseline" in med:
+        print(
+            f"smoke at {args.baseline} (baseline):     {med['baseline']:.2f} s  today {med['smoke']:.2f} s"
+            f"  ratio {figures['ratio_smoke_over_baseline']} (target <= {TARGET_BASELINE_RATIO});"
+            f" inside {figures['median_total_s_inside_baseline']} s → {figures['median_total_s_inside']} s,"
+            f" {figures['median_steps_per_s_baseline']} → {figures['median_steps_per_s']} steps/s"
         )
     print(
         f"inside: import {figures['median_import_s_inside']} s, first step {figures['median_first_step_s']} s, "
