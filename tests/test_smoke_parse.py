@@ -57,6 +57,10 @@ def _mutated(**changes: object) -> bytes:
             ).encode(),
             "result: missing 'compiled_with_cuda'",
         ),
+        (
+            json.dumps(rec.result() | {"shm": {"size_bytes": "64m", "free_bytes": 0}}).encode(),
+            "shm.size_bytes: expected int, got str",
+        ),
     ],
     ids=[
         "empty",
@@ -70,6 +74,7 @@ def _mutated(**changes: object) -> bytes:
         "no-places",
         "string-loss",
         "missing-key",
+        "shm-size-text",
     ],
 )
 def test_anything_but_the_one_json_line_is_bad_output(stdout: bytes, message: str) -> None:

@@ -45,6 +45,17 @@ def test_cpu_run_prints_one_json_line_and_learns(exported: tuple[Any, dict[str, 
     assert doc["compiled_with_cuda"] is False and doc["cuda_device_count"] == 0
 
 
+def test_the_training_runs_the_text_cnn_conv_on_batches_from_host_memory(
+    exported: tuple[Any, dict[str, Any]],
+) -> None:
+    """Issue 11.1: the conv head's parameters trained with the rest; /dev/shm as the run saw it."""
+    _, doc = exported
+    run = doc["runs"][0]
+    assert {"conv.weight", "conv.bias", "conv_fc.weight"} <= set(run["param_places"])
+    assert doc["shm"]["size_bytes"] >= doc["shm"]["free_bytes"] > 0
+    assert "conv1d" in {c["op"] for c in run["checks"] if c["ok"]}
+
+
 def test_paddles_own_stdout_prints_go_to_the_log(exported: tuple[Any, dict[str, Any]]) -> None:
     proc, doc = exported
     # paddle.jit.save prints this on stdout in 3.3.1; the contract keeps stdout to our JSON line
