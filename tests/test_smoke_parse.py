@@ -15,7 +15,7 @@ from envcheck.smoke.parse import (
     log_tail,
     parse_result,
 )
-from envcheck.smoke.workload import scan_paddle_warnings
+from envcheck.smoke.protocol import scan_paddle_warnings
 from tests import smoke_samples as rec
 
 

@@ -20,8 +20,8 @@ from envcheck.smoke.check import WORKLOAD, outcome_of, smoke_check
 from envcheck.smoke.container import ContainerSpec, Limits, SmokeContainer
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.pieces import CUDNN_ID, SHM_ID, WORKER_ID
+from envcheck.smoke.protocol import CORRUPT_ENV
 from envcheck.smoke.verdict import judge
-from envcheck.smoke.workload import CORRUPT_ENV
 from tests import smoke_samples as rec
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST
 from tests.test_smoke_judge import GPU_IMAGE, NVML_ABSENT, container_plan, gpu_host, outcome

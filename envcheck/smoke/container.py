@@ -37,6 +37,7 @@ from envcheck.errors import EnvcheckError
 from envcheck.smoke import ownership
 from envcheck.smoke.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
 from envcheck.smoke.parse import OutputCollector, RawRun
+from envcheck.smoke.protocol import PLACED_AS, PROTOCOL
 
 if TYPE_CHECKING:
     import docker
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 SCRIPT_TARGET = "/envcheck/workload.py"
+PROTOCOL_TARGET = f"/envcheck/{PLACED_AS}"  # beside the workload, which imports it
 SWEEP_GRACE_S = 30.0  # past the smoke's timeout, before its owner stops waiting for it
 KILL_WAIT_S = 10.0
 
@@ -186,7 +188,8 @@ def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
         "pids_limit": limits.pids,
         "shm_size": limits.shm,
         "mounts": [Mount(target, source, type="bind", read_only=True)
-                   for source, target in ((str(spec.script.resolve()), SCRIPT_TARGET), *spec.binds)],
+                   for source, target in ((str(spec.script.resolve()), SCRIPT_TARGET),
+                                          (str(PROTOCOL), PROTOCOL_TARGET), *spec.binds)],
         # The engine keeps its own copy of the output; megabytes of it must not fill the disk.
         "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
     }

@@ -5,7 +5,7 @@ had. `paddle` is imported by the child only; a crash there (`std::exit(-1)` from
 place.cc, compat_facts 7 row 3) cannot take envcheck down. The child runs in its own session so
 a timeout kills it together with anything it started (Paddle shells out to `grep`).
 
-The script is copied alone into a fresh directory and run from there: `python path/to/script`
+The script is copied (with its protocol module, nothing else) into a fresh directory and run from there: `python path/to/script`
 puts the script's directory first on `sys.path`, and envcheck/smoke/ holds modules
 (`parse`, `check`, `options`…) that must not shadow anything the target environment imports.
 """
@@ -26,6 +26,7 @@ from typing import IO
 from envcheck import activity, signals
 from envcheck.errors import EnvironmentProblem
 from envcheck.smoke.parse import OutputCollector, RawRun
+from envcheck.smoke.protocol import PLACED_AS, PROTOCOL
 
 KILL_WAIT_S = 10.0
 
@@ -52,6 +53,7 @@ def run_subprocess(
     with tempfile.TemporaryDirectory(prefix="envcheck-smoke-") as workdir:
         copy = Path(workdir) / "workload.py"
         shutil.copyfile(script, copy)
+        shutil.copyfile(PROTOCOL, Path(workdir) / PLACED_AS)  # the workload imports it from beside it
         return _run([python, str(copy), *args], workdir, timeout, on_start, child_environment(env))
 
 

@@ -15,8 +15,8 @@ from typing import Any
 from envcheck.findings import Finding, fail
 from envcheck.report import WRONG_RESULTS_ID
 from envcheck.smoke.plan import Plan
+from envcheck.smoke.protocol import scan_paddle_warnings
 from envcheck.smoke.witness import Witness
-from envcheck.smoke.workload import scan_paddle_warnings
 
 INSTALL_GPU_PADDLE = "https://www.paddlepaddle.org.cn/en/install/quick"
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.smoke.workload import SCHEMA
+from envcheck.smoke.protocol import SCHEMA
 
 MAX_STDOUT = 256 * 1024  # the real line is ~3 KB per device; 256 KiB leaves room for many GPUs
 STDERR_TAIL = 64 * 1024

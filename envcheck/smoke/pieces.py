@@ -29,7 +29,7 @@ from typing import Any
 from envcheck.findings import Finding, fail
 from envcheck.smoke.known_answers import install_fix, where
 from envcheck.smoke.plan import Plan
-from envcheck.smoke.workload import classify_line
+from envcheck.smoke.protocol import classify_line
 
 SHM_ID = "smoke.shm"
 WORKER_ID = "smoke.dataloader-worker"

@@ -17,8 +17,8 @@ from envcheck.smoke.loaded import loaded_summary
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.pieces import PIECE_IDS, piece_failure
 from envcheck.smoke.plan import Outcome, Plan
+from envcheck.smoke.protocol import scan_paddle_warnings
 from envcheck.smoke.witness import Witness, witness
-from envcheck.smoke.workload import scan_paddle_warnings
 
 LEARNED_RATIO = 0.9  # loss_end must be below 90% of loss_start: measured 0.69 -> ~0.5 on CPU
 

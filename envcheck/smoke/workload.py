@@ -3,8 +3,10 @@
 Standalone on purpose: it runs as a script file inside the selected container (mounted read-only)
 or in a subprocess of the target Python, so it imports only the standard library and `paddle`, and
 keeps to Python 3.8 syntax (older Paddle images). Run in place, its folder is first on sys.path:
-no module beside it may share a standard library name (a `numbers.py` there broke numpy). envcheck imports this module for its constants
-and `scan_paddle_warnings` only: `paddle` is imported inside `main`, never at import time.
+no module beside it may share a standard library name (a `numbers.py` there broke numpy). What it
+shares with the host — the output schema, Paddle's log patterns, the test hook's name — lives in
+`envcheck/smoke/protocol.py`, placed beside it as `envcheck_smoke_protocol.py`; envcheck itself
+never imports this file (`paddle` is imported inside `main` anyway).
 
     python workload.py --device gpu:0 --device gpu:1 [--amp] [--compare-cpu] [--export]
 
@@ -32,7 +34,17 @@ import traceback
 from functools import partial
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
-SCHEMA = "envcheck-smoke/1"
+try:  # beside the script wherever it runs: the container's mount, the in-process copy
+    from envcheck_smoke_protocol import (  # type: ignore[import-not-found]
+        CORRUPT_ENV,
+        MAX_LINE,
+        MAX_WARNINGS,
+        SCHEMA,
+        classify_line,
+    )
+except ImportError:  # imported as envcheck.smoke.workload (the host's tests)
+    from envcheck.smoke.protocol import CORRUPT_ENV, MAX_LINE, MAX_WARNINGS, SCHEMA, classify_line
+
 
 # The model and task of the Paddle text-classification tutorial, shrunk to seconds:
 # https://www.paddlepaddle.org.cn/documentation/docs/en/practices/nlp/imdb_bow_classification.html
@@ -63,71 +75,6 @@ CONV_ROWS = 8
 LOADER_WORKERS = 1
 SHM_PATH = "/dev/shm"
 
-# Paddle's own stderr lines worth reporting, first match wins per line. Texts from
-# Paddle's gpu_resources.cc, place.cc, gpu_info.cc, dynamic_loader.cc and enforce.h, collected in
-# /work/shared/facts/compat_facts.md section 7 (row numbers in the comments).
-WARNING_PATTERNS: Tuple[Tuple[str, str], ...] = (
-    # paddle/fluid/imperative/data_loader.cc (SIGBUS in a worker) and the queue's ENOSPC hint
-    (
-        "shm",
-        (
-            r"Unexpected BUS error encountered in DataLoader worker"
-            r"|insufficient shared (?:memory|storage space)"
-        ),
-    ),
-    (  # paddle/io/dataloader: a worker's exception, a worker that died, its SIGCHLD report
-        "dataloader-worker",
-        (
-            r"DataLoader worker\(\d+\) caught \w+|DataLoader \d+ workers? exit unexpectedly"
-            r"|DataLoader process \(pid \d+\) exited"
-            r"|Unexpected segmentation fault encountered in DataLoader"
-        ),
-    ),
-    # row 14: "Please NOTE: device: 0, GPU Compute Capability: 8.6, Driver API Version: 12.3, ..."
-    (
-        "versions",
-        r"GPU Compute Capability: [\d.]+, Driver API Version: [\d.]+, Runtime API Version",
-    ),
-    ("cudnn-version", r"device: \d+, cuDNN Version: [\d.]+"),
-    ("cuda-cudnn-mismatch", r"installed Paddle is compiled with CUDA\d+/cuDNN\d+"),  # row 16
-    ("cuda-mismatch", r"installed Paddle is compiled with CUDA [\d.]+, but CUDA runtime"),  # 15
-    ("cudnn-mismatch", r"installed Paddle is compiled with CUDNN [\d.]+, but CUDNN version"),  # 17
-    (  # rows 22-24: 3.1+ "Mismatched GPU Architecture", older builds warn, CUDA error 209
-        "arch-mismatch",
-        (
-            r"Mismatched GPU Architecture|Unsupported GPU architecture"
-            r"|not compatible with Paddle installation with arch"
-            r"|GPU compute capability in your current machine is .* not supported"
-            r"|no kernel image is available"
-        ),
-    ),
-    (  # rows 5, 7, 8, 9, 10
-        "no-gpu",
-        r"no GPU detected|No GPU detected|no GPU found in runtime|no CUDA-capable device",
-    ),
-    ("cpu-build", r"installed CPU version PaddlePaddle|not compiled with CUDA"),  # rows 1-3
-    (  # rows 21, 26: the driver is missing, too old, a stub, or mismatched
-        "driver-error",
-        r"CUDA error\((?:3|34|35|36|46|221|222|802|803|804)\)|CUDA driver version is insufficient",
-    ),
-    (  # rows 18, 19
-        "library-missing",
-        (
-            r"third-party dynamic library \(\S+\) that Paddle depends on is not configured correctly"
-            r"|Cannot load \w+ shared library"
-        ),
-    ),
-    # paddle/amp/auto_cast.py: "amp_guard can only be enabled on CUDAPlace, ... so it makes no effect"
-    # enforce.h: "CUDNN error(3), CUDNN_STATUS_BAD_PARAM." from any cuDNN call
-    ("cudnn-error", r"CUDNN error\(\d+\)|CUDNN_STATUS_[A-Z_]+"),
-    ("amp-no-effect", r"amp_guard can only be enabled on"),
-    ("bf16-unsupported", r"(?:bfloat16 precision|bf16 gemm) requires GPU compute capability"),
-    ("cuda-error", r"CUDA error\(\d+\)"),  # row 20, any other code
-)
-_COMPILED = tuple((kind, re.compile(pattern)) for kind, pattern in WARNING_PATTERNS)
-MAX_WARNINGS = 40
-MAX_LINE = 400
-
 # Known answers (issue 16): every op class of the classifier, computed by Paddle on the run's
 # device and by numpy (float64) from the same inputs, before and after training.
 CHECK_SEED = 16
@@ -144,7 +91,6 @@ DROPOUT_CHECK_P = 0.5
 #   ENVCHECK_SMOKE_CORRUPT=worker        the DataLoader worker raises on the second batch
 #   ENVCHECK_SMOKE_CORRUPT=worker:kill   the DataLoader worker kills itself (SIGKILL) there
 # Comma-separated for several. Never set outside tests: a corrupted run fails, as it must.
-CORRUPT_ENV = "ENVCHECK_SMOKE_CORRUPT"
 
 
 # What the process really mapped (issue 11), read from /proc/self/maps after the first training
@@ -180,27 +126,6 @@ NVML_ERRORS = {
     18: "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
     999: "NVML_ERROR_UNKNOWN",
 }
-
-
-def scan_paddle_warnings(text: str) -> List[Dict[str, str]]:
-    """Paddle's recognised warning/error lines in a log, deduplicated, in order of appearance."""
-    found: List[Dict[str, str]] = []
-    seen = set()
-    for line in text.splitlines():
-        hit = classify_line(line)
-        if hit is not None and (hit["kind"], hit["text"]) not in seen:
-            seen.add((hit["kind"], hit["text"]))
-            found.append(hit)
-            if len(found) >= MAX_WARNINGS:
-                break
-    return found
-
-
-def classify_line(line: str) -> Optional[Dict[str, str]]:
-    for kind, pattern in _COMPILED:
-        if pattern.search(line):
-            return {"kind": kind, "text": line.strip()[:MAX_LINE]}
-    return None
 
 
 class StderrTee:
