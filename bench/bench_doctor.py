@@ -37,13 +37,18 @@ def commands() -> dict[str, list[str]]:
     if env_doctor:
         cmds["env-doctor"] = [env_doctor, "check", "--json"]
     else:
-        print("env-doctor not installed (`pip install env-doctor`): that baseline is left out", file=sys.stderr)
+        print(
+            "env-doctor not installed (`pip install env-doctor`): that baseline is left out",
+            file=sys.stderr,
+        )
     cmds["run_check"] = [sys.executable, "-c", "import paddle; paddle.utils.run_check()"]
     return cmds
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     cmds = commands()

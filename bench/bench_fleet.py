@@ -37,9 +37,15 @@ from tests import smoke_samples
 
 TARGET_S = 2.0
 BIN = os.path.dirname(sys.executable)
-BASELINE = "import glob, json, sys\nfor p in glob.glob(sys.argv[1] + '/*.json'):\n    json.load(open(p))"
-PROBLEMS = [samples.unconfirmed_image_tag, samples.driver_upgraded_without_reboot,
-            samples.cpu_wheel_in_image, samples.smoke_crashed]
+BASELINE = (
+    "import glob, json, sys\nfor p in glob.glob(sys.argv[1] + '/*.json'):\n    json.load(open(p))"
+)
+PROBLEMS = [
+    samples.unconfirmed_image_tag,
+    samples.driver_upgraded_without_reboot,
+    samples.cpu_wheel_in_image,
+    samples.smoke_crashed,
+]
 
 
 def write_fleet(folder: Path, hosts: int) -> int:
@@ -67,7 +73,9 @@ def run_once(argv: list[str]) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--hosts", type=int, default=1000)
     args = parser.parse_args()
@@ -88,15 +96,27 @@ def main() -> int:
                 samples_s[name].append(run_once(argv))
     median = {name: statistics.median(w for w, _ in v) for name, v in samples_s.items()}
     cpu = {name: statistics.median(c for _, c in v) for name, v in samples_s.items()}
-    print(f"{args.hosts} reports, {size / 1e6:.1f} MB; rounds: {args.rounds} (alternating); "
-          f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
-    print(f"  {'':<22} {'median wall':>11}   {'x baseline':>10}   {'median CPU':>10}   {'x baseline':>10}")
-    labels = {"baseline": "baseline (json.load)", "table": "envcheck report", "json": "envcheck report --json"}
+    print(
+        f"{args.hosts} reports, {size / 1e6:.1f} MB; rounds: {args.rounds} (alternating); "
+        f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"  {'':<22} {'median wall':>11}   {'x baseline':>10}   {'median CPU':>10}   {'x baseline':>10}"
+    )
+    labels = {
+        "baseline": "baseline (json.load)",
+        "table": "envcheck report",
+        "json": "envcheck report --json",
+    }
     for name, label in labels.items():
-        print(f"  {label:<22} {median[name]:>9.3f} s   {median[name] / median['baseline']:>9.2f}x"
-              f"   {cpu[name]:>8.3f} s   {cpu[name] / cpu['baseline']:>9.2f}x")
+        print(
+            f"  {label:<22} {median[name]:>9.3f} s   {median[name] / median['baseline']:>9.2f}x"
+            f"   {cpu[name]:>8.3f} s   {cpu[name] / cpu['baseline']:>9.2f}x"
+        )
     worst = max(median["table"], median["json"])
-    print(f"  target: merge under {TARGET_S:.1f} s -> {'met' if worst < TARGET_S else 'NOT met'} ({worst:.3f} s)")
+    print(
+        f"  target: merge under {TARGET_S:.1f} s -> {'met' if worst < TARGET_S else 'NOT met'} ({worst:.3f} s)"
+    )
     return 0
 
 

@@ -54,8 +54,10 @@ def registry_has(ref: str) -> bool:
     host, _, rest = ref.partition("/")
     repo, _, tag = rest.rpartition(":")
     request = urllib.request.Request(
-        f"http://{host}/v2/{repo}/manifests/{tag}", method="HEAD",
-        headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
+        f"http://{host}/v2/{repo}/manifests/{tag}",
+        method="HEAD",
+        headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=5):
             return True
@@ -79,7 +81,9 @@ def make_bench_image(remote: str) -> None:
             marker = work / f"envcheck-bench-layer-{i}"
             marker.write_text(f"layer {i} of the pull benchmark image\n")
             # GNU tar appends in place (before the end-of-archive blocks): no copy of the layer.
-            subprocess.run(["tar", "-rf", str(work / layer), "-C", str(work), marker.name], check=True)
+            subprocess.run(
+                ["tar", "-rf", str(work / layer), "-C", str(work), marker.name], check=True
+            )
             diff_ids.append("sha256:" + _sha256(work / layer))
         config["rootfs"]["diff_ids"] = diff_ids
         config_bytes = json.dumps(config).encode()
@@ -88,9 +92,13 @@ def make_bench_image(remote: str) -> None:
         manifest.update(Config=config_name, RepoTags=[remote])
         (work / "manifest.json").write_text(json.dumps([manifest]))
         (work / "repositories").unlink(missing_ok=True)
-        tar = subprocess.Popen(["tar", "-C", str(work), "-c", "manifest.json", config_name, *manifest["Layers"]],
-                               stdout=subprocess.PIPE)
-        subprocess.run(["docker", "load", "-q"], stdin=tar.stdout, check=True, stdout=subprocess.DEVNULL)
+        tar = subprocess.Popen(
+            ["tar", "-C", str(work), "-c", "manifest.json", config_name, *manifest["Layers"]],
+            stdout=subprocess.PIPE,
+        )
+        subprocess.run(
+            ["docker", "load", "-q"], stdin=tar.stdout, check=True, stdout=subprocess.DEVNULL
+        )
         tar.wait()
         subprocess.run(["docker", "push", "-q", remote], check=True, stdout=subprocess.DEVNULL)
     finally:
@@ -108,8 +116,12 @@ def _sha256(path: Path) -> str:
 # -- runs --------------------------------------------------------------------------------------------
 def remove_image(ref: str) -> None:
     """The image and every layer only it uses, so the next pull downloads and extracts it all."""
-    image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", ref],
-                              capture_output=True, text=True, check=False).stdout.strip()
+    image_id = subprocess.run(
+        ["docker", "image", "inspect", "-f", "{{.Id}}", ref],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     if image_id:
         subprocess.run(["docker", "rmi", "-f", image_id], check=True, stdout=subprocess.DEVNULL)
 
@@ -134,8 +146,7 @@ def timed(tool: str, argv: list[str]) -> Run:
 def commands(ref: str) -> dict[str, list[str]]:
     envcheck = str(ROOT / ".venv" / "bin" / "envcheck")
     # Both with their non-TTY progress output (what a CI log gets), discarded.
-    return {"envcheck": [envcheck, "pull-image", "--image", ref],
-            "docker": ["docker", "pull", ref]}
+    return {"envcheck": [envcheck, "pull-image", "--image", ref], "docker": ["docker", "pull", ref]}
 
 
 def bench(ref: str, runs: int) -> list[Run]:
@@ -148,30 +159,43 @@ def bench(ref: str, runs: int) -> list[Run]:
             subprocess.run(["sync"], check=True)
             run = timed(tool, cmds[tool])
             results.append(run)
-            print(f"  run {i + 1}/{runs} {tool:8} wall {run.wall:6.2f} s  cpu {run.cpu:5.2f} s", file=sys.stderr)
+            print(
+                f"  run {i + 1}/{runs} {tool:8} wall {run.wall:6.2f} s  cpu {run.cpu:5.2f} s",
+                file=sys.stderr,
+            )
     remove_image(ref)
     return results
 
 
 def report(results: list[Run]) -> bool:
-    med = {tool: (statistics.median(r.wall for r in results if r.tool == tool),
-                  statistics.median(r.cpu for r in results if r.tool == tool))
-           for tool in ("envcheck", "docker")}
+    med = {
+        tool: (
+            statistics.median(r.wall for r in results if r.tool == tool),
+            statistics.median(r.cpu for r in results if r.tool == tool),
+        )
+        for tool in ("envcheck", "docker")
+    }
     ratio = med["envcheck"][0] / med["docker"][0]
     cpu_share = statistics.median(r.cpu / r.wall for r in results if r.tool == "envcheck")
     print(f"{'tool':10}{'median wall':>14}{'median cpu':>14}")
     for tool, (wall, cpu) in med.items():
         print(f"{tool:10}{wall:12.2f} s{cpu:12.2f} s")
     ok_wall, ok_cpu = ratio <= WALL_RATIO_MAX, cpu_share <= CPU_SHARE_MAX
-    print(f"wall ratio envcheck/docker: {ratio:.3f} (target ≤ {WALL_RATIO_MAX}) {'ok' if ok_wall else 'MISSED'}")
-    print(f"envcheck cpu / its wall:    {cpu_share:.1%} (target ≤ {CPU_SHARE_MAX:.0%}) {'ok' if ok_cpu else 'MISSED'}")
+    print(
+        f"wall ratio envcheck/docker: {ratio:.3f} (target ≤ {WALL_RATIO_MAX}) {'ok' if ok_wall else 'MISSED'}"
+    )
+    print(
+        f"envcheck cpu / its wall:    {cpu_share:.1%} (target ≤ {CPU_SHARE_MAX:.0%}) {'ok' if ok_cpu else 'MISSED'}"
+    )
     return ok_wall and ok_cpu
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="pulls per tool (default 5)")
-    parser.add_argument("--image", help=f"a reference on a local registry (default: {REGISTRY}/{BENCH_IMAGE})")
+    parser.add_argument(
+        "--image", help=f"a reference on a local registry (default: {REGISTRY}/{BENCH_IMAGE})"
+    )
     args = parser.parse_args()
     ref = args.image or f"{REGISTRY}/{BENCH_IMAGE}"
     if not args.image and not registry_has(ref):

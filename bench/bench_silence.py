@@ -35,10 +35,18 @@ def measure(name: str, args: list[str], env: dict[str, str], before: object = No
         if callable(before):
             before()
         extra = [] if tty else ["--json"]
-        run = watch([sys.executable, "-m", "envcheck", "doctor", *args, *extra], tty=tty, env=env, timeout=400)
+        run = watch(
+            [sys.executable, "-m", "envcheck", "doctor", *args, *extra],
+            tty=tty,
+            env=env,
+            timeout=400,
+        )
         where = "terminal" if tty else "log (--json)"
-        print(f"{name:5} {where:13} exit {run.code}, {run.elapsed:5.1f} s, {len(run.arrivals):4} stderr writes, "
-              f"longest silence {run.longest_silence:5.2f} s", flush=True)
+        print(
+            f"{name:5} {where:13} exit {run.code}, {run.elapsed:5.1f} s, {len(run.arrivals):4} stderr writes, "
+            f"longest silence {run.longest_silence:5.2f} s",
+            flush=True,
+        )
 
 
 def main() -> int:
@@ -51,7 +59,9 @@ def main() -> int:
 
     client = connect()
     repo = f"envcheck-bench/cold-{uuid.uuid4().hex[:8]}"
-    push_random_image(f"http://{REGISTRY}", repo, "1", layers=opts.layers, layer_size=opts.layer_mb << 20)
+    push_random_image(
+        f"http://{REGISTRY}", repo, "1", layers=opts.layers, layer_size=opts.layer_mb << 20
+    )
     ref = f"{REGISTRY}/{repo}:1"
 
     def absent() -> None:
@@ -63,7 +73,9 @@ def main() -> int:
         measure("cold", ["--image", ref], env, before=absent)
     finally:
         absent()
-    measure("hung", ["--image", IMAGE, "--smoke-timeout", "25"], env | {"ENVCHECK_SMOKE_SCRIPT": HANG})
+    measure(
+        "hung", ["--image", IMAGE, "--smoke-timeout", "25"], env | {"ENVCHECK_SMOKE_SCRIPT": HANG}
+    )
     return 0
 
 

@@ -95,7 +95,10 @@ def baseline_script(rev: str, folder: str) -> Path:
     path.write_bytes(
         subprocess.run(
             ["git", "show", f"{rev}:envcheck/smoke/workload.py"],
-            check=True, capture_output=True, timeout=30, cwd=Path(__file__).resolve().parent,
+            check=True,
+            capture_output=True,
+            timeout=30,
+            cwd=Path(__file__).resolve().parent,
         ).stdout
     )
     return path

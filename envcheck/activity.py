@@ -94,7 +94,11 @@ class LineSplitter:
         for line in lines:
             start = line.find(self.prefix)
             if start >= 0:
-                workload_said(line[start + len(self.prefix) :][: self.limit].decode("utf-8", "replace").rstrip())
+                workload_said(
+                    line[start + len(self.prefix) :][: self.limit]
+                    .decode("utf-8", "replace")
+                    .rstrip()
+                )
 
 
 def workload_said(text: str) -> None:

@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"envcheck {__version__} (paddle-envcheck)")
+    parser.add_argument(
+        "--version", action="version", version=f"envcheck {__version__} (paddle-envcheck)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         import_module(f"envcheck.commands.{name}").register(sub)
@@ -60,7 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if not getattr(args, "command", None):
             parser.print_help(sys.stderr)
-            return _failed(ExitStatus.USAGE, "no command given", "see `envcheck --help`", wants_json)
+            return _failed(
+                ExitStatus.USAGE, "no command given", "see `envcheck --help`", wants_json
+            )
         with unwind_on_signals():  # SIGTERM unwinds like Ctrl-C, from before anything is made
             status = int(args.run(args))
         sys.stdout.flush()  # a full disk under stdout is exit 4 here, not at interpreter exit

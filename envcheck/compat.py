@@ -29,7 +29,9 @@ class DriverSupport:
     minimum_driver: str | None  # the lowest driver that runs it at all
 
 
-def driver_support(driver: str, driver_cuda: str | None, cuda: str, matrix: Matrix) -> DriverSupport:
+def driver_support(
+    driver: str, driver_cuda: str | None, cuda: str, matrix: Matrix
+) -> DriverSupport:
     """Can a driver (`535.104.05`, reporting CUDA `12.2`) run a build of CUDA `cuda`?"""
     toolkit = matrix.toolkit_min_driver(cuda)
     floor = matrix.minor_compat_for(cuda)
@@ -45,7 +47,10 @@ def driver_support(driver: str, driver_cuda: str | None, cuda: str, matrix: Matr
         return DriverSupport(
             "minor-compat",
             f"CUDA {floor.cuda_major}.x runs on >= {floor.min_driver}, per NVIDIA's minor-version "
-            "compatibility", full, minimum)
+            "compatibility",
+            full,
+            minimum,
+        )
     need = minimum or full or "a newer driver"
     return DriverSupport("none", f"CUDA {cuda} needs driver >= {need}", full, minimum)
 
@@ -86,7 +91,8 @@ def defects_for(image: ImageTag, driver: str | None, matrix: Matrix) -> tuple[De
         have = parse_dotted(driver).version
         cuda = release_of(image.cuda)[:2]
         return tuple(
-            d for d in matrix.defects
+            d
+            for d in matrix.defects
             if release_of(d.image_cuda)[:2] == cuda and have > parse_dotted(d.driver_above).version
         )
     except VersionParseError:
@@ -95,5 +101,9 @@ def defects_for(image: ImageTag, driver: str | None, matrix: Matrix) -> tuple[De
 
 def oci_platform(machine_arch: str | None) -> str | None:
     """`uname -m` -> the OCI platform of its images: x86_64 -> linux/amd64, aarch64 -> linux/arm64."""
-    return {"x86_64": "linux/amd64", "amd64": "linux/amd64", "aarch64": "linux/arm64",
-            "arm64": "linux/arm64"}.get((machine_arch or "").lower())
+    return {
+        "x86_64": "linux/amd64",
+        "amd64": "linux/amd64",
+        "aarch64": "linux/arm64",
+        "arm64": "linux/arm64",
+    }.get((machine_arch or "").lower())

@@ -83,8 +83,10 @@ def translate_errors(action: str) -> Iterator[None]:
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as e:
         raise _unreachable(action, e) from e
     except requests.exceptions.RequestException as e:  # e.g. a stream cut mid-answer
-        raise EnvironmentProblem(f"{action}: the connection to the engine broke: {e}",
-                                 hint="check `docker info` and the engine's log, then run again") from e
+        raise EnvironmentProblem(
+            f"{action}: the connection to the engine broke: {e}",
+            hint="check `docker info` and the engine's log, then run again",
+        ) from e
     except PermissionError as e:
         raise _unreachable(action, e) from e
 
@@ -95,7 +97,9 @@ def _unreachable(action: str, e: BaseException) -> EnvironmentProblem:
         hint = DOCKER_GROUP_FIX
     else:
         hint = f"{START_DOCKER_FIX} or set DOCKER_HOST (now {engine_host()})"
-    return EnvironmentProblem(f"{action}: cannot reach the Docker engine at {engine_host()}: {text}", hint)
+    return EnvironmentProblem(
+        f"{action}: cannot reach the Docker engine at {engine_host()}: {text}", hint
+    )
 
 
 def _explanation(e: BaseException) -> str:
@@ -112,10 +116,14 @@ class PullFailed(EnvironmentProblem):
         self.transient = transient
 
 
-NO_SPACE_HINT = "free space with `docker system prune` (or `docker image prune -a`) or move Docker's data-root"
+NO_SPACE_HINT = (
+    "free space with `docker system prune` (or `docker image prune -a`) or move Docker's data-root"
+)
 
 
-def pull_error(text: str, *, ref: str, registry: str, status_code: int | None = None) -> EnvcheckError:
+def pull_error(
+    text: str, *, ref: str, registry: str, status_code: int | None = None
+) -> EnvcheckError:
     """One engine pull error (HTTP error or an `error` event in the stream) as an envcheck error."""
     from envcheck.image_checks import ImageRefused
     from envcheck.pull_events import classify_engine_error
@@ -132,17 +140,24 @@ def pull_error(text: str, *, ref: str, registry: str, status_code: int | None = 
     if kind == "other" and status_code == 404:
         kind = "not-found"
     if kind == "no-space":
-        return EnvironmentProblem(f"pulling {ref}: no space left on device ({text})", hint=NO_SPACE_HINT)
+        return EnvironmentProblem(
+            f"pulling {ref}: no space left on device ({text})", hint=NO_SPACE_HINT
+        )
     if kind == "auth":
-        return RegistryAuthRequired(f"{registry} refused access to {ref}: {text}", hint=login_hint(registry))
+        return RegistryAuthRequired(
+            f"{registry} refused access to {ref}: {text}", hint=login_hint(registry)
+        )
     if kind == "platform":
-        return ImageRefused(f"pulling {ref}: {text}", hint="choose an image built for this platform")
+        return ImageRefused(
+            f"pulling {ref}: {text}", hint="choose an image built for this platform"
+        )
     if kind == "not-found":
         return ManifestNotFound(f"{ref}: not found on {registry} ({text})")
     if kind == "transient":
         # A name that does not resolve will not resolve on a retry: straight to the mirror.
-        return RegistryUnavailable(f"pulling {ref} from {registry}: {text}",
-                                   retry="no such host" not in text.lower())
+        return RegistryUnavailable(
+            f"pulling {ref} from {registry}: {text}", retry="no such host" not in text.lower()
+        )
     return PullFailed(f"pulling {ref}: the engine answered: {text}")
 
 
@@ -157,18 +172,23 @@ def translate_pull_errors(ref: str, registry: str) -> Iterator[None]:
     except EnvcheckError:
         raise
     except docker.errors.APIError as e:
-        raise pull_error(_explanation(e), ref=ref, registry=registry, status_code=e.status_code) from e
+        raise pull_error(
+            _explanation(e), ref=ref, registry=registry, status_code=e.status_code
+        ) from e
     except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ReadTimeout) as e:
         # The stream broke or went silent mid-pull: the engine may be fine; worth a retry.
-        raise PullFailed(f"pulling {ref}: the engine's progress stream broke: {e}", transient=True) from e
+        raise PullFailed(
+            f"pulling {ref}: the engine's progress stream broke: {e}", transient=True
+        ) from e
     except docker.errors.DockerException as e:
         raise _unreachable(f"pulling {ref}", e) from e
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, PermissionError) as e:
         raise _unreachable(f"pulling {ref}", e) from e
 
 
-def inspect_distribution(client: docker.DockerClient, ref: str, registry: str, *,
-                         deadline: float) -> Any:
+def inspect_distribution(
+    client: docker.DockerClient, ref: str, registry: str, *, deadline: float
+) -> Any:
     """The engine's answer to `GET /distribution/{ref}/json` (`docker buildx imagetools inspect`
     without buildx): the daemon reads the registry through its own proxy, `registry-mirrors` and
     `insecure-registries`, with the login the SDK found in `$DOCKER_CONFIG` — what its pull will do.

@@ -108,7 +108,9 @@ def baseline_document(report: Report) -> dict[str, Any]:
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "hostname": report.host.machine.hostname,
         "verdict": report.verdict,
-        "facts": facts_of(report.host, image.ref if image else None, image.digest if image else None),
+        "facts": facts_of(
+            report.host, image.ref if image else None, image.digest if image else None
+        ),
     }
 
 
@@ -140,11 +142,14 @@ def _layer(status: str) -> Callable[[str | None], str | None]:
 
 
 def _gpus(host: HostFacts) -> str:
-    return ", ".join(
-        f"{g.index}: {g.name or 'unknown'}"
-        + (f" (sm {g.compute_capability})" if g.compute_capability else "")
-        for g in sorted(host.gpus, key=lambda g: g.index)
-    ) or "none"
+    return (
+        ", ".join(
+            f"{g.index}: {g.name or 'unknown'}"
+            + (f" (sm {g.compute_capability})" if g.compute_capability else "")
+            for g in sorted(host.gpus, key=lambda g: g.index)
+        )
+        or "none"
+    )
 
 
 def compare_baseline(report: Report, baseline: Mapping[str, Any], *, strict: bool) -> list[Finding]:
@@ -177,8 +182,9 @@ def compare_baseline(report: Report, baseline: Mapping[str, Any], *, strict: boo
     ]
 
 
-def _changed(fact: Fact, was: str, now: str, since: str, strict: bool,
-             lost: list[str] | None = None) -> Finding:
+def _changed(
+    fact: Fact, was: str, now: str, since: str, strict: bool, lost: list[str] | None = None
+) -> Finding:
     make = fail if strict else warn
     gone = f"{len(lost)} GPU(s) disappeared ({'; '.join(lost)}): " if lost else ""
     return make(
@@ -232,15 +238,17 @@ def parse_baseline(doc: Any) -> dict[str, Any]:
     if isinstance(doc, dict) and "findings" in doc and "host" in doc:
         return _from_report(doc)
     if not isinstance(doc, dict) or doc.get("kind") != BASELINE_KIND:
-        raise ValueError(f"not an envcheck baseline (no \"kind\": \"{BASELINE_KIND}\")")
+        raise ValueError(f'not an envcheck baseline (no "kind": "{BASELINE_KIND}")')
     version = doc.get("baseline_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise ValueError("baseline_version is missing or not an integer")
     if version > BASELINE_VERSION:
-        raise ValueError(f"written by a newer envcheck (baseline_version {version}); upgrade envcheck")
+        raise ValueError(
+            f"written by a newer envcheck (baseline_version {version}); upgrade envcheck"
+        )
     facts = doc.get("facts")
     if not isinstance(facts, dict):
-        raise ValueError("\"facts\" is missing or not an object")
+        raise ValueError('"facts" is missing or not an object')
     bad = [k for k, v in facts.items() if v is not None and not isinstance(v, str)]
     if bad:
         raise ValueError(f"facts must be strings or null: {', '.join(sorted(bad))}")

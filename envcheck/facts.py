@@ -55,7 +55,9 @@ class GpuFacts:
     memory_total_mib: int | None = _count()
     mig_mode: bool | None = None  # current MIG mode enabled
     mig_instances: int | None = _count()  # MIG devices CUDA can use when MIG is on (nvitop's walk)
-    process_query: str | None = None  # which per-process query the driver supports ("v3", "v2", None)
+    process_query: str | None = (
+        None  # which per-process query the driver supports ("v3", "v2", None)
+    )
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,8 @@ class PaddleFacts:
     cuda: str | None = _checked("dotted")  # None for a CPU build
     cudnn: str | None = _checked("dotted")
     compiled_cuda_archs: tuple[int, ...] | None = field(  # None = not recorded (2.x)
-        default=None, metadata={"check": "archs"})
+        default=None, metadata={"check": "archs"}
+    )
     with_pip_cuda_libraries: bool | None = None
     nccl: str | None = None
     location: str | None = None
@@ -191,8 +194,13 @@ def _fields_of(cls: type) -> tuple[tuple[str, Any, frozenset[type], str | None, 
     of merging 1,000 fleet reports, and `_coerce` on a plain string or null most of the rest."""
     hints = typing.get_type_hints(cls)
     return tuple(
-        (f.name, hints[f.name], _as_is(hints[f.name]), f.metadata.get("check"),
-         f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        (
+            f.name,
+            hints[f.name],
+            _as_is(hints[f.name]),
+            f.metadata.get("check"),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
         for f in dataclasses.fields(cls)
     )
 
@@ -248,7 +256,9 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         raise FactsError(errors[0] if errors else f"{where}: unexpected null")
     if origin is Literal:
         if value not in args:
-            raise FactsError(f"{where}: expected one of {', '.join(map(str, args))}, got {_short(value)}")
+            raise FactsError(
+                f"{where}: expected one of {', '.join(map(str, args))}, got {_short(value)}"
+            )
         return value
     if origin is tuple:
         if not isinstance(value, list):
@@ -292,8 +302,11 @@ def _short(value: Any) -> str:
 
 def host_from_document(doc: Any) -> HostFacts:
     """Accept a bare `host` object or a whole saved report (`{"host": {...}, ...}`)."""
-    is_report = isinstance(doc, dict) and isinstance(doc.get("host"), dict) and (
-        "findings" in doc or set(doc) == {"host"})
+    is_report = (
+        isinstance(doc, dict)
+        and isinstance(doc.get("host"), dict)
+        and ("findings" in doc or set(doc) == {"host"})
+    )
     return from_dict(HostFacts, doc["host"] if is_report else doc)
 
 

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Severity = Literal["pass", "warn", "fail"]
-Layer = Literal["host", "driver", "gpu", "cuda", "paddle", "env", "engine", "image", "smoke", "drift", "fleet"]
+Layer = Literal[
+    "host", "driver", "gpu", "cuda", "paddle", "env", "engine", "image", "smoke", "drift", "fleet"
+]
 
 # The doctor's layers in report order, with their titles: one list for every renderer and the
 # fleet table. "host" (a finding about the host as a whole) and "fleet" sort after them.

@@ -121,7 +121,9 @@ class FleetSummary:
                 if f.severity != "pass" and key not in seen:  # one per host, even if per GPU
                     seen.add(key)
                     members.setdefault(key, []).append((host, f))
-        ordered = sorted(members.items(), key=lambda kv: (kv[0][1] != "fail", -len(kv[1]), kv[0][0]))
+        ordered = sorted(
+            members.items(), key=lambda kv: (kv[0][1] != "fail", -len(kv[1]), kv[0][0])
+        )
         return tuple(
             ProblemGroup(id, severity, fix, tuple(h.label for h, _ in group), group[0][1].message)
             for (id, severity, fix), group in ordered
@@ -138,8 +140,14 @@ class FleetSummary:
             "hosts": [_host_json(h) for h in self.hosts],
             "missing": list(self.missing),
             "groups": [
-                {"id": g.id, "severity": g.severity, "fix": g.fix, "count": len(g.hosts),
-                 "hosts": list(g.hosts), "message": g.message}
+                {
+                    "id": g.id,
+                    "severity": g.severity,
+                    "fix": g.fix,
+                    "count": len(g.hosts),
+                    "hosts": list(g.hosts),
+                    "message": g.message,
+                }
                 for g in self.problem_groups()
             ],
             "duplicates": [
@@ -160,7 +168,13 @@ def _host_json(host: HostReport) -> dict[str, Any]:
         "layers": host.layer_severities(),
         "image": host.report.image.ref if host.report.image else None,
         "problems": [
-            {"id": f.id, "severity": f.severity, "layer": f.layer, "message": f.message, "fix": f.fix}
+            {
+                "id": f.id,
+                "severity": f.severity,
+                "layer": f.layer,
+                "message": f.message,
+                "fix": f.fix,
+            }
             for f in host.report.findings
             if f.severity != "pass"
         ],
@@ -246,7 +260,9 @@ def _expand_ranges(token: str, lineno: int) -> list[str]:
         text, ranges = m[1], m[2]
         parts = [""] if ranges is None else _range_parts(ranges, lineno)
         if len(names) * len(parts) > MAX_EXPECTED_HOSTS:
-            raise HostListError(f"line {lineno}: {token[:40]!r} names more than {MAX_EXPECTED_HOSTS} hosts")
+            raise HostListError(
+                f"line {lineno}: {token[:40]!r} names more than {MAX_EXPECTED_HOSTS} hosts"
+            )
         names = [name + text + part for name in names for part in parts]
     for name in names:
         if not _HOST_NAME.fullmatch(name):
@@ -303,7 +319,11 @@ def _ranged(prefix: str, suffix: str, numbers: list[str]) -> str:
     spans: list[list[str]] = []  # [first, last] as written; a span keeps its first's padding
     for digits in sorted(numbers, key=lambda d: (int(d), len(d))):
         span = spans[-1] if spans else None
-        if span and int(digits) == int(span[1]) + 1 and digits == str(int(digits)).zfill(len(span[0])):
+        if (
+            span
+            and int(digits) == int(span[1]) + 1
+            and digits == str(int(digits)).zfill(len(span[0]))
+        ):
             span[1] = digits
         else:
             spans.append([digits, digits])
@@ -346,26 +366,36 @@ def parse_report(saved: SavedReport) -> HostReport:
         raise ReportDocumentError(f"expected a JSON object, got {type(doc).__name__}")
     version = doc.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise ReportDocumentError("not an envcheck report (no integer \"schema_version\")")
+        raise ReportDocumentError('not an envcheck report (no integer "schema_version")')
     if version > SCHEMA_VERSION:
         raise ReportDocumentError(
             f"written by a newer envcheck (schema_version {version} > {SCHEMA_VERSION}); upgrade envcheck"
         )
     verdict = doc.get("verdict")
     if verdict not in VERDICT_ORDER:
-        raise ReportDocumentError(f"\"verdict\" must be one of {', '.join(VERDICT_ORDER)}, got {verdict!r}")
+        raise ReportDocumentError(
+            f'"verdict" must be one of {", ".join(VERDICT_ORDER)}, got {verdict!r}'
+        )
     exit_code = doc.get("exit_code")
-    if not isinstance(exit_code, int) or isinstance(exit_code, bool) or not 0 <= exit_code <= MAX_EXIT_CODE:
-        raise ReportDocumentError(f"\"exit_code\" must be an integer 0-{MAX_EXIT_CODE}, got {exit_code!r}")
+    if (
+        not isinstance(exit_code, int)
+        or isinstance(exit_code, bool)
+        or not 0 <= exit_code <= MAX_EXIT_CODE
+    ):
+        raise ReportDocumentError(
+            f'"exit_code" must be an integer 0-{MAX_EXIT_CODE}, got {exit_code!r}'
+        )
     if not isinstance(doc.get("host"), dict):
-        raise ReportDocumentError("\"host\" is missing or not an object")
+        raise ReportDocumentError('"host" is missing or not an object')
     try:
         host = host_from_document(doc["host"])
         image = _image(doc.get("image"))
     except FactsError as e:
         raise ReportDocumentError(str(e)) from e
     meta = object_field(doc, "meta")
-    report = Report(host, _findings(doc.get("findings")), image, object_field(doc, "smoke") or None, meta)
+    report = Report(
+        host, _findings(doc.get("findings")), image, object_field(doc, "smoke") or None, meta
+    )
     return HostReport(
         source=saved.source,
         hostname=host.machine.hostname,
@@ -379,7 +409,7 @@ def parse_report(saved: SavedReport) -> HostReport:
 
 def _findings(items: Any) -> tuple[Finding, ...]:
     if not isinstance(items, list):
-        raise ReportDocumentError("\"findings\" must be a list")
+        raise ReportDocumentError('"findings" must be a list')
     return tuple(_finding(item, i) for i, item in enumerate(items))
 
 
@@ -391,7 +421,9 @@ def _finding(item: Any, i: int) -> Finding:
         if not isinstance(item.get(key), str):
             raise ReportDocumentError(f"{where}.{key}: expected a string")
     if item.get("severity") not in SEVERITY_ORDER:
-        raise ReportDocumentError(f"{where}.severity: expected pass, warn or fail, got {item.get('severity')!r}")
+        raise ReportDocumentError(
+            f"{where}.severity: expected pass, warn or fail, got {item.get('severity')!r}"
+        )
     fix, layer, observed = item.get("fix"), item.get("layer", "host"), item.get("observed", {})
     if fix is not None and not isinstance(fix, str):
         raise ReportDocumentError(f"{where}.fix: expected a string or null")
@@ -426,7 +458,9 @@ def report_time(meta: Mapping[str, Any]) -> datetime | None:
         if isinstance(value, str):
             try:
                 # The doctor writes a trailing Z, which fromisoformat reads only from 3.11 on.
-                stamp = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+                stamp = datetime.fromisoformat(
+                    value[:-1] + "+00:00" if value.endswith("Z") else value
+                )
             except ValueError:
                 continue
             return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)  # naive = UTC

@@ -61,6 +61,7 @@ def cuda_refusal(claims: tuple[CudaClaim, ...], host: HostFacts, matrix: Matrix)
     if not claims:
         return None
     from envcheck.compat import driver_support
+
     driver = host.driver
     if driver.status != "ok" or not driver.version:
         claim = claims[0]
@@ -69,8 +70,10 @@ def cuda_refusal(claims: tuple[CudaClaim, ...], host: HostFacts, matrix: Matrix)
     for claim in claims:
         support = driver_support(driver.version, driver.cuda, claim.cuda, matrix)
         if support.level == "none":
-            return (f"the image needs CUDA {claim.cuda} ({claim.source}); driver {driver.version} "
-                    f"(CUDA {driver.cuda or '?'}) cannot run it: {support.reason}")
+            return (
+                f"the image needs CUDA {claim.cuda} ({claim.source}); driver {driver.version} "
+                f"(CUDA {driver.cuda or '?'}) cannot run it: {support.reason}"
+            )
     return None
 
 

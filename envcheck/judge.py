@@ -41,7 +41,8 @@ class Context:
     @property
     def pip_fix(self) -> str:
         return gpu_pip_command(self.image) or (
-            "python -m pip install paddlepaddle-gpu  (pick the CUDA build for your driver: `envcheck doctor --explain`)")
+            "python -m pip install paddlepaddle-gpu  (pick the CUDA build for your driver: `envcheck doctor --explain`)"
+        )
 
 
 Check = Callable[[Context], Iterable[Finding]]
@@ -52,22 +53,28 @@ _NVML_ERRORS: dict[str, tuple[str, str, str]] = {
     "NVML_ERROR_DRIVER_NOT_LOADED": (
         "driver.not-loaded",
         "the NVIDIA kernel module is not loaded (NVML: Driver Not Loaded)",
-        ("load it: `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvrm` "
-        "(Secure Boot blocking an unsigned module, or the module missing for this kernel: "
-        "reinstall the driver for `uname -r`)"),
+        (
+            "load it: `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvrm` "
+            "(Secure Boot blocking an unsigned module, or the module missing for this kernel: "
+            "reinstall the driver for `uname -r`)"
+        ),
     ),
     "NVML_ERROR_LIB_RM_VERSION_MISMATCH": (
         "driver.version-mismatch",
-        ("driver/library version mismatch: the loaded kernel module is older than the user-space "
-        "driver (a driver upgrade is waiting for a reboot)"),
+        (
+            "driver/library version mismatch: the loaded kernel module is older than the user-space "
+            "driver (a driver upgrade is waiting for a reboot)"
+        ),
         REBOOT_FIX,
     ),
     "NVML_ERROR_NO_PERMISSION": (
         "driver.no-permission",
         "no permission to talk to the GPU driver (NVML: Insufficient Permissions)",
-        ("check `ls -l /dev/nvidia*`: the device files must be readable and writable by your "
-        "user (add it to the `video` group, or fix NVreg_DeviceFileMode); in a container, pass "
-        "the GPU with `--gpus all`"),
+        (
+            "check `ls -l /dev/nvidia*`: the device files must be readable and writable by your "
+            "user (add it to the `video` group, or fix NVreg_DeviceFileMode); in a container, pass "
+            "the GPU with `--gpus all`"
+        ),
     ),
 }
 
@@ -75,28 +82,52 @@ _NVML_ERRORS: dict[str, tuple[str, str, str]] = {
 def check_driver(ctx: Context) -> Iterable[Finding]:
     d = ctx.host.driver
     if d.status == "ok":
-        yield passed("driver.present", f"NVIDIA driver {d.version} (supports CUDA up to {d.cuda or '?'})",
-                     "driver", version=d.version, cuda=d.cuda)
+        yield passed(
+            "driver.present",
+            f"NVIDIA driver {d.version} (supports CUDA up to {d.cuda or '?'})",
+            "driver",
+            version=d.version,
+            cuda=d.cuda,
+        )
         if d.kernel_module and d.version and d.kernel_module != d.version:
-            yield fail("driver.version-mismatch",
-                       f"kernel module {d.kernel_module} differs from the user-space driver {d.version}",
-                       REBOOT_FIX, "driver", kernel_module=d.kernel_module, version=d.version)
+            yield fail(
+                "driver.version-mismatch",
+                f"kernel module {d.kernel_module} differs from the user-space driver {d.version}",
+                REBOOT_FIX,
+                "driver",
+                kernel_module=d.kernel_module,
+                version=d.version,
+            )
         return
     if d.status == "absent":
         message = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
         if ctx.expect_gpu:
             yield fail("driver.missing", message, _install_driver_fix(ctx), "driver")
         else:
-            yield passed("driver.missing", f"{message}: this host can only run the CPU build", "driver")
+            yield passed(
+                "driver.missing", f"{message}: this host can only run the CPU build", "driver"
+            )
         return
     if d.status == "error":
         id_, message, fix = _NVML_ERRORS.get(
-            d.error or "", ("driver.error", f"NVML failed: {d.error or d.reason}",
-                            "run `nvidia-smi` to see the driver's own message; reinstall the driver if it fails too"))
+            d.error or "",
+            (
+                "driver.error",
+                f"NVML failed: {d.error or d.reason}",
+                "run `nvidia-smi` to see the driver's own message; reinstall the driver if it fails too",
+            ),
+        )
         if d.kernel_module and d.version:
             message += f" (kernel module {d.kernel_module}, user space {d.version})"
-        yield fail(id_, message, fix, "driver", error=d.error, reason=d.reason,
-                   kernel_module=d.kernel_module)
+        yield fail(
+            id_,
+            message,
+            fix,
+            "driver",
+            error=d.error,
+            reason=d.reason,
+            kernel_module=d.kernel_module,
+        )
 
 
 def _install_driver_fix(ctx: Context) -> str:
@@ -111,9 +142,13 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
         return
     if not ctx.host.gpus:
         sev = fail if ctx.expect_gpu else warn
-        yield sev("gpu.none", "the driver answered but reports no GPU",
-                  "check `nvidia-smi -L` and `lspci | grep -i nvidia`; a GPU may have fallen off the bus "
-                  "(`sudo dmesg | grep -i xid`)", "gpu")
+        yield sev(
+            "gpu.none",
+            "the driver answered but reports no GPU",
+            "check `nvidia-smi -L` and `lspci | grep -i nvidia`; a GPU may have fallen off the bus "
+            "(`sudo dmesg | grep -i xid`)",
+            "gpu",
+        )
         return
     for g in ctx.host.gpus:
         yield from _check_one_gpu(ctx, g)
@@ -122,20 +157,38 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
 def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
     label = f"GPU {g.index} {g.name or '?'}"
     release = ctx.matrix.release(_target_paddle(ctx))
-    if g.compute_capability and release and cc_below(g.compute_capability, release.min_compute_capability):
-        yield fail("gpu.cc-too-low",
-                   f"{label} has compute capability {g.compute_capability}; Paddle {release.version} "
-                   f"needs more than {release.min_compute_capability}",
-                   "use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)",
-                   "gpu", index=g.index, compute_capability=g.compute_capability)
+    if (
+        g.compute_capability
+        and release
+        and cc_below(g.compute_capability, release.min_compute_capability)
+    ):
+        yield fail(
+            "gpu.cc-too-low",
+            f"{label} has compute capability {g.compute_capability}; Paddle {release.version} "
+            f"needs more than {release.min_compute_capability}",
+            "use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)",
+            "gpu",
+            index=g.index,
+            compute_capability=g.compute_capability,
+        )
     elif g.mig_mode and g.mig_instances == 0:
-        yield fail("gpu.mig-no-instances", f"{label} is in MIG mode with no GPU instance: nothing can run on it",
-                   f"create instances (`sudo nvidia-smi mig -i {g.index} -cgi <profile> -C`) or disable MIG "
-                   f"(`sudo nvidia-smi -i {g.index} -mig 0`, then reset the GPU)", "gpu", index=g.index)
+        yield fail(
+            "gpu.mig-no-instances",
+            f"{label} is in MIG mode with no GPU instance: nothing can run on it",
+            f"create instances (`sudo nvidia-smi mig -i {g.index} -cgi <profile> -C`) or disable MIG "
+            f"(`sudo nvidia-smi -i {g.index} -mig 0`, then reset the GPU)",
+            "gpu",
+            index=g.index,
+        )
     else:
-        yield passed(f"gpu.{g.index}", f"{label}, compute capability {g.compute_capability or '?'}, "
-                     f"{g.memory_total_mib or '?'} MiB", "gpu", index=g.index,
-                     compute_capability=g.compute_capability)
+        yield passed(
+            f"gpu.{g.index}",
+            f"{label}, compute capability {g.compute_capability or '?'}, "
+            f"{g.memory_total_mib or '?'} MiB",
+            "gpu",
+            index=g.index,
+            compute_capability=g.compute_capability,
+        )
 
 
 def _target_paddle(ctx: Context) -> str:
@@ -148,42 +201,68 @@ def _target_paddle(ctx: Context) -> str:
 def check_cuda_driver_api(ctx: Context) -> Iterable[Finding]:
     c = ctx.host.cuda_driver
     if c.status == "ok":
-        yield passed("cuda.driver-api", f"cuInit OK: driver API {c.version}, {c.device_count} device(s)",
-                     "cuda", version=c.version, device_count=c.device_count)
+        yield passed(
+            "cuda.driver-api",
+            f"cuInit OK: driver API {c.version}, {c.device_count} device(s)",
+            "cuda",
+            version=c.version,
+            device_count=c.device_count,
+        )
     elif c.status == "error" and ctx.host.driver.status == "ok" and not _no_device(ctx):
-        yield fail("cuda.init-failed", f"the CUDA driver API failed: {c.error} ({c.reason})",
-                   "run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
-                   "(`sudo modprobe nvidia-uvm`) and that no stub libcuda.so shadows the driver's",
-                   "cuda", error=c.error)
+        yield fail(
+            "cuda.init-failed",
+            f"the CUDA driver API failed: {c.error} ({c.reason})",
+            "run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
+            "(`sudo modprobe nvidia-uvm`) and that no stub libcuda.so shadows the driver's",
+            "cuda",
+            error=c.error,
+        )
 
 
 def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
     rt = ctx.host.cuda_runtime
     if rt.status == "ok":
         note = f" ({rt.reason})" if rt.reason else ""
-        yield passed("cuda.runtime", f"CUDA runtime {rt.version} at {rt.path}{note}", "cuda",
-                     version=rt.version, path=rt.path)
+        yield passed(
+            "cuda.runtime",
+            f"CUDA runtime {rt.version} at {rt.path}{note}",
+            "cuda",
+            version=rt.version,
+            path=rt.path,
+        )
     p = ctx.host.paddle
     if p.status != "ok" or not p.cuda or not p.cudnn:
         return
     dnn = ctx.host.cudnn
     if dnn.status != "ok" or not dnn.version:
-        yield fail("cudnn.missing",
-                   f"Paddle {p.version} is built with cuDNN {p.cudnn} but no libcudnn can be loaded",
-                   _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries), "cuda", compiled=p.cudnn)
+        yield fail(
+            "cudnn.missing",
+            f"Paddle {p.version} is built with cuDNN {p.cudnn} but no libcudnn can be loaded",
+            _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            "cuda",
+            compiled=p.cudnn,
+        )
         return
     have, want = _release(dnn.version), _release(p.cudnn)
     if have[0] != want[0]:
-        yield fail("cudnn.major-mismatch",
-                   f"cuDNN {dnn.version} ({dnn.path}) but Paddle {p.version} is built with cuDNN {p.cudnn}",
-                   _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries), "cuda",
-                   found=dnn.version, compiled=p.cudnn)
+        yield fail(
+            "cudnn.major-mismatch",
+            f"cuDNN {dnn.version} ({dnn.path}) but Paddle {p.version} is built with cuDNN {p.cudnn}",
+            _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            "cuda",
+            found=dnn.version,
+            compiled=p.cudnn,
+        )
     elif have[:2] < want[:2]:
-        yield warn("cudnn.too-old",
-                   f"cuDNN {dnn.version} is older than the {p.cudnn} Paddle was built with "
-                   "(Paddle warns: \"may cause serious incompatible bug\")",
-                   _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries), "cuda",
-                   found=dnn.version, compiled=p.cudnn)
+        yield warn(
+            "cudnn.too-old",
+            f"cuDNN {dnn.version} is older than the {p.cudnn} Paddle was built with "
+            '(Paddle warns: "may cause serious incompatible bug")',
+            _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            "cuda",
+            found=dnn.version,
+            compiled=p.cudnn,
+        )
     else:
         yield passed("cudnn.ok", f"cuDNN {dnn.version} at {dnn.path}", "cuda", version=dnn.version)
 
@@ -200,10 +279,14 @@ def _cudnn_fix(cudnn: str, cuda: str, pip_libs: bool | None) -> str:
     major = _release(cudnn)[0]
     cu = _release(cuda)[0]
     if pip_libs:
-        return ("reinstall Paddle so pip brings its pinned cuDNN: `python -m pip install --force-reinstall "
-                "paddlepaddle-gpu` with the index of your CUDA build")
-    return (f"install cuDNN {cudnn} for CUDA {cu}: `python -m pip install nvidia-cudnn-cu{cu}=={major}.*` and put "
-            f"its lib folder on LD_LIBRARY_PATH, or use the official image (`envcheck pull-image`)")
+        return (
+            "reinstall Paddle so pip brings its pinned cuDNN: `python -m pip install --force-reinstall "
+            "paddlepaddle-gpu` with the index of your CUDA build"
+        )
+    return (
+        f"install cuDNN {cudnn} for CUDA {cu}: `python -m pip install nvidia-cudnn-cu{cu}=={major}.*` and put "
+        f"its lib folder on LD_LIBRARY_PATH, or use the official image (`envcheck pull-image`)"
+    )
 
 
 # -- Paddle build --------------------------------------------------------------------------
@@ -211,21 +294,41 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
     yield from _check_image_archs(ctx)
     p = ctx.host.paddle
     if p.status == "absent":
-        yield warn("paddle.missing", f"Paddle is not installed for {p.python or 'this Python'}",
-                   ctx.pip_fix, "paddle", python=p.python)
+        yield warn(
+            "paddle.missing",
+            f"Paddle is not installed for {p.python or 'this Python'}",
+            ctx.pip_fix,
+            "paddle",
+            python=p.python,
+        )
         return
     if p.status != "ok":
         if p.status == "error":
-            yield warn("paddle.unreadable", f"could not read the Paddle build: {p.reason}", ctx.pip_fix, "paddle")
+            yield warn(
+                "paddle.unreadable",
+                f"could not read the Paddle build: {p.reason}",
+                ctx.pip_fix,
+                "paddle",
+            )
         return
     if p.reason and "both" in p.reason:
-        yield fail("paddle.both-installed", p.reason,
-                   f"`python -m pip uninstall -y paddlepaddle paddlepaddle-gpu`, then `{ctx.pip_fix}`", "paddle")
+        yield fail(
+            "paddle.both-installed",
+            p.reason,
+            f"`python -m pip uninstall -y paddlepaddle paddlepaddle-gpu`, then `{ctx.pip_fix}`",
+            "paddle",
+        )
     if not p.cuda:
         yield from _check_cpu_build(ctx)
         return
-    yield passed("paddle.build", f"{p.package or 'paddle'} {p.version}, CUDA {p.cuda}, cuDNN {p.cudnn}",
-                 "paddle", version=p.version, cuda=p.cuda, cudnn=p.cudnn)
+    yield passed(
+        "paddle.build",
+        f"{p.package or 'paddle'} {p.version}, CUDA {p.cuda}, cuDNN {p.cudnn}",
+        "paddle",
+        version=p.version,
+        cuda=p.cuda,
+        cudnn=p.cudnn,
+    )
     yield from _check_driver_for_build(ctx, p.cuda, f"Paddle {p.version} (CUDA {p.cuda})")
     yield from _check_archs(ctx)
 
@@ -233,14 +336,23 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
 def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
     p = ctx.host.paddle
     if ctx.gpus or ctx.expect_gpu:
-        yield fail("paddle.cpu-build",
-                   f"{p.package or 'paddlepaddle'} {p.version} is the CPU-only build on a host with "
-                   f"{len(ctx.gpus)} GPU(s): training will silently run on the CPU",
-                   replace_cpu_build(ctx.image), "paddle",
-                   package=p.package, version=p.version)
+        yield fail(
+            "paddle.cpu-build",
+            f"{p.package or 'paddlepaddle'} {p.version} is the CPU-only build on a host with "
+            f"{len(ctx.gpus)} GPU(s): training will silently run on the CPU",
+            replace_cpu_build(ctx.image),
+            "paddle",
+            package=p.package,
+            version=p.version,
+        )
     else:
-        yield passed("paddle.build", f"{p.package or 'paddlepaddle'} {p.version} (CPU build) on a host without GPU",
-                     "paddle", package=p.package, version=p.version)
+        yield passed(
+            "paddle.build",
+            f"{p.package or 'paddlepaddle'} {p.version} (CPU build) on a host without GPU",
+            "paddle",
+            package=p.package,
+            version=p.version,
+        )
 
 
 def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Finding]:
@@ -249,21 +361,33 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
         return
     support = driver_support(d.version, d.cuda, cuda, ctx.matrix)
     if support.level == "full":
-        yield passed("driver.cuda", f"driver {d.version} runs {what}", "driver", driver=d.version, cuda=cuda)
+        yield passed(
+            "driver.cuda", f"driver {d.version} runs {what}", "driver", driver=d.version, cuda=cuda
+        )
     elif support.level == "minor-compat":
-        yield warn("driver.minor-compat",
-                   f"driver {d.version} supports CUDA {d.cuda}, older than {what}: it runs through "
-                   f"minor-version compatibility ({support.reason}); PTX JIT and newer-driver APIs fail"
-                   f"{_paddle_driver_note(ctx, cuda, d.version)}",
-                   f"upgrade the driver to {support.full_driver} or newer for full support", "driver",
-                   driver=d.version, driver_cuda=d.cuda, cuda=cuda)
+        yield warn(
+            "driver.minor-compat",
+            f"driver {d.version} supports CUDA {d.cuda}, older than {what}: it runs through "
+            f"minor-version compatibility ({support.reason}); PTX JIT and newer-driver APIs fail"
+            f"{_paddle_driver_note(ctx, cuda, d.version)}",
+            f"upgrade the driver to {support.full_driver} or newer for full support",
+            "driver",
+            driver=d.version,
+            driver_cuda=d.cuda,
+            cuda=cuda,
+        )
     else:
-        yield fail("driver.too-old",
-                   f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
-                   "(Paddle: \"CUDA driver version is insufficient for CUDA runtime version\")",
-                   f"upgrade the driver to {support.minimum_driver} or newer, or install a build for an "
-                   f"older CUDA: `{ctx.pip_fix}`", "driver", driver=d.version, cuda=cuda,
-                   minimum_driver=support.minimum_driver)
+        yield fail(
+            "driver.too-old",
+            f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
+            '(Paddle: "CUDA driver version is insufficient for CUDA runtime version")',
+            f"upgrade the driver to {support.minimum_driver} or newer, or install a build for an "
+            f"older CUDA: `{ctx.pip_fix}`",
+            "driver",
+            driver=d.version,
+            cuda=cuda,
+            minimum_driver=support.minimum_driver,
+        )
 
 
 def _paddle_driver_note(ctx: Context, cuda: str, driver: str) -> str:
@@ -276,8 +400,10 @@ def _paddle_driver_note(ctx: Context, cuda: str, driver: str) -> str:
             return ""
     except VersionParseError:
         return ""
-    return (f"; note: Paddle's install docs ask for >= {floor} for this build, stricter than "
-            "NVIDIA's rule")
+    return (
+        f"; note: Paddle's install docs ask for >= {floor} for this build, stricter than "
+        "NVIDIA's rule"
+    )
 
 
 def _check_archs(ctx: Context) -> Iterable[Finding]:
@@ -300,20 +426,34 @@ def _check_archs(ctx: Context) -> Iterable[Finding]:
         missing = sm in absent or (archs is not None and not arch_supported(cc, archs))
         if missing:
             listed = " ".join(map(str, archs or ()))
-            because = (f"a public report shows sm_{sm} missing from this build ({origin})" if sm in absent
-                       else f"Paddle {p.version} (CUDA {p.cuda}) {origin}: {listed}")
-            yield fail("paddle.arch-missing",
-                       f"GPU {g.index} {g.name} is sm_{sm} but {because}: \"no kernel image is available "
-                       "for execution on the device\"", f"install a build compiled for sm_{sm}: `{ctx.pip_fix}`",
-                       "paddle", index=g.index, compute_capability=cc, compiled=list(archs or ()),
-                       archs_verified=verified)
+            because = (
+                f"a public report shows sm_{sm} missing from this build ({origin})"
+                if sm in absent
+                else f"Paddle {p.version} (CUDA {p.cuda}) {origin}: {listed}"
+            )
+            yield fail(
+                "paddle.arch-missing",
+                f'GPU {g.index} {g.name} is sm_{sm} but {because}: "no kernel image is available '
+                'for execution on the device"',
+                f"install a build compiled for sm_{sm}: `{ctx.pip_fix}`",
+                "paddle",
+                index=g.index,
+                compute_capability=cc,
+                compiled=list(archs or ()),
+                archs_verified=verified,
+            )
         elif not verified:
-            yield warn("paddle.arch-unverified",
-                       f"GPU {g.index} {g.name} (sm_{sm}): arch coverage unverified: Paddle {p.version} "
-                       f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
-                       f"for it; {origin} includes sm_{sm}, the build itself may not",
-                       f"prove it with the smoke training (`envcheck doctor`), or install a build with a "
-                       f"known list: `{ctx.pip_fix}`", "paddle", index=g.index, compute_capability=cc)
+            yield warn(
+                "paddle.arch-unverified",
+                f"GPU {g.index} {g.name} (sm_{sm}): arch coverage unverified: Paddle {p.version} "
+                f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
+                f"for it; {origin} includes sm_{sm}, the build itself may not",
+                f"prove it with the smoke training (`envcheck doctor`), or install a build with a "
+                f"known list: `{ctx.pip_fix}`",
+                "paddle",
+                index=g.index,
+                compute_capability=cc,
+            )
 
 
 def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
@@ -322,7 +462,11 @@ def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
 
     p = ctx.host.paddle
     if p.compiled_cuda_archs:
-        return tuple(p.compiled_cuda_archs), "was compiled for (its own paddle/version record)", True
+        return (
+            tuple(p.compiled_cuda_archs),
+            "was compiled for (its own paddle/version record)",
+            True,
+        )
     build = _matrix_build(ctx, p.cuda or "")
     if build is not None and build.archs:
         how = plain_archs_source(build.archs_source or build.source)
@@ -368,10 +512,14 @@ def _check_image_archs(ctx: Context) -> Iterable[Finding]:
         return
     if archs is None or not archs.verified:
         origin = archs.origin if archs else f"CUDA {img.cuda} is unknown to the matrix"
-        yield warn("image.arch-unverified",
-                   f"{img.tag}: arch coverage unverified: {origin}",
-                   "the smoke training in this image proves it (`envcheck doctor` without --no-smoke)",
-                   "image", tag=img.tag, archs_source=archs.source if archs else None)
+        yield warn(
+            "image.arch-unverified",
+            f"{img.tag}: arch coverage unverified: {origin}",
+            "the smoke training in this image proves it (`envcheck doctor` without --no-smoke)",
+            "image",
+            tag=img.tag,
+            archs_source=archs.source if archs else None,
+        )
 
 
 # -- environment ---------------------------------------------------------------------------
@@ -383,35 +531,58 @@ def check_visible_devices(ctx: Context) -> Iterable[Finding]:
     c = ctx.host.cuda_driver
     driver_sees = c.device_count if c.status == "ok" else 0 if _no_device(ctx) else None
     if driver_sees == 0 or (driver_sees is None and seen.visible == 0):
-        why = seen.stopped if seen.visible == 0 and seen.stopped else (
-            f"cuInit found no device, although NVML sees {len(ctx.gpus)} GPU(s)")
+        why = (
+            seen.stopped
+            if seen.visible == 0 and seen.stopped
+            else (f"cuInit found no device, although NVML sees {len(ctx.gpus)} GPU(s)")
+        )
         uuids = ", ".join(g.uuid for g in ctx.gpus if g.uuid)
-        yield fail("env.cuda-visible-devices",
-                   f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU ({why}): Paddle will say "
-                   "\"CUDA_VISIBLE_DEVICES is set to be empty. No GPU detected.\"",
-                   f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES="
-                   f"{','.join(str(i) for i in range(len(ctx.gpus)))}`"
-                   + (f" (or full UUIDs as NVML reports them: {uuids})" if uuids else ""),
-                   "env", value=value, driver_device_count=driver_sees)
+        yield fail(
+            "env.cuda-visible-devices",
+            f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU ({why}): Paddle will say "
+            '"CUDA_VISIBLE_DEVICES is set to be empty. No GPU detected."',
+            f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES="
+            f"{','.join(str(i) for i in range(len(ctx.gpus)))}`"
+            + (f" (or full UUIDs as NVML reports them: {uuids})" if uuids else ""),
+            "env",
+            value=value,
+            driver_device_count=driver_sees,
+        )
     else:
-        yield passed("env.cuda-visible-devices", f"CUDA_VISIBLE_DEVICES={value}", "env", value=value,
-                     driver_device_count=driver_sees)
+        yield passed(
+            "env.cuda-visible-devices",
+            f"CUDA_VISIBLE_DEVICES={value}",
+            "env",
+            value=value,
+            driver_device_count=driver_sees,
+        )
 
 
 def _no_device(ctx: Context) -> bool:
     """cuInit's CUDA_ERROR_NO_DEVICE where NVML sees GPUs: the variable hid them (one cause, one
     finding: env.cuda-visible-devices, not also cuda.init-failed with driver advice)."""
     c = ctx.host.cuda_driver
-    return c.error == "CUDA_ERROR_NO_DEVICE" and "CUDA_VISIBLE_DEVICES" in ctx.host.env and bool(ctx.gpus)
+    return (
+        c.error == "CUDA_ERROR_NO_DEVICE"
+        and "CUDA_VISIBLE_DEVICES" in ctx.host.env
+        and bool(ctx.gpus)
+    )
 
 
 def check_nvidia_visible_devices(ctx: Context) -> Iterable[Finding]:
     value = ctx.host.env.get("NVIDIA_VISIBLE_DEVICES")
-    if value is not None and value.strip() in ("", "void", "none") and ctx.host.driver.status != "ok":
-        yield warn("env.nvidia-visible-devices",
-                   f"NVIDIA_VISIBLE_DEVICES={value!r}: this container was started without GPUs",
-                   "start the container with `--gpus all` (or NVIDIA_VISIBLE_DEVICES=all with the NVIDIA runtime)",
-                   "env", value=value)
+    if (
+        value is not None
+        and value.strip() in ("", "void", "none")
+        and ctx.host.driver.status != "ok"
+    ):
+        yield warn(
+            "env.nvidia-visible-devices",
+            f"NVIDIA_VISIBLE_DEVICES={value!r}: this container was started without GPUs",
+            "start the container with `--gpus all` (or NVIDIA_VISIBLE_DEVICES=all with the NVIDIA runtime)",
+            "env",
+            value=value,
+        )
 
 
 # -- container engine ----------------------------------------------------------------------
@@ -419,18 +590,26 @@ def check_engine(ctx: Context) -> Iterable[Finding]:
     e = ctx.host.engine
     if e.status == "ok":
         if ctx.gpus and not e.nvidia_runtime:
-            yield warn("engine.no-nvidia-runtime",
-                       f"Docker {e.version} has no NVIDIA runtime or CDI device (runtimes: "
-                       f"{', '.join(e.runtimes) or 'none'}): containers cannot get a GPU",
-                       NVIDIA_RUNTIME_FIX, "engine", runtimes=list(e.runtimes))
+            yield warn(
+                "engine.no-nvidia-runtime",
+                f"Docker {e.version} has no NVIDIA runtime or CDI device (runtimes: "
+                f"{', '.join(e.runtimes) or 'none'}): containers cannot get a GPU",
+                NVIDIA_RUNTIME_FIX,
+                "engine",
+                runtimes=list(e.runtimes),
+            )
         else:
             gpu = "with the NVIDIA runtime" if e.nvidia_runtime else "without GPU support"
             api = f" (API {e.api_version})" if e.api_version else ""
             yield passed("engine.ok", f"Docker {e.version}{api} {gpu}", "engine", version=e.version)
     elif ctx.needs_engine:
-        yield warn("engine.unreachable", f"no container engine: {e.reason or e.status}",
-                   f"{engine_fix(e)}; or run the smoke with --in-process",
-                   "engine", reason=e.reason)
+        yield warn(
+            "engine.unreachable",
+            f"no container engine: {e.reason or e.status}",
+            f"{engine_fix(e)}; or run the smoke with --in-process",
+            "engine",
+            reason=e.reason,
+        )
 
 
 # -- image ---------------------------------------------------------------------------------
@@ -440,21 +619,35 @@ def check_image(ctx: Context) -> Iterable[Finding]:
         return
     if img.ref is None:
         reasons = "; ".join(f"{r.ref}: {r.reason}" for r in img.rejected[:4])
-        yield fail("image.none", f"no image of Paddle {img.paddle} can run on this host: {reasons}",
-                   img.reason or "upgrade the driver, or choose another release with --paddle", "image",
-                   rejected=[r.ref for r in img.rejected])
+        yield fail(
+            "image.none",
+            f"no image of Paddle {img.paddle} can run on this host: {reasons}",
+            img.reason or "upgrade the driver, or choose another release with --paddle",
+            "image",
+            rejected=[r.ref for r in img.rejected],
+        )
         return
     note = "" if img.confirmed else f" (tag {plain_source(img.source or '', False)})"
-    yield passed("image.selected", f"{img.ref}{note}", "image", ref=img.ref, kind=img.kind,
-                 confirmed=img.confirmed)
+    yield passed(
+        "image.selected",
+        f"{img.ref}{note}",
+        "image",
+        ref=img.ref,
+        kind=img.kind,
+        confirmed=img.confirmed,
+    )
 
 
 def check_expected_gpu(ctx: Context) -> Iterable[Finding]:
     """--expect-gpu on facts that say nothing of the driver (a partial saved host): the other
     driver and GPU checks already fail every state they know."""
     if ctx.expect_gpu and ctx.host.driver.status == "unknown":
-        yield fail("gpu.expected", "a GPU was expected (--expect-gpu) but nothing shows a usable one",
-                   _install_driver_fix(ctx), "gpu")
+        yield fail(
+            "gpu.expected",
+            "a GPU was expected (--expect-gpu) but nothing shows a usable one",
+            _install_driver_fix(ctx),
+            "gpu",
+        )
 
 
 CHECKS: tuple[Check, ...] = (
@@ -473,4 +666,3 @@ CHECKS: tuple[Check, ...] = (
 
 def judge(ctx: Context) -> list[Finding]:
     return [finding for check in CHECKS for finding in check(ctx)]
-

@@ -21,7 +21,9 @@ def host_platform(machine: str | None = None) -> Platform:
     import platform as _platform
 
     arch = (machine or _platform.machine()).lower()
-    arch = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}.get(arch, arch)
+    arch = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}.get(
+        arch, arch
+    )
     variant = "v8" if arch == "arm64" else "v7" if arch == "arm" else None
     return Platform("linux", arch, variant)
 

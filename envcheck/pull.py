@@ -104,11 +104,20 @@ class PullResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "reference": self.reference, "requested": self.requested, "registry": self.registry,
-            "mirror": self.mirror, "digest": self.digest, "image_id": self.image_id,
-            "size": self.size, "seconds": round(self.seconds, 3), "outcome": self.outcome,
-            "attempts": self.attempts, "platform": self.platform, "failures": list(self.failures),
-            "config_source": self.config_source, "warnings": list(self.warnings),
+            "reference": self.reference,
+            "requested": self.requested,
+            "registry": self.registry,
+            "mirror": self.mirror,
+            "digest": self.digest,
+            "image_id": self.image_id,
+            "size": self.size,
+            "seconds": round(self.seconds, 3),
+            "outcome": self.outcome,
+            "attempts": self.attempts,
+            "platform": self.platform,
+            "failures": list(self.failures),
+            "config_source": self.config_source,
+            "warnings": list(self.warnings),
             "downloaded": self.downloaded,
         }
 
@@ -119,7 +128,14 @@ def plan_pull(ref: Reference, matrix: Matrix | None) -> PullPlan:
     if matrix is None:
         return PullPlan(ref)
     homes = {name: parse_reference(value) for name, value in matrix.registries.items()}
-    home = next((n for n, r in homes.items() if (r.registry, r.repository) == (ref.registry, ref.repository)), None)
+    home = next(
+        (
+            n
+            for n, r in homes.items()
+            if (r.registry, r.repository) == (ref.registry, ref.repository)
+        ),
+        None,
+    )
     if home is None:
         return PullPlan(ref)
     row = next((i for i in matrix.images if i.tag == ref.tag and home in i.registries), None)
@@ -150,15 +166,23 @@ class _Run:
     attempts: int = 0
 
 
-def pull_image(plan: PullPlan, *, client: Any, display: PullDisplay | None = None,
-               check: ImageCheck | None = None, retry: RetryPolicy = RetryPolicy(),
-               platform: Platform | None = None,
-               sleep: Callable[[float], None] = time.sleep) -> PullResult:
+def pull_image(
+    plan: PullPlan,
+    *,
+    client: Any,
+    display: PullDisplay | None = None,
+    check: ImageCheck | None = None,
+    retry: RetryPolicy = RetryPolicy(),
+    platform: Platform | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> PullResult:
     """Pull `plan.requested` (or a mirror) with `client` (a docker.DockerClient).
 
     Raises InvalidReference/ManifestNotFound (2), ImageRefused (1), RegistryAuthRequired,
     RegistryUnavailable, PullFailed and the engine's other EnvironmentProblems (4)."""
-    run = _Run(client, display or make_display("none"), check, retry, platform or host_platform(), sleep)
+    run = _Run(
+        client, display or make_display("none"), check, retry, platform or host_platform(), sleep
+    )
     given_up: list[tuple[Reference, EnvcheckError]] = []
     try:
         for index, target in enumerate(plan.targets):
@@ -170,8 +194,10 @@ def pull_image(plan: PullPlan, *, client: Any, display: PullDisplay | None = Non
                 given_up.append((target, e))
                 run.failures.append(f"{target.registry}: {e.message}")
                 if index + 1 < len(plan.targets):
-                    run.display.note(f"{target.registry} failed ({e.message}); trying the mirror "
-                                     f"{plan.targets[index + 1].registry}")
+                    run.display.note(
+                        f"{target.registry} failed ({e.message}); trying the mirror "
+                        f"{plan.targets[index + 1].registry}"
+                    )
     finally:
         run.display.stop()
     raise _final_error(given_up, plan, run)
@@ -190,17 +216,23 @@ def _pull_from(target: Reference, plan: PullPlan, run: _Run, *, mirror: bool) ->
     image_id = _local_image(run.client, target, digest)
     if not image_id:
         # The stream ended without an error event, yet no image carries the digest: a broken pull.
-        raise PullFailed(f"the engine finished pulling {target} but holds no image with digest {digest}",
-                         hint="run the pull again; if it persists, check `docker system df` and the engine's log")
+        raise PullFailed(
+            f"the engine finished pulling {target} but holds no image with digest {digest}",
+            hint="run the pull again; if it persists, check `docker system df` and the engine's log",
+        )
     made = [source.with_digest(digest)]
     if source.digest and target.tag:
         with translate_errors(f"tagging {target}"):
-            run.client.api.tag(image_id, target.name, target.tag)  # so the tag finds the pinned image
+            run.client.api.tag(
+                image_id, target.name, target.tag
+            )  # so the tag finds the pinned image
     if target.tag:
         made.append(target.with_tag(target.tag))
     config = _checked_locally(run, remote, image_id, config_read, pulled=tuple(made))
-    return replace(_result(target, plan, run, remote, digest, image_id, "pulled", mirror, config),
-                   downloaded=progress.downloaded)
+    return replace(
+        _result(target, plan, run, remote, digest, image_id, "pulled", mirror, config),
+        downloaded=progress.downloaded,
+    )
 
 
 def _inspect(target: Reference, plan: PullPlan, run: _Run) -> tuple[RemoteImage, bool]:
@@ -209,9 +241,13 @@ def _inspect(target: Reference, plan: PullPlan, run: _Run) -> tuple[RemoteImage,
     could be read."""
     remote = _engine_inspect(target, run)
     if plan.pinned_digest and remote.digest != plan.pinned_digest:
-        run.display.note(f"{target} now points at {remote.digest}; pulling the digest the matrix pins, "
-                         f"{plan.pinned_digest}")
-        remote = replace(_engine_inspect(target.with_digest(plan.pinned_digest), run), reference=target)
+        run.display.note(
+            f"{target} now points at {remote.digest}; pulling the digest the matrix pins, "
+            f"{plan.pinned_digest}"
+        )
+        remote = replace(
+            _engine_inspect(target.with_digest(plan.pinned_digest), run), reference=target
+        )
     remote, config_read = _read_config(target, remote, run)
     if run.check is not None:
         run.check(remote)  # without the config: the tag's CUDA now, the config's after the pull
@@ -220,35 +256,43 @@ def _inspect(target: Reference, plan: PullPlan, run: _Run) -> tuple[RemoteImage,
 
 def _engine_inspect(target: Reference, run: _Run) -> RemoteImage:
     def ask() -> RemoteImage:
-        answer = inspect_distribution(run.client, str(target), target.registry,
-                                      deadline=run.retry.request_deadline)
+        answer = inspect_distribution(
+            run.client, str(target), target.registry, deadline=run.retry.request_deadline
+        )
         return parse_distribution(answer, target)
 
     remote = _retrying(ask, f"reading {target.registry}", run)
     refusal = platform_refusal(remote.platforms, run.platform)
     if refusal:
-        raise ImageRefused(f"{target}: {refusal}", hint="choose a tag built for this machine's platform")
+        raise ImageRefused(
+            f"{target}: {refusal}", hint="choose a tag built for this machine's platform"
+        )
     return remote
 
 
 def _read_config(target: Reference, remote: RemoteImage, run: _Run) -> tuple[RemoteImage, bool]:
     """Size, layers and config env of the digest the engine named, read by envcheck's own client
     (the engine does not tell them). Advisory: one try; a failure is a warning, never the end."""
-    registry = RegistryClient.for_reference(target, credentials=saved_login(target.registry),
-                                            deadline=run.retry.request_deadline)
+    registry = RegistryClient.for_reference(
+        target, credentials=saved_login(target.registry), deadline=run.retry.request_deadline
+    )
     try:
         read = registry.inspect(target.with_digest(remote.digest), run.platform)
     except (RegistryError, ManifestNotFound) as e:
         run.warnings.append(
             f"envcheck could not read the image config from {target.registry} itself ({e.message}); "
             "the engine pulls it, and its CUDA is checked from the tag before the pull and from "
-            "the pulled image's config after it")
+            "the pulled image's config after it"
+        )
         return remote, False
-    return replace(remote, size=read.size, layers=read.layers, env=read.env, labels=read.labels), True
+    return replace(
+        remote, size=read.size, layers=read.layers, env=read.env, labels=read.labels
+    ), True
 
 
-def _checked_locally(run: _Run, remote: RemoteImage, image_id: str, config_read: bool,
-                     pulled: tuple[Reference, ...]) -> ConfigSource | None:
+def _checked_locally(
+    run: _Run, remote: RemoteImage, image_id: str, config_read: bool, pulled: tuple[Reference, ...]
+) -> ConfigSource | None:
     """Where the config's env was judged from. When the registry's could not be read, the engine's
     copy is: a refusal then removes the names this pull gave the image (`pulled`), so a refused
     image is not left behind; an image that was already present stays."""
@@ -266,8 +310,9 @@ def _checked_locally(run: _Run, remote: RemoteImage, image_id: str, config_read:
         for ref in pulled:
             _untag(run.client, ref)
         whose = "the pulled image's config, removed again" if pulled else "the local image's config"
-        raise ImageRefused(f"{e.message} (read from {whose}: the registry's could not be read)",
-                           hint=e.hint) from e
+        raise ImageRefused(
+            f"{e.message} (read from {whose}: the registry's could not be read)", hint=e.hint
+        ) from e
     return "local image"
 
 
@@ -315,8 +360,10 @@ def _retrying(action: Callable[[], T], what: str, run: _Run) -> T:
                 raise
             delay = run.retry.delay(attempt)
             run.failures.append(f"{what}, try {attempt}: {e.message}")
-            run.display.note(f"{what} failed ({e.message}); try {attempt + 1}/{run.retry.attempts} "
-                             f"in {delay:g} s")
+            run.display.note(
+                f"{what} failed ({e.message}); try {attempt + 1}/{run.retry.attempts} "
+                f"in {delay:g} s"
+            )
             run.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -333,34 +380,62 @@ def _local_image(client: Any, ref: Reference, digest: str) -> str | None:
             return None
         raise
     names = {ref.familiar_name, ref.name}
-    digests = {d.rpartition("@")[2] for d in info.get("RepoDigests") or [] if d.rpartition("@")[0] in names}
+    digests = {
+        d.rpartition("@")[2] for d in info.get("RepoDigests") or [] if d.rpartition("@")[0] in names
+    }
     return str(info["Id"]) if digest in digests else None
 
 
-def _result(target: Reference, plan: PullPlan, run: _Run, remote: RemoteImage, digest: str,
-            image_id: str, outcome: Literal["pulled", "present"], mirror: bool,
-            config_source: ConfigSource | None) -> PullResult:
+def _result(
+    target: Reference,
+    plan: PullPlan,
+    run: _Run,
+    remote: RemoteImage,
+    digest: str,
+    image_id: str,
+    outcome: Literal["pulled", "present"],
+    mirror: bool,
+    config_source: ConfigSource | None,
+) -> PullResult:
     return PullResult(
-        reference=str(target), requested=str(plan.requested), registry=target.registry,
-        digest=digest, image_id=image_id, size=remote.size,
-        seconds=time.monotonic() - run.started, outcome=outcome, attempts=run.attempts,
-        platform=str(run.platform), mirror=mirror, failures=tuple(run.failures),
-        config_source=config_source, warnings=tuple(run.warnings),
+        reference=str(target),
+        requested=str(plan.requested),
+        registry=target.registry,
+        digest=digest,
+        image_id=image_id,
+        size=remote.size,
+        seconds=time.monotonic() - run.started,
+        outcome=outcome,
+        attempts=run.attempts,
+        platform=str(run.platform),
+        mirror=mirror,
+        failures=tuple(run.failures),
+        config_source=config_source,
+        warnings=tuple(run.warnings),
     )
 
 
-def _final_error(given_up: list[tuple[Reference, EnvcheckError]], plan: PullPlan, run: _Run) -> EnvcheckError:
+def _final_error(
+    given_up: list[tuple[Reference, EnvcheckError]], plan: PullPlan, run: _Run
+) -> EnvcheckError:
     first = given_up[0][1]  # the first registry's error is the one to show
     if isinstance(first, ManifestNotFound):
         near = nearest_tags(plan.requested.tag, plan.known_tags) or _registry_tags(plan.requested)
-        hint = (f"tags nearby: {', '.join(near)}" if near else "check the tag") + \
-            "; `envcheck pull-image --dry-run` shows the tag chosen for this host"
+        hint = (
+            f"tags nearby: {', '.join(near)}" if near else "check the tag"
+        ) + "; `envcheck pull-image --dry-run` shows the tag chosen for this host"
         return ManifestNotFound(f"tag not found: {plan.requested} ({first.message})", hint=hint)
-    tried = "; ".join(f"{ref.registry}: {e.message}" for ref, e in given_up) if len(given_up) > 1 \
+    tried = (
+        "; ".join(f"{ref.registry}: {e.message}" for ref, e in given_up)
+        if len(given_up) > 1
         else first.message
-    return type(first)(f"could not pull {plan.requested}: {tried}",
-                       hint=first.hint or "check the network and the registry; envcheck retried "
-                       f"{run.retry.attempts} times per registry with backoff")
+    )
+    return type(first)(
+        f"could not pull {plan.requested}: {tried}",
+        hint=first.hint
+        or "check the network and the registry; envcheck retried "
+        f"{run.retry.attempts} times per registry with backoff",
+    )
 
 
 def _registry_tags(ref: Reference) -> list[str]:
@@ -384,8 +459,10 @@ def ensure_image(ref: str, *, allow_pull: bool, quiet: bool, client: Any = None)
     if image_id:
         return image_id
     if not allow_pull:
-        raise EnvironmentProblem(f"image {ref} is not present and pulling is off (--no-pull)",
-                                 hint=f"pull it first: `envcheck pull-image --image {ref}`")
+        raise EnvironmentProblem(
+            f"image {ref} is not present and pulling is off (--no-pull)",
+            hint=f"pull it first: `envcheck pull-image --image {ref}`",
+        )
     plan = plan_pull(parsed, _shipped_matrix())
     activity.phase(f"image {ref} is not here: asking {parsed.registry} for it")
     result = pull_image(plan, client=client, display=make_display("none" if quiet else "auto"))

@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Phase = Literal["waiting", "downloading", "verifying", "downloaded", "extracting", "complete", "exists"]
+Phase = Literal[
+    "waiting", "downloading", "verifying", "downloaded", "extracting", "complete", "exists"
+]
 DONE_PHASES = ("complete", "exists")
 
 _PHASES: dict[str, Phase] = {
@@ -82,7 +84,9 @@ class PullProgress:
     @property
     def downloaded(self) -> int:
         """Compressed bytes this pull downloaded."""
-        return sum(layer.size or layer.downloaded for layer in self.layers.values() if layer.fetched)
+        return sum(
+            layer.size or layer.downloaded for layer in self.layers.values() if layer.fetched
+        )
 
     def _to_fetch(self) -> list[LayerProgress]:
         return [layer for layer in self.layers.values() if layer.phase != "exists"]
@@ -121,8 +125,9 @@ class PullProgress:
             return None  # "Pulling from …" (id = the tag) and unknown words
         return self._update(str(layer_id), status, phase, event.get("progressDetail") or {})
 
-    def _update(self, layer_id: str, status: str, phase: Phase | None,
-                detail: Mapping[str, Any]) -> LayerProgress:
+    def _update(
+        self, layer_id: str, status: str, phase: Phase | None, detail: Mapping[str, Any]
+    ) -> LayerProgress:
         layer = self.layers.setdefault(layer_id, LayerProgress(layer_id))
         if phase is None:  # "Retrying in N seconds": the engine retries this layer itself
             layer.note, layer.phase, layer.downloaded = status, "waiting", 0
@@ -155,16 +160,49 @@ ErrorKind = Literal["no-space", "auth", "platform", "not-found", "transient", "o
 # Checked in this order: "no space left" can come with a 500; "denied" before "not found".
 _KINDS: tuple[tuple[ErrorKind, tuple[str, ...]], ...] = (
     ("no-space", ("no space left on device",)),
-    ("auth", ("unauthorized", "authentication required", "access denied", "denied:",
-              "no basic auth credentials", "401 unauthorized", "403 forbidden", "requested access to the resource is denied")),
+    (
+        "auth",
+        (
+            "unauthorized",
+            "authentication required",
+            "access denied",
+            "denied:",
+            "no basic auth credentials",
+            "401 unauthorized",
+            "403 forbidden",
+            "requested access to the resource is denied",
+        ),
+    ),
     ("platform", ("no matching manifest for",)),
     ("not-found", ("manifest unknown", "not found", "name unknown", "repository does not exist")),
-    ("transient", ("connection refused", "connection reset", "eof", "timeout", "timed out",
-                   "tls handshake", "500 internal server error", "502 bad gateway",
-                   "503 service unavailable", "504 gateway", "status: 500", "status: 502",
-                   "status: 503", "status: 504", "toomanyrequests", "429", "no such host",
-                   "network is unreachable", "broken pipe", "context deadline exceeded",
-                   "temporary failure", "server misbehaving", "unexpected http status: 5")),
+    (
+        "transient",
+        (
+            "connection refused",
+            "connection reset",
+            "eof",
+            "timeout",
+            "timed out",
+            "tls handshake",
+            "500 internal server error",
+            "502 bad gateway",
+            "503 service unavailable",
+            "504 gateway",
+            "status: 500",
+            "status: 502",
+            "status: 503",
+            "status: 504",
+            "toomanyrequests",
+            "429",
+            "no such host",
+            "network is unreachable",
+            "broken pipe",
+            "context deadline exceeded",
+            "temporary failure",
+            "server misbehaving",
+            "unexpected http status: 5",
+        ),
+    ),
 )
 
 

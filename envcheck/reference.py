@@ -123,8 +123,10 @@ def _problem(text: str) -> str | None:
             return bad
     for component in path.split("/"):
         if not _COMPONENT.fullmatch(component):
-            return (f"bad name component {component!r} (lowercase letters, digits, "
-                    "separated by . _ __ or -)")
+            return (
+                f"bad name component {component!r} (lowercase letters, digits, "
+                "separated by . _ __ or -)"
+            )
     return None
 
 

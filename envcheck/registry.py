@@ -126,8 +126,15 @@ class _Response:
 class RegistryClient:
     """One registry host. `credentials` come from the engine's saved logins (docker_adapter)."""
 
-    def __init__(self, registry: str, api_host: str, *, credentials: Credentials | None = None,
-                 timeout: float = 10.0, deadline: float = REQUEST_DEADLINE_S) -> None:
+    def __init__(
+        self,
+        registry: str,
+        api_host: str,
+        *,
+        credentials: Credentials | None = None,
+        timeout: float = 10.0,
+        deadline: float = REQUEST_DEADLINE_S,
+    ) -> None:
         self.registry = registry
         self.api_host = api_host
         self.base = f"{'http' if is_loopback(api_host) else 'https'}://{api_host}/v2"
@@ -137,10 +144,17 @@ class RegistryClient:
         self._tokens: dict[str, str] = {}  # scope -> bearer token
 
     @classmethod
-    def for_reference(cls, ref: Reference, *, credentials: Credentials | None = None,
-                      timeout: float = 10.0, deadline: float = REQUEST_DEADLINE_S) -> RegistryClient:
-        return cls(ref.registry, ref.api_host, credentials=credentials, timeout=timeout,
-                   deadline=deadline)
+    def for_reference(
+        cls,
+        ref: Reference,
+        *,
+        credentials: Credentials | None = None,
+        timeout: float = 10.0,
+        deadline: float = REQUEST_DEADLINE_S,
+    ) -> RegistryClient:
+        return cls(
+            ref.registry, ref.api_host, credentials=credentials, timeout=timeout, deadline=deadline
+        )
 
     def inspect(self, ref: Reference, platform: Platform) -> RemoteImage:
         """Digest, platforms, and for `platform`: size, layers and config env/labels."""
@@ -160,9 +174,16 @@ class RegistryClient:
         layers = shape.layers(doc)
         config_size = shape.descriptor(doc.get("config"), "config", required=False)[1]
         cfg = shape.mapping(config.get("config"), "config.config")
-        return RemoteImage(ref, digest, media_type, platforms, config_size + sum(s for _, s in layers),
-                           layers, env_mapping(shape.strings(cfg.get("Env"), "config.Env")),
-                           shape.labels(cfg.get("Labels")))
+        return RemoteImage(
+            ref,
+            digest,
+            media_type,
+            platforms,
+            config_size + sum(s for _, s in layers),
+            layers,
+            env_mapping(shape.strings(cfg.get("Env"), "config.Env")),
+            shape.labels(cfg.get("Labels")),
+        )
 
     def manifest(self, repository: str, reference: str) -> tuple[dict[str, Any], str, str]:
         """(document, digest of its exact bytes, media type)."""
@@ -170,28 +191,36 @@ class RegistryClient:
         response = self._get(url, repository, {"Accept": ACCEPT}, what=f"{repository}:{reference}")
         digest = "sha256:" + hashlib.sha256(response.body).hexdigest()
         if reference.startswith("sha256:") and digest != reference:
-            raise RegistryError(f"{self.registry} served a manifest whose digest is {digest}, "
-                                f"not the {reference} asked for")
+            raise RegistryError(
+                f"{self.registry} served a manifest whose digest is {digest}, "
+                f"not the {reference} asked for"
+            )
         doc = _json(response.body, url)
         media_type = response.headers.get("content-type", "").split(";")[0].strip()
         return doc, digest, str(doc.get("mediaType") or media_type)
 
     def tags(self, repository: str) -> tuple[str, ...]:
-        response = self._get(f"{self.base}/{repository}/tags/list?n=1000", repository, {},
-                             what=f"{repository} tags")
+        response = self._get(
+            f"{self.base}/{repository}/tags/list?n=1000", repository, {}, what=f"{repository} tags"
+        )
         shape = _Shape(f"{self.registry} sent a malformed tag list for {repository}")
         return tuple(shape.strings(_json(response.body, repository).get("tags"), "tags"))
 
-    def _config(self, repository: str, manifest: Mapping[str, Any], shape: _Shape) -> dict[str, Any]:
+    def _config(
+        self, repository: str, manifest: Mapping[str, Any], shape: _Shape
+    ) -> dict[str, Any]:
         digest = shape.descriptor(manifest.get("config"), "config", required=False)[0]
         if not digest:
             return {}
-        response = self._get(f"{self.base}/{repository}/blobs/{digest}", repository, {},
-                             what=f"config {digest}")
+        response = self._get(
+            f"{self.base}/{repository}/blobs/{digest}", repository, {}, what=f"config {digest}"
+        )
         return _json(response.body, digest)
 
     # -- HTTP with the auth handshake -------------------------------------------------------------
-    def _get(self, url: str, repository: str, headers: Mapping[str, str], *, what: str) -> _Response:
+    def _get(
+        self, url: str, repository: str, headers: Mapping[str, str], *, what: str
+    ) -> _Response:
         scope = f"repository:{repository}:pull"
         response = self._request(url, headers, self._authorization(scope))
         if response.status == 401:
@@ -216,7 +245,8 @@ class RegistryClient:
             raise RegistryError(
                 f"{self.registry} asked for a token from {params['realm']!r}: refused, {refusal}",
                 hint=f"if this registry's token service really is that host, allow it: "
-                f"`export {AUTH_HOSTS_ENV}=<host>` (https only, except loopback)")
+                f"`export {AUTH_HOSTS_ENV}=<host>` (https only, except loopback)",
+            )
         query = {"service": params.get("service", ""), "scope": params.get("scope", scope)}
         url = f"{params['realm']}?{urllib.parse.urlencode({k: v for k, v in query.items() if v})}"
         auth = _basic(self.credentials) if self.credentials else None
@@ -228,7 +258,9 @@ class RegistryClient:
         self._tokens[scope] = str(token)
         return f"Bearer {token}"
 
-    def _request(self, url: str, headers: Mapping[str, str], authorization: str | None) -> _Response:
+    def _request(
+        self, url: str, headers: Mapping[str, str], authorization: str | None
+    ) -> _Response:
         """One GET, done within `self.deadline` or a transient RegistryUnavailable."""
         with _deadline(self.deadline) as expired:
             try:
@@ -245,7 +277,8 @@ class RegistryClient:
         return RegistryUnavailable(
             f"{self.registry} ({urllib.parse.urlsplit(url).netloc}) did not answer within "
             f"{self.deadline:g} s (a stalled or trickling connection)",
-            hint="check the network and any proxy; envcheck retries and tries the mirror")
+            hint="check the network and any proxy; envcheck retries and tries the mirror",
+        )
 
     def _fetch(self, url: str, headers: Mapping[str, str], authorization: str | None) -> _Response:
         request = urllib.request.Request(url, headers=dict(headers))
@@ -278,7 +311,8 @@ class RegistryClient:
         if status in (401, 403):
             raise RegistryAuthRequired(
                 f"{self.registry} refused access to {what} (HTTP {status}{detail})",
-                hint=login_hint(self.registry))
+                hint=login_hint(self.registry),
+            )
         if status == 404:
             raise ManifestNotFound(f"{what}: not found on {self.registry} (HTTP 404{detail})")
         if status == 429 or status >= 500:
@@ -325,14 +359,18 @@ def is_loopback(host_port: str) -> bool:
 def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
     """`Bearer realm="https://auth.docker.io/token",service="registry.docker.io"` → parts."""
     scheme, _, rest = header.strip().partition(" ")
-    params = {k.lower(): quoted or bare.strip() for k, quoted, bare in _CHALLENGE_PARAM.findall(rest)}
+    params = {
+        k.lower(): quoted or bare.strip() for k, quoted, bare in _CHALLENGE_PARAM.findall(rest)
+    }
     return scheme.lower(), params
 
 
 _CHALLENGE_PARAM = re.compile(r'([A-Za-z_]+)=(?:"([^"]*)"|([^,]*))')
 
 
-def realm_refusal(realm: str, api_host: str, configured: frozenset[str] = frozenset()) -> str | None:
+def realm_refusal(
+    realm: str, api_host: str, configured: frozenset[str] = frozenset()
+) -> str | None:
     """Why a `WWW-Authenticate` realm must not be fetched, or None when it may be: http(s) only
     (plain http only on loopback, as for registries), no credentials in the URL, and on the
     registry's own host, a host known to serve its tokens, or one the user configured."""
@@ -373,9 +411,11 @@ class _Shape:
         self.context = context
 
     def fail(self, where: str, value: Any) -> RegistryError:
-        return RegistryError(f"{self.context}: {where} is {_shown(value)}",
-                             hint="the registry or a proxy in front of it is misbehaving; "
-                             "try the mirror with --registry")
+        return RegistryError(
+            f"{self.context}: {where} is {_shown(value)}",
+            hint="the registry or a proxy in front of it is misbehaving; "
+            "try the mirror with --registry",
+        )
 
     def mapping(self, value: Any, where: str) -> Mapping[str, Any]:
         if value is None:
@@ -453,8 +493,11 @@ def _index_platforms(entries: list[tuple[str, Platform | None]]) -> list[Platfor
 
 def _match_platform(entries: list[tuple[str, Platform | None]], want: Platform) -> str | None:
     for digest, p in entries:
-        if p is not None and p.os == want.os and p.architecture == want.architecture and (
-            want.variant is None or p.variant in (None, want.variant)
+        if (
+            p is not None
+            and p.os == want.os
+            and p.architecture == want.architecture
+            and (want.variant is None or p.variant in (None, want.variant))
         ):
             return digest
     return None
@@ -463,7 +506,9 @@ def _match_platform(entries: list[tuple[str, Platform | None]], want: Platform) 
 def _config_platform(config: Mapping[str, Any], shape: _Shape) -> Platform:
     fields = [config.get(k) for k in ("os", "architecture", "variant")]
     if not all(f is None or isinstance(f, str) for f in fields):
-        raise shape.fail("config platform", {k: config.get(k) for k in ("os", "architecture", "variant")})
+        raise shape.fail(
+            "config platform", {k: config.get(k) for k in ("os", "architecture", "variant")}
+        )
     return Platform(fields[0] or "linux", fields[1] or "amd64", fields[2])
 
 
@@ -513,9 +558,15 @@ def _opener() -> urllib.request.OpenerDirector:
     # ~70 ms, which a pull from a loopback (plain HTTP) registry never needs. Built by hand, not
     # with build_opener(): that one also opens file:, ftp: and data: URLs.
     opener = urllib.request.OpenerDirector()
-    for handler in (urllib.request.ProxyHandler(), _HTTPHandler(), _LazyHTTPSHandler(),
-                    urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPRedirectHandler(),
-                    urllib.request.HTTPErrorProcessor(), urllib.request.UnknownHandler()):
+    for handler in (
+        urllib.request.ProxyHandler(),
+        _HTTPHandler(),
+        _LazyHTTPSHandler(),
+        urllib.request.HTTPDefaultErrorHandler(),
+        urllib.request.HTTPRedirectHandler(),
+        urllib.request.HTTPErrorProcessor(),
+        urllib.request.UnknownHandler(),
+    ):
         opener.add_handler(handler)
     return opener
 
@@ -582,14 +633,17 @@ def _watched(http_class: Any) -> Callable[..., http.client.HTTPConnection]:
         if deadline is not None:
             connect = conn._create_connection  # type: ignore[attr-defined]
             conn._create_connection = (  # type: ignore[attr-defined]
-                lambda *a, **k: deadline.watch(connect(*a, **k)))
+                lambda *a, **k: deadline.watch(connect(*a, **k))
+            )
         return conn
 
     return make
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
-    def do_open(self, http_class: Any, req: urllib.request.Request, **kw: Any) -> http.client.HTTPResponse:
+    def do_open(
+        self, http_class: Any, req: urllib.request.Request, **kw: Any
+    ) -> http.client.HTTPResponse:
         return super().do_open(_watched(http_class), req, **kw)
 
 
@@ -604,12 +658,23 @@ class _LazyHTTPSHandler(urllib.request.HTTPSHandler):
             self._context_made = True
         return super().https_open(req)
 
-    def do_open(self, http_class: Any, req: urllib.request.Request, **kw: Any) -> http.client.HTTPResponse:
+    def do_open(
+        self, http_class: Any, req: urllib.request.Request, **kw: Any
+    ) -> http.client.HTTPResponse:
         return super().do_open(_watched(http_class), req, **kw)
 
 
 __all__ = [
-    "ManifestNotFound", "RegistryAuthRequired", "RegistryClient", "RegistryError",
-    "RegistryUnavailable", "RemoteImage", "env_mapping", "is_loopback",
-    "login_hint", "parse_challenge", "parse_distribution", "realm_refusal",
+    "ManifestNotFound",
+    "RegistryAuthRequired",
+    "RegistryClient",
+    "RegistryError",
+    "RegistryUnavailable",
+    "RemoteImage",
+    "env_mapping",
+    "is_loopback",
+    "login_hint",
+    "parse_challenge",
+    "parse_distribution",
+    "realm_refusal",
 ]

@@ -82,7 +82,9 @@ def _newest_that_runs(
                 f"Paddle {release.version} is the newest release that runs here ({choice.reason}). "
                 f"Alternatively: {_alternative(failures, newest)}"
             )
-            return dataclasses.replace(choice, reason=why, rejected=first.rejected + choice.rejected)
+            return dataclasses.replace(
+                choice, reason=why, rejected=first.rejected + choice.rejected
+            )
         failures.append(choice)
     # Nothing runs: the newest release that has images says what would fix it.
     return next((f for f in failures if f.rejected), first)

@@ -62,7 +62,9 @@ def append_output(path: str, text: str, *, what: str) -> None:
 def output_error(flag: str, path: str, e: OSError) -> EnvcheckError:
     message = f"cannot write {flag} {path}: {e.strerror or e}"
     if e.errno in _NO_SPACE:
-        return EnvironmentProblem(message, hint="free some space on that file system, or write elsewhere")
+        return EnvironmentProblem(
+            message, hint="free some space on that file system, or write elsewhere"
+        )
     return UsageError(message, hint=f"give {flag} a writable file path, or `-` for stdout")
 
 
@@ -87,8 +89,10 @@ def _write(path: str, text: str, flag: str) -> None:
     elif info is None or stat.S_ISREG(info.st_mode):
         _write_atomically(Path(path), text)
     else:
-        raise UsageError(f"cannot write {flag} {path}: it is {_kind(info)}",
-                         hint=f"give {flag} a file path, or `-` for stdout")
+        raise UsageError(
+            f"cannot write {flag} {path}: it is {_kind(info)}",
+            hint=f"give {flag} a file path, or `-` for stdout",
+        )
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -104,9 +108,14 @@ def _in_place(info: os.stat_result) -> bool:
 
 def _kind(info: os.stat_result) -> str:
     mode = info.st_mode
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISREG, "a regular file")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISREG, "a regular file"),
+    ):
         if test(mode):
             return name
     return "not a regular file"  # pragma: no cover - every file type is listed above
@@ -193,8 +202,10 @@ def read_json(path: str, *, what: str, hint: str | None = None) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        bad = data[e.start:e.start + 1]
-        raise UsageError(f"{what} {shown} is not JSON: byte {e.start} ({bad!r}) is not UTF-8", hint=hint) from e
+        bad = data[e.start : e.start + 1]
+        raise UsageError(
+            f"{what} {shown} is not JSON: byte {e.start} ({bad!r}) is not UTF-8", hint=hint
+        ) from e
     return parse_json(text, what=f"{what} {shown}", hint=hint)
 
 
@@ -202,8 +213,9 @@ def parse_json(text: str, *, what: str, hint: str | None = None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise UsageError(f"{what} is not JSON: {e.msg} at line {e.lineno} column {e.colno}",
-                         hint=hint) from e
+        raise UsageError(
+            f"{what} is not JSON: {e.msg} at line {e.lineno} column {e.colno}", hint=hint
+        ) from e
     except RecursionError as e:
         raise UsageError(f"{what} is not JSON we can read: nested too deeply", hint=hint) from e
     except ValueError as e:  # an integer over sys.get_int_max_str_digits() digits
@@ -216,7 +228,9 @@ def _read_bytes(path: str, what: str, hint: str | None) -> bytes:
             if sys.stdin is None:
                 raise UsageError(f"{what} {path}: stdin is closed", hint=hint)
             stdin = getattr(sys.stdin, "buffer", None)
-            data = stdin.read(MAX_DOCUMENT + 1) if stdin else sys.stdin.read(MAX_DOCUMENT + 1).encode()
+            data = (
+                stdin.read(MAX_DOCUMENT + 1) if stdin else sys.stdin.read(MAX_DOCUMENT + 1).encode()
+            )
         else:
             with open(path, "rb") as f:
                 # A regular file's size first: read(16 MiB) allocates 16 MiB, per report (#13.4).

@@ -38,7 +38,11 @@ def _invalid(entry: str, count: int, uuids: set[str]) -> str | None:
     if not entry:
         return "empty"
     if entry.isascii() and entry.isdigit():  # not "²"; no int() of a 5000-digit entry (#9.7)
-        return None if len(entry) < 10 and int(entry) < count else f"device {entry:.12} does not exist (this host has {count})"
+        return (
+            None
+            if len(entry) < 10 and int(entry) < count
+            else f"device {entry:.12} does not exist (this host has {count})"
+        )
     if entry.upper().startswith("GPU-"):
         if not uuids or entry.lower() in uuids:
             return None

@@ -43,7 +43,11 @@ def _normaliser(chown: dict[str, tuple[int, int]]):  # type: ignore[no-untyped-d
         info.mtime = EPOCH
         path = "/" + info.name.lstrip("./")
         uid, gid = next(
-            (ids for prefix, ids in chown.items() if path == prefix or path.startswith(prefix + "/")),
+            (
+                ids
+                for prefix, ids in chown.items()
+                if path == prefix or path.startswith(prefix + "/")
+            ),
             (0, 0),
         )
         info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
@@ -96,8 +100,10 @@ def image_config(args: argparse.Namespace, diff_ids: list[str]) -> dict[str, obj
         "created": "2023-11-14T22:13:20Z",
         "config": config,
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
-        "history": [{"created": "2023-11-14T22:13:20Z", "created_by": f"mkimage.py layer {i}"}
-                    for i in range(len(diff_ids))],
+        "history": [
+            {"created": "2023-11-14T22:13:20Z", "created_by": f"mkimage.py layer {i}"}
+            for i in range(len(diff_ids))
+        ],
     }
 
 
@@ -108,18 +114,22 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def write_archive(args: argparse.Namespace, work: Path, out) -> None:  # type: ignore[no-untyped-def]
-    chown = {k: tuple(int(x) for x in v.split(":")) for k, v in _parse_pairs(args.chown, "=").items()}
+    chown = {
+        k: tuple(int(x) for x in v.split(":")) for k, v in _parse_pairs(args.chown, "=").items()
+    }
     layers: list[tuple[str, Path]] = []
     for i, src in enumerate(args.layer):
         dest = work / f"layer{i}.tar"
         layers.append((write_layer(Path(src), dest, chown), dest))  # type: ignore[arg-type]
     config = json.dumps(image_config(args, [d for d, _ in layers]), sort_keys=True).encode()
     config_name = hashlib.sha256(config).hexdigest() + ".json"
-    manifest = [{
-        "Config": config_name,
-        "RepoTags": args.tag,
-        "Layers": [f"{d.removeprefix('sha256:')}/layer.tar" for d, _ in layers],
-    }]
+    manifest = [
+        {
+            "Config": config_name,
+            "RepoTags": args.tag,
+            "Layers": [f"{d.removeprefix('sha256:')}/layer.tar" for d, _ in layers],
+        }
+    ]
     with tarfile.open(fileobj=out, mode="w|", bufsize=CHUNK) as tar:
         _add_bytes(tar, config_name, config)
         for diff_id, path in layers:
@@ -134,7 +144,7 @@ def main() -> int:
     parser.add_argument("--env", action="append", default=[])
     parser.add_argument("--label", action="append", default=[])
     parser.add_argument("--chown", action="append", default=[], help="/path=UID:GID")
-    parser.add_argument("--cmd", help='JSON list, e.g. \'["sh"]\'')
+    parser.add_argument("--cmd", help="JSON list, e.g. '[\"sh\"]'")
     parser.add_argument("--workdir")
     parser.add_argument("--scratch", help="where to write the layer tars (default: a temp dir)")
     args = parser.parse_args()

@@ -115,19 +115,37 @@ def _quote(text: str) -> str:
 
 def man(parser: argparse.ArgumentParser) -> str:
     """envcheck(1): each command's description, options, examples and the exit codes, in roff."""
-    out = [f'.\\" {HEADER}', f'.TH ENVCHECK 1 "" "envcheck {__version__}" "User Commands"', ".nh",
-           ".SH NAME", r"envcheck \- can this machine really train PaddlePaddle models on its GPU?",
-           ".SH SYNOPSIS", r".B envcheck", r"[\-\-version] COMMAND [OPTIONS]",
-           ".SH DESCRIPTION", _roff(parser.description or "")]
+    out = [
+        f'.\\" {HEADER}',
+        f'.TH ENVCHECK 1 "" "envcheck {__version__}" "User Commands"',
+        ".nh",
+        ".SH NAME",
+        r"envcheck \- can this machine really train PaddlePaddle models on its GPU?",
+        ".SH SYNOPSIS",
+        r".B envcheck",
+        r"[\-\-version] COMMAND [OPTIONS]",
+        ".SH DESCRIPTION",
+        _roff(parser.description or ""),
+    ]
     for name, sub in _subparsers(parser).items():
         usage = " ".join(sub.format_usage().split()[3:])  # after "usage: envcheck NAME"
         synopsis = re.sub(r"\[[^\]]*\]", lambda m: m[0].replace(" ", "\\ "), _roff(usage))
-        out += [f".SH {name.upper()}", f".B envcheck {name}", synopsis, ".PP", _roff(sub.description or "")]
+        out += [
+            f".SH {name.upper()}",
+            f".B envcheck {name}",
+            synopsis,
+            ".PP",
+            _roff(sub.description or ""),
+        ]
         for action in sub._actions:
             if action.help == argparse.SUPPRESS:
                 continue
             flags = ", ".join(action.option_strings) or str(action.metavar)
-            value = f" {action.metavar}" if action.option_strings and action.nargs != 0 and action.metavar else ""
+            value = (
+                f" {action.metavar}"
+                if action.option_strings and action.nargs != 0 and action.metavar
+                else ""
+            )
             out += [".TP", rf"\fB{_roff(flags)}\fR{_roff(value)}", _roff(action.help or "")]
         out += [".PP", ".nf", *(_roff(line) for line in (sub.epilog or "").splitlines()), ".fi"]
     return "\n".join(out) + "\n"
@@ -152,7 +170,9 @@ def generate() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--check", action="store_true", help="exit 1 if a committed file differs")
     args = ap.parse_args(argv)
     stale = []

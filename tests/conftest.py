@@ -54,8 +54,10 @@ def docker_client() -> Any:
         client = docker.from_env(timeout=120)
         client.ping()
     except Exception as e:  # noqa: BLE001 - any failure to reach the engine is fatal here
-        pytest.fail(f"the Docker engine is unreachable ({type(e).__name__}: {e}); {SETUP_HINT}",
-                    pytrace=False)
+        pytest.fail(
+            f"the Docker engine is unreachable ({type(e).__name__}: {e}); {SETUP_HINT}",
+            pytrace=False,
+        )
     return client
 
 
@@ -72,12 +74,14 @@ def registry() -> LocalRegistry:
 def registry_factory(tmp_path: Path) -> Iterator[Callable[..., RegistryProcess]]:
     """Start extra `docker-registry` processes on free loopback ports, all stopped afterwards.
 
-        start(auth=True)                    # htpasswd: anonymous requests get 401
-        start(storage=registry.storage)     # serves the local registry's blobs: kill it mid-pull
+    start(auth=True)                    # htpasswd: anonymous requests get 401
+    start(storage=registry.storage)     # serves the local registry's blobs: kill it mid-pull
     """
     started: list[RegistryProcess] = []
 
-    def start(*, auth: bool = False, storage: Path | None = None, port: int | None = None) -> RegistryProcess:
+    def start(
+        *, auth: bool = False, storage: Path | None = None, port: int | None = None
+    ) -> RegistryProcess:
         if storage is None:
             storage = tmp_path / f"registry-{len(started)}"
             storage.mkdir()

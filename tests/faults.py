@@ -27,8 +27,11 @@ from envcheck.findings import Finding
 from envcheck.matrix.model import Matrix
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = {k: v for k, v in os.environ.items()
-       if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "NO_COLOR")}
+ENV = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "NO_COLOR")
+}
 ENV["ENVCHECK_CACHE_DIR"] = ""
 
 
@@ -42,8 +45,17 @@ class Tally:
     damaged: int = 0  # files or device nodes changed that a case did not name
     failures: list[str] = field(default_factory=list)
 
-    def record(self, name: str, *, traceback_seen: bool = False, wrong_exit: bool = False,
-               injected: bool = False, leaks: int = 0, damaged: int = 0, detail: str = "") -> None:
+    def record(
+        self,
+        name: str,
+        *,
+        traceback_seen: bool = False,
+        wrong_exit: bool = False,
+        injected: bool = False,
+        leaks: int = 0,
+        damaged: int = 0,
+        detail: str = "",
+    ) -> None:
         self.cases += 1
         self.tracebacks += traceback_seen
         self.wrong_exit += wrong_exit
@@ -54,9 +66,11 @@ class Tally:
             self.failures.append(f"{name}: {detail}")
 
     def line(self) -> str:
-        return (f"fault campaign (input): {self.cases} cases, {self.tracebacks} tracebacks, "
-                f"{self.wrong_exit} wrong exit codes, {self.injections} injections, {self.leaks} leaks, "
-                f"{self.damaged} files damaged")
+        return (
+            f"fault campaign (input): {self.cases} cases, {self.tracebacks} tracebacks, "
+            f"{self.wrong_exit} wrong exit codes, {self.injections} injections, {self.leaks} leaks, "
+            f"{self.damaged} files damaged"
+        )
 
 
 TALLY = Tally()
@@ -70,10 +84,17 @@ def full_facts() -> dict[str, Any]:
     from tests import report_samples
 
     doc: dict[str, Any] = to_dict(report_samples.host())
-    doc["cudnn"]["candidates"] = [{"path": "/opt/libcudnn.so.9", "version": "9.5.1", "origin": "pip"}]
+    doc["cudnn"]["candidates"] = [
+        {"path": "/opt/libcudnn.so.9", "version": "9.5.1", "origin": "pip"}
+    ]
     doc["cuda_runtime"]["candidates"] = [{"path": "/opt/libcudart.so.12", "version": "12.6"}]
     doc["cuda_driver"] = {"status": "ok", "version": "12.2", "device_count": 2}
-    doc["engine"] = {"status": "ok", "version": "24.0.7", "runtimes": ["nvidia", "runc"], "nvidia_runtime": True}
+    doc["engine"] = {
+        "status": "ok",
+        "version": "24.0.7",
+        "runtimes": ["nvidia", "runc"],
+        "nvidia_runtime": True,
+    }
     doc["env"] = {"CUDA_VISIBLE_DEVICES": "0,1"}
     doc["paddle"]["compiled_cuda_archs"] = [80, 90]
     return doc
@@ -116,8 +137,9 @@ def judge_and_render(host: HostFacts, matrix: Matrix) -> None:
     from envcheck.select import select_image
 
     image = select_image(host, matrix)
-    findings: list[Finding] = judge(Context(host=host, matrix=matrix, image=image, expect_gpu=True,
-                                            needs_engine=True))
+    findings: list[Finding] = judge(
+        Context(host=host, matrix=matrix, image=image, expect_gpu=True, needs_engine=True)
+    )
     report = Report(host=host, findings=tuple(findings), image=image)
     render_plain(report, io.StringIO(), explain=True)
     render_rich(report, io.StringIO(), explain=True)
@@ -144,7 +166,7 @@ def facts_case(doc: Any, matrix: Matrix, name: str) -> None:
 # -- the matrix, field by field ------------------------------------------------------------------
 
 _FIELD = re.compile(r"^([a-z_]+) = (.+)$")
-BROKEN_VALUES = ('"x"', '""', "-1", "12.10", "[1, \"a\"]", "true", "{ a = 1 }", "1979-05-27")
+BROKEN_VALUES = ('"x"', '""', "-1", "12.10", '[1, "a"]', "true", "{ a = 1 }", "1979-05-27")
 
 
 def matrix_mutations(root: Path, per_file: int = 12) -> Iterator[tuple[str, str, str]]:
@@ -158,9 +180,17 @@ def matrix_mutations(root: Path, per_file: int = 12) -> Iterator[tuple[str, str,
                 continue
             seen += 1
             for value in (*BROKEN_VALUES, None):
-                changed = lines[:i] + ([] if value is None else [f"{m.group(1)} = {value}"]) + lines[i + 1:]
+                changed = (
+                    lines[:i]
+                    + ([] if value is None else [f"{m.group(1)} = {value}"])
+                    + lines[i + 1 :]
+                )
                 label = "deleted" if value is None else value
-                yield toml.name, f"{toml.name}:{i + 1}:{m.group(1)}={label}", "\n".join(changed) + "\n"
+                yield (
+                    toml.name,
+                    f"{toml.name}:{i + 1}:{m.group(1)}={label}",
+                    "\n".join(changed) + "\n",
+                )
 
 
 def matrix_case(folder: Path, file: str, text: str, name: str, host: HostFacts) -> None:
@@ -215,78 +245,212 @@ def _symlink(name: str, target: str) -> Callable[[Path], None]:
     return make
 
 
-
 CLI_CASES: tuple[CliCase, ...] = (
     CliCase("flag: unknown", ("doctor", "--bogus"), 2, stderr_has="unrecognized arguments"),
     CliCase("flag: unknown under --json", ("doctor", "--json", "--bogus"), 2),
-    CliCase("flag: --gpus letters", ("doctor", "--facts", "{facts}", "--gpus", "a,b"), 2, stderr_has="--gpus"),
+    CliCase(
+        "flag: --gpus letters",
+        ("doctor", "--facts", "{facts}", "--gpus", "a,b"),
+        2,
+        stderr_has="--gpus",
+    ),
     CliCase("flag: --gpus negative", ("doctor", "--facts", "{facts}", "--gpus", "-1"), 2),
     CliCase("flag: --smoke-timeout nan", ("doctor", "--smoke-timeout", "nan"), 2),
     CliCase("flag: --smoke-timeout huge", ("doctor", "--smoke-timeout", "9" * 5000), 2),
-    CliCase("flag: --image garbage", ("doctor", "--facts", "{facts}", "--image", "UPPER/\x1b[2J:tag"), 2),
+    CliCase(
+        "flag: --image garbage", ("doctor", "--facts", "{facts}", "--image", "UPPER/\x1b[2J:tag"), 2
+    ),
     CliCase("flag: --registry unknown", ("doctor", "--facts", "{facts}", "--registry", "nope"), 2),
     CliCase("flag: --paddle unknown", ("doctor", "--facts", "{facts}", "--paddle", "9.9.9"), 2),
-    CliCase("flag: --matrix missing", ("doctor", "--facts", "{facts}", "--matrix", "{tmp}/none"), 2),
+    CliCase(
+        "flag: --matrix missing", ("doctor", "--facts", "{facts}", "--matrix", "{tmp}/none"), 2
+    ),
     CliCase("flag: --matrix is a file", ("doctor", "--facts", "{facts}", "--matrix", "{facts}"), 2),
     CliCase("flag: no command", (), 2),
-    CliCase("facts: missing", ("doctor", "--facts", "{tmp}/none.json"), 2, stderr_has="no such file"),
+    CliCase(
+        "facts: missing", ("doctor", "--facts", "{tmp}/none.json"), 2, stderr_has="no such file"
+    ),
     CliCase("facts: a directory", ("doctor", "--facts", "{tmp}"), 2),
-    CliCase("facts: not UTF-8", ("doctor", "--facts", "{tmp}/f.json"), 2, setup=_write("f.json", b"{\"a\": \"\xff\"}"),
-            stderr_has="not UTF-8"),
-    CliCase("facts: nested 100k deep", ("doctor", "--facts", "{tmp}/f.json"), 2,
-            setup=_write("f.json", b"[" * 100_000), stderr_has="nested too deeply"),
-    CliCase("facts: nested objects", ("doctor", "--facts", "{tmp}/f.json"), 2,
-            setup=_write("f.json", b'{"a":' * 50_000 + b"1" + b"}" * 50_000)),
-    CliCase("facts: 5000-digit integer", ("doctor", "--facts", "{tmp}/f.json"), 2,
-            setup=_write("f.json", b'{"gpus": [{"index": ' + b"1" * 5000 + b"}]}")),
-    CliCase("facts: compute_capability x", ("doctor", "--facts", "{tmp}/f.json"), 2,
-            setup=_write("f.json", b'{"driver": {"status": "ok", "version": "535.1"}, '
-                                   b'"gpus": [{"compute_capability": "x"}]}'),
-            stderr_has="host.gpus[0].compute_capability"),
-    CliCase("facts: paddle.cuda abc", ("doctor", "--facts", "{tmp}/f.json"), 2,
-            setup=_write("f.json", b'{"paddle": {"status": "ok", "cuda": "abc"}}'), stderr_has="host.paddle.cuda"),
-    CliCase("facts: candidate without path", ("doctor", "--facts", "{tmp}/f.json"), 2,
-            setup=_write("f.json", b'{"cudnn": {"candidates": [{"version": "9.1"}]}}'),
-            stderr_has="candidates[0].path"),
-    CliCase("facts: NaN version", ("doctor", "--facts", "{tmp}/f.json"), 2,
-            setup=_write("f.json", b'{"driver": {"version": NaN}}')),
+    CliCase(
+        "facts: not UTF-8",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write("f.json", b'{"a": "\xff"}'),
+        stderr_has="not UTF-8",
+    ),
+    CliCase(
+        "facts: nested 100k deep",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write("f.json", b"[" * 100_000),
+        stderr_has="nested too deeply",
+    ),
+    CliCase(
+        "facts: nested objects",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write("f.json", b'{"a":' * 50_000 + b"1" + b"}" * 50_000),
+    ),
+    CliCase(
+        "facts: 5000-digit integer",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write("f.json", b'{"gpus": [{"index": ' + b"1" * 5000 + b"}]}"),
+    ),
+    CliCase(
+        "facts: compute_capability x",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write(
+            "f.json",
+            b'{"driver": {"status": "ok", "version": "535.1"}, '
+            b'"gpus": [{"compute_capability": "x"}]}',
+        ),
+        stderr_has="host.gpus[0].compute_capability",
+    ),
+    CliCase(
+        "facts: paddle.cuda abc",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write("f.json", b'{"paddle": {"status": "ok", "cuda": "abc"}}'),
+        stderr_has="host.paddle.cuda",
+    ),
+    CliCase(
+        "facts: candidate without path",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write("f.json", b'{"cudnn": {"candidates": [{"version": "9.1"}]}}'),
+        stderr_has="candidates[0].path",
+    ),
+    CliCase(
+        "facts: NaN version",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write("f.json", b'{"driver": {"version": NaN}}'),
+    ),
     CliCase("facts: empty", ("doctor", "--facts", "{tmp}/f.json"), 2, setup=_write("f.json", b"")),
-    CliCase("facts: 17 MiB", ("doctor", "--facts", "{tmp}/f.json"), 2,
-            setup=_write("f.json", b" " * (17 * 2**20))),
-    CliCase("facts: markup and escapes", ("doctor", "--facts", "{tmp}/f.json", "--no-color"), 0,
-            setup=_write("f.json", json.dumps({"machine": {"hostname": "h\n::error::x[/bold]\x1b[2J"},
-                                               "driver": {"status": "absent"}}).encode())),
-    CliCase("baseline: nested", ("doctor", "--facts", "{facts}", "--baseline", "{tmp}/b.json"), 2,
-            setup=_write("b.json", b"[" * 100_000)),
-    CliCase("baseline: not UTF-8", ("doctor", "--facts", "{facts}", "--baseline", "{tmp}/b.json"), 2,
-            setup=_write("b.json", b"\xfe\xff")),
+    CliCase(
+        "facts: 17 MiB",
+        ("doctor", "--facts", "{tmp}/f.json"),
+        2,
+        setup=_write("f.json", b" " * (17 * 2**20)),
+    ),
+    CliCase(
+        "facts: markup and escapes",
+        ("doctor", "--facts", "{tmp}/f.json", "--no-color"),
+        0,
+        setup=_write(
+            "f.json",
+            json.dumps(
+                {
+                    "machine": {"hostname": "h\n::error::x[/bold]\x1b[2J"},
+                    "driver": {"status": "absent"},
+                }
+            ).encode(),
+        ),
+    ),
+    CliCase(
+        "baseline: nested",
+        ("doctor", "--facts", "{facts}", "--baseline", "{tmp}/b.json"),
+        2,
+        setup=_write("b.json", b"[" * 100_000),
+    ),
+    CliCase(
+        "baseline: not UTF-8",
+        ("doctor", "--facts", "{facts}", "--baseline", "{tmp}/b.json"),
+        2,
+        setup=_write("b.json", b"\xfe\xff"),
+    ),
     CliCase("output: --junit a directory", ("doctor", "--facts", "{facts}", "--junit", "{tmp}"), 2),
-    CliCase("output: --markdown in a missing folder", ("doctor", "--facts", "{facts}", "--markdown",
-                                                      "{tmp}/no/such/r.md"), 2),
-    CliCase("output: --junit a symlink to a file", ("doctor", "--facts", "{facts}", "--junit", "{tmp}/link"), 2,
-            setup=_symlink("link", "target.txt"), stderr_has="symbolic link"),
-    CliCase("output: --save-baseline a dangling symlink", ("doctor", "--facts", "{facts}", "--save-baseline",
-                                                          "{tmp}/link"), 2, setup=_symlink("link", "gone")),
-    CliCase("output: --junit /dev/full", ("doctor", "--facts", "{facts}", "--junit", "/dev/full"), 4),
-    CliCase("output: --junit a character device", ("doctor", "--facts", "{facts}", "--junit", "{tmp}/null"), 0,
-            setup=lambda tmp: os.mknod(tmp / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))),
+    CliCase(
+        "output: --markdown in a missing folder",
+        ("doctor", "--facts", "{facts}", "--markdown", "{tmp}/no/such/r.md"),
+        2,
+    ),
+    CliCase(
+        "output: --junit a symlink to a file",
+        ("doctor", "--facts", "{facts}", "--junit", "{tmp}/link"),
+        2,
+        setup=_symlink("link", "target.txt"),
+        stderr_has="symbolic link",
+    ),
+    CliCase(
+        "output: --save-baseline a dangling symlink",
+        ("doctor", "--facts", "{facts}", "--save-baseline", "{tmp}/link"),
+        2,
+        setup=_symlink("link", "gone"),
+    ),
+    CliCase(
+        "output: --junit /dev/full", ("doctor", "--facts", "{facts}", "--junit", "/dev/full"), 4
+    ),
+    CliCase(
+        "output: --junit a character device",
+        ("doctor", "--facts", "{facts}", "--junit", "{tmp}/null"),
+        0,
+        setup=lambda tmp: os.mknod(tmp / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3)),
+    ),
     CliCase("output: --markdown -", ("doctor", "--facts", "{facts}", "--markdown", "-"), 0),
-    CliCase("output: --markdown /dev/stdout", ("doctor", "--facts", "{facts}", "--markdown", "/dev/stdout"), 0),
+    CliCase(
+        "output: --markdown /dev/stdout",
+        ("doctor", "--facts", "{facts}", "--markdown", "/dev/stdout"),
+        0,
+    ),
     CliCase("stream: stdout closed", ("doctor", "--facts", "{facts}"), 0, shell=">&-"),
-    CliCase("stream: stdout closed, --json", ("doctor", "--facts", "{facts}", "--json"), 0, shell=">&-"),
+    CliCase(
+        "stream: stdout closed, --json", ("doctor", "--facts", "{facts}", "--json"), 0, shell=">&-"
+    ),
     CliCase("stream: stderr closed, bad flag", ("doctor", "--bogus"), 2, shell="2>&-"),
-    CliCase("stream: stdin closed, --facts -", ("doctor", "--facts", "-"), 2, shell="<&-", stderr_has="stdin"),
-    CliCase("stream: stdout full", ("doctor", "--facts", "{facts}"), 4, shell=">/dev/full",
-            stderr_has="No space left"),
-    CliCase("stream: stdout full, --json", ("doctor", "--facts", "{facts}", "--json"), 4, shell=">/dev/full"),
-    CliCase("stream: stdout full, bad flag, --json", ("doctor", "--json", "--bogus"), 2, shell=">/dev/full"),
-    CliCase("stream: stderr full", ("doctor", "--facts", "{facts}", "--junit", "{tmp}"), 2, shell="2>/dev/full"),
-    CliCase("stream: ASCII locale", ("doctor", "--facts", "{facts}", "--explain"), 0,
-            env=(("LC_ALL", "C"), ("PYTHONUTF8", "0"), ("PYTHONIOENCODING", ""))),
-    CliCase("stream: ASCII locale, report", ("report", "{tmp}/r.json"), 0, setup=_saved_report,
-            env=(("LC_ALL", "C"), ("PYTHONUTF8", "0"), ("PYTHONIOENCODING", ""))),
-    CliCase("report: hostname with a workflow command", ("report", "{tmp}/r.json"), 0,
-            setup=lambda tmp: _saved_report(tmp, "gpu\n::error::pwned\x1b[2J")),
+    CliCase(
+        "stream: stdin closed, --facts -",
+        ("doctor", "--facts", "-"),
+        2,
+        shell="<&-",
+        stderr_has="stdin",
+    ),
+    CliCase(
+        "stream: stdout full",
+        ("doctor", "--facts", "{facts}"),
+        4,
+        shell=">/dev/full",
+        stderr_has="No space left",
+    ),
+    CliCase(
+        "stream: stdout full, --json",
+        ("doctor", "--facts", "{facts}", "--json"),
+        4,
+        shell=">/dev/full",
+    ),
+    CliCase(
+        "stream: stdout full, bad flag, --json",
+        ("doctor", "--json", "--bogus"),
+        2,
+        shell=">/dev/full",
+    ),
+    CliCase(
+        "stream: stderr full",
+        ("doctor", "--facts", "{facts}", "--junit", "{tmp}"),
+        2,
+        shell="2>/dev/full",
+    ),
+    CliCase(
+        "stream: ASCII locale",
+        ("doctor", "--facts", "{facts}", "--explain"),
+        0,
+        env=(("LC_ALL", "C"), ("PYTHONUTF8", "0"), ("PYTHONIOENCODING", "")),
+    ),
+    CliCase(
+        "stream: ASCII locale, report",
+        ("report", "{tmp}/r.json"),
+        0,
+        setup=_saved_report,
+        env=(("LC_ALL", "C"), ("PYTHONUTF8", "0"), ("PYTHONIOENCODING", "")),
+    ),
+    CliCase(
+        "report: hostname with a workflow command",
+        ("report", "{tmp}/r.json"),
+        0,
+        setup=lambda tmp: _saved_report(tmp, "gpu\n::error::pwned\x1b[2J"),
+    ),
 )
 
 
@@ -307,7 +471,10 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
 
 
 def _devices() -> dict[str, tuple[int, int]]:
-    return {p: (os.lstat(p).st_mode, os.lstat(p).st_rdev) for p in ("/dev/null", "/dev/full", "/dev/zero")}
+    return {
+        p: (os.lstat(p).st_mode, os.lstat(p).st_rdev)
+        for p in ("/dev/null", "/dev/full", "/dev/zero")
+    }
 
 
 def run_cli_case(case: CliCase, tmp: Path) -> subprocess.CompletedProcess[str]:
@@ -323,24 +490,51 @@ def run_cli_case(case: CliCase, tmp: Path) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "envcheck", *args]
     if case.shell:
         line = " ".join(_quote(c) for c in cmd) + f" {case.shell}"
-        r = subprocess.run(["sh", "-c", line], capture_output=True, text=True, errors="replace",
-                           cwd=tmp, env=env, timeout=120, check=False)
+        r = subprocess.run(
+            ["sh", "-c", line],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            cwd=tmp,
+            env=env,
+            timeout=120,
+            check=False,
+        )
     else:
-        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=tmp, env=env,
-                           timeout=120, check=False)
+        r = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            cwd=tmp,
+            env=env,
+            timeout=120,
+            check=False,
+        )
     after = _snapshot(tmp)
     new = [p for p in after if p not in before and p not in named]
-    changed = [p for p in before if p in after and after[p] != before[p] and p not in named
-               and p != str(tmp)]
+    changed = [
+        p
+        for p in before
+        if p in after and after[p] != before[p] and p not in named and p != str(tmp)
+    ]
     changed += [d for d, v in _devices().items() if v != devices[d]]
     seen_traceback = "Traceback" in r.stderr or r.returncode == 3
     wrong = r.returncode != case.exit_code or (case.stderr_has not in r.stderr)
     output = r.stdout + r.stderr  # no TTY and no GITHUB_ACTIONS: no ESC, no workflow command
-    injected = "\x1b" in output or any(line.lstrip().startswith("::") for line in output.splitlines())
-    TALLY.record(case.name, traceback_seen=seen_traceback, wrong_exit=wrong, injected=injected, leaks=len(new),
-                 damaged=len(changed),
-                 detail=f"exit {r.returncode} (want {case.exit_code}); new {new}; changed {changed}; "
-                        f"stderr {r.stderr[-400:]!r}")
+    injected = "\x1b" in output or any(
+        line.lstrip().startswith("::") for line in output.splitlines()
+    )
+    TALLY.record(
+        case.name,
+        traceback_seen=seen_traceback,
+        wrong_exit=wrong,
+        injected=injected,
+        leaks=len(new),
+        damaged=len(changed),
+        detail=f"exit {r.returncode} (want {case.exit_code}); new {new}; changed {changed}; "
+        f"stderr {r.stderr[-400:]!r}",
+    )
     return r
 
 

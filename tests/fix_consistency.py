@@ -10,7 +10,9 @@ from typing import Any
 _PIP = re.compile(r"pip install\s+(?P<args>[^`;]+)")
 _INDEX = re.compile(r"(?:-i|--index-url)\s+(\S+)")
 _PACKAGE = re.compile(r"(?<![\w/.-])(paddlepaddle(?:-gpu)?)(?:==[\w.]+)?(?![\w-])")
-_IMAGE = re.compile(r"(?:docker\.io/|registry\.baidubce\.com/|ccr-[\w.-]+/)?paddlepaddle/paddle:[\w.-]+")
+_IMAGE = re.compile(
+    r"(?:docker\.io/|registry\.baidubce\.com/|ccr-[\w.-]+/)?paddlepaddle/paddle:[\w.-]+"
+)
 _ENGINE_WAYS = {
     "start": re.compile(r"start Docker|systemctl start docker"),
     "group": re.compile(r"docker group|usermod -aG docker"),

@@ -41,16 +41,26 @@ def push_blob(base: str, repo: str, data: bytes) -> str:
     with urllib.request.urlopen(start, timeout=30) as answer:
         location = urllib.parse.urljoin(base, answer.headers["Location"])
     sep = "&" if "?" in location else "?"
-    put = urllib.request.Request(f"{location}{sep}digest={digest}", method="PUT", data=data,
-                                 headers={"Content-Type": "application/octet-stream"})
+    put = urllib.request.Request(
+        f"{location}{sep}digest={digest}",
+        method="PUT",
+        data=data,
+        headers={"Content-Type": "application/octet-stream"},
+    )
     with urllib.request.urlopen(put, timeout=60):
         return digest
 
 
-def push_manifest(base: str, repo: str, reference: str, doc: dict[str, Any], media_type: str) -> tuple[str, int]:
+def push_manifest(
+    base: str, repo: str, reference: str, doc: dict[str, Any], media_type: str
+) -> tuple[str, int]:
     body = json.dumps(doc).encode()
-    put = urllib.request.Request(f"{base}/v2/{repo}/manifests/{reference}", method="PUT", data=body,
-                                 headers={"Content-Type": media_type})
+    put = urllib.request.Request(
+        f"{base}/v2/{repo}/manifests/{reference}",
+        method="PUT",
+        data=body,
+        headers={"Content-Type": media_type},
+    )
     with urllib.request.urlopen(put, timeout=30):
         return _digest(body), len(body)
 
@@ -66,22 +76,34 @@ def random_layer(size: int, name: str) -> tuple[bytes, str]:
     return gzip.compress(raw, compresslevel=1), _digest(raw)
 
 
-def push_random_image(base: str, repo: str, tag: str, *, layers: int = 3, layer_size: int = 1 << 20,
-                      env: dict[str, str] | None = None, architecture: str = "amd64") -> PushedImage:
+def push_random_image(
+    base: str,
+    repo: str,
+    tag: str,
+    *,
+    layers: int = 3,
+    layer_size: int = 1 << 20,
+    env: dict[str, str] | None = None,
+    architecture: str = "amd64",
+) -> PushedImage:
     """A fresh image (random bytes: no layer can already be in the engine) under `repo:tag`."""
     blobs, diff_ids = [], []
     for i in range(layers):
         gz, diff_id = random_layer(layer_size, f"blob{i}")
         blobs.append((push_blob(base, repo, gz), len(gz)))
         diff_ids.append(diff_id)
-    config = json.dumps({
-        "architecture": architecture, "os": "linux",
-        "config": {"Env": [f"{k}={v}" for k, v in (env or {}).items()], "Cmd": ["/bin/true"]},
-        "rootfs": {"type": "layers", "diff_ids": diff_ids},
-    }).encode()
+    config = json.dumps(
+        {
+            "architecture": architecture,
+            "os": "linux",
+            "config": {"Env": [f"{k}={v}" for k, v in (env or {}).items()], "Cmd": ["/bin/true"]},
+            "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        }
+    ).encode()
     config_digest = push_blob(base, repo, config)
     manifest = {
-        "schemaVersion": 2, "mediaType": DOCKER_MANIFEST,
+        "schemaVersion": 2,
+        "mediaType": DOCKER_MANIFEST,
         "config": {"mediaType": CONFIG, "size": len(config), "digest": config_digest},
         "layers": [{"mediaType": LAYER, "size": size, "digest": d} for d, size in blobs],
     }
@@ -92,9 +114,16 @@ def push_random_image(base: str, repo: str, tag: str, *, layers: int = 3, layer_
 def push_index(base: str, repo: str, tag: str, entries: list[tuple[PushedImage, str, str]]) -> str:
     """A manifest list of (image, os, architecture) under `repo:tag`; returns its digest."""
     index = {
-        "schemaVersion": 2, "mediaType": DOCKER_LIST,
-        "manifests": [{"mediaType": DOCKER_MANIFEST, "size": image.size, "digest": image.digest,
-                       "platform": {"os": os_name, "architecture": arch}}
-                      for image, os_name, arch in entries],
+        "schemaVersion": 2,
+        "mediaType": DOCKER_LIST,
+        "manifests": [
+            {
+                "mediaType": DOCKER_MANIFEST,
+                "size": image.size,
+                "digest": image.digest,
+                "platform": {"os": os_name, "architecture": arch},
+            }
+            for image, os_name, arch in entries
+        ],
     }
     return push_manifest(base, repo, tag, index, DOCKER_LIST)[0]

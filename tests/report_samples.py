@@ -33,35 +33,61 @@ IMAGE = ImageChoice(
 def host(hostname: str = "gpu-node-1", **changes: Any) -> HostFacts:
     """A healthy two-A100 host; `changes` replace whole layers (`driver=DriverFacts(...)`)."""
     base = HostFacts(
-        driver=DriverFacts(status="ok", version="535.104.05", cuda="12.2", kernel_module="535.104.05"),
+        driver=DriverFacts(
+            status="ok", version="535.104.05", cuda="12.2", kernel_module="535.104.05"
+        ),
         gpus=(
             GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),
             GpuFacts(index=1, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),
         ),
-        cuda_runtime=LibraryFacts(status="ok", version="12.6", path="/usr/local/cuda/lib64/libcudart.so.12"),
-        cudnn=LibraryFacts(status="ok", version="9.5.1", path="/usr/lib/x86_64-linux-gnu/libcudnn.so.9"),
-        paddle=PaddleFacts(status="ok", package="paddlepaddle-gpu", version="3.0.0", cuda="12.6", cudnn="9.5"),
-        machine=MachineFacts(hostname=hostname, os="Ubuntu 22.04", kernel="5.15.0-105-generic", arch="x86_64"),
+        cuda_runtime=LibraryFacts(
+            status="ok", version="12.6", path="/usr/local/cuda/lib64/libcudart.so.12"
+        ),
+        cudnn=LibraryFacts(
+            status="ok", version="9.5.1", path="/usr/lib/x86_64-linux-gnu/libcudnn.so.9"
+        ),
+        paddle=PaddleFacts(
+            status="ok", package="paddlepaddle-gpu", version="3.0.0", cuda="12.6", cudnn="9.5"
+        ),
+        machine=MachineFacts(
+            hostname=hostname, os="Ubuntu 22.04", kernel="5.15.0-105-generic", arch="x86_64"
+        ),
     )
     return dataclasses.replace(base, **changes)
 
 
 HEALTHY_FINDINGS: tuple[Finding, ...] = (
     passed("driver.ok", "driver 535.104.05 supports CUDA 12.2", "driver"),
-    passed("gpu.supported", "2 × NVIDIA A100-SXM4-80GB (sm 8.0) are supported by Paddle 3.0.0", "gpu"),
+    passed(
+        "gpu.supported", "2 × NVIDIA A100-SXM4-80GB (sm 8.0) are supported by Paddle 3.0.0", "gpu"
+    ),
     passed("paddle.gpu-build", "Paddle 3.0.0 is a GPU build (CUDA 12.6)", "paddle"),
     passed("smoke.trained", "60 steps on cuda:0, loss 2.31 → 0.42", "smoke"),
 )
 
 
-def report(findings: tuple[Finding, ...] = HEALTHY_FINDINGS, hostname: str = "gpu-node-1",
-           meta: dict[str, Any] | None = None, **host_changes: Any) -> Report:
+def report(
+    findings: tuple[Finding, ...] = HEALTHY_FINDINGS,
+    hostname: str = "gpu-node-1",
+    meta: dict[str, Any] | None = None,
+    **host_changes: Any,
+) -> Report:
     return Report(
         host=host(hostname, **host_changes),
         findings=findings,
         image=IMAGE,
-        smoke={"device": "gpu:0", "steps": 60, "loss_first": 2.31, "loss_last": 0.42, "trace": ["…"]},
-        meta={"envcheck_version": "0.1.0", "finished_at": "2026-03-01T10:00:00+00:00", **(meta or {})},
+        smoke={
+            "device": "gpu:0",
+            "steps": 60,
+            "loss_first": 2.31,
+            "loss_last": 0.42,
+            "trace": ["…"],
+        },
+        meta={
+            "envcheck_version": "0.1.0",
+            "finished_at": "2026-03-01T10:00:00+00:00",
+            **(meta or {}),
+        },
     )
 
 
@@ -72,8 +98,14 @@ def healthy(hostname: str = "gpu-node-1", **kw: Any) -> Report:
 def unconfirmed_image_tag(hostname: str = "gpu-node-2", **kw: Any) -> Report:
     return report(
         HEALTHY_FINDINGS
-        + (warn("image.unconfirmed", "tag 3.3.1-gpu-cuda12.9-cudnn9.9 is not in the official docs",
-                "pin a tag from the official list, e.g. 3.2.0-gpu-cuda12.6-cudnn9.5", "image"),),
+        + (
+            warn(
+                "image.unconfirmed",
+                "tag 3.3.1-gpu-cuda12.9-cudnn9.9 is not in the official docs",
+                "pin a tag from the official list, e.g. 3.2.0-gpu-cuda12.6-cudnn9.5",
+                "image",
+            ),
+        ),
         hostname=hostname,
         **kw,
     )
@@ -82,10 +114,13 @@ def unconfirmed_image_tag(hostname: str = "gpu-node-2", **kw: Any) -> Report:
 def driver_upgraded_without_reboot(hostname: str = "gpu-node-3", **kw: Any) -> Report:
     return report(
         (
-            fail("driver.version-mismatch",
-                 "NVML: Driver/library version mismatch (user space 550.54.14, kernel module 535.104.05)",
-                 "reboot the machine (or reload the nvidia kernel modules) after a driver upgrade",
-                 "driver", error="NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
+            fail(
+                "driver.version-mismatch",
+                "NVML: Driver/library version mismatch (user space 550.54.14, kernel module 535.104.05)",
+                "reboot the machine (or reload the nvidia kernel modules) after a driver upgrade",
+                "driver",
+                error="NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+            ),
             passed("paddle.gpu-build", "Paddle 3.0.0 is a GPU build (CUDA 12.6)", "paddle"),
         ),
         hostname=hostname,
@@ -95,7 +130,9 @@ def driver_upgraded_without_reboot(hostname: str = "gpu-node-3", **kw: Any) -> R
 
 # What NVML says after `apt upgrade` replaced the user-space driver under a loaded kernel module.
 MISMATCHED_DRIVER = DriverFacts(
-    status="error", kernel_module="535.104.05", error="NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+    status="error",
+    kernel_module="535.104.05",
+    error="NVML_ERROR_LIB_RM_VERSION_MISMATCH",
     reason="Driver/library version mismatch",
 )
 
@@ -104,10 +141,19 @@ def cpu_wheel_in_image(hostname: str = "gpu-node-4", **kw: Any) -> Report:
     return report(
         (
             passed("driver.ok", "driver 535.104.05 supports CUDA 12.2", "driver"),
-            fail("paddle.cpu-build", "paddlepaddle 3.3.1 is a CPU build", "pip install paddlepaddle-gpu==3.0.0 "
-                 "-i https://www.paddlepaddle.org.cn/packages/stable/cu126/", "paddle"),
-            fail("smoke.cpu-fallback", "the smoke trained on Place(cpu): the GPU was never used",
-                 "install the GPU build of Paddle in the image", "smoke"),
+            fail(
+                "paddle.cpu-build",
+                "paddlepaddle 3.3.1 is a CPU build",
+                "pip install paddlepaddle-gpu==3.0.0 "
+                "-i https://www.paddlepaddle.org.cn/packages/stable/cu126/",
+                "paddle",
+            ),
+            fail(
+                "smoke.cpu-fallback",
+                "the smoke trained on Place(cpu): the GPU was never used",
+                "install the GPU build of Paddle in the image",
+                "smoke",
+            ),
         ),
         hostname=hostname,
         **kw,
@@ -117,7 +163,14 @@ def cpu_wheel_in_image(hostname: str = "gpu-node-4", **kw: Any) -> Report:
 def smoke_crashed(hostname: str = "gpu-node-5", **kw: Any) -> Report:
     return report(
         HEALTHY_FINDINGS[:3]
-        + (fail("smoke.crashed", "the smoke exited with signal 11 after step 3", "see the smoke log", "smoke"),),
+        + (
+            fail(
+                "smoke.crashed",
+                "the smoke exited with signal 11 after step 3",
+                "see the smoke log",
+                "smoke",
+            ),
+        ),
         hostname=hostname,
         **kw,
     )

@@ -7,39 +7,98 @@ from __future__ import annotations
 
 from typing import Any
 
-A100 = {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0", "memory_total_mib": 81920}
+A100 = {
+    "index": 0,
+    "name": "NVIDIA A100-SXM4-80GB",
+    "compute_capability": "8.0",
+    "memory_total_mib": 81920,
+}
 T4 = {"index": 0, "name": "Tesla T4", "compute_capability": "7.5", "memory_total_mib": 15360}
-H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "memory_total_mib": 81559}
-RTX5090 = {"index": 0, "name": "NVIDIA GeForce RTX 5090", "compute_capability": "12.0", "memory_total_mib": 32607}
-V100 = {"index": 0, "name": "Tesla V100-SXM2-32GB", "compute_capability": "7.0", "memory_total_mib": 32768}
+H100 = {
+    "index": 0,
+    "name": "NVIDIA H100 80GB HBM3",
+    "compute_capability": "9.0",
+    "memory_total_mib": 81559,
+}
+RTX5090 = {
+    "index": 0,
+    "name": "NVIDIA GeForce RTX 5090",
+    "compute_capability": "12.0",
+    "memory_total_mib": 32607,
+}
+V100 = {
+    "index": 0,
+    "name": "Tesla V100-SXM2-32GB",
+    "compute_capability": "7.0",
+    "memory_total_mib": 32768,
+}
 K80 = {"index": 0, "name": "Tesla K80", "compute_capability": "3.7", "memory_total_mib": 11441}
 
-PADDLE_331_CU126 = {"status": "ok", "package": "paddlepaddle-gpu", "version": "3.3.1", "cuda": "12.6",
-                    "cudnn": "9.5.1", "compiled_cuda_archs": [75, 80, 86, 89, 90],
-                    "with_pip_cuda_libraries": True}
-PADDLE_331_CPU = {"status": "ok", "package": "paddlepaddle", "version": "3.3.1", "cuda": None,
-                  "cudnn": None, "compiled_cuda_archs": [], "with_pip_cuda_libraries": True}
-PADDLE_262_CU118 = {"status": "ok", "package": "paddlepaddle-gpu", "version": "2.6.2", "cuda": "11.8",
-                    "cudnn": "8.6.0", "compiled_cuda_archs": None}
+PADDLE_331_CU126 = {
+    "status": "ok",
+    "package": "paddlepaddle-gpu",
+    "version": "3.3.1",
+    "cuda": "12.6",
+    "cudnn": "9.5.1",
+    "compiled_cuda_archs": [75, 80, 86, 89, 90],
+    "with_pip_cuda_libraries": True,
+}
+PADDLE_331_CPU = {
+    "status": "ok",
+    "package": "paddlepaddle",
+    "version": "3.3.1",
+    "cuda": None,
+    "cudnn": None,
+    "compiled_cuda_archs": [],
+    "with_pip_cuda_libraries": True,
+}
+PADDLE_262_CU118 = {
+    "status": "ok",
+    "package": "paddlepaddle-gpu",
+    "version": "2.6.2",
+    "cuda": "11.8",
+    "cudnn": "8.6.0",
+    "compiled_cuda_archs": None,
+}
 # PaddleX #4285 / Paddle #73687: "compiled for 75 80 86 89, but your current GPU is 120"
-PADDLE_31_CU126 = {"status": "ok", "package": "paddlepaddle-gpu", "version": "3.1.0", "cuda": "12.6",
-                   "cudnn": "9.5.1", "compiled_cuda_archs": [75, 80, 86, 89], "with_pip_cuda_libraries": True}
+PADDLE_31_CU126 = {
+    "status": "ok",
+    "package": "paddlepaddle-gpu",
+    "version": "3.1.0",
+    "cuda": "12.6",
+    "cudnn": "9.5.1",
+    "compiled_cuda_archs": [75, 80, 86, 89],
+    "with_pip_cuda_libraries": True,
+}
 
-ENGINE_NVIDIA = {"status": "ok", "version": "24.0.7", "runtimes": ["nvidia", "runc"], "nvidia_runtime": True}
-ENGINE_PLAIN = {"status": "ok", "version": "20.10.24", "runtimes": ["io.containerd.runc.v2", "runc"],
-                "nvidia_runtime": False}
+ENGINE_NVIDIA = {
+    "status": "ok",
+    "version": "24.0.7",
+    "runtimes": ["nvidia", "runc"],
+    "nvidia_runtime": True,
+}
+ENGINE_PLAIN = {
+    "status": "ok",
+    "version": "20.10.24",
+    "runtimes": ["io.containerd.runc.v2", "runc"],
+    "nvidia_runtime": False,
+}
 
 
 def driver(version: str, cuda: str, **extra: Any) -> dict[str, Any]:
     return {"status": "ok", "version": version, "cuda": cuda, **extra}
 
 
-def cudnn(version: str | None, path: str = "/usr/lib/x86_64-linux-gnu/libcudnn.so.8") -> dict[str, Any]:
+def cudnn(
+    version: str | None, path: str = "/usr/lib/x86_64-linux-gnu/libcudnn.so.8"
+) -> dict[str, Any]:
     if version is None:
         return {"status": "absent"}
     return {"status": "ok", "version": version, "path": path}
 
 
 def host(**layers: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"machine": {"hostname": "gpu-01", "os": "Ubuntu 22.04", "arch": "x86_64"}}
+    base: dict[str, Any] = {
+        "machine": {"hostname": "gpu-01", "os": "Ubuntu 22.04", "arch": "x86_64"}
+    }
     return base | layers

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 REGISTRY_BINARY = shutil.which("docker-registry") or "/usr/bin/docker-registry"
 # Where `scripts/dev setup` keeps the main registry's blobs: a second registry process can serve
 # the same (read-only for it) storage, so it holds every test image without a push.
-MAIN_REGISTRY_STORAGE = Path(os.environ.get("ENVCHECK_DEV_STATE", "/var/tmp/envcheck-dev")) / "registry" / "data"
+MAIN_REGISTRY_STORAGE = (
+    Path(os.environ.get("ENVCHECK_DEV_STATE", "/var/tmp/envcheck-dev")) / "registry" / "data"
+)
 
 # A test login for throwaway registries only: user `envcheck`, password `envcheck-test-secret`
 # (bcrypt, the only scheme the registry's htpasswd accepts).
@@ -63,7 +65,9 @@ class RegistryProcess:
     port: int
     storage: Path
     auth: bool = False
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="envcheck-registry-")))
+    workdir: Path = field(
+        default_factory=lambda: Path(tempfile.mkdtemp(prefix="envcheck-registry-"))
+    )
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -78,8 +82,12 @@ class RegistryProcess:
         config = self.workdir / "config.yml"
         config.write_text(self._config())
         log = (self.workdir / "registry.log").open("ab")
-        self.process = subprocess.Popen([REGISTRY_BINARY, "serve", str(config)], stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [REGISTRY_BINARY, "serve", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if http_status(f"{self.url}/v2/", 0.5) in (200, 401):
@@ -87,8 +95,10 @@ class RegistryProcess:
             if self.process.poll() is not None:
                 break
             time.sleep(0.05)
-        raise RuntimeError(f"docker-registry on {self.addr} did not start: "
-                           f"{(self.workdir / 'registry.log').read_text()[-2000:]}")
+        raise RuntimeError(
+            f"docker-registry on {self.addr} did not start: "
+            f"{(self.workdir / 'registry.log').read_text()[-2000:]}"
+        )
 
     def kill(self) -> None:
         """SIGKILL: the registry vanishes mid-transfer, as a crash would."""
@@ -127,8 +137,16 @@ class FlakyProxy:
       until the token from its own `/token` realm is presented.
     """
 
-    def __init__(self, upstream: str, *, fail_first: int = 0, fail_path: str = "/manifests/",
-                 fail_agent: str | None = None, rate: float | None = None, bearer: bool = False) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        fail_first: int = 0,
+        fail_path: str = "/manifests/",
+        fail_agent: str | None = None,
+        rate: float | None = None,
+        bearer: bool = False,
+    ) -> None:
         self.upstream = upstream
         self.fail_first = fail_first
         self.fail_path = fail_path
@@ -183,7 +201,9 @@ class FlakyProxy:
             def do_GET(self) -> None:
                 self._forward()
 
-            def _answer(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            def _answer(
+                self, status: int, body: bytes, headers: dict[str, str] | None = None
+            ) -> None:
                 proxy._record(self.command, self.path, status)
                 self.send_response(status)
                 for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
@@ -200,11 +220,16 @@ class FlakyProxy:
                     return
                 if proxy.bearer and self.headers.get("Authorization") != f"Bearer {BEARER_TOKEN}":
                     realm = f'Bearer realm="http://{proxy.addr}/token",service="envcheck-test"'
-                    self._answer(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]}',
-                                 {"WWW-Authenticate": realm})
+                    self._answer(
+                        401,
+                        b'{"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]}',
+                        {"WWW-Authenticate": realm},
+                    )
                     return
                 if proxy._should_fail(self.path, self.headers.get("User-Agent", "")):
-                    self._answer(500, b'{"errors":[{"code":"UNKNOWN","message":"injected failure"}]}')
+                    self._answer(
+                        500, b'{"errors":[{"code":"UNKNOWN","message":"injected failure"}]}'
+                    )
                     return
                 try:
                     self._relay()
@@ -227,7 +252,9 @@ class FlakyProxy:
                     if key.lower() not in ("connection", "transfer-encoding", "keep-alive"):
                         self.send_header(key, value)
                 if answer.getheader("Content-Length") is None:
-                    self.send_header("Connection", "close")  # the body then ends with the connection
+                    self.send_header(
+                        "Connection", "close"
+                    )  # the body then ends with the connection
                     self.close_connection = True
                 self.end_headers()
                 if self.command == "HEAD":
@@ -289,8 +316,10 @@ class TrickleServer:
 
     def _trickle(self, conn: socket.socket) -> None:
         body = b'{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json"}'
-        head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                b"Content-Length: %d\r\n\r\n" % len(body))
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body)
+        )
         try:
             self._send_slowly(conn, head, body)
         finally:
@@ -304,7 +333,7 @@ class TrickleServer:
                 if self.phase == "body":
                     conn.sendall(head)
                     head = b""
-                for byte in (head + body * 1000):
+                for byte in head + body * 1000:
                     if self._stop.wait(self.interval):
                         return
                     conn.sendall(bytes([byte]))
@@ -334,16 +363,35 @@ class SecondEngine:
     def start(self, timeout: float = 60.0) -> SecondEngine:
         (self.root / "daemon.json").write_text(json.dumps(self.config))
         subnet = f"10.213.{os.getpid() % 250}.1/24"
-        for ip_args in (["link", "add", self.bridge, "type", "bridge"], ["addr", "add", subnet, "dev", self.bridge],
-                        ["link", "set", self.bridge, "up"]):
+        for ip_args in (
+            ["link", "add", self.bridge, "type", "bridge"],
+            ["addr", "add", subnet, "dev", self.bridge],
+            ["link", "set", self.bridge, "up"],
+        ):
             subprocess.run(["ip", *ip_args], check=True, capture_output=True, timeout=10)
         log = (self.root / "dockerd.log").open("ab")
         self.process = subprocess.Popen(
-            [shutil.which("dockerd") or "/usr/sbin/dockerd", "--config-file", str(self.root / "daemon.json"),
-             "--data-root", str(self.root / "data"), "--exec-root", str(self.root / "exec"),
-             "--pidfile", str(self.root / "dockerd.pid"), "-H", self.host, f"--bridge={self.bridge}",
-             "--iptables=false", "--ip6tables=false", "--storage-driver=vfs"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            [
+                shutil.which("dockerd") or "/usr/sbin/dockerd",
+                "--config-file",
+                str(self.root / "daemon.json"),
+                "--data-root",
+                str(self.root / "data"),
+                "--exec-root",
+                str(self.root / "exec"),
+                "--pidfile",
+                str(self.root / "dockerd.pid"),
+                "-H",
+                self.host,
+                f"--bridge={self.bridge}",
+                "--iptables=false",
+                "--ip6tables=false",
+                "--storage-driver=vfs",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.socket.exists() and _pings(self.socket):
@@ -367,7 +415,9 @@ class SecondEngine:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
-        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True, timeout=10, check=False)
+        subprocess.run(
+            ["ip", "link", "del", self.bridge], capture_output=True, timeout=10, check=False
+        )
         shutil.rmtree(self.root, ignore_errors=True)
 
 

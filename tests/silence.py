@@ -36,8 +36,15 @@ class Watched:
         return max(b - a for a, b in itertools.pairwise(marks))
 
 
-def watch(argv: list[str], *, tty: bool, env: dict[str, str] | None = None, timeout: float = 300,
-          columns: int = 120, rows: int = 40) -> Watched:
+def watch(
+    argv: list[str],
+    *,
+    tty: bool,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    columns: int = 120,
+    rows: int = 40,
+) -> Watched:
     if tty:
         err_read, err_write = pty.openpty()
         fcntl.ioctl(err_write, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -45,8 +52,9 @@ def watch(argv: list[str], *, tty: bool, env: dict[str, str] | None = None, time
         err_read, err_write = os.pipe()
     out_read, out_write = os.pipe()
     started = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out_write, stderr=err_write,
-                            env=env, close_fds=True)
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=out_write, stderr=err_write, env=env, close_fds=True
+    )
     os.close(err_write)
     os.close(out_write)
     chunks: dict[int, list[bytes]] = {out_read: [], err_read: []}
@@ -73,18 +81,27 @@ def watch(argv: list[str], *, tty: bool, env: dict[str, str] | None = None, time
             proc.wait()
         os.close(out_read)
         os.close(err_read)
-    return Watched(code, b"".join(chunks[out_read]).decode("utf-8", "replace"),
-                   b"".join(chunks[err_read]).decode("utf-8", "replace"), arrivals,
-                   time.monotonic() - started)
+    return Watched(
+        code,
+        b"".join(chunks[out_read]).decode("utf-8", "replace"),
+        b"".join(chunks[err_read]).decode("utf-8", "replace"),
+        arrivals,
+        time.monotonic() - started,
+    )
 
 
 def main(argv: list[str]) -> int:
     tty = "--tty" in argv[: argv.index("--")]
-    run = watch([sys.executable, "-m", "envcheck", *argv[argv.index("--") + 1 :]], tty=tty,
-                env=dict(os.environ))
+    run = watch(
+        [sys.executable, "-m", "envcheck", *argv[argv.index("--") + 1 :]],
+        tty=tty,
+        env=dict(os.environ),
+    )
     where = "terminal" if tty else "pipe"
-    print(f"{where}: exit {run.code}, {run.elapsed:.1f} s, {len(run.arrivals)} stderr chunks, "
-          f"longest silence {run.longest_silence:.2f} s")
+    print(
+        f"{where}: exit {run.code}, {run.elapsed:.1f} s, {len(run.arrivals)} stderr chunks, "
+        f"longest silence {run.longest_silence:.2f} s"
+    )
     return 0
 
 

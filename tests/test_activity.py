@@ -26,7 +26,9 @@ HANG = os.path.join(os.path.dirname(__file__), "smoke_scripts", "hang.py")
 
 def doctor(*args: str, tty: bool, **env: str) -> Watched:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | env
-    return watch([sys.executable, "-m", "envcheck", "doctor", *args], tty=tty, env=environ, timeout=240)
+    return watch(
+        [sys.executable, "-m", "envcheck", "doctor", *args], tty=tty, env=environ, timeout=240
+    )
 
 
 def _in_order(text: str, *needles: str) -> None:
@@ -41,11 +43,20 @@ def test_container_smoke_in_a_log_says_each_phase_and_json_stays_alone_on_stdout
     run = doctor("--image", IMAGE, "--json", tty=False)
     assert run.code == 0, run.stderr
     assert json.loads(run.stdout)["proof"] == "cpu-trained"  # stdout: the document, nothing else
-    _in_order(run.stderr, "envcheck: probing the host", "envcheck: creating the smoke container",
-              "envcheck: starting the smoke container", "envcheck: smoke: importing Paddle in the container",
-              "envcheck: smoke: paddle 3.3.1", "envcheck: smoke: training", "envcheck:   step 60/60, ",
-              " steps/s", "envcheck: smoke: known answers after training", "known answers: 14/14 right",
-              "envcheck: removing the smoke container")
+    _in_order(
+        run.stderr,
+        "envcheck: probing the host",
+        "envcheck: creating the smoke container",
+        "envcheck: starting the smoke container",
+        "envcheck: smoke: importing Paddle in the container",
+        "envcheck: smoke: paddle 3.3.1",
+        "envcheck: smoke: training",
+        "envcheck:   step 60/60, ",
+        " steps/s",
+        "envcheck: smoke: known answers after training",
+        "known answers: 14/14 right",
+        "envcheck: removing the smoke container",
+    )
     assert "\x1b[" not in run.stderr  # plain lines in a log
 
 
@@ -54,27 +65,47 @@ def test_container_smoke_on_a_terminal_is_a_live_line() -> None:
     assert run.code == 0, run.stderr
     json.loads(run.stdout)
     assert "\x1b[" in run.stderr  # rich redraws the line in place
-    for phase in ("creating the smoke container", "importing Paddle in the container", "smoke: training"):
+    for phase in (
+        "creating the smoke container",
+        "importing Paddle in the container",
+        "smoke: training",
+    ):
         assert phase in run.stderr
     assert "✓" in run.stderr  # finished phases stay above the live line
 
 
 def test_a_hung_smoke_in_a_log_keeps_a_heartbeat_until_its_timeout() -> None:
-    run = doctor("--image", IMAGE, "--json", "--smoke-timeout", "4", tty=False,
-                 ENVCHECK_SMOKE_SCRIPT=HANG, ENVCHECK_HEARTBEAT_S="0.5")
+    run = doctor(
+        "--image",
+        IMAGE,
+        "--json",
+        "--smoke-timeout",
+        "4",
+        tty=False,
+        ENVCHECK_SMOKE_SCRIPT=HANG,
+        ENVCHECK_HEARTBEAT_S="0.5",
+    )
     assert run.code == 5, run.stderr
     assert json.loads(run.stdout)["verdict"] == "fail"
-    _in_order(run.stderr, "envcheck: smoke: importing Paddle in the container",
-              "envcheck:   waiting for a GPU that never answers",
-              "envcheck: still smoke: importing Paddle in the container (")
+    _in_order(
+        run.stderr,
+        "envcheck: smoke: importing Paddle in the container",
+        "envcheck:   waiting for a GPU that never answers",
+        "envcheck: still smoke: importing Paddle in the container (",
+    )
 
 
 def test_quiet_silences_progress_and_in_process_runs_say_their_phases_too() -> None:
     quiet = doctor("--in-process", "--json", "--quiet", tty=False)
     assert quiet.code == 0 and json.loads(quiet.stdout) and "envcheck:" not in quiet.stderr
     loud = doctor("--in-process", "--json", tty=False)
-    _in_order(loud.stderr, "envcheck: smoke: starting ", "envcheck: smoke: importing Paddle",
-              "envcheck: smoke: training", "envcheck:   step 60/60")
+    _in_order(
+        loud.stderr,
+        "envcheck: smoke: starting ",
+        "envcheck: smoke: importing Paddle",
+        "envcheck: smoke: training",
+        "envcheck:   step 60/60",
+    )
 
 
 def test_json_with_markdown_to_stdout_is_a_usage_error() -> None:
@@ -109,11 +140,17 @@ def test_the_workload_log_becomes_phases_and_details_whole_lines_only() -> None:
     with activity.showing(seen):
         lines = activity.LineSplitter()
         lines.feed(b"W0101 paddle noise\nenvcheck-smoke: paddle 3.3.1, compiled")
-        lines.feed(b" with CUDA: False\nenvcheck-smoke: training window start 17.5\nenvcheck-smoke: step 31/60, 9")
+        lines.feed(
+            b" with CUDA: False\nenvcheck-smoke: training window start 17.5\nenvcheck-smoke: step 31/60, 9"
+        )
         lines.feed(b"5.2 steps/s\n")
         lines.feed(b"x" * 100_000)  # a line without an end: bounded, never shown
-    assert seen.said == [("phase", "smoke: paddle 3.3.1, compiled with CUDA: False"), ("phase", "smoke: training"),
-                         ("detail", "step 31/60, 95.2 steps/s"), ("stop", "")]
+    assert seen.said == [
+        ("phase", "smoke: paddle 3.3.1, compiled with CUDA: False"),
+        ("phase", "smoke: training"),
+        ("detail", "step 31/60, 95.2 steps/s"),
+        ("stop", ""),
+    ]
     assert len(lines._partial) <= 4096
     activity.phase("nobody listens")  # no display installed: a no-op
 
@@ -128,7 +165,9 @@ def test_the_plain_heartbeat_repeats_the_phase_while_nothing_else_is_said() -> N
             beat.set()
     display.stop()
     lines = out.getvalue().splitlines()
-    assert lines[0] == "envcheck: smoke: importing Paddle\\x1b[2J"  # the workload's text made visible
+    assert (
+        lines[0] == "envcheck: smoke: importing Paddle\\x1b[2J"
+    )  # the workload's text made visible
     assert lines[1].startswith("envcheck: still smoke: importing Paddle")
 
 
@@ -136,7 +175,10 @@ def test_the_plain_heartbeat_repeats_the_phase_while_nothing_else_is_said() -> N
 def test_a_bad_heartbeat_interval_is_a_usage_error(value: str) -> None:
     with pytest.raises(UsageError, match="ENVCHECK_HEARTBEAT_S"):
         heartbeat_interval({"ENVCHECK_HEARTBEAT_S": value})
-    assert heartbeat_interval({}) == 10.0 and heartbeat_interval({"ENVCHECK_HEARTBEAT_S": "0.5"}) == 0.5
+    assert (
+        heartbeat_interval({}) == 10.0
+        and heartbeat_interval({"ENVCHECK_HEARTBEAT_S": "0.5"}) == 0.5
+    )
 
 
 def test_quiet_is_no_display_and_a_pipe_is_plain() -> None:
@@ -144,7 +186,9 @@ def test_quiet_is_no_display_and_a_pipe_is_plain() -> None:
     assert isinstance(make_activity_display("auto", io.StringIO()), PlainActivity)
 
 
-def test_a_cold_pull_under_json_shows_its_layers_in_the_log(registry: Any, docker_client: Any) -> None:
+def test_a_cold_pull_under_json_shows_its_layers_in_the_log(
+    registry: Any, docker_client: Any
+) -> None:
     """It was silent: under --json the doctor pulled with no display at all."""
     from tests.registry_push import push_random_image
 
@@ -152,9 +196,18 @@ def test_a_cold_pull_under_json_shows_its_layers_in_the_log(registry: Any, docke
     pushed = push_random_image(registry.url, repo, "1", layers=2, layer_size=256 << 10)
     try:
         run = doctor("--image", registry.ref(f"{repo}:1"), "--json", tty=False)
-        assert json.loads(run.stdout)["exit_code"] == run.code  # the one document: no Python in it, exit 4
-        _in_order(run.stderr, "envcheck: image ", "is not here: asking", f"pulling {registry.ref(repo)}:1: 2 layer(s)",
-                  "downloaded", "overall 100%", "envcheck: creating the smoke container")
+        assert (
+            json.loads(run.stdout)["exit_code"] == run.code
+        )  # the one document: no Python in it, exit 4
+        _in_order(
+            run.stderr,
+            "envcheck: image ",
+            "is not here: asking",
+            f"pulling {registry.ref(repo)}:1: 2 layer(s)",
+            "downloaded",
+            "overall 100%",
+            "envcheck: creating the smoke container",
+        )
         for digest, _ in pushed.layers:
             assert f"layer {digest.removeprefix('sha256:')[:12]}: extracted" in run.stderr
     finally:

@@ -53,9 +53,11 @@ def github(monkeypatch, tmp_path):
     return summary
 
 
-@pytest.mark.parametrize(("builder", "verdict", "exit_code"),
-                         [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
-                         ids=[i for i, *_ in samples.BY_VERDICT])
+@pytest.mark.parametrize(
+    ("builder", "verdict", "exit_code"),
+    [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
+    ids=[i for i, *_ in samples.BY_VERDICT],
+)
 def test_one_annotation_per_problem_with_the_fix(builder, verdict, exit_code):
     report = builder()
     lines = github_annotations(report)
@@ -84,7 +86,9 @@ def test_title_with_colons_and_commas_is_one_property():
 
 
 def test_more_than_ten_failures_keep_ten_lines_and_name_the_rest():
-    report = samples.report(tuple(fail(f"check.n{i}", f"broken {i}", "fix it", "env") for i in range(15)))
+    report = samples.report(
+        tuple(fail(f"check.n{i}", f"broken {i}", "fix it", "env") for i in range(15))
+    )
     lines = github_annotations(report)
     assert len(lines) == ANNOTATIONS_PER_LEVEL
     *_, last = lines
@@ -93,7 +97,9 @@ def test_more_than_ten_failures_keep_ten_lines_and_name_the_rest():
     assert message.startswith("also: check.n9, check.n10") and message.count("check.n") == 6
 
 
-@pytest.mark.parametrize("value", [None, "false", "1", "True"], ids=["unset", "false", "one", "True"])
+@pytest.mark.parametrize(
+    "value", [None, "false", "1", "True"], ids=["unset", "false", "one", "True"]
+)
 def test_nothing_for_github_unless_github_actions_is_true(monkeypatch, tmp_path, value):
     summary = tmp_path / "summary.md"
     if value is None:
@@ -143,7 +149,9 @@ def test_summary_that_cannot_be_written_is_a_warning_not_a_crash(github, monkeyp
 def test_step_summary_stays_under_githubs_one_mebibyte(github, monkeypatch):
     monkeypatch.setattr(ann, "STEP_SUMMARY_LIMIT", 2000)
     github.write_text("x" * 1500, encoding="utf-8")
-    emit_ci_outputs(samples.driver_upgraded_without_reboot(), markdown_path=None, stream=io.StringIO())
+    emit_ci_outputs(
+        samples.driver_upgraded_without_reboot(), markdown_path=None, stream=io.StringIO()
+    )
     text = github.read_text(encoding="utf-8")
     assert len(text.encode("utf-8")) <= 2000
     assert text.endswith("the full report is in the artifacts)*\n")
@@ -177,14 +185,22 @@ def _doctor(tmp_path: Path, *flags: str, env: dict[str, str]) -> subprocess.Comp
     facts.write_text(json.dumps(report.to_json()), encoding="utf-8")
     return subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--facts", str(facts), "--expect-gpu", *flags],
-        capture_output=True, text=True, timeout=120, check=False, env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **env},
     )
 
 
 def test_doctor_json_keeps_stdout_one_document_and_annotates_on_stderr(tmp_path):
     """The real command: workflow commands on stderr (the runner reads both streams)."""
     summary = tmp_path / "summary.md"
-    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(tmp_path / "out")}
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_OUTPUT": str(tmp_path / "out"),
+    }
     done = _doctor(tmp_path, "--json", env=env)
     doc = json.loads(done.stdout)  # exactly one JSON document, nothing around it
     assert doc["verdict"] != "pass" and done.returncode == doc["exit_code"] != 0
@@ -196,8 +212,11 @@ def test_doctor_json_keeps_stdout_one_document_and_annotates_on_stderr(tmp_path)
 
 
 def test_doctor_prints_no_workflow_command_outside_github_actions(tmp_path):
-    env = {"GITHUB_ACTIONS": "", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-           "GITHUB_OUTPUT": str(tmp_path / "output")}
+    env = {
+        "GITHUB_ACTIONS": "",
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+    }
     done = _doctor(tmp_path, env=env)
     assert done.returncode != 0
     assert "::error" not in done.stdout + done.stderr

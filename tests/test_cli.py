@@ -16,13 +16,25 @@ from tests import scenarios as s
 
 pytest_plugins = ("tests.fakenv",)  # fake_nvidia: the no-driver host, whatever this machine has
 
-ENV = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "NO_COLOR")}
+ENV = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "NO_COLOR")
+}
 
 
-def envcheck(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
-             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True, text=True,
-                          input=stdin, env=env or ENV, timeout=timeout, check=False)
+def envcheck(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=env or ENV,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def write(tmp_path: Path, doc: Any, name: str = "facts.json") -> str:
@@ -46,31 +58,45 @@ def test_help_documents_every_exit_code() -> None:
 
 
 def test_json_contract_for_a_saved_failing_host(tmp_path: Path) -> None:
-    facts = write(tmp_path, s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100],
-                                   paddle=s.PADDLE_331_CPU))
+    facts = write(
+        tmp_path,
+        s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU),
+    )
     r = envcheck("doctor", "--facts", facts, "--json")
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)  # stdout is exactly one JSON document
     assert doc["schema_version"] == 2 and doc["verdict"] == "fail" and doc["smoke"] is None
-    assert doc["host"]["driver"].items() >= {"status": "ok", "version": "535.104.05", "cuda": "12.2"}.items()
+    assert (
+        doc["host"]["driver"].items()
+        >= {"status": "ok", "version": "535.104.05", "cuda": "12.2"}.items()
+    )
     assert doc["host"]["gpus"][0]["compute_capability"] == "8.0"
     assert doc["host"]["paddle"]["package"] == "paddlepaddle"
     ids = {f["id"]: f for f in doc["findings"]}
-    assert ids["paddle.cpu-build"]["severity"] == "fail" and "paddlepaddle-gpu" in ids["paddle.cpu-build"]["fix"]
+    assert (
+        ids["paddle.cpu-build"]["severity"] == "fail"
+        and "paddlepaddle-gpu" in ids["paddle.cpu-build"]["fix"]
+    )
     assert set(ids["paddle.cpu-build"]) >= {"id", "severity", "message", "fix"}
     assert doc["image"]["ref"].startswith("docker.io/paddlepaddle/paddle:3.3.1-gpu-cuda12")
 
 
 def test_a_whole_saved_report_is_accepted_as_facts(tmp_path: Path) -> None:
-    first = envcheck("doctor", "--facts", write(tmp_path, s.host(driver={"status": "absent"},
-                                                                  paddle=s.PADDLE_331_CPU)), "--json")
+    first = envcheck(
+        "doctor",
+        "--facts",
+        write(tmp_path, s.host(driver={"status": "absent"}, paddle=s.PADDLE_331_CPU)),
+        "--json",
+    )
     again = envcheck("doctor", "--facts", write(tmp_path, first.stdout, "report.json"), "--json")
     assert again.returncode == first.returncode == 0
     assert json.loads(again.stdout)["host"] == json.loads(first.stdout)["host"]
 
 
 def test_facts_from_stdin_with_unknown_keys_ignored() -> None:
-    doc = s.host(driver={"status": "absent", "future_field": 1}, paddle=s.PADDLE_331_CPU, new_layer={})
+    doc = s.host(
+        driver={"status": "absent", "future_field": 1}, paddle=s.PADDLE_331_CPU, new_layer={}
+    )
     r = envcheck("doctor", "--facts", "-", "--json", stdin=json.dumps(doc))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"] == "pass"
@@ -78,8 +104,12 @@ def test_facts_from_stdin_with_unknown_keys_ignored() -> None:
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("{not json", "is not JSON"), ('{"driver": {"version": []}}', "host.driver.version"),
-     ('{"gpus": [{"index": "zero"}]}', "host.gpus[0].index"), ('[1, 2]', "expected an object")],
+    [
+        ("{not json", "is not JSON"),
+        ('{"driver": {"version": []}}', "host.driver.version"),
+        ('{"gpus": [{"index": "zero"}]}', "host.gpus[0].index"),
+        ("[1, 2]", "expected an object"),
+    ],
     ids=["garbled", "wrong-type", "wrong-nested-type", "not-an-object"],
 )
 def test_bad_facts_file_is_one_screen_exit_2(tmp_path: Path, content: str, message: str) -> None:
@@ -96,8 +126,14 @@ def test_missing_facts_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["doctor", "--gpus", "a,b"], ["doctor", "--registry", "quay"], ["doctor", "--smoke-timeout", "-3"],
-             ["doctor", "--bogus"], ["doctor", "--paddle", "9.9.9", "--no-smoke"]],
+    "args",
+    [
+        ["doctor", "--gpus", "a,b"],
+        ["doctor", "--registry", "quay"],
+        ["doctor", "--smoke-timeout", "-3"],
+        ["doctor", "--bogus"],
+        ["doctor", "--paddle", "9.9.9", "--no-smoke"],
+    ],
     ids=["gpus", "registry", "timeout", "unknown-flag", "unknown-release"],
 )
 def test_bad_flags_exit_2_without_traceback(args: list[str]) -> None:
@@ -118,8 +154,13 @@ def test_env_override_of_the_matrix(tmp_path: Path) -> None:
 
 
 def test_plain_text_report_when_not_a_tty(tmp_path: Path) -> None:
-    facts = write(tmp_path, s.host(driver={"status": "error", "error": "NVML_ERROR_LIB_RM_VERSION_MISMATCH"},
-                                   paddle=s.PADDLE_331_CU126))
+    facts = write(
+        tmp_path,
+        s.host(
+            driver={"status": "error", "error": "NVML_ERROR_LIB_RM_VERSION_MISMATCH"},
+            paddle=s.PADDLE_331_CU126,
+        ),
+    )
     r = envcheck("doctor", "--facts", facts, "--explain")
     assert r.returncode == 1
     assert "\x1b[" not in r.stdout  # no colour codes in a pipe
@@ -133,13 +174,17 @@ def test_no_driver_no_smoke_json(fake_nvidia: Callable[[str], dict[str, str]]) -
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["host"]["driver"]["status"] == "absent"
-    assert doc["host"]["paddle"]["package"] == "paddlepaddle" and doc["host"]["paddle"]["cuda"] is None
+    assert (
+        doc["host"]["paddle"]["package"] == "paddlepaddle" and doc["host"]["paddle"]["cuda"] is None
+    )
     assert doc["image"]["ref"] == "docker.io/paddlepaddle/paddle:3.3.1"
     assert doc["verdict"] in ("pass", "warn")
 
 
 def test_expect_gpu_without_a_driver_fails(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
-    r = envcheck("doctor", "--no-smoke", "--json", "--expect-gpu", env={**ENV, **fake_nvidia("no-driver")})
+    r = envcheck(
+        "doctor", "--no-smoke", "--json", "--expect-gpu", env={**ENV, **fake_nvidia("no-driver")}
+    )
     assert r.returncode == 1
     ids = {f["id"]: f["severity"] for f in json.loads(r.stdout)["findings"]}
     assert ids["driver.missing"] == "fail"

@@ -45,10 +45,16 @@ def test_without_json_errors_stay_on_stderr() -> None:
 @pytest.mark.parametrize("mode", [[], ["--json"]], ids=["text", "json"])
 def test_a_reader_that_leaves_keeps_the_verdicts_exit_code(tmp_path: Path, mode: list[str]) -> None:
     """`envcheck doctor | head -1` on a failing host: still exit 1, no traceback."""
-    facts = write(tmp_path, s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100],
-                                   paddle=s.PADDLE_331_CPU))
-    proc = subprocess.Popen([sys.executable, "-m", "envcheck", "doctor", "--facts", facts, *mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    facts = write(
+        tmp_path,
+        s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "doctor", "--facts", facts, *mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader is gone before the first byte
     err = proc.stderr.read().decode()

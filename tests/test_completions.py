@@ -36,13 +36,22 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 
 
 def _flags(parser: argparse.ArgumentParser) -> set[str]:
-    return {opt for action in parser._actions for opt in action.option_strings if opt.startswith("--")}
+    return {
+        opt for action in parser._actions for opt in action.option_strings if opt.startswith("--")
+    }
 
 
 def test_committed_files_are_what_the_parser_generates_now():
-    run = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True,
-                         timeout=120, check=False)
-    assert run.returncode == 0, f"{run.stderr}\n(stale completions: run `python scripts/completions.py`)"
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, (
+        f"{run.stderr}\n(stale completions: run `python scripts/completions.py`)"
+    )
 
 
 def test_check_catches_a_stale_file(tmp_path, monkeypatch):
@@ -53,8 +62,10 @@ def test_check_catches_a_stale_file(tmp_path, monkeypatch):
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     stale = tmp_path / "envcheck.fish"
-    stale.write_text(COMPLETIONS["fish"].read_text(encoding="utf-8").replace("expect-hosts", "x"),
-                     encoding="utf-8")
+    stale.write_text(
+        COMPLETIONS["fish"].read_text(encoding="utf-8").replace("expect-hosts", "x"),
+        encoding="utf-8",
+    )
     monkeypatch.setitem(gen.FILES, "fish", stale)
     monkeypatch.setattr(gen, "ROOT", tmp_path)
     assert gen.main(["--check"]) == 1
@@ -76,38 +87,59 @@ def test_every_subcommand_and_flag_is_there(kind):
 def _bash_complete(*words: str) -> list[str]:
     """What bash offers after `words` (the last one being completed), through the shipped file."""
     script = f"""
-source {shlex.quote(str(COMPLETIONS['bash']))}
-COMP_WORDS=({' '.join(shlex.quote(w) for w in words)})
+source {shlex.quote(str(COMPLETIONS["bash"]))}
+COMP_WORDS=({" ".join(shlex.quote(w) for w in words)})
 COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))
 COMP_LINE="${{COMP_WORDS[*]}}"; COMP_POINT=${{#COMP_LINE}}
 _shtab_envcheck envcheck "${{COMP_WORDS[-1]}}" "${{COMP_WORDS[-2]}}"
 printf '%s\\n' "${{COMPREPLY[@]}}"
 """
-    run = subprocess.run(["bash", "--norc", "-c", script], capture_output=True, text=True, timeout=30,
-                         check=True, cwd=ROOT)
+    run = subprocess.run(
+        ["bash", "--norc", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        cwd=ROOT,
+    )
     return [line for line in run.stdout.splitlines() if line]
 
 
-@pytest.mark.parametrize(("words", "offered"), [
-    (("envcheck", ""), ["doctor", "pull-image", "report"]),
-    (("envcheck", "pu"), ["pull-image"]),
-    (("envcheck", "report", "--ex"), ["--expect-hosts"]),
-    (("envcheck", "doctor", "--registry", ""), ["baidu", "baidu-legacy", "dockerhub"]),
-    (("envcheck", "doctor", "--no-s"), ["--no-smoke"]),
-    (("envcheck", "doctor", "--facts", "pyproject.to"), ["pyproject.toml"]),
-    (("envcheck", "doctor", "--matrix", "matr"), ["matrix"]),
-], ids=["commands", "a-command", "report-flag", "registry-names", "doctor-flag", "a-file", "a-folder"])
+@pytest.mark.parametrize(
+    ("words", "offered"),
+    [
+        (("envcheck", ""), ["doctor", "pull-image", "report"]),
+        (("envcheck", "pu"), ["pull-image"]),
+        (("envcheck", "report", "--ex"), ["--expect-hosts"]),
+        (("envcheck", "doctor", "--registry", ""), ["baidu", "baidu-legacy", "dockerhub"]),
+        (("envcheck", "doctor", "--no-s"), ["--no-smoke"]),
+        (("envcheck", "doctor", "--facts", "pyproject.to"), ["pyproject.toml"]),
+        (("envcheck", "doctor", "--matrix", "matr"), ["matrix"]),
+    ],
+    ids=[
+        "commands",
+        "a-command",
+        "report-flag",
+        "registry-names",
+        "doctor-flag",
+        "a-file",
+        "a-folder",
+    ],
+)
 def test_bash_completes_for_real(words, offered):
     assert _bash_complete(*words) == offered
 
 
 def test_envcheck_never_imports_shtab():
     code = "import sys, envcheck.cli; envcheck.cli.build_parser(); print('shtab' in sys.modules)"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert run.stdout.strip() == "False"
 
 
 # ------------------------------------------------------------------------- --help examples
+
 
 def _examples(parser: argparse.ArgumentParser) -> list[str]:
     epilog = parser.epilog or ""

@@ -22,8 +22,14 @@ pytestmark = pytest.mark.fakegpu
 
 
 def doctor(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json", *args],
-                         env=env, capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert "Traceback" not in run.stderr, run.stderr
     return run.returncode, json.loads(run.stdout)
 
@@ -37,7 +43,9 @@ def host_env(fake_nvidia: Callable[[str], dict[str, str]]) -> Callable[[str], di
     def make(profile: str) -> dict[str, str]:
         fake = fake_nvidia(profile)
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | fake
-        env["PYTHONPATH"] = fake["FAKE_NVIDIA_SITE_PACKAGES"]  # the pip nvidia-* libraries, as Paddle sees them
+        env["PYTHONPATH"] = fake[
+            "FAKE_NVIDIA_SITE_PACKAGES"
+        ]  # the pip nvidia-* libraries, as Paddle sees them
         return env
 
     return make
@@ -46,7 +54,9 @@ def host_env(fake_nvidia: Callable[[str], dict[str, str]]) -> Callable[[str], di
 def test_a100s_on_535_with_the_cpu_wheel(host_env: Callable[[str], dict[str, str]]) -> None:
     code, doc = doctor(host_env("a100x2-535"))
     assert code == 1 and doc["verdict"] == "fail"
-    assert doc["host"]["driver"]["version"] == "535.104.05" and doc["host"]["driver"]["cuda"] == "12.2"
+    assert (
+        doc["host"]["driver"]["version"] == "535.104.05" and doc["host"]["driver"]["cuda"] == "12.2"
+    )
     assert [g["compute_capability"] for g in doc["host"]["gpus"]] == ["8.0", "8.0"]
     assert findings(doc)["paddle.cpu-build"]["severity"] == "fail"
     assert "paddlepaddle-gpu==3.3.1" in findings(doc)["paddle.cpu-build"]["fix"]
@@ -63,13 +73,17 @@ def test_h100_on_580_gets_the_cuda13_image(host_env: Callable[[str], dict[str, s
 
 @pytest.mark.parametrize(
     ("profile", "finding_id", "fix_word"),
-    [("rm-mismatch", "driver.version-mismatch", "reboot"), ("driver-not-loaded", "driver.not-loaded", "modprobe"),
-     ("no-permission", "driver.no-permission", "/dev/nvidia"),
-     ("mig-no-instances", "gpu.mig-no-instances", "nvidia-smi mig")],
+    [
+        ("rm-mismatch", "driver.version-mismatch", "reboot"),
+        ("driver-not-loaded", "driver.not-loaded", "modprobe"),
+        ("no-permission", "driver.no-permission", "/dev/nvidia"),
+        ("mig-no-instances", "gpu.mig-no-instances", "nvidia-smi mig"),
+    ],
     ids=["upgraded-without-reboot", "module-not-loaded", "no-permission", "mig-without-instances"],
 )
-def test_broken_driver_states_are_findings_with_fixes(host_env: Callable[[str], dict[str, str]], profile: str,
-                                                      finding_id: str, fix_word: str) -> None:
+def test_broken_driver_states_are_findings_with_fixes(
+    host_env: Callable[[str], dict[str, str]], profile: str, finding_id: str, fix_word: str
+) -> None:
     code, doc = doctor(host_env(profile))
     f = findings(doc)[finding_id]
     assert code == 1 and f["severity"] == "fail" and fix_word in f["fix"]
@@ -82,13 +96,17 @@ def test_module_mismatch_shows_both_versions(host_env: Callable[[str], dict[str,
     assert driver["kernel_module"] == "535.104.05" and driver["version"] == "550.54.15"
 
 
-def test_a_hanging_cuinit_does_not_hang_the_doctor(host_env: Callable[[str], dict[str, str]]) -> None:
+def test_a_hanging_cuinit_does_not_hang_the_doctor(
+    host_env: Callable[[str], dict[str, str]],
+) -> None:
     code, doc = doctor(host_env("cuinit-hang"))
     assert doc["host"]["cuda_driver"]["error"] == "timeout"
     assert code == 1 and findings(doc)["cuda.init-failed"]["severity"] == "fail"
 
 
-def test_expect_gpu_passes_the_gpu_checks_on_a_healthy_host(host_env: Callable[[str], dict[str, str]]) -> None:
+def test_expect_gpu_passes_the_gpu_checks_on_a_healthy_host(
+    host_env: Callable[[str], dict[str, str]],
+) -> None:
     _, doc = doctor(host_env("rtx5090-570"), "--expect-gpu")
     ids = findings(doc)
     assert ids["driver.present"]["severity"] == "pass" and ids["gpu.0"]["severity"] == "pass"

@@ -37,7 +37,11 @@ def _saved(tmp_path: Path, report: Report | None = None) -> dict[str, Any]:
 
 def test_baseline_holds_the_facts_that_matter():
     doc = baseline_document(samples.healthy())
-    assert doc["kind"] == BASELINE_KIND and doc["baseline_version"] == 1 and doc["schema_version"] == SCHEMA_VERSION
+    assert (
+        doc["kind"] == BASELINE_KIND
+        and doc["baseline_version"] == 1
+        and doc["schema_version"] == SCHEMA_VERSION
+    )
     assert doc["hostname"] == "gpu-node-1" and doc["created"].endswith("+00:00")
     assert doc["facts"] == {
         "driver": "535.104.05",
@@ -89,26 +93,64 @@ def test_drift_sets_the_verdict(tmp_path, strict):
     assert (report.verdict, int(report.exit_status)) == (("fail", 1) if strict else ("warn", 0))
 
 
-@pytest.mark.parametrize(("change", "key", "was", "now"), [
-    ({"driver": DriverFacts(status="ok", version="550.54.14", cuda="12.4", kernel_module="550.54.14")},
-     "driver", "535.104.05", "550.54.14"),
-    ({"paddle": PaddleFacts(status="ok", package="paddlepaddle", version="3.0.0", cuda=None, cudnn=None)},
-     "paddle-cuda", "12.6", "none"),
-    ({"gpus": (GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),)},
-     "gpus", "0: NVIDIA A100-SXM4-80GB (sm 8.0), 1: NVIDIA A100-SXM4-80GB (sm 8.0)",
-     "0: NVIDIA A100-SXM4-80GB (sm 8.0)"),
-    ({"driver": DriverFacts(status="absent", reason="no libnvidia-ml.so.1")}, "driver", "535.104.05", "absent"),
-], ids=["driver-upgraded", "cpu-wheel-replaced-gpu-wheel", "gpu-fell-off-the-bus", "driver-uninstalled"])
+@pytest.mark.parametrize(
+    ("change", "key", "was", "now"),
+    [
+        (
+            {
+                "driver": DriverFacts(
+                    status="ok", version="550.54.14", cuda="12.4", kernel_module="550.54.14"
+                )
+            },
+            "driver",
+            "535.104.05",
+            "550.54.14",
+        ),
+        (
+            {
+                "paddle": PaddleFacts(
+                    status="ok", package="paddlepaddle", version="3.0.0", cuda=None, cudnn=None
+                )
+            },
+            "paddle-cuda",
+            "12.6",
+            "none",
+        ),
+        (
+            {"gpus": (GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),)},
+            "gpus",
+            "0: NVIDIA A100-SXM4-80GB (sm 8.0), 1: NVIDIA A100-SXM4-80GB (sm 8.0)",
+            "0: NVIDIA A100-SXM4-80GB (sm 8.0)",
+        ),
+        (
+            {"driver": DriverFacts(status="absent", reason="no libnvidia-ml.so.1")},
+            "driver",
+            "535.104.05",
+            "absent",
+        ),
+    ],
+    ids=[
+        "driver-upgraded",
+        "cpu-wheel-replaced-gpu-wheel",
+        "gpu-fell-off-the-bus",
+        "driver-uninstalled",
+    ],
+)
 def test_real_changes_on_the_host(tmp_path, change, key, was, now):
     findings = compare_baseline(samples.healthy(**change), _saved(tmp_path), strict=False)
     by_id = {f.id: f for f in findings}
     assert f"drift.{key}" in by_id
-    assert by_id[f"drift.{key}"].observed["was"] == was and by_id[f"drift.{key}"].observed["now"] == now
+    assert (
+        by_id[f"drift.{key}"].observed["was"] == was
+        and by_id[f"drift.{key}"].observed["now"] == now
+    )
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
 def test_a_gpu_that_disappeared_is_a_failure_even_without_strict(tmp_path, strict):
-    one_left = samples.healthy(gpus=(GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),))
+    one_left = samples.healthy(
+        gpus=(GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),)
+    )
     (finding,) = compare_baseline(one_left, _saved(tmp_path), strict=strict)
     assert (finding.id, finding.severity) == ("drift.gpus", "fail")
     assert finding.observed["lost"] == ["1: NVIDIA A100-SXM4-80GB (sm 8.0)"]
@@ -121,9 +163,14 @@ def test_every_gpu_gone_is_a_failure_and_a_replaced_gpu_only_a_change(tmp_path):
     (gone,) = compare_baseline(samples.healthy(gpus=()), _saved(tmp_path), strict=False)
     assert (gone.id, gone.severity, gone.observed["now"]) == ("drift.gpus", "fail", "none")
     assert len(gone.observed["lost"]) == 2
-    swapped = tuple(GpuFacts(index=i, name="NVIDIA H100 80GB HBM3", compute_capability="9.0") for i in (0, 1))
+    swapped = tuple(
+        GpuFacts(index=i, name="NVIDIA H100 80GB HBM3", compute_capability="9.0") for i in (0, 1)
+    )
     (changed,) = compare_baseline(samples.healthy(gpus=swapped), _saved(tmp_path), strict=False)
-    assert (changed.id, changed.severity) == ("drift.gpus", "warn") and "lost" not in changed.observed
+    assert (changed.id, changed.severity) == (
+        "drift.gpus",
+        "warn",
+    ) and "lost" not in changed.observed
 
 
 def test_same_tag_new_digest_says_pin_by_digest(tmp_path):
@@ -136,11 +183,15 @@ def test_same_tag_new_digest_says_pin_by_digest(tmp_path):
 def test_facts_not_observed_now_are_not_compared(tmp_path):
     """A run without smoke has no digest; a driver in error has no version: not drift."""
     report = dataclasses.replace(
-        samples.healthy(driver=samples.MISMATCHED_DRIVER), image=dataclasses.replace(samples.IMAGE, digest=None)
+        samples.healthy(driver=samples.MISMATCHED_DRIVER),
+        image=dataclasses.replace(samples.IMAGE, digest=None),
     )
     (finding,) = compare_baseline(report, _saved(tmp_path), strict=True)
     assert finding.id == "drift.none"
-    assert "not observed on both sides: driver, kernel-module, driver-cuda, image-digest, gpus" in finding.message
+    assert (
+        "not observed on both sides: driver, kernel-module, driver-cuda, image-digest, gpus"
+        in finding.message
+    )
 
 
 def test_fact_missing_from_an_older_baseline_is_not_compared(tmp_path):
@@ -165,18 +216,34 @@ def test_a_saved_good_report_serves_as_a_baseline(tmp_path):
     assert baseline["created"] == "2026-03-01T10:00:00+00:00"
 
 
-@pytest.mark.parametrize(("content", "error"), [
-    (None, "no such file"),
-    ("{not json", "is not JSON"),
-    ("[1, 2]", "not an envcheck baseline"),
-    ('{"kind": "something-else"}', "not an envcheck baseline"),
-    ('{"kind": "envcheck-baseline", "baseline_version": 99, "facts": {}}', "newer envcheck"),
-    ('{"kind": "envcheck-baseline", "baseline_version": 1}', '"facts" is missing'),
-    ('{"kind": "envcheck-baseline", "baseline_version": 1, "facts": {"driver": 535}}', "facts must be strings"),
-    (json.dumps(samples.driver_upgraded_without_reboot().to_json()), "not a good run"),
-    ("\udcff", "is not JSON"),
-], ids=["missing", "corrupt", "list", "other-kind", "newer", "no-facts", "number-fact",
-        "failed-report", "not-utf8"])
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (None, "no such file"),
+        ("{not json", "is not JSON"),
+        ("[1, 2]", "not an envcheck baseline"),
+        ('{"kind": "something-else"}', "not an envcheck baseline"),
+        ('{"kind": "envcheck-baseline", "baseline_version": 99, "facts": {}}', "newer envcheck"),
+        ('{"kind": "envcheck-baseline", "baseline_version": 1}', '"facts" is missing'),
+        (
+            '{"kind": "envcheck-baseline", "baseline_version": 1, "facts": {"driver": 535}}',
+            "facts must be strings",
+        ),
+        (json.dumps(samples.driver_upgraded_without_reboot().to_json()), "not a good run"),
+        ("\udcff", "is not JSON"),
+    ],
+    ids=[
+        "missing",
+        "corrupt",
+        "list",
+        "other-kind",
+        "newer",
+        "no-facts",
+        "number-fact",
+        "failed-report",
+        "not-utf8",
+    ],
+)
 def test_bad_baseline_files_are_usage_errors_naming_the_file(tmp_path, content, error):
     path = tmp_path / "baseline.json"
     if content == "\udcff":
@@ -198,7 +265,11 @@ def test_parse_baseline_accepts_its_own_output():
 def _doctor(facts: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--facts", str(facts), "--json", *flags],
-        capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "GITHUB_ACTIONS": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "GITHUB_ACTIONS": ""},
     )
 
 
@@ -210,8 +281,9 @@ def test_doctor_saves_then_compares_a_baseline(tmp_path):
     assert first.returncode == 0, first.stderr
     assert json.loads(baseline.read_text(encoding="utf-8"))["facts"]["driver"] == "535.104.05"
 
-    upgraded = samples.healthy(driver=DriverFacts(status="ok", version="550.54.14", cuda="12.4",
-                                                  kernel_module="550.54.14"))
+    upgraded = samples.healthy(
+        driver=DriverFacts(status="ok", version="550.54.14", cuda="12.4", kernel_module="550.54.14")
+    )
     facts.write_text(json.dumps(upgraded.to_json()), encoding="utf-8")
     lenient = _doctor(facts, "--baseline", str(baseline))
     drift = {f["id"]: f for f in json.loads(lenient.stdout)["findings"] if f["layer"] == "drift"}
@@ -226,5 +298,7 @@ def test_doctor_with_a_missing_baseline_exits_2_with_the_fix(tmp_path):
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
     done = _doctor(facts, "--baseline", str(tmp_path / "nope.json"))
-    assert done.returncode == 2 and json.loads(done.stdout)["verdict"] == "error"  # --json: a document
+    assert (
+        done.returncode == 2 and json.loads(done.stdout)["verdict"] == "error"
+    )  # --json: a document
     assert "nope.json: no such file" in done.stderr and "--save-baseline" in done.stderr

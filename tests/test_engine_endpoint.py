@@ -77,19 +77,36 @@ def _context(config: Path, name: str, host: str, *, current: bool) -> None:
 
     meta = config / "contexts" / "meta" / hashlib.sha256(name.encode()).hexdigest()
     meta.mkdir(parents=True)
-    (meta / "meta.json").write_text(json.dumps(
-        {"Name": name, "Metadata": {}, "Endpoints": {"docker": {"Host": host, "SkipTLSVerify": False}}}))
+    (meta / "meta.json").write_text(
+        json.dumps(
+            {
+                "Name": name,
+                "Metadata": {},
+                "Endpoints": {"docker": {"Host": host, "SkipTLSVerify": False}},
+            }
+        )
+    )
     if current:
         (config / "config.json").write_text(json.dumps({"auths": {}, "currentContext": name}))
 
 
 def _env(config: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "DOCKER_CONTEXT", "GITHUB_ACTIONS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DOCKER_HOST", "DOCKER_CONTEXT", "GITHUB_ACTIONS")
+    }
     return env | {"DOCKER_CONFIG": str(config)} | extra
 
 
 def _resolve(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> ep.Endpoint:
-    for name in ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+    for name in (
+        "DOCKER_HOST",
+        "DOCKER_CONTEXT",
+        "DOCKER_CONFIG",
+        "DOCKER_TLS_VERIFY",
+        "DOCKER_CERT_PATH",
+    ):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -100,26 +117,48 @@ def test_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     _context(tmp_path, "remote", "tcp://10.0.0.1:2375", current=True)
     _context(tmp_path, "other", "unix:///run/other.sock", current=False)
     cfg = {"DOCKER_CONFIG": str(tmp_path)}
-    assert _resolve(monkeypatch, cfg | {"DOCKER_HOST": "tcp://1.2.3.4:2375"}).source == "DOCKER_HOST"
+    assert (
+        _resolve(monkeypatch, cfg | {"DOCKER_HOST": "tcp://1.2.3.4:2375"}).source == "DOCKER_HOST"
+    )
     named = _resolve(monkeypatch, cfg | {"DOCKER_CONTEXT": "other"})
-    assert (named.host, named.context, named.source) == ("unix:///run/other.sock", "other", "DOCKER_CONTEXT")
+    assert (named.host, named.context, named.source) == (
+        "unix:///run/other.sock",
+        "other",
+        "DOCKER_CONTEXT",
+    )
     current = _resolve(monkeypatch, cfg)
-    assert (current.host, current.context, current.source) == ("tcp://10.0.0.1:2375", "remote", "config.json")
-    assert _resolve(monkeypatch, {"DOCKER_CONFIG": str(tmp_path / "none")}).host == f"unix://{ENGINE_SOCKET}"
+    assert (current.host, current.context, current.source) == (
+        "tcp://10.0.0.1:2375",
+        "remote",
+        "config.json",
+    )
+    assert (
+        _resolve(monkeypatch, {"DOCKER_CONFIG": str(tmp_path / "none")}).host
+        == f"unix://{ENGINE_SOCKET}"
+    )
     assert _resolve(monkeypatch, cfg | {"DOCKER_CONTEXT": "default"}).source == "default"
 
 
 def test_tls_material_of_docker_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    found = _resolve(monkeypatch, {"DOCKER_HOST": "tcp://h:2376", "DOCKER_TLS_VERIFY": "1",
-                                   "DOCKER_CERT_PATH": "/certs"})
+    found = _resolve(
+        monkeypatch,
+        {"DOCKER_HOST": "tcp://h:2376", "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": "/certs"},
+    )
     assert found.tls and (found.tls_ca, found.tls_cert, found.tls_key) == (
-        "/certs/ca.pem", "/certs/cert.pem", "/certs/key.pem")
+        "/certs/ca.pem",
+        "/certs/cert.pem",
+        "/certs/key.pem",
+    )
 
 
-def test_rootless_socket_when_the_default_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rootless_socket_when_the_default_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "docker.sock").touch()
     monkeypatch.setattr(ep, "DEFAULT_SOCKET", str(tmp_path / "no-default.sock"))
-    found = _resolve(monkeypatch, {"DOCKER_CONFIG": str(tmp_path / "cfg"), "XDG_RUNTIME_DIR": str(tmp_path)})
+    found = _resolve(
+        monkeypatch, {"DOCKER_CONFIG": str(tmp_path / "cfg"), "XDG_RUNTIME_DIR": str(tmp_path)}
+    )
     assert (found.host, found.source) == (f"unix://{tmp_path}/docker.sock", "rootless")
 
 
@@ -134,8 +173,14 @@ def test_a_context_that_cannot_be_had_is_a_usage_error(
         env = _env(tmp_path, DOCKER_CONTEXT="nope")
     with pytest.raises(UsageError):
         _resolve(monkeypatch, {k: env[k] for k in ("DOCKER_CONFIG", "DOCKER_CONTEXT") if k in env})
-    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-smoke"], env=env,
-                         capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--no-smoke"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr and "docker" in run.stderr
 
 
@@ -145,10 +190,20 @@ def test_doctor_probes_the_contexts_engine(tmp_path: Path, relay: SocketRelay, h
     config = tmp_path / "docker-config"
     _context(config, "second", f"unix://{relay.path}", current=how == "current-context")
     env = _env(config, **({"DOCKER_CONTEXT": "second"} if how == "DOCKER_CONTEXT" else {}))
-    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json"], env=env,
-                         capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     engine = json.loads(run.stdout)["host"]["engine"]
-    assert engine["status"] == "ok" and engine["host"] == f"unix://{relay.path}" and engine["context"] == "second"
+    assert (
+        engine["status"] == "ok"
+        and engine["host"] == f"unix://{relay.path}"
+        and engine["context"] == "second"
+    )
     assert relay.connections >= 2  # /version and /info went through the context's socket
 
 
@@ -158,15 +213,33 @@ def test_the_sdk_client_uses_the_same_endpoint(tmp_path: Path, relay: SocketRela
     """pull-image (the SDK path) talks to the context's socket, not the default one."""
     config = tmp_path / "docker-config"
     _context(config, "second", f"unix://{relay.path}", current=True)
-    run = subprocess.run([sys.executable, "-m", "envcheck", "pull-image", "--image",
-                          "127.0.0.1:5000/envcheck-test/busybox:1", "--quiet", "--json"],
-                         env=_env(config), capture_output=True, text=True, timeout=300, check=False)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "pull-image",
+            "--image",
+            "127.0.0.1:5000/envcheck-test/busybox:1",
+            "--quiet",
+            "--json",
+        ],
+        env=_env(config),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert relay.connections >= 1
 
 
-@pytest.mark.parametrize("meta", ["[1, 2]", '{"Endpoints": 3}', '{"Endpoints": {"docker": {"Host": 7}}}', "{bad"])
-def test_a_hostile_context_store_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, meta: str) -> None:
+@pytest.mark.parametrize(
+    "meta", ["[1, 2]", '{"Endpoints": 3}', '{"Endpoints": {"docker": {"Host": 7}}}', "{bad"]
+)
+def test_a_hostile_context_store_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, meta: str
+) -> None:
     _context(tmp_path, "odd", "unix:///x.sock", current=True)
     next((tmp_path / "contexts" / "meta").glob("*/meta.json")).write_text(meta)
     with pytest.raises(UsageError, match="docker context 'odd'"):

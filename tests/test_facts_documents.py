@@ -18,7 +18,9 @@ from tests.test_cli import envcheck, write
 
 def good() -> dict[str, Any]:
     doc: dict[str, Any] = to_dict(samples.host())
-    doc["cudnn"]["candidates"] = [{"path": "/opt/libcudnn.so.9", "version": "9.5.1", "origin": "pip"}]
+    doc["cudnn"]["candidates"] = [
+        {"path": "/opt/libcudnn.so.9", "version": "9.5.1", "origin": "pip"}
+    ]
     return doc
 
 
@@ -51,7 +53,9 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(("path", "value", "says"), INVALID, ids=[f"{p}={v!r:.12}" for p, v, _ in INVALID])
+@pytest.mark.parametrize(
+    ("path", "value", "says"), INVALID, ids=[f"{p}={v!r:.12}" for p, v, _ in INVALID]
+)
 def test_an_invalid_value_is_named_with_its_path(path: str, value: Any, says: str) -> None:
     with pytest.raises(FactsError, match=says.replace("[", r"\[").replace("]", r"\]")) as e:
         host_from_document(changed(path, value))
@@ -74,12 +78,16 @@ def test_read_facts_names_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "says"),
-    [(b"\xff\xfe{}", "is not UTF-8"), (b"[" * 50_000, "nested too deeply"),
-     (b'{"gpus": [{"index": ' + b"7" * 4301 + b"}]}", "Exceeds the limit")],
+    [
+        (b"\xff\xfe{}", "is not UTF-8"),
+        (b"[" * 50_000, "nested too deeply"),
+        (b'{"gpus": [{"index": ' + b"7" * 4301 + b"}]}", "Exceeds the limit"),
+    ],
     ids=["not-utf8", "deep", "huge-int"],
 )
-def test_doctor_on_a_hostile_facts_file_is_exit_2_without_traceback(tmp_path: Path, content: bytes,
-                                                                     says: str) -> None:
+def test_doctor_on_a_hostile_facts_file_is_exit_2_without_traceback(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
     path = tmp_path / "facts.json"
     path.write_bytes(content)
     r = envcheck("doctor", "--facts", str(path), "--no-smoke")
@@ -100,8 +108,16 @@ def test_closed_stdin_with_facts_from_stdin_is_exit_2(tmp_path: Path) -> None:
 
     from tests.test_cli import ENV
 
-    closed_stdin = ("import os, sys; os.close(0); from envcheck.cli import main; "
-                    "sys.exit(main(['doctor', '--facts', '-']))")
-    r = subprocess.run([sys.executable, "-c", closed_stdin], capture_output=True, text=True, env=ENV,
-                       timeout=120, check=False)
+    closed_stdin = (
+        "import os, sys; os.close(0); from envcheck.cli import main; "
+        "sys.exit(main(['doctor', '--facts', '-']))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", closed_stdin],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 2 and "facts file - (stdin)" in r.stderr and "Traceback" not in r.stderr

@@ -14,9 +14,14 @@ from hypothesis import strategies as st
 from envcheck import facts
 from envcheck.facts import DriverFacts, FactsError, GpuFacts, MachineFacts, PaddleFacts, from_dict
 
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 2**64), st.floats(allow_nan=True),
-                   st.sampled_from(["535.104.05", "12.2", "8.0", "3.0.0", "ok", "error", "x", ""]),
-                   st.lists(st.integers(0, 100), max_size=3))
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 2**64),
+    st.floats(allow_nan=True),
+    st.sampled_from(["535.104.05", "12.2", "8.0", "3.0.0", "ok", "error", "x", ""]),
+    st.lists(st.integers(0, 100), max_size=3),
+)
 
 
 def _slow(cls: type, data: dict[str, Any]) -> Any:
@@ -38,8 +43,9 @@ def _outcome(build: Any) -> Any:
         return ("FactsError", str(e))
 
 
-@pytest.mark.parametrize("cls", [DriverFacts, GpuFacts, PaddleFacts, MachineFacts],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls", [DriverFacts, GpuFacts, PaddleFacts, MachineFacts], ids=lambda c: c.__name__
+)
 @given(data=st.data())
 def test_the_fast_path_builds_and_refuses_what_coerce_does(cls, data):
     names = [f.name for f in dataclasses.fields(cls)]

@@ -28,8 +28,13 @@ from envcheck.render.table import fleet_table_text, host_list, print_fleet_table
 from envcheck.report import Report
 from tests import report_samples as samples
 
-FLEET = [samples.healthy, samples.unconfirmed_image_tag, samples.driver_upgraded_without_reboot,
-         samples.cpu_wheel_in_image, samples.smoke_crashed]
+FLEET = [
+    samples.healthy,
+    samples.unconfirmed_image_tag,
+    samples.driver_upgraded_without_reboot,
+    samples.cpu_wheel_in_image,
+    samples.smoke_crashed,
+]
 
 
 def _saved(report: Report, source: str | None = None, mtime: float | None = None) -> SavedReport:
@@ -44,43 +49,79 @@ def _write(folder: Path, report: Report, name: str | None = None) -> Path:
 
 # ----------------------------------------------------------------------------- merge (pure)
 
+
 def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code():
     summary = merge_reports([_saved(build()) for build in FLEET])
     assert [h.hostname for h in summary.hosts] == [f"gpu-node-{i}" for i in range(1, 6)]
-    assert summary.counts == {"pass": 1, "warn": 1, "fail": 2, "cpu-fallback": 1, "wrong-results": 0}
+    assert summary.counts == {
+        "pass": 1,
+        "warn": 1,
+        "fail": 2,
+        "cpu-fallback": 1,
+        "wrong-results": 0,
+    }
     assert (summary.verdict, summary.exit_code) == ("cpu-fallback", 6)
     assert summary.layers == ("driver", "gpu", "paddle", "image", "smoke")
     assert summary.duplicates == ()
 
 
-@pytest.mark.parametrize(("builders", "verdict", "exit_code"), [
-    ([samples.healthy], "pass", 0),
-    ([samples.healthy, samples.unconfirmed_image_tag], "warn", 0),
-    ([samples.healthy, samples.driver_upgraded_without_reboot], "fail", 1),
-    ([samples.driver_upgraded_without_reboot, samples.smoke_crashed], "fail", 5),
-    ([samples.smoke_crashed, samples.cpu_wheel_in_image], "cpu-fallback", 6),
-], ids=["all-pass", "a-warning", "one-incompatible", "smoke-beats-incompatible", "cpu-fallback-worst"])
+@pytest.mark.parametrize(
+    ("builders", "verdict", "exit_code"),
+    [
+        ([samples.healthy], "pass", 0),
+        ([samples.healthy, samples.unconfirmed_image_tag], "warn", 0),
+        ([samples.healthy, samples.driver_upgraded_without_reboot], "fail", 1),
+        ([samples.driver_upgraded_without_reboot, samples.smoke_crashed], "fail", 5),
+        ([samples.smoke_crashed, samples.cpu_wheel_in_image], "cpu-fallback", 6),
+    ],
+    ids=[
+        "all-pass",
+        "a-warning",
+        "one-incompatible",
+        "smoke-beats-incompatible",
+        "cpu-fallback-worst",
+    ],
+)
 def test_summary_exit_code_is_the_highest(builders, verdict, exit_code):
     summary = merge_reports([_saved(b()) for b in builders])
     assert (summary.verdict, summary.exit_code) == (verdict, exit_code)
 
 
 def test_layer_cell_is_the_worst_severity_of_that_layer():
-    report = samples.report((
-        passed("smoke.trained", "ok", "smoke"),
-        warn("smoke.slow", "slow", "check clocks", "smoke"),
-        passed("driver.ok", "ok", "driver"),
-    ))
+    report = samples.report(
+        (
+            passed("smoke.trained", "ok", "smoke"),
+            warn("smoke.slow", "slow", "check clocks", "smoke"),
+            passed("driver.ok", "ok", "driver"),
+        )
+    )
     (host,) = merge_reports([_saved(report)]).hosts
     assert host.layer_severities() == {"smoke": "warn", "driver": "pass"}
 
 
-@pytest.mark.parametrize(("older", "newer", "kept"), [
-    ({"meta": {"generated_at": "2026-03-01T09:00:00Z"}}, {"meta": {"generated_at": "2026-03-01T10:00:00Z"}}, "b"),
-    ({"meta": {"generated_at": "2026-03-02T09:00:00Z"}}, {"meta": {"generated_at": "2026-03-01T10:00:00Z"}}, "a"),
-    ({"mtime": 200.0}, {"mtime": 100.0}, "a"),
-    ({}, {}, "b"),
-], ids=["newer-timestamp-second", "newer-timestamp-first", "no-timestamp-newer-mtime", "no-clue-last-given"])
+@pytest.mark.parametrize(
+    ("older", "newer", "kept"),
+    [
+        (
+            {"meta": {"generated_at": "2026-03-01T09:00:00Z"}},
+            {"meta": {"generated_at": "2026-03-01T10:00:00Z"}},
+            "b",
+        ),
+        (
+            {"meta": {"generated_at": "2026-03-02T09:00:00Z"}},
+            {"meta": {"generated_at": "2026-03-01T10:00:00Z"}},
+            "a",
+        ),
+        ({"mtime": 200.0}, {"mtime": 100.0}, "a"),
+        ({}, {}, "b"),
+    ],
+    ids=[
+        "newer-timestamp-second",
+        "newer-timestamp-first",
+        "no-timestamp-newer-mtime",
+        "no-clue-last-given",
+    ],
+)
 def test_duplicate_host_keeps_the_newest_report(older, newer, kept):
     def saved(name: str, spec: dict[str, Any], build: Any) -> SavedReport:
         meta = spec.get("meta", {})
@@ -89,12 +130,21 @@ def test_duplicate_host_keeps_the_newest_report(older, newer, kept):
         doc["meta"] = {"envcheck_version": "0.1.0", **meta}
         return SavedReport(name, doc, spec.get("mtime"))
 
-    summary = merge_reports([saved("a", older, samples.healthy), saved("b", newer, samples.driver_upgraded_without_reboot)])
+    summary = merge_reports(
+        [
+            saved("a", older, samples.healthy),
+            saved("b", newer, samples.driver_upgraded_without_reboot),
+        ]
+    )
     (host,) = summary.hosts
     assert host.source == kept
     assert host.verdict == ("pass" if kept == "a" else "fail")
     (dup,) = summary.duplicates
-    assert (dup.hostname, dup.kept, dup.ignored) == ("gpu-node-7", kept, ("b",) if kept == "a" else ("a",))
+    assert (dup.hostname, dup.kept, dup.ignored) == (
+        "gpu-node-7",
+        kept,
+        ("b",) if kept == "a" else ("a",),
+    )
 
 
 def test_reports_without_hostname_are_never_merged_together():
@@ -114,21 +164,37 @@ def _doc(**changes: Any) -> dict[str, Any]:
     return doc
 
 
-@pytest.mark.parametrize(("document", "error"), [
-    ([], "expected a JSON object, got list"),
-    (_doc(schema_version=...), 'no integer "schema_version"'),
-    (_doc(schema_version=99), "newer envcheck"),
-    (_doc(verdict="great"), '"verdict" must be one of'),
-    (_doc(exit_code="0"), '"exit_code" must be an integer'),
-    (_doc(exit_code=42), '"exit_code" must be an integer 0-7'),
-    (_doc(host=...), '"host" is missing'),
-    (_doc(host={"driver": {"version": 535}, "gpus": "many"}), "host.gpus: expected a list"),
-    (_doc(findings=None), '"findings" must be a list'),
-    (_doc(findings=[{"id": "x", "message": "m", "severity": "bad"}]), "findings[0].severity"),
-    (_doc(findings=[{"id": 3, "message": "m", "severity": "pass"}]), "findings[0].id"),
-    (_doc(image={"ref": "a", "rejected": "nope"}), "image.rejected: expected a list"),
-], ids=["list", "no-schema", "newer-schema", "bad-verdict", "string-exit", "exit-42", "no-host",
-        "bad-host", "no-findings", "bad-severity", "bad-id", "bad-image"])
+@pytest.mark.parametrize(
+    ("document", "error"),
+    [
+        ([], "expected a JSON object, got list"),
+        (_doc(schema_version=...), 'no integer "schema_version"'),
+        (_doc(schema_version=99), "newer envcheck"),
+        (_doc(verdict="great"), '"verdict" must be one of'),
+        (_doc(exit_code="0"), '"exit_code" must be an integer'),
+        (_doc(exit_code=42), '"exit_code" must be an integer 0-7'),
+        (_doc(host=...), '"host" is missing'),
+        (_doc(host={"driver": {"version": 535}, "gpus": "many"}), "host.gpus: expected a list"),
+        (_doc(findings=None), '"findings" must be a list'),
+        (_doc(findings=[{"id": "x", "message": "m", "severity": "bad"}]), "findings[0].severity"),
+        (_doc(findings=[{"id": 3, "message": "m", "severity": "pass"}]), "findings[0].id"),
+        (_doc(image={"ref": "a", "rejected": "nope"}), "image.rejected: expected a list"),
+    ],
+    ids=[
+        "list",
+        "no-schema",
+        "newer-schema",
+        "bad-verdict",
+        "string-exit",
+        "exit-42",
+        "no-host",
+        "bad-host",
+        "no-findings",
+        "bad-severity",
+        "bad-id",
+        "bad-image",
+    ],
+)
 def test_invalid_documents_say_what_is_wrong(document, error):
     with pytest.raises(ReportDocumentError) as info:
         parse_report(SavedReport("r.json", document))
@@ -139,7 +205,10 @@ def test_fleet_json_document():
     doc = merge_reports([_saved(b()) for b in FLEET[:3]]).to_json()
     assert doc["kind"] == "envcheck-fleet" and doc["exit_code"] == 1 and doc["verdict"] == "fail"
     node3 = doc["hosts"][2]
-    assert node3["hostname"] == "gpu-node-3" and node3["layers"] == {"driver": "fail", "paddle": "pass"}
+    assert node3["hostname"] == "gpu-node-3" and node3["layers"] == {
+        "driver": "fail",
+        "paddle": "pass",
+    }
     assert node3["problems"][0]["id"] == "driver.version-mismatch" and node3["problems"][0]["fix"]
     json.dumps(doc)
 
@@ -152,16 +221,51 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def test_plain_table_has_the_dashboard_columns_one_line_per_host():
     text = fleet_table_text(merge_reports([_saved(b()) for b in FLEET]))
     lines = text.splitlines()
-    assert lines[0].split() == ["HOST", "GPUS", "DRIVER", "CUDA", "PADDLE", "VERDICT", "EXIT",
-                                "FIRST", "FAILING", "CHECK"]
-    assert lines[1].split() == ["gpu-node-1", "2x", "A100-SXM4-80GB", "535.104.05", "12.2", "3.0.0",
-                                "cu12.6", "pass", "0"]
-    assert lines[3].split() == ["gpu-node-3", "2x", "A100-SXM4-80GB", "error", "-", "3.0.0", "cu12.6",
-                                "fail", "1", "driver.version-mismatch"]
+    assert lines[0].split() == [
+        "HOST",
+        "GPUS",
+        "DRIVER",
+        "CUDA",
+        "PADDLE",
+        "VERDICT",
+        "EXIT",
+        "FIRST",
+        "FAILING",
+        "CHECK",
+    ]
+    assert lines[1].split() == [
+        "gpu-node-1",
+        "2x",
+        "A100-SXM4-80GB",
+        "535.104.05",
+        "12.2",
+        "3.0.0",
+        "cu12.6",
+        "pass",
+        "0",
+    ]
+    assert lines[3].split() == [
+        "gpu-node-3",
+        "2x",
+        "A100-SXM4-80GB",
+        "error",
+        "-",
+        "3.0.0",
+        "cu12.6",
+        "fail",
+        "1",
+        "driver.version-mismatch",
+    ]
     assert lines[4].split()[-3:] == ["cpu-fallback", "6", "paddle.cpu-build"]
     assert lines[-1] == "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback, 0 wrong-results; exit 6"
     at = lines[0].index("VERDICT")  # the verdict column is aligned
-    assert [line[at:].split()[0] for line in lines[1:6]] == ["pass", "warn", "fail", "cpu-fallback", "fail"]
+    assert [line[at:].split()[0] for line in lines[1:6]] == [
+        "pass",
+        "warn",
+        "fail",
+        "cpu-fallback",
+        "fail",
+    ]
 
 
 def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation():
@@ -169,20 +273,32 @@ def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation():
     fleet += [samples.healthy(hostname="gpu013"), samples.smoke_crashed(hostname="login1")]
     summary = merge_reports([_saved(r) for r in fleet])
     (driver, smoke) = summary.problem_groups()
-    assert (driver.id, len(driver.hosts), smoke.id, smoke.hosts) == ("driver.version-mismatch", 12, "smoke.crashed", ("login1",))
+    assert (driver.id, len(driver.hosts), smoke.id, smoke.hosts) == (
+        "driver.version-mismatch",
+        12,
+        "smoke.crashed",
+        ("login1",),
+    )
     lines = fleet_table_text(summary).splitlines()
-    head = lines.index("12 hosts: driver.version-mismatch → reboot the machine (or reload the nvidia "
-                       "kernel modules) after a driver upgrade")
+    head = lines.index(
+        "12 hosts: driver.version-mismatch → reboot the machine (or reload the nvidia "
+        "kernel modules) after a driver upgrade"
+    )
     assert lines[head + 1] == "  gpu[001-012]"
     assert lines[head + 2].startswith("  e.g. gpu001: NVML: Driver/library version mismatch")
     assert "1 host: smoke.crashed → see the smoke log" in lines
     groups = summary.to_json()["groups"]
-    assert [(g["id"], g["count"]) for g in groups] == [("driver.version-mismatch", 12), ("smoke.crashed", 1)]
+    assert [(g["id"], g["count"]) for g in groups] == [
+        ("driver.version-mismatch", 12),
+        ("smoke.crashed", 1),
+    ]
     assert groups[0]["hosts"] == [f"gpu{i:03d}" for i in range(1, 13)]
 
 
 def test_hosts_that_never_reported_are_one_group():
-    summary = merge_reports([_saved(samples.healthy(hostname="gpu001"))], expected=[f"gpu{i:03d}" for i in range(1, 5)])
+    summary = merge_reports(
+        [_saved(samples.healthy(hostname="gpu001"))], expected=[f"gpu{i:03d}" for i in range(1, 5)]
+    )
     (group,) = summary.problem_groups()
     assert group.id == "fleet.not-reported" and group.hosts == ("gpu002", "gpu003", "gpu004")
     assert "  gpu[002-004]" in fleet_table_text(summary).splitlines()
@@ -193,7 +309,10 @@ class _Tty(io.StringIO):
         return True
 
 
-LONG_NAMES = [f"gpu{i:04d}.rack-{i % 40:02d}.training-cluster-east.example-corp.internal1"[:60] for i in range(10)]
+LONG_NAMES = [
+    f"gpu{i:04d}.rack-{i % 40:02d}.training-cluster-east.example-corp.internal1"[:60]
+    for i in range(10)
+]
 
 
 @pytest.mark.parametrize("columns", [120, 80])
@@ -212,18 +331,27 @@ def test_readable_at_the_terminal_width_with_60_character_host_names(monkeypatch
         assert len(line) <= columns or any(line.endswith(fix) for fix in fixes), line
     for name in LONG_NAMES:
         assert name in lines  # a host name whole, on its own line
-    for name in LONG_NAMES:  # its row, and the host list of each of its groups: whole, between commas
+    for (
+        name
+    ) in LONG_NAMES:  # its row, and the host list of each of its groups: whole, between commas
         groups = sum(name in g.hosts for g in summary.problem_groups())
         assert sum(line.strip().rstrip(",") == name for line in lines) == 1 + groups
     rows = {name: lines[lines.index(name) + 1].split() for name in LONG_NAMES}
-    assert rows[LONG_NAMES[2]][-3:] == ["fail", "1", "driver.version-mismatch"] if columns == 120 else True
+    assert (
+        rows[LONG_NAMES[2]][-3:] == ["fail", "1", "driver.version-mismatch"]
+        if columns == 120
+        else True
+    )
     for host in summary.hosts:  # every check id whole, once in its host's row, once per group
         first = host.first_problem()
         if first:
             assert any(line.split() and line.split()[-1] == first.id for line in lines), first.id
     for group in summary.problem_groups():
-        assert any(line.startswith(f"{len(group.hosts)} host") and line.endswith(f"{group.id} → {group.fix}")
-                   for line in lines)
+        assert any(
+            line.startswith(f"{len(group.hosts)} host")
+            and line.endswith(f"{group.id} → {group.fix}")
+            for line in lines
+        )
 
 
 def test_wide_terminal_keeps_one_line_per_host(monkeypatch):
@@ -248,8 +376,14 @@ def test_hostile_values_are_escaped_on_the_terminal_too(monkeypatch):
 NAME = st.from_regex(r"[a-z]{1,4}(-[a-z]{1,3})?", fullmatch=True)
 
 
-@given(st.lists(st.tuples(NAME, st.integers(0, 120), st.sampled_from([0, 2, 3, 4]), st.sampled_from(["", ".ex"])),
-                max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            NAME, st.integers(0, 120), st.sampled_from([0, 2, 3, 4]), st.sampled_from(["", ".ex"])
+        ),
+        max_size=40,
+    )
+)
 def test_compressed_host_lists_read_back_as_the_same_hosts(parts):
     names = [f"{p}{str(n).zfill(w)}{suffix}" for p, n, w, suffix in parts] + ["login"]
     compressed = compress_host_list(names)
@@ -257,12 +391,16 @@ def test_compressed_host_lists_read_back_as_the_same_hosts(parts):
     assert len(compressed) <= len(set(names))
 
 
-@pytest.mark.parametrize(("names", "compressed"), [
-    (["gpu001", "gpu002", "gpu003", "gpu010", "login"], ["gpu[001-003,010]", "login"]),
-    (["n9", "n10", "n11"], ["n[9-11]"]),
-    (["gpu099", "gpu100"], ["gpu[099-100]"]),
-    (["rack1-n1.ex", "rack1-n2.ex"], ["rack1-n[1-2].ex"]),
-], ids=["padded-and-plain", "unpadded", "padding-kept-across-a-digit", "last-number-ranged"])
+@pytest.mark.parametrize(
+    ("names", "compressed"),
+    [
+        (["gpu001", "gpu002", "gpu003", "gpu010", "login"], ["gpu[001-003,010]", "login"]),
+        (["n9", "n10", "n11"], ["n[9-11]"]),
+        (["gpu099", "gpu100"], ["gpu[099-100]"]),
+        (["rack1-n1.ex", "rack1-n2.ex"], ["rack1-n[1-2].ex"]),
+    ],
+    ids=["padded-and-plain", "unpadded", "padding-kept-across-a-digit", "last-number-ranged"],
+)
 def test_host_lists_are_written_like_slurm(names, compressed):
     assert compress_host_list(names) == compressed
 
@@ -278,6 +416,7 @@ def test_a_long_host_list_is_cut_between_names_with_the_count_left():
 
 
 # ----------------------------------------------------------------------------- the command
+
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = cli.main(["report", *argv])
@@ -300,10 +439,15 @@ def test_report_command_merges_files_and_exits_with_the_worst(tmp_path, capsys):
 def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(tmp_path, capsys):
     good = [str(_write(tmp_path, b())) for b in FLEET[:2]]
     corrupt = tmp_path / "gpu-node-9.json"
-    corrupt.write_text('{"schema_version": 1, "verdict": "pass"', encoding="utf-8")  # cut off mid-upload
+    corrupt.write_text(
+        '{"schema_version": 1, "verdict": "pass"', encoding="utf-8"
+    )  # cut off mid-upload
     code, out, err = _run(capsys, good[0], str(corrupt), good[1], str(tmp_path / "missing.json"))
     assert code == 2
-    assert f"envcheck: error: report {corrupt} is not JSON: Expecting ',' delimiter at line 1 column 40" in err
+    assert (
+        f"envcheck: error: report {corrupt} is not JSON: Expecting ',' delimiter at line 1 column 40"
+        in err
+    )
     assert f"envcheck: error: cannot read report {tmp_path / 'missing.json'}: no such file" in err
     assert "hint: each FILE must be the output of `envcheck doctor --json`" in err
     assert "gpu-node-1" in out and "gpu-node-2" in out
@@ -324,7 +468,11 @@ def test_nothing_readable_is_a_usage_error(tmp_path, capsys):
 
 
 def test_duplicates_are_listed_under_the_table(tmp_path, capsys):
-    old = _write(tmp_path, samples.healthy(hostname="gpu-node-1", meta={"generated_at": "2026-01-01T00:00:00Z"}), "old.json")
+    old = _write(
+        tmp_path,
+        samples.healthy(hostname="gpu-node-1", meta={"generated_at": "2026-01-01T00:00:00Z"}),
+        "old.json",
+    )
     new = _write(tmp_path, samples.cpu_wheel_in_image(hostname="gpu-node-1"), "new.json")
     code, out, _ = _run(capsys, str(old), str(new))
     assert code == 6
@@ -359,11 +507,17 @@ def test_junit_and_markdown_files(tmp_path, capsys):
     code, *_ = _run(capsys, "--junit", str(junit), "--markdown", str(md), *paths)
     assert code == 1
     xml = JUnitXml.fromfile(str(junit))
-    assert [s.hostname for s in xml] == ["gpu-node-1", "gpu-node-2", "gpu-node-3"] and xml.failures == 1
+    assert [s.hostname for s in xml] == [
+        "gpu-node-1",
+        "gpu-node-2",
+        "gpu-node-3",
+    ] and xml.failures == 1
     assert md.read_text(encoding="utf-8").startswith("## ❌ envcheck fleet: 3 hosts")
 
 
-def test_github_actions_gets_annotations_per_failing_host_and_the_summary(tmp_path, capsys, monkeypatch):
+def test_github_actions_gets_annotations_per_failing_host_and_the_summary(
+    tmp_path, capsys, monkeypatch
+):
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -383,12 +537,15 @@ def test_github_actions_gets_annotations_per_failing_host_and_the_summary(tmp_pa
 
 
 def test_mixed_reports_from_fail_findings_only():
-    report = samples.report((fail("env.cuda-visible-devices", "CUDA_VISIBLE_DEVICES is empty", "unset it", "env"),))
+    report = samples.report(
+        (fail("env.cuda-visible-devices", "CUDA_VISIBLE_DEVICES is empty", "unset it", "env"),)
+    )
     (host,) = merge_reports([_saved(report)]).hosts
     assert host.first_problem().id == "env.cuda-visible-devices"
 
 
 # ------------------------------------------------------------ hostile files among good ones (#9.7)
+
 
 def _deeply_nested(path: Path) -> None:
     path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
@@ -401,14 +558,25 @@ def _nested_just_under_the_parser_limit(path: Path) -> None:
     path.write_text(json.dumps(doc).replace('"DEEP"', deep), encoding="utf-8")
 
 
-@pytest.mark.parametrize(("write", "error"), [
-    (lambda p: p.write_bytes(b'{"schema_version": 1, "host": "\xff\xfe"}'), "is not JSON: byte 31 (b'\\xff') is not UTF-8"),
-    (_deeply_nested, "is not JSON we can read: nested too deeply"),
-    (lambda p: p.write_text('{"schema_version": ' + "9" * 5000 + "}", encoding="utf-8"),
-     "is not JSON we can read: Exceeds the limit (4300 digits) for integer string conversion"),
-], ids=["not-utf8", "nested-100000-deep", "int-of-5000-digits"])
+@pytest.mark.parametrize(
+    ("write", "error"),
+    [
+        (
+            lambda p: p.write_bytes(b'{"schema_version": 1, "host": "\xff\xfe"}'),
+            "is not JSON: byte 31 (b'\\xff') is not UTF-8",
+        ),
+        (_deeply_nested, "is not JSON we can read: nested too deeply"),
+        (
+            lambda p: p.write_text('{"schema_version": ' + "9" * 5000 + "}", encoding="utf-8"),
+            "is not JSON we can read: Exceeds the limit (4300 digits) for integer string conversion",
+        ),
+    ],
+    ids=["not-utf8", "nested-100000-deep", "int-of-5000-digits"],
+)
 @pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
-def test_one_hostile_file_is_named_and_the_others_still_merged(tmp_path, capsys, write, error, as_json):
+def test_one_hostile_file_is_named_and_the_others_still_merged(
+    tmp_path, capsys, write, error, as_json
+):
     bad = tmp_path / "gpu-node-9.json"
     write(bad)
     good = [str(_write(tmp_path, b())) for b in FLEET[:2]]
@@ -429,55 +597,94 @@ def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(tm
 
 # ------------------------------------------------------------------ --expect-hosts (#15.3)
 
-@pytest.mark.parametrize(("text", "names"), [
-    ("gpu-node-1\ngpu-node-2\n", ["gpu-node-1", "gpu-node-2"]),
-    ("a, b c\n\n# the spare nodes\nd  # comment\n", ["a", "b", "c", "d"]),
-    ("gpu[001-003,010]", ["gpu001", "gpu002", "gpu003", "gpu010"]),
-    ("rack[1-2]-n[8-9].example", ["rack1-n8.example", "rack1-n9.example", "rack2-n8.example", "rack2-n9.example"]),
-    ("n[7]", ["n7"]),
-    ("", []),
-], ids=["lines", "separators-and-comments", "slurm-range", "two-ranges-and-domain", "one-number", "empty"])
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("gpu-node-1\ngpu-node-2\n", ["gpu-node-1", "gpu-node-2"]),
+        ("a, b c\n\n# the spare nodes\nd  # comment\n", ["a", "b", "c", "d"]),
+        ("gpu[001-003,010]", ["gpu001", "gpu002", "gpu003", "gpu010"]),
+        (
+            "rack[1-2]-n[8-9].example",
+            ["rack1-n8.example", "rack1-n9.example", "rack2-n8.example", "rack2-n9.example"],
+        ),
+        ("n[7]", ["n7"]),
+        ("", []),
+    ],
+    ids=[
+        "lines",
+        "separators-and-comments",
+        "slurm-range",
+        "two-ranges-and-domain",
+        "one-number",
+        "empty",
+    ],
+)
 def test_host_lists_read_like_slurm_writes_them(text, names):
     assert parse_host_list(text) == names
 
 
-@pytest.mark.parametrize(("text", "error"), [
-    ("gpu[3-1]", "line 1: '3-1' is not a range like 001-004"),
-    ("gpu[a-b]", "line 1: 'a-b' is not a range like 001-004"),
-    ("ok\ngpu[1-2", "line 2: cannot read '[' as host names"),
-    ("gpu]", "line 1: cannot read ']' as host names"),
-    ("-rf", "line 1: '-rf' is not a host name"),
-    ("n[]", "line 1: '' is not a range like 001-004"),
-    ("r[1-999]n[1-999]", "line 1: 'r[1-999]n[1-999]' names more than 100000 hosts"),
-    ("n[0-999999999]", "line 1: the range 0-999999999 has too many hosts"),
-], ids=["reversed", "letters", "unclosed", "stray-bracket", "flag-like", "empty-range", "product-too-big", "range-too-big"])
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("gpu[3-1]", "line 1: '3-1' is not a range like 001-004"),
+        ("gpu[a-b]", "line 1: 'a-b' is not a range like 001-004"),
+        ("ok\ngpu[1-2", "line 2: cannot read '[' as host names"),
+        ("gpu]", "line 1: cannot read ']' as host names"),
+        ("-rf", "line 1: '-rf' is not a host name"),
+        ("n[]", "line 1: '' is not a range like 001-004"),
+        ("r[1-999]n[1-999]", "line 1: 'r[1-999]n[1-999]' names more than 100000 hosts"),
+        ("n[0-999999999]", "line 1: the range 0-999999999 has too many hosts"),
+    ],
+    ids=[
+        "reversed",
+        "letters",
+        "unclosed",
+        "stray-bracket",
+        "flag-like",
+        "empty-range",
+        "product-too-big",
+        "range-too-big",
+    ],
+)
 def test_bad_host_lists_say_where(text, error):
     with pytest.raises(HostListError, match=re.escape(error)):
         parse_host_list(text)
 
 
 def test_expected_hosts_without_a_report_are_named_failures():
-    summary = merge_reports([_saved(samples.healthy())], expected=["gpu-node-1", "gpu-node-2", "gpu-node-2"])
+    summary = merge_reports(
+        [_saved(samples.healthy())], expected=["gpu-node-1", "gpu-node-2", "gpu-node-2"]
+    )
     assert summary.missing == ("gpu-node-2",)
     assert [(h.hostname, h.verdict, h.exit_code, h.reported) for h in summary.hosts] == [
-        ("gpu-node-1", "pass", 0, True), ("gpu-node-2", "fail", 1, False)]
+        ("gpu-node-1", "pass", 0, True),
+        ("gpu-node-2", "fail", 1, False),
+    ]
     assert summary.hosts[1].first_problem().id == "fleet.not-reported"
     assert (summary.verdict, summary.exit_code) == ("fail", 1)
     assert summary.counts["missing"] == 1 and summary.counts["fail"] == 0
 
 
-@pytest.mark.parametrize(("builders", "exit_code"), [
-    ([samples.healthy], 1),
-    ([samples.smoke_crashed], 5),
-    ([samples.cpu_wheel_in_image], 6),
-], ids=["pass+missing=1", "smoke+missing=5", "cpu-fallback+missing=6"])
+@pytest.mark.parametrize(
+    ("builders", "exit_code"),
+    [
+        ([samples.healthy], 1),
+        ([samples.smoke_crashed], 5),
+        ([samples.cpu_wheel_in_image], 6),
+    ],
+    ids=["pass+missing=1", "smoke+missing=5", "cpu-fallback+missing=6"],
+)
 def test_missing_counts_as_a_failure_and_a_worse_reported_exit_wins(builders, exit_code):
     summary = merge_reports([_saved(b(hostname="a")) for b in builders], expected=["a", "b"])
     assert summary.exit_code == exit_code
 
 
 def test_expected_names_match_reports_by_short_name_without_case():
-    reports = [_saved(samples.healthy(hostname="GPU001.cluster.example")), _saved(samples.healthy(hostname="gpu002"))]
+    reports = [
+        _saved(samples.healthy(hostname="GPU001.cluster.example")),
+        _saved(samples.healthy(hostname="gpu002")),
+    ]
     summary = merge_reports(reports, expected=["gpu001", "gpu002.cluster.example"])
     assert summary.missing == () and summary.exit_code == 0
 
@@ -490,14 +697,25 @@ def test_expect_hosts_on_the_command_line(tmp_path, capsys):
     expected = tmp_path / "nodes"
     expected.write_text("gpu[001-003]\n", encoding="utf-8")
     md, junit = tmp_path / "fleet.md", tmp_path / "fleet.xml"
-    code, out, err = _run(capsys, "--expect-hosts", str(expected), "--markdown", str(md), "--junit", str(junit), str(reports))
+    code, out, err = _run(
+        capsys,
+        "--expect-hosts",
+        str(expected),
+        "--markdown",
+        str(md),
+        "--junit",
+        str(junit),
+        str(reports),
+    )
     assert code == 1
     assert err == "envcheck: error: gpu002: expected, but no report from it\n"
     row = next(line for line in out.splitlines() if line.startswith("gpu002"))
     assert re.fullmatch(r"gpu002 +- +- +- +- +fail +1 +fleet\.not-reported", row)
     assert "  e.g. gpu002: gpu002 was expected but no readable report" not in out  # a group of one:
     assert "  gpu002: gpu002 was expected but no readable report came from it" in out  # no "e.g."
-    assert "3 hosts: 1 pass, 1 warn, 0 fail, 0 cpu-fallback, 0 wrong-results, 1 missing; exit 1" in out
+    assert (
+        "3 hosts: 1 pass, 1 warn, 0 fail, 0 cpu-fallback, 0 wrong-results, 1 missing; exit 1" in out
+    )
     assert "gpu002" in md.read_text(encoding="utf-8")
     xml = JUnitXml.fromfile(str(junit))
     assert [s.hostname for s in xml] == ["gpu001", "gpu002", "gpu003"] and xml.failures == 1
@@ -505,11 +723,16 @@ def test_expect_hosts_on_the_command_line(tmp_path, capsys):
 
 def test_expect_hosts_from_stdin_and_in_the_json(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"gpu-node-1\ngpu-node-4\n")))
-    code, out, _ = _run(capsys, "--json", "--expect-hosts", "-", str(_write(tmp_path, samples.healthy())))
+    code, out, _ = _run(
+        capsys, "--json", "--expect-hosts", "-", str(_write(tmp_path, samples.healthy()))
+    )
     doc = json.loads(out)
     assert code == doc["exit_code"] == 1
     assert doc["missing"] == ["gpu-node-4"] and doc["verdict"] == "fail"
-    assert [(h["hostname"], h["reported"]) for h in doc["hosts"]] == [("gpu-node-1", True), ("gpu-node-4", False)]
+    assert [(h["hostname"], h["reported"]) for h in doc["hosts"]] == [
+        ("gpu-node-1", True),
+        ("gpu-node-4", False),
+    ]
 
 
 def test_no_report_at_all_with_expected_hosts_names_every_host(tmp_path, capsys):
@@ -523,15 +746,21 @@ def test_no_report_at_all_with_expected_hosts_names_every_host(tmp_path, capsys)
     assert "2 hosts: 0 pass, 0 warn, 0 fail, 0 cpu-fallback, 0 wrong-results, 2 missing" in out
 
 
-@pytest.mark.parametrize(("content", "error"), [
-    (b"gpu[1-", "--expect-hosts {path}: line 1: cannot read '[' as host names"),
-    (b"\xffgpu", "--expect-hosts {path}: byte 0 is not UTF-8"),
-    (None, "--expect-hosts {path}: cannot read it: No such file or directory"),
-], ids=["malformed", "not-utf8", "no-file"])
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (b"gpu[1-", "--expect-hosts {path}: line 1: cannot read '[' as host names"),
+        (b"\xffgpu", "--expect-hosts {path}: byte 0 is not UTF-8"),
+        (None, "--expect-hosts {path}: cannot read it: No such file or directory"),
+    ],
+    ids=["malformed", "not-utf8", "no-file"],
+)
 def test_a_bad_expect_hosts_file_is_exit_2(tmp_path, capsys, content, error):
     path = tmp_path / "nodes"
     if content is not None:
         path.write_bytes(content)
-    code, out, err = _run(capsys, "--expect-hosts", str(path), str(_write(tmp_path, samples.healthy())))
+    code, out, err = _run(
+        capsys, "--expect-hosts", str(path), str(_write(tmp_path, samples.healthy()))
+    )
     assert code == 2 and out == ""
     assert f"envcheck: error: {error.format(path=path)}" in err

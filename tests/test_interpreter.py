@@ -38,8 +38,18 @@ def test_doctor_judges_the_python_it_was_given(sibling_venv: Path) -> None:
     """envcheck's own venv has Paddle's CPU build; the target venv has no Paddle at all. The
     report must be about the target, which the smoke would run in."""
     out = subprocess.run(
-        [*ENVCHECK, "doctor", "--no-smoke", "--json", "--python", str(sibling_venv / "bin" / "python")],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            *ENVCHECK,
+            "doctor",
+            "--no-smoke",
+            "--json",
+            "--python",
+            str(sibling_venv / "bin" / "python"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert out.returncode in (0, 1), out.stderr
     paddle = json.loads(out.stdout)["host"]["paddle"]
@@ -92,7 +102,10 @@ def _alive(pid: int) -> bool:
 def test_doctor_with_a_bad_python_is_exit_2(python: str) -> None:
     out = subprocess.run(
         [*ENVCHECK, "doctor", "--no-smoke", "--python", python],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert "--python" in out.stderr and "Traceback" not in out.stderr

@@ -16,22 +16,48 @@ MATRIX = load_matrix()
 HUB = "docker.io/paddlepaddle/paddle"
 CCR = "ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle"
 
-GTX1080 = {"index": 0, "name": "NVIDIA GeForce GTX 1080", "compute_capability": "6.1",
-           "memory_total_mib": 8192}
-RTX4090 = {"index": 0, "name": "NVIDIA GeForce RTX 4090", "compute_capability": "8.9",
-           "memory_total_mib": 24564}
+GTX1080 = {
+    "index": 0,
+    "name": "NVIDIA GeForce GTX 1080",
+    "compute_capability": "6.1",
+    "memory_total_mib": 8192,
+}
+RTX4090 = {
+    "index": 0,
+    "name": "NVIDIA GeForce RTX 4090",
+    "compute_capability": "8.9",
+    "memory_total_mib": 24564,
+}
 ORIN = {"index": 0, "name": "Orin (nvgpu)", "compute_capability": "8.7", "memory_total_mib": 15656}
-PADDLE_252_CU117 = {"status": "ok", "package": "paddlepaddle-gpu", "version": "2.5.2", "cuda": "11.7",
-                    "cudnn": "8.4.1", "compiled_cuda_archs": None}
-PADDLE_300_CU126 = {"status": "ok", "package": "paddlepaddle-gpu", "version": "3.0.0", "cuda": "12.6",
-                    "cudnn": "9.5.1", "compiled_cuda_archs": [], "with_pip_cuda_libraries": True}
+PADDLE_252_CU117 = {
+    "status": "ok",
+    "package": "paddlepaddle-gpu",
+    "version": "2.5.2",
+    "cuda": "11.7",
+    "cudnn": "8.4.1",
+    "compiled_cuda_archs": None,
+}
+PADDLE_300_CU126 = {
+    "status": "ok",
+    "package": "paddlepaddle-gpu",
+    "version": "3.0.0",
+    "cuda": "12.6",
+    "cudnn": "9.5.1",
+    "compiled_cuda_archs": [],
+    "with_pip_cuda_libraries": True,
+}
 
 
-def doctor(host_doc: dict[str, Any], paddle: str | None = None, registry: str = "dockerhub") -> Report:
+def doctor(
+    host_doc: dict[str, Any], paddle: str | None = None, registry: str = "dockerhub"
+) -> Report:
     host = host_from_document(host_doc)
     image = select_image(host, MATRIX, paddle=paddle, registry=registry)
-    return Report(host=host, findings=tuple(judge(Context(host=host, matrix=MATRIX, image=image))),
-                  image=image)
+    return Report(
+        host=host,
+        findings=tuple(judge(Context(host=host, matrix=MATRIX, image=image))),
+        image=image,
+    )
 
 
 def ids(report: Report) -> dict[str, str]:
@@ -62,8 +88,14 @@ def test_10_2_k80_gets_the_only_252_build_with_kepler_paddle55715() -> None:
 
 def test_10_3_h100_with_the_252_cu117_wheel_cannot_train_paddle58971() -> None:
     # Paddle#58971: 2.5.2 post117 on an H100: "compute capability ... 90, which is not supported".
-    r = doctor(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.H100], paddle=PADDLE_252_CU117,
-                      cudnn=s.cudnn("8.4.1")))
+    r = doctor(
+        s.host(
+            driver=s.driver("535.104.05", "12.2"),
+            gpus=[s.H100],
+            paddle=PADDLE_252_CU117,
+            cudnn=s.cudnn("8.4.1"),
+        )
+    )
     arch = [f for f in r.findings if f.id == "paddle.arch-missing"]
     assert arch and arch[0].severity == "fail" and "sm_90" in arch[0].message
     assert r.verdict == "fail" and int(r.exit_status) == 1
@@ -72,8 +104,15 @@ def test_10_3_h100_with_the_252_cu117_wheel_cannot_train_paddle58971() -> None:
 def test_10_4_cu126_on_a_cuda122_driver_runs_by_nvidia_rule_with_paddles_note_paddle78036() -> None:
     # Paddle#78036: 3.0.0 cu126 installs and imports on a CUDA 12.2 driver (535); Paddle's docs
     # ask for >= 550.54.14, NVIDIA's minor-version compatibility for 12.x needs 525.60.13.
-    r = doctor(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=PADDLE_300_CU126,
-                      cudnn=s.cudnn("9.5.1")), paddle="3.0.0")
+    r = doctor(
+        s.host(
+            driver=s.driver("535.104.05", "12.2"),
+            gpus=[s.A100],
+            paddle=PADDLE_300_CU126,
+            cudnn=s.cudnn("9.5.1"),
+        ),
+        paddle="3.0.0",
+    )
     minor = [f for f in r.findings if f.id == "driver.minor-compat"]
     assert minor and minor[0].severity == "warn" and "550.54.14" in minor[0].message
     assert "driver.too-old" not in ids(r) and int(r.exit_status) == 0
@@ -82,8 +121,11 @@ def test_10_4_cu126_on_a_cuda122_driver_runs_by_nvidia_rule_with_paddles_note_pa
 
 def test_10_5_the_331_cuda13_image_is_on_the_baidu_mirror_paddle78924() -> None:
     # Paddle#78924 pulls ccr-…/paddle:3.3.1-gpu-cuda13.0-cudnn9.13 (the matrix had Docker Hub only).
-    r = doctor(s.host(driver=s.driver("580.65.06", "13.0"), gpus=[s.H100]), paddle="3.3.1",
-               registry="baidu")
+    r = doctor(
+        s.host(driver=s.driver("580.65.06", "13.0"), gpus=[s.H100]),
+        paddle="3.3.1",
+        registry="baidu",
+    )
     assert r.image is not None and r.image.ref == f"{CCR}:3.3.1-gpu-cuda13.0-cudnn9.13"
     assert int(r.exit_status) == 0
 
@@ -112,8 +154,12 @@ def test_10_7_cuda13_image_is_avoided_on_a_newer_driver_paddle78924_paddle76558(
 
 def test_10_8_a_gpu_without_a_probed_cc_is_named_paddlex4682() -> None:
     # The same GTX 1080 when NVML gave no compute capability: gpus.toml names it (6.1).
-    r = doctor(s.host(driver=s.driver("570.124.06", "12.8"),
-                      gpus=[GTX1080 | {"compute_capability": None}]), paddle="3.2.0")
+    r = doctor(
+        s.host(
+            driver=s.driver("570.124.06", "12.8"), gpus=[GTX1080 | {"compute_capability": None}]
+        ),
+        paddle="3.2.0",
+    )
     assert r.image is not None and r.image.tag == "3.2.0-gpu-cuda12.6-cudnn9.5"
 
 
@@ -132,8 +178,15 @@ def test_10_9_v100_on_470_gets_the_newest_release_that_runs_and_the_driver_alter
 
 def test_10_10_user_facing_text_has_no_source_keys() -> None:
     # 3P-only tag on a 12.2 driver: the messages say "reported by users", the keys stay in JSON.
-    r = doctor(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100],
-                      paddle=s.PADDLE_331_CU126, cudnn=s.cudnn("9.5.1")), paddle="3.3.1")
+    r = doctor(
+        s.host(
+            driver=s.driver("535.104.05", "12.2"),
+            gpus=[s.A100],
+            paddle=s.PADDLE_331_CU126,
+            cudnn=s.cudnn("9.5.1"),
+        ),
+        paddle="3.3.1",
+    )
     messages = text(r)
     for key in ("[NV-RN", "NV-MVC", "3P", "D-2.6", "OCR-3"):
         assert key not in messages

@@ -19,13 +19,21 @@ from tests import scenarios as s
 
 pytest_plugins = ("tests.fakenv",)
 
-SCHEMA = json.loads((Path(__file__).parent.parent / "schema" / "doctor-report.schema.json").read_text())
+SCHEMA = json.loads(
+    (Path(__file__).parent.parent / "schema" / "doctor-report.schema.json").read_text()
+)
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
 
 
 def _doctor(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--json", *args], env=env or ENV,
-                         capture_output=True, text=True, timeout=300, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--json", *args],
+        env=env or ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     return dict(json.loads(run.stdout))
 
 
@@ -39,32 +47,48 @@ def test_the_schema_is_a_valid_2020_12_schema() -> None:
 
 def test_the_schema_rejects_what_the_contract_forbids() -> None:
     report = _doctor("--no-smoke")
-    for broken in ({**report, "verdict": "green"}, {**report, "proof": "trust-me"},
-                   {k: v for k, v in report.items() if k != "proof"}):
+    for broken in (
+        {**report, "verdict": "green"},
+        {**report, "proof": "trust-me"},
+        {k: v for k, v in report.items() if k != "proof"},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             _valid(broken)
 
 
-@pytest.mark.parametrize("args", [["--no-smoke"], ["--in-process"], ["--no-smoke", "--expect-gpu"]],
-                         ids=["static", "in-process-smoke", "expect-gpu"])
+@pytest.mark.parametrize(
+    "args",
+    [["--no-smoke"], ["--in-process"], ["--no-smoke", "--expect-gpu"]],
+    ids=["static", "in-process-smoke", "expect-gpu"],
+)
 def test_reports_of_this_machine(args: list[str]) -> None:
     _valid(_doctor(*args))
 
 
 @pytest.mark.fakegpu
 @pytest.mark.parametrize("profile", ["h100-580", "a100x2-535", "rm-mismatch", "mig-two-instances"])
-def test_reports_of_fake_gpu_hosts(fake_nvidia: Callable[[str], dict[str, str]], profile: str) -> None:
+def test_reports_of_fake_gpu_hosts(
+    fake_nvidia: Callable[[str], dict[str, str]], profile: str
+) -> None:
     fake = fake_nvidia(profile)
-    _valid(_doctor("--no-smoke", env=ENV | fake | {"PYTHONPATH": fake["FAKE_NVIDIA_SITE_PACKAGES"]}))
+    _valid(
+        _doctor("--no-smoke", env=ENV | fake | {"PYTHONPATH": fake["FAKE_NVIDIA_SITE_PACKAGES"]})
+    )
 
 
 def test_a_saved_facts_report(tmp_path: Path) -> None:
     facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU)))
+    facts.write_text(
+        json.dumps(
+            s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU)
+        )
+    )
     _valid(_doctor("--facts", str(facts)))
 
 
-@pytest.mark.parametrize("args", [["--bogus"], ["--facts", "/no/such/file"], ["--python", "/no/such/python"]])
+@pytest.mark.parametrize(
+    "args", [["--bogus"], ["--facts", "/no/such/file"], ["--python", "/no/such/python"]]
+)
 def test_error_documents(args: list[str]) -> None:
     doc = _doctor(*args)
     assert doc["verdict"] == "error"

@@ -24,9 +24,11 @@ def _load(path: Path) -> JUnitXml:
     return xml
 
 
-@pytest.mark.parametrize(("builder", "verdict", "exit_code"),
-                         [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
-                         ids=[i for i, *_ in samples.BY_VERDICT])
+@pytest.mark.parametrize(
+    ("builder", "verdict", "exit_code"),
+    [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
+    ids=[i for i, *_ in samples.BY_VERDICT],
+)
 def test_one_testcase_per_check_with_layer_as_classname(tmp_path, builder, verdict, exit_code):
     report: Report = builder()
     out = tmp_path / "envcheck.xml"
@@ -46,8 +48,11 @@ def test_one_testcase_per_check_with_layer_as_classname(tmp_path, builder, verdi
     assert props["image_digest"] == report.image.digest
 
 
-@pytest.mark.parametrize("builder", [samples.driver_upgraded_without_reboot, samples.cpu_wheel_in_image],
-                         ids=["driver-upgraded-without-reboot", "cpu-wheel-in-image"])
+@pytest.mark.parametrize(
+    "builder",
+    [samples.driver_upgraded_without_reboot, samples.cpu_wheel_in_image],
+    ids=["driver-upgraded-without-reboot", "cpu-wheel-in-image"],
+)
 def test_failure_carries_message_and_fix(tmp_path, builder):
     report = builder()
     out = tmp_path / "r.xml"
@@ -109,7 +114,11 @@ def test_follows_the_common_junit_schema_shape():
 
 
 def test_fleet_has_one_suite_per_host_and_totals(tmp_path):
-    reports = [samples.healthy(), samples.driver_upgraded_without_reboot(), samples.cpu_wheel_in_image()]
+    reports = [
+        samples.healthy(),
+        samples.driver_upgraded_without_reboot(),
+        samples.cpu_wheel_in_image(),
+    ]
     out = tmp_path / "fleet.xml"
     write_fleet_junit(reports, str(out))
     xml = _load(out)
@@ -135,7 +144,10 @@ def test_no_temp_file_left_behind(tmp_path):
 def test_any_text_gives_parseable_xml_and_readable_message(message, fix):
     report = Report(
         host=samples.host(),
-        findings=(fail("smoke.crashed", message, fix or None, "smoke"), passed("driver.ok", fix, "driver")),
+        findings=(
+            fail("smoke.crashed", message, fix or None, "smoke"),
+            passed("driver.ok", fix, "driver"),
+        ),
     )
     root = ET.fromstring(junit_xml([report]).encode("utf-8"))
     failure = root.find("./testsuite/testcase/failure")
@@ -146,6 +158,8 @@ def test_any_text_gives_parseable_xml_and_readable_message(message, fix):
 
 
 def test_control_characters_are_shown_not_dropped():
-    report = Report(host=samples.host(), findings=(fail("smoke.crashed", "\x1b[31mKilled\x00", None, "smoke"),))
+    report = Report(
+        host=samples.host(), findings=(fail("smoke.crashed", "\x1b[31mKilled\x00", None, "smoke"),)
+    )
     failure = ET.fromstring(junit_xml([report])).find("./testsuite/testcase/failure")
     assert failure.get("message") == "\\x1b[31mKilled\\x00"

@@ -13,23 +13,60 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
 
 RULES = (
-    "compat", "drift", "errors", "exitcodes", "facts", "findings", "fixes", "fleet", "image_checks",
-    "judge", "platforms", "proof", "report", "select", "versions", "visible_devices",
-    "matrix/model", "matrix/provenance",
-    "smoke/document", "smoke/known_answers", "smoke/loaded", "smoke/options", "smoke/plan",
-    "smoke/verdict", "smoke/witness",
+    "compat",
+    "drift",
+    "errors",
+    "exitcodes",
+    "facts",
+    "findings",
+    "fixes",
+    "fleet",
+    "image_checks",
+    "judge",
+    "platforms",
+    "proof",
+    "report",
+    "select",
+    "versions",
+    "visible_devices",
+    "matrix/model",
+    "matrix/provenance",
+    "smoke/document",
+    "smoke/known_answers",
+    "smoke/loaded",
+    "smoke/options",
+    "smoke/plan",
+    "smoke/verdict",
+    "smoke/witness",
 )
 ADAPTERS_AND_RENDERERS = (
-    "envcheck.cli", "envcheck.commands", "envcheck.docker_adapter", "envcheck.probe", "envcheck.pull",
-    "envcheck.registry", "envcheck.render", "envcheck.signals", "envcheck.smoke.container",
-    "envcheck.smoke.inprocess", "envcheck.smoke.workload", "envcheck.streams", "envcheck.userfiles",
-    "docker", "pynvml", "requests", "rich",
+    "envcheck.cli",
+    "envcheck.commands",
+    "envcheck.docker_adapter",
+    "envcheck.probe",
+    "envcheck.pull",
+    "envcheck.registry",
+    "envcheck.render",
+    "envcheck.signals",
+    "envcheck.smoke.container",
+    "envcheck.smoke.inprocess",
+    "envcheck.smoke.workload",
+    "envcheck.streams",
+    "envcheck.userfiles",
+    "docker",
+    "pynvml",
+    "requests",
+    "rich",
 )
 
 
 def _runtime_imports(tree: ast.Module) -> list[str]:
-    skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If)
-               and "TYPE_CHECKING" in ast.unparse(stmt.test) for node in ast.walk(stmt)}
+    skipped = {
+        id(node)
+        for stmt in ast.walk(tree)
+        if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test)
+        for node in ast.walk(stmt)
+    }
     found = []
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -44,13 +81,18 @@ def _runtime_imports(tree: ast.Module) -> list[str]:
 @pytest.mark.parametrize("module", RULES)
 def test_rule_modules_import_no_adapter_and_no_renderer(module: str) -> None:
     tree = ast.parse((PACKAGE / f"{module}.py").read_text())
-    bad = [m for m in _runtime_imports(tree)
-           if any(m == p or m.startswith(p + ".") for p in ADAPTERS_AND_RENDERERS)]
+    bad = [
+        m
+        for m in _runtime_imports(tree)
+        if any(m == p or m.startswith(p + ".") for p in ADAPTERS_AND_RENDERERS)
+    ]
     assert bad == [], f"envcheck/{module}.py imports {bad}"
 
 
 def test_the_walker_sees_a_violation() -> None:
     tree = ast.parse("import os\nfrom envcheck.registry import RegistryClient\n")
     assert "envcheck.registry" in _runtime_imports(tree)
-    typed = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from envcheck.probe import x\n")
+    typed = ast.parse(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from envcheck.probe import x\n"
+    )
     assert "envcheck.probe" not in _runtime_imports(typed)

@@ -22,17 +22,23 @@ def _tables(markdown: str) -> list[list[list[str]]]:
     tables = []
     for table in re.findall(r"<table>(.*?)</table>", GFM.render(markdown), flags=re.DOTALL):
         rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.DOTALL)
-        tables.append([
-            [html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
-             for cell in re.findall(r"<t[hd]>(.*?)</t[hd]>", row, flags=re.DOTALL)]
-            for row in rows
-        ])
+        tables.append(
+            [
+                [
+                    html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+                    for cell in re.findall(r"<t[hd]>(.*?)</t[hd]>", row, flags=re.DOTALL)
+                ]
+                for row in rows
+            ]
+        )
     return tables
 
 
-@pytest.mark.parametrize(("builder", "verdict", "exit_code"),
-                         [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
-                         ids=[i for i, *_ in samples.BY_VERDICT])
+@pytest.mark.parametrize(
+    ("builder", "verdict", "exit_code"),
+    [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
+    ids=[i for i, *_ in samples.BY_VERDICT],
+)
 def test_summary_for_each_verdict(builder, verdict, exit_code):
     report: Report = builder()
     md = render_markdown(report)
@@ -56,12 +62,16 @@ def test_summary_for_each_verdict(builder, verdict, exit_code):
     assert [r[0] for r in passed_rows] == [f.id for f in report.findings if f.severity == "pass"]
 
 
-@pytest.mark.parametrize(("verdict", "icon", "words"), [
-    ("pass", "✅", "can train PaddlePaddle on its GPU"),
-    ("warn", "⚠️", "usable, with 1 warning"),
-    ("fail", "❌", "1 check failed"),
-    ("cpu-fallback", "🛑", "ran on the CPU, not on the GPU"),
-], ids=["pass", "warn", "fail", "cpu-fallback"])
+@pytest.mark.parametrize(
+    ("verdict", "icon", "words"),
+    [
+        ("pass", "✅", "can train PaddlePaddle on its GPU"),
+        ("warn", "⚠️", "usable, with 1 warning"),
+        ("fail", "❌", "1 check failed"),
+        ("cpu-fallback", "🛑", "ran on the CPU, not on the GPU"),
+    ],
+    ids=["pass", "warn", "fail", "cpu-fallback"],
+)
 def test_headline_says_what_the_verdict_means(verdict, icon, words):
     builder = {v: b for _, b, v, _ in samples.BY_VERDICT}[verdict]
     headline = render_markdown(builder()).splitlines()[0]
@@ -70,22 +80,33 @@ def test_headline_says_what_the_verdict_means(verdict, icon, words):
 
 
 def test_failures_come_before_warnings():
-    report = samples.report((
-        warn("image.unconfirmed", "tag not in the docs", "pin a tag", "image"),
-        fail("driver.too-old", "driver 470.82.01 is older than 525.60.13", "upgrade the driver", "driver"),
-        passed("gpu.supported", "A100 ok", "gpu"),
-    ))
+    report = samples.report(
+        (
+            warn("image.unconfirmed", "tag not in the docs", "pin a tag", "image"),
+            fail(
+                "driver.too-old",
+                "driver 470.82.01 is older than 525.60.13",
+                "upgrade the driver",
+                "driver",
+            ),
+            passed("gpu.supported", "A100 ok", "gpu"),
+        )
+    )
     ids = [row[1] for row in _tables(render_markdown(report))[0][1:]]
     assert ids == ["driver.too-old", "image.unconfirmed"]
 
 
 def test_hostile_text_stays_in_its_cell_and_reads_the_same():
-    message = "ld.so: libcudnn.so.9 | not found <script>alert(1)</script> *bold* [link](x)\nsecond line"
+    message = (
+        "ld.so: libcudnn.so.9 | not found <script>alert(1)</script> *bold* [link](x)\nsecond line"
+    )
     fix = "run `sudo ldconfig | tee /dev/null` then retry_later"
     report = samples.report((fail("cudnn.missing", message, fix, "cuda"),))
     (row,) = _tables(render_markdown(report))[0][1:]
     assert len(row) == 5
-    assert row[3] == " ".join(message.split("\n")[0].split()) + "\\nsecond line"  # one line, \n shown
+    assert (
+        row[3] == " ".join(message.split("\n")[0].split()) + "\\nsecond line"
+    )  # one line, \n shown
     assert row[4] == fix.replace("`", "")
     assert "<script>" not in GFM.render(render_markdown(report))
 
@@ -104,8 +125,14 @@ def test_no_passed_block_when_nothing_passed():
 
 
 def test_fleet_summary_has_a_row_per_host_and_layer_columns():
-    docs = [samples.healthy(), samples.driver_upgraded_without_reboot(), samples.cpu_wheel_in_image()]
-    summary = merge_reports([SavedReport(f"{r.host.machine.hostname}.json", r.to_json()) for r in docs])
+    docs = [
+        samples.healthy(),
+        samples.driver_upgraded_without_reboot(),
+        samples.cpu_wheel_in_image(),
+    ]
+    summary = merge_reports(
+        [SavedReport(f"{r.host.machine.hostname}.json", r.to_json()) for r in docs]
+    )
     md = render_fleet_markdown(summary)
     assert md.startswith("## 🛑 envcheck fleet: 3 hosts — 1 pass, 1 fail, 1 cpu-fallback (exit 6)")
     header, *rows = _tables(md)[0]
@@ -119,5 +146,10 @@ def test_fleet_summary_has_a_row_per_host_and_layer_columns():
 def test_fleet_summary_names_duplicates():
     old = samples.healthy(meta={"generated_at": "2026-03-01T09:00:00Z"})
     new = samples.driver_upgraded_without_reboot(hostname="gpu-node-1")
-    summary = merge_reports([SavedReport("old.json", old.to_json()), SavedReport("new.json", new.to_json())])
-    assert "Duplicate host `gpu-node-1`: kept `new.json` (newest), ignored `old.json`." in render_fleet_markdown(summary)
+    summary = merge_reports(
+        [SavedReport("old.json", old.to_json()), SavedReport("new.json", new.to_json())]
+    )
+    assert (
+        "Duplicate host `gpu-node-1`: kept `new.json` (newest), ignored `old.json`."
+        in render_fleet_markdown(summary)
+    )

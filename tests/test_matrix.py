@@ -392,36 +392,56 @@ confirmed = false
 }
 
 BROKEN_PROBLEMS = [
-    ("cuda_drivers.toml: minor_compat entry 1 (12): cuda_major: "
-    "expected a positive integer, got str '12'"),
+    (
+        "cuda_drivers.toml: minor_compat entry 1 (12): cuda_major: "
+        "expected a positive integer, got str '12'"
+    ),
     "cuda_drivers.toml: toolkt: unknown table (did you mean 'toolkit'?)",
-    ("gpus.toml: gpu entry 1 (['X1']): compute_capability: not a compute capability: '8' "
-    '(expected "major.minor", e.g. "8.6")'),
-    ("images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): cuda: expected a quoted string, "
-    'got float 12.9 (write "12.9")'),
+    (
+        "gpus.toml: gpu entry 1 (['X1']): compute_capability: not a compute capability: '8' "
+        '(expected "major.minor", e.g. "8.6")'
+    ),
+    (
+        "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): cuda: expected a quoted string, "
+        'got float 12.9 (write "12.9")'
+    ),
     "paddle.toml: release entry 2 (3.3.1): source: missing",
     "paddle.toml: release entry 2 (3.3.1): python: not a version specifier: '>=3.9,<three'",
     "paddle.toml: release entry 2 (3.3.1): confirmed: expected true or false, got str 'yes'",
-    ("paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
-    "(known: paddle, package, cuda, cudnn, archs, archs_source, archs_unknown, archs_absent, "
-    "min_compute_capability, pip, paddle_min_driver, source, confirmed, note)"),
-    ("paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle_min_driver: "
-    "not a dotted version: '575.x'"),
+    (
+        "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
+        "(known: paddle, package, cuda, cudnn, archs, archs_source, archs_unknown, archs_absent, "
+        "min_compute_capability, pip, paddle_min_driver, source, confirmed, note)"
+    ),
+    (
+        "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle_min_driver: "
+        "not a dotted version: '575.x'"
+    ),
     # issue 10.1: a GPU build that says nothing of its archs is refused
-    ("paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): archs: missing (give the "
-    'compiled archs with archs_source, or archs_unknown = "why")'),
+    (
+        "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): archs: missing (give the "
+        'compiled archs with archs_source, or archs_unknown = "why")'
+    ),
     # issue 10.6: every image row names its platforms
     "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): platforms: missing",
     "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): platforms: missing",
-    ("images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): duplicate of "
-    "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9)"),
+    (
+        "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): duplicate of "
+        "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9)"
+    ),
     "paddle.toml: release entry 2 (3.3.1): duplicate of paddle.toml: release entry 1 (3.3.1)",
-    ("paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle: "
-    "no [[release]] with version 9.9.9"),
-    ("images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): registries: "
-    "unknown ['quay'] (known: dockerhub)"),
-    ("images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): tag: "
-    "'3.3.1-gpu-cuda12.9-cudnn9.9' does not contain -cuda12.6"),
+    (
+        "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle: "
+        "no [[release]] with version 9.9.9"
+    ),
+    (
+        "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): registries: "
+        "unknown ['quay'] (known: dockerhub)"
+    ),
+    (
+        "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): tag: "
+        "'3.3.1-gpu-cuda12.9-cudnn9.9' does not contain -cuda12.6"
+    ),
 ]
 
 

@@ -38,8 +38,9 @@ def entry_for(folder: Path, toml: Path) -> Path:
     return folder / f"toml-{key}.json"
 
 
-def test_second_load_comes_from_plain_json_entries_and_equals_the_first(matrix_copy: Path,
-                                                                         cache_folder: Path) -> None:
+def test_second_load_comes_from_plain_json_entries_and_equals_the_first(
+    matrix_copy: Path, cache_folder: Path
+) -> None:
     first = load_matrix(str(matrix_copy))
     entries = sorted(cache_folder.glob("toml-*.json"))
     assert len(entries) == len(list(matrix_copy.glob("*.toml")))
@@ -75,7 +76,9 @@ def test_validation_runs_on_what_the_cache_returns(matrix_copy: Path, cache_fold
         load_matrix(str(matrix_copy))
 
 
-def test_a_planted_pickle_is_never_unpickled(matrix_copy: Path, cache_folder: Path, tmp_path: Path) -> None:
+def test_a_planted_pickle_is_never_unpickled(
+    matrix_copy: Path, cache_folder: Path, tmp_path: Path
+) -> None:
     cache_folder.mkdir(parents=True, mode=0o700)
     marker = tmp_path / "ran"
 
@@ -112,8 +115,9 @@ def test_a_symlinked_folder_is_not_used(cache_folder: Path, tmp_path: Path) -> N
     assert cache.cache_dir() is None
 
 
-def test_entries_that_are_links_or_not_ours_are_misses(matrix_copy: Path, cache_folder: Path,
-                                                       tmp_path: Path) -> None:
+def test_entries_that_are_links_or_not_ours_are_misses(
+    matrix_copy: Path, cache_folder: Path, tmp_path: Path
+) -> None:
     cache_folder.mkdir(parents=True, mode=0o700)
     gpus = matrix_copy / "gpus.toml"
     poisoned = tmp_path / "poisoned.json"
@@ -134,16 +138,18 @@ def test_a_corrupt_entry_is_a_miss(matrix_copy: Path, cache_folder: Path) -> Non
     assert load_matrix(str(matrix_copy)) == first
 
 
-def test_an_unusable_cache_location_still_loads(matrix_copy: Path, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unusable_cache_location_still_loads(
+    matrix_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv(CACHE_DIR_VAR, str(blocker / "cache"))
     assert load_matrix(str(matrix_copy)).newest_release()
 
 
-def test_empty_cache_variable_turns_the_cache_off(matrix_copy: Path, cache_folder: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_empty_cache_variable_turns_the_cache_off(
+    matrix_copy: Path, cache_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(CACHE_DIR_VAR, "")
     load_matrix(str(matrix_copy))
     assert not cache_folder.exists()

@@ -19,8 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_wheel_ships_the_matrix_and_the_entry_point(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
-                   check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     (wheel,) = tmp_path.glob("paddle_envcheck-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {p.name for p in (ROOT / "matrix").glob("*.toml")}
@@ -32,12 +36,34 @@ def test_wheel_ships_the_matrix_and_the_entry_point(tmp_path: Path) -> None:
 
 def test_installed_wheel_loads_its_own_matrix(tmp_path: Path) -> None:
     """Installed into a bare target dir and run from elsewhere: the shipped matrix is found."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(tmp_path / "t"),
-                    str(ROOT)], check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(tmp_path / "t"),
+            str(ROOT),
+        ],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     out = subprocess.run(
-        [sys.executable, "-c", "from envcheck.matrix.load import load_matrix; print(load_matrix().path)"],
-        cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "t"), "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=60, check=True,
+        [
+            sys.executable,
+            "-c",
+            "from envcheck.matrix.load import load_matrix; print(load_matrix().path)",
+        ],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "t"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout.strip()
     assert out.startswith(str(tmp_path / "t")) and out.endswith("_matrix")
 
@@ -46,7 +72,11 @@ def test_installed_wheel_loads_its_own_matrix(tmp_path: Path) -> None:
 
 DISTRIBUTION = "paddle-envcheck"
 # Where users copy an install from: the README, the deploy recipes, the workflows and the action.
-USER_FACING = [ROOT / "README.md", *sorted((ROOT / "deploy").rglob("*")), *sorted((ROOT / ".github").rglob("*"))]
+USER_FACING = [
+    ROOT / "README.md",
+    *sorted((ROOT / "deploy").rglob("*")),
+    *sorted((ROOT / ".github").rglob("*")),
+]
 PINNED = [
     f"{DISTRIBUTION}=={__version__}",
     rf"{DISTRIBUTION} @ git\+https://\S+@v{re.escape(__version__)}",
@@ -55,9 +85,11 @@ PINNED = [
 # Where something installs envcheck: a `pip install` argument naming it, or the value of an
 # envcheck-spec input or ENVCHECK_SPEC variable (on its line, or the YAML default/value under it).
 _PIP = re.compile(r"pip install ([^\n`;&|]*)")
-_SPEC = re.compile(r"(?:envcheck-spec|ENVCHECK_SPEC)\b[^\n]*\n(?:[ \t]+(?:description|type):[^\n]*\n"
-                   r"(?:[ \t]{6,}[^:\n]*\n)*)*[ \t]+(?:default|value):[ \t]*(?P<spec>[^\n#]*)"
-                   r"|envcheck-spec:[ \t]+(?P<inline>[^\n#]+)")
+_SPEC = re.compile(
+    r"(?:envcheck-spec|ENVCHECK_SPEC)\b[^\n]*\n(?:[ \t]+(?:description|type):[^\n]*\n"
+    r"(?:[ \t]{6,}[^:\n]*\n)*)*[ \t]+(?:default|value):[ \t]*(?P<spec>[^\n#]*)"
+    r"|envcheck-spec:[ \t]+(?P<inline>[^\n#]+)"
+)
 
 
 def _install_specs(text: str) -> list[str]:
@@ -75,14 +107,25 @@ def _install_specs(text: str) -> list[str]:
     return specs
 
 
-@pytest.mark.parametrize("text", [
-    "run: pip install envcheck && envcheck report reports/",
-    "pip install --quiet envcheck==0.0.9",
-    "envcheck-spec:\n  description: x\n  type: string\n  default: envcheck\n",
-    "- name: ENVCHECK_SPEC\n  value: envcheck\n",
-    "pip install paddle-envcheck",
-    'pip install "paddle-envcheck @ git+https://github.com/o/envcheck"',
-], ids=["bare-pip", "other-projects-version", "workflow-default", "k8s-env", "ours-unpinned", "git-untagged"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run: pip install envcheck && envcheck report reports/",
+        "pip install --quiet envcheck==0.0.9",
+        "envcheck-spec:\n  description: x\n  type: string\n  default: envcheck\n",
+        "- name: ENVCHECK_SPEC\n  value: envcheck\n",
+        "pip install paddle-envcheck",
+        'pip install "paddle-envcheck @ git+https://github.com/o/envcheck"',
+    ],
+    ids=[
+        "bare-pip",
+        "other-projects-version",
+        "workflow-default",
+        "k8s-env",
+        "ours-unpinned",
+        "git-untagged",
+    ],
+)
 def test_the_check_catches_an_unpinned_or_foreign_install(text):
     specs = _install_specs(text)
     assert specs and not all(any(re.fullmatch(p, s) for p in PINNED) for s in specs), specs
@@ -130,7 +173,16 @@ def test_every_install_example_is_our_distribution_pinned_to_this_version():
 
 
 def test_the_distribution_is_named_in_pyproject_and_in_envcheck_version():
-    assert re.search(rf'^name = "{DISTRIBUTION}"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.MULTILINE)
-    out = subprocess.run([sys.executable, "-m", "envcheck", "--version"], capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    assert re.search(
+        rf'^name = "{DISTRIBUTION}"',
+        (ROOT / "pyproject.toml").read_text(encoding="utf-8"),
+        re.MULTILINE,
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "envcheck", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert out == f"envcheck {__version__} ({DISTRIBUTION})\n"

@@ -47,30 +47,46 @@ FAILURES = [
 
 # profile -> (cudart version, origin, where), (cuDNN version, origin, where)
 LIBRARIES = {
-    "a100x2-535": (("12.6", "pip", "nvidia/cuda_runtime/lib/libcudart.so.12"),
-                   ("9.5.1", "pip", "nvidia/cudnn/lib/libcudnn.so.9")),
-    "t4-470": (("11.8", "LD_LIBRARY_PATH", "ld/libcudart.so.11.0"),
-               ("8.9.6", "LD_LIBRARY_PATH", "ld/libcudnn.so.8")),
-    "h100-580": (("13.0", "pip", "nvidia/cu13/lib/libcudart.so.13"),
-                 ("9.13.0", "pip", "nvidia/cudnn/lib/libcudnn.so.9")),
-    "rtx5090-570": (("12.9", "pip", "nvidia/cuda_runtime/lib/libcudart.so.12"),
-                    ("9.9.0", "pip", "nvidia/cudnn/lib/libcudnn.so.9")),
-    "no-driver-pip": (("12.6", "pip", "nvidia/cuda_runtime/lib/libcudart.so.12"),
-                      ("9.5.1", "pip", "nvidia/cudnn/lib/libcudnn.so.9")),
+    "a100x2-535": (
+        ("12.6", "pip", "nvidia/cuda_runtime/lib/libcudart.so.12"),
+        ("9.5.1", "pip", "nvidia/cudnn/lib/libcudnn.so.9"),
+    ),
+    "t4-470": (
+        ("11.8", "LD_LIBRARY_PATH", "ld/libcudart.so.11.0"),
+        ("8.9.6", "LD_LIBRARY_PATH", "ld/libcudnn.so.8"),
+    ),
+    "h100-580": (
+        ("13.0", "pip", "nvidia/cu13/lib/libcudart.so.13"),
+        ("9.13.0", "pip", "nvidia/cudnn/lib/libcudnn.so.9"),
+    ),
+    "rtx5090-570": (
+        ("12.9", "pip", "nvidia/cuda_runtime/lib/libcudart.so.12"),
+        ("9.9.0", "pip", "nvidia/cudnn/lib/libcudnn.so.9"),
+    ),
+    "no-driver-pip": (
+        ("12.6", "pip", "nvidia/cuda_runtime/lib/libcudart.so.12"),
+        ("9.5.1", "pip", "nvidia/cudnn/lib/libcudnn.so.9"),
+    ),
 }
 
 
 @pytest.mark.fakegpu
 @pytest.mark.parametrize(("profile", "version", "count"), HEALTHY, ids=[r[0] for r in HEALTHY])
-def test_cuda_driver_of_a_working_driver(probed_host: Probed, profile: str, version: str, count: int) -> None:
+def test_cuda_driver_of_a_working_driver(
+    probed_host: Probed, profile: str, version: str, count: int
+) -> None:
     facts = probed_host(profile)["cuda_driver"]
     assert (facts["status"], facts["version"], facts["device_count"]) == ("ok", version, count)
     assert facts["error"] is None
-    assert facts["library"].endswith("/driver/libcuda.so." + probed_host(profile)["driver"]["version"])
+    assert facts["library"].endswith(
+        "/driver/libcuda.so." + probed_host(profile)["driver"]["version"]
+    )
 
 
 @pytest.mark.fakegpu
-@pytest.mark.parametrize(("profile", "error", "version", "words"), FAILURES, ids=[r[0] for r in FAILURES])
+@pytest.mark.parametrize(
+    ("profile", "error", "version", "words"), FAILURES, ids=[r[0] for r in FAILURES]
+)
 def test_cuinit_failure_is_named_by_its_curesult(
     probed_host: Probed, profile: str, error: str, version: str | None, words: str
 ) -> None:
@@ -95,9 +111,10 @@ def _children_alive(marker: str) -> list[int]:
     alive = []
     for proc in Path("/proc").iterdir():
         try:
-            if b"_cuda_child.py" in (proc / "cmdline").read_bytes() and marker.encode() in (
-                proc / "environ"
-            ).read_bytes():
+            if (
+                b"_cuda_child.py" in (proc / "cmdline").read_bytes()
+                and marker.encode() in (proc / "environ").read_bytes()
+            ):
                 alive.append(int(proc.name))
         except (OSError, ValueError):
             continue
@@ -150,13 +167,17 @@ def test_the_library_a_paddle_process_would_load(probed_host: Probed, profile: s
 def test_pip_cudnn_shadows_an_old_one_on_ld_library_path(probed_host: Probed) -> None:
     cudnn = probed_host("a100x2-535")["cudnn"]
     assert [(c["version"], c["origin"]) for c in cudnn["candidates"]] == [
-        ("9.5.1", "pip"), ("8.9.6", "LD_LIBRARY_PATH")]
+        ("9.5.1", "pip"),
+        ("8.9.6", "LD_LIBRARY_PATH"),
+    ]
     assert "9.5.1 from pip wins over 8.9.6" in cudnn["reason"]
     assert "(LD_LIBRARY_PATH)" in cudnn["reason"]
 
 
 @pytest.mark.fakegpu
-def test_ld_library_path_order_decides_between_two_copies(fake_build: FakeBuild, tmp_path: Path) -> None:
+def test_ld_library_path_order_decides_between_two_copies(
+    fake_build: FakeBuild, tmp_path: Path
+) -> None:
     """Two cudart 12 copies on LD_LIBRARY_PATH: the first directory wins, the note says so."""
     first, second = tmp_path / "first", tmp_path / "second"
     for d, version in ((first, "12.2"), (second, "12.9")):
@@ -171,7 +192,9 @@ def test_ld_library_path_order_decides_between_two_copies(fake_build: FakeBuild,
 
 
 @pytest.mark.fakegpu
-def test_a_library_that_cannot_load_is_skipped_with_a_note(fake_build: FakeBuild, tmp_path: Path) -> None:
+def test_a_library_that_cannot_load_is_skipped_with_a_note(
+    fake_build: FakeBuild, tmp_path: Path
+) -> None:
     broken, good = tmp_path / "broken", tmp_path / "good"
     broken.mkdir()
     good.mkdir()
@@ -185,13 +208,16 @@ def test_a_library_that_cannot_load_is_skipped_with_a_note(fake_build: FakeBuild
 
 @pytest.mark.fakegpu
 def test_the_loader_cache_libraries_are_found_and_the_driver_root_hides_libcuda(
-    fake_nvidia: Callable[[str], dict[str, str]]
+    fake_nvidia: Callable[[str], dict[str, str]],
 ) -> None:
     """The real loader cache (here: the /usr/local/cuda-13.0 runtime, no cuDNN) is read and every
     libcudart/libcudnn in it is a "system" candidate with the version the file itself reports.
     libcuda comes from the no-driver profile's empty driver root: absent even on a machine whose
     loader cache holds a real driver."""
-    env = {"PATH": os.defpath, "ENVCHECK_DRIVER_ROOT": fake_nvidia("no-driver")["ENVCHECK_DRIVER_ROOT"]}
+    env = {
+        "PATH": os.defpath,
+        "ENVCHECK_DRIVER_ROOT": fake_nvidia("no-driver")["ENVCHECK_DRIVER_ROOT"],
+    }
     driver, cudart, cudnn = cuda_libs.probe_cuda([], env)
     assert driver.status == "absent" and "driver" in (driver.reason or "")
     cache = cuda_libs.loader_cache()
@@ -206,13 +232,17 @@ def test_the_loader_cache_libraries_are_found_and_the_driver_root_hides_libcuda(
 
 @pytest.mark.fakegpu
 def test_the_driver_root_libcuda_wins_over_the_loader_path(
-    fake_nvidia: Callable[[str], dict[str, str]]
+    fake_nvidia: Callable[[str], dict[str, str]],
 ) -> None:
     """libcuda of a T4 host on LD_LIBRARY_PATH (where the loader finds it), the driver root of
     an H100 host: the probe loads the root's copy, by path."""
     t4, h100 = fake_nvidia("t4-470"), fake_nvidia("h100-580")
-    env = {**os.environ, **t4, "ENVCHECK_DRIVER_ROOT": h100["ENVCHECK_DRIVER_ROOT"],
-           "FAKE_NVIDIA_PROFILE": h100["FAKE_NVIDIA_PROFILE"]}
+    env = {
+        **os.environ,
+        **t4,
+        "ENVCHECK_DRIVER_ROOT": h100["ENVCHECK_DRIVER_ROOT"],
+        "FAKE_NVIDIA_PROFILE": h100["FAKE_NVIDIA_PROFILE"],
+    }
     facts = cuda_driver.probe_cuda_driver(timeout=5.0, env=env)
     assert (facts.status, facts.version) == ("ok", "13.0")
     assert (facts.library or "").endswith("/driver/libcuda.so.580.65.06")
@@ -240,7 +270,9 @@ def test_ldconfig_output_is_parsed_for_this_architecture_only() -> None:
         ("libcudart.so", "/usr/local/cuda-13.0/lib/libcudart.so"),
         ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6"),
     ]
-    assert ("libcudnn.so.8", "/usr/lib/i386-linux-gnu/libcudnn.so.8") in cuda_libs.parse_ldconfig(LDCONFIG_P)
+    assert ("libcudnn.so.8", "/usr/lib/i386-linux-gnu/libcudnn.so.8") in cuda_libs.parse_ldconfig(
+        LDCONFIG_P
+    )
 
 
 def test_one_candidate_per_file_versioned_name_first(tmp_path: Path) -> None:
@@ -268,8 +300,14 @@ def test_origins_come_in_the_order_a_paddle_process_tries_them(tmp_path: Path) -
     [
         ([], "absent", "no libcudnn.so in pip packages"),
         ([LibraryCandidate("/a/libcudnn.so.9", error="bad ELF")], "error", "none could be loaded"),
-        ([LibraryCandidate("/a/libcudnn.so.9", "9.5.1", "pip"),
-          LibraryCandidate("/b/libcudnn.so.9", "9.5.1", "system")], "ok", "duplicate copies of 9.5.1"),
+        (
+            [
+                LibraryCandidate("/a/libcudnn.so.9", "9.5.1", "pip"),
+                LibraryCandidate("/b/libcudnn.so.9", "9.5.1", "system"),
+            ],
+            "ok",
+            "duplicate copies of 9.5.1",
+        ),
     ],
     ids=["nothing", "unloadable", "duplicate"],
 )
@@ -288,7 +326,9 @@ ANY_TEXT = st.text(st.characters(blacklist_categories=())).filter(
 @given(st.dictionaries(ANY_TEXT, st.one_of(st.none(), st.booleans(), st.integers(), ANY_TEXT)))
 def test_child_records_are_json(record: dict[str, str | int | bool | None]) -> None:
     """The child encodes its records by hand (json costs ~20 ms to import there)."""
-    fields = ", ".join(f"{_cuda_child.encode(k)}: {_cuda_child.encode(v)}" for k, v in record.items())
+    fields = ", ".join(
+        f"{_cuda_child.encode(k)}: {_cuda_child.encode(v)}" for k, v in record.items()
+    )
     assert fields.isascii()
     assert json.loads("{" + fields + "}") == record
 
@@ -298,12 +338,18 @@ def _run(out: str, returncode: int = 0, failure: str | None = None) -> cuda_driv
 
 
 def test_child_output_with_a_library_that_prints_is_still_read() -> None:
-    run = _run('noise from a library\n{"step": "driver-load", "begin": true}\n'
-               '{"step": "driver-load", "version": 12020, "library": "/l/libcuda.so.1"}\n'
-               '{"step": "driver", "begin": true}\n{"step": "driver", "device_count": 4}\n')
+    run = _run(
+        'noise from a library\n{"step": "driver-load", "begin": true}\n'
+        '{"step": "driver-load", "version": 12020, "library": "/l/libcuda.so.1"}\n'
+        '{"step": "driver", "begin": true}\n{"step": "driver", "device_count": 4}\n'
+    )
     facts = cuda_driver.driver_facts(run)
     assert (facts.status, facts.version, facts.device_count, facts.library) == (
-        "ok", "12.2", 4, "/l/libcuda.so.1")
+        "ok",
+        "12.2",
+        4,
+        "/l/libcuda.so.1",
+    )
 
 
 def test_child_killed_while_loading_a_library_leaves_the_driver_unknown() -> None:
@@ -326,7 +372,9 @@ def test_child_that_cannot_start_is_a_probe_failure() -> None:
     assert (facts.status, facts.error) == ("error", "probe-failed")
 
 
-def test_fake_build_without_gcc_fails_loudly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fake_build_without_gcc_fails_loudly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The fixture turns this into pytest.fail: a missing gcc must never skip the probe tests."""
     from tests import fakenv
 

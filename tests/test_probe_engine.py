@@ -13,10 +13,18 @@ import pytest
 from envcheck.probe.engine import engine_facts, parse_response, probe_engine
 
 # `GET /info` of an engine with the NVIDIA Container Toolkit registered (trimmed), and of one with CDI.
-INFO_NVIDIA = {"Runtimes": {"nvidia": {"path": "nvidia-container-runtime"}, "runc": {"path": "runc"}},
-               "DefaultRuntime": "runc"}
-INFO_CDI = {"Runtimes": {"runc": {}}, "DefaultRuntime": "runc",
-            "DiscoveredDevices": [{"Source": "cdi", "ID": "nvidia.com/gpu=0"}, {"Source": "cdi", "ID": "vendor.com/x=1"}]}
+INFO_NVIDIA = {
+    "Runtimes": {"nvidia": {"path": "nvidia-container-runtime"}, "runc": {"path": "runc"}},
+    "DefaultRuntime": "runc",
+}
+INFO_CDI = {
+    "Runtimes": {"runc": {}},
+    "DefaultRuntime": "runc",
+    "DiscoveredDevices": [
+        {"Source": "cdi", "ID": "nvidia.com/gpu=0"},
+        {"Source": "cdi", "ID": "vendor.com/x=1"},
+    ],
+}
 
 
 @pytest.mark.docker
@@ -30,8 +38,12 @@ def test_real_engine_agrees_with_the_docker_sdk(docker_client: Any) -> None:
 
 @pytest.mark.parametrize(
     ("info", "runtime", "cdi"),
-    [(INFO_NVIDIA, True, ()), (INFO_CDI, True, ("nvidia.com/gpu=0",)), ({"Runtimes": {"runc": {}}}, False, ()),
-     ({"Runtimes": "garbled"}, False, ())],
+    [
+        (INFO_NVIDIA, True, ()),
+        (INFO_CDI, True, ("nvidia.com/gpu=0",)),
+        ({"Runtimes": {"runc": {}}}, False, ()),
+        ({"Runtimes": "garbled"}, False, ()),
+    ],
     ids=["nvidia-runtime", "cdi-device", "plain-runc", "garbled-runtimes"],
 )
 def test_gpu_support_from_info(info: dict[str, Any], runtime: bool, cdi: tuple[str, ...]) -> None:
@@ -79,11 +91,17 @@ def peer(tmp_path: Path) -> Iterator[tuple[str, list[bytes]]]:
 
 @pytest.mark.parametrize(
     ("reply", "reason"),
-    [(b"garbage\x00\xff", "not an HTTP answer"), (b"HTTP/1.0 500 Internal\r\n\r\n{}", "answered 500"),
-     (b"HTTP/1.0 200 OK\r\n\r\n{not json", "did not answer"), (b"", "not an HTTP answer")],
+    [
+        (b"garbage\x00\xff", "not an HTTP answer"),
+        (b"HTTP/1.0 500 Internal\r\n\r\n{}", "answered 500"),
+        (b"HTTP/1.0 200 OK\r\n\r\n{not json", "did not answer"),
+        (b"", "not an HTTP answer"),
+    ],
     ids=["garbage", "server-error", "bad-json", "hung-up"],
 )
-def test_broken_answers_are_error_facts(peer: tuple[str, list[bytes]], reply: bytes, reason: str) -> None:
+def test_broken_answers_are_error_facts(
+    peer: tuple[str, list[bytes]], reply: bytes, reason: str
+) -> None:
     host, replies = peer
     replies += [reply, reply]
     facts = probe_engine(host, timeout=2)
@@ -103,4 +121,6 @@ def test_silent_engine_times_out(tmp_path: Path) -> None:
 
 
 def test_parse_response_reads_the_body() -> None:
-    assert parse_response(b'HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"a": 1}', "/x") == {"a": 1}
+    assert parse_response(
+        b'HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"a": 1}', "/x"
+    ) == {"a": 1}

@@ -44,7 +44,13 @@ GPUS: dict[str, list[tuple[Any, ...]]] = {
 
 # (profile, status, NVML error, user-space version from the library name, kernel module, words)
 INIT_FAILURES = [
-    ("driver-not-loaded", "NVML_ERROR_DRIVER_NOT_LOADED", "535.104.05", None, "kernel module is not loaded"),
+    (
+        "driver-not-loaded",
+        "NVML_ERROR_DRIVER_NOT_LOADED",
+        "535.104.05",
+        None,
+        "kernel module is not loaded",
+    ),
     ("rm-mismatch", "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "550.54.15", "535.104.05", "reboot"),
     ("no-permission", "NVML_ERROR_NO_PERMISSION", "535.104.05", "535.104.05", "/dev/nvidia"),
 ]
@@ -57,12 +63,21 @@ INIT_FAILURES = [
     ids=[row[0] for row in HEALTHY_DRIVERS],
 )
 def test_driver_facts_of_a_working_driver(
-    probed_host: Probed, profile: str, version: str, cuda: str, module: str | None, nvml_version: str
+    probed_host: Probed,
+    profile: str,
+    version: str,
+    cuda: str,
+    module: str | None,
+    nvml_version: str,
 ) -> None:
     driver = probed_host(profile)["driver"]
     assert driver["status"] == "ok", driver
     assert (driver["version"], driver["cuda"], driver["kernel_module"], driver["nvml_version"]) == (
-        version, cuda, module, nvml_version)
+        version,
+        cuda,
+        module,
+        nvml_version,
+    )
     assert driver["error"] is None and driver["reason"] is None
     assert driver["library"].endswith(f"/driver/libnvidia-ml.so.{version}")
 
@@ -72,8 +87,14 @@ def test_driver_facts_of_a_working_driver(
 def test_gpu_facts(probed_host: Probed, profile: str) -> None:
     gpus = probed_host(profile)["gpus"]
     seen = [
-        (g["name"], g["compute_capability"], g["memory_total_mib"], g["mig_mode"],
-         g["mig_instances"], g["process_query"])
+        (
+            g["name"],
+            g["compute_capability"],
+            g["memory_total_mib"],
+            g["mig_mode"],
+            g["mig_instances"],
+            g["process_query"],
+        )
         for g in gpus
     ]
     assert seen == GPUS[profile]
@@ -101,15 +122,25 @@ def test_jetson_nvml_answers_what_it_can(probed_host: Probed) -> None:
     NOT_SUPPORTED; nvgpu has no /proc/driver/nvidia/version. None of it is an error."""
     facts = probed_host("jetson-orin")
     assert facts["driver"]["status"] == "ok"
-    assert facts["gpus"] == [{
-        "index": 0, "name": "Orin (nvgpu)", "uuid": None, "compute_capability": "8.7",
-        "memory_total_mib": None, "mig_mode": None, "mig_instances": None, "process_query": None,
-    }]
+    assert facts["gpus"] == [
+        {
+            "index": 0,
+            "name": "Orin (nvgpu)",
+            "uuid": None,
+            "compute_capability": "8.7",
+            "memory_total_mib": None,
+            "mig_mode": None,
+            "mig_instances": None,
+            "process_query": None,
+        }
+    ]
 
 
 @pytest.mark.fakegpu
 @pytest.mark.parametrize(
-    ("profile", "error", "version", "module", "words"), INIT_FAILURES, ids=[r[0] for r in INIT_FAILURES]
+    ("profile", "error", "version", "module", "words"),
+    INIT_FAILURES,
+    ids=[r[0] for r in INIT_FAILURES],
 )
 def test_nvml_init_failure_is_an_error_fact(
     probed_host: Probed, profile: str, error: str, version: str, module: str | None, words: str
@@ -143,8 +174,12 @@ PROBE_DRIVER_ONLY = (
 
 def _probe_driver_in(env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE_DRIVER_ONLY], env={**os.environ, **env},
-        capture_output=True, text=True, timeout=60, check=True,
+        [sys.executable, "-c", PROBE_DRIVER_ONLY],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
@@ -174,9 +209,16 @@ def test_gpu_lost_mid_probe_still_shuts_nvml_down(
     base = Path(fake_nvidia("a100x2-535")["FAKE_NVIDIA_PROFILE"]).read_text()
     profile.write_text(base + "\n[nvml.errors]\nnvmlDeviceGetName = 15\n")
     trace = tmp_path / "trace"
-    env = {**fake_nvidia("a100x2-535"), "FAKE_NVIDIA_PROFILE": str(profile), "FAKE_NVIDIA_TRACE": str(trace)}
+    env = {
+        **fake_nvidia("a100x2-535"),
+        "FAKE_NVIDIA_PROFILE": str(profile),
+        "FAKE_NVIDIA_TRACE": str(trace),
+    }
     facts = _probe_driver_in(env)
-    assert (facts["driver"]["status"], facts["driver"]["error"]) == ("error", "NVML_ERROR_GPU_IS_LOST")
+    assert (facts["driver"]["status"], facts["driver"]["error"]) == (
+        "error",
+        "NVML_ERROR_GPU_IS_LOST",
+    )
     assert "Xid" in facts["driver"]["reason"]
     assert facts["gpus"] == []
     assert _nvml_calls(trace)[-1] == "nvmlShutdown"
@@ -187,13 +229,16 @@ def test_no_driver_profile_is_absent(probed_host: Probed) -> None:
     """No libnvidia-ml at all (the machine's own driver, if it has one, hidden by the profile's
     driver root): NVML is absent, not an error."""
     facts = probed_host("no-driver")
-    assert (facts["driver"]["status"], facts["driver"]["error"]) == ("absent", "NVML_ERROR_LIBRARY_NOT_FOUND")
+    assert (facts["driver"]["status"], facts["driver"]["error"]) == (
+        "absent",
+        "NVML_ERROR_LIBRARY_NOT_FOUND",
+    )
     assert facts["driver"]["kernel_module"] is None and facts["gpus"] == []
 
 
 @pytest.mark.fakegpu
 def test_the_driver_root_hides_a_driver_the_loader_would_find(
-    fake_nvidia: Callable[[str], dict[str, str]]
+    fake_nvidia: Callable[[str], dict[str, str]],
 ) -> None:
     """A machine with a real driver: libnvidia-ml.so.1 and /proc/driver/nvidia/version exist
     (here a fake driver on LD_LIBRARY_PATH stands in for the loader cache's copy). The no-driver
@@ -207,13 +252,16 @@ def test_the_driver_root_hides_a_driver_the_loader_would_find(
 
 @pytest.mark.fakegpu
 def test_the_driver_root_library_is_the_one_that_answers(
-    fake_nvidia: Callable[[str], dict[str, str]]
+    fake_nvidia: Callable[[str], dict[str, str]],
 ) -> None:
     """The loader path holds one driver (T4, 470), the root another (A100, 535): the root's
     copy answers, even though pynvml itself asks dlopen for the bare soname."""
     t4, a100 = fake_nvidia("t4-470"), fake_nvidia("a100x2-535")
-    env = {**t4, "ENVCHECK_DRIVER_ROOT": a100["ENVCHECK_DRIVER_ROOT"],
-           "FAKE_NVIDIA_PROFILE": a100["FAKE_NVIDIA_PROFILE"]}
+    env = {
+        **t4,
+        "ENVCHECK_DRIVER_ROOT": a100["ENVCHECK_DRIVER_ROOT"],
+        "FAKE_NVIDIA_PROFILE": a100["FAKE_NVIDIA_PROFILE"],
+    }
     driver = _probe_driver_in(env)["driver"]
     assert (driver["status"], driver["kernel_module"]) == ("ok", "535.104.05")
     assert driver["library"].endswith("/driver/libnvidia-ml.so.535.104.05")
@@ -222,8 +270,10 @@ def test_the_driver_root_library_is_the_one_that_answers(
 
 @pytest.mark.parametrize(
     ("module_text", "error"),
-    [("raise ImportError('broken install')\n", "pynvml-missing"),
-     ("def nvmlInit():\n    pass\n", "pynvml-corrupted")],
+    [
+        ("raise ImportError('broken install')\n", "pynvml-missing"),
+        ("def nvmlInit():\n    pass\n", "pynvml-corrupted"),
+    ],
     ids=["unimportable", "shadowed-by-another-pynvml"],
 )
 def test_a_broken_pynvml_is_an_error_fact_not_a_crash(
@@ -238,21 +288,37 @@ def test_a_broken_pynvml_is_an_error_fact_not_a_crash(
 # Pure helpers ---------------------------------------------------------------------------------
 
 PROC_FILES = [
-    ("proprietary",
-     ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
-      "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"), "535.104.05"),
-    ("open",
-     ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build"
-      "  (dvs-builder@U16)  Tue May 20 2025\n"), "575.57.08"),
-    ("open-aarch64",
-     "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.65.06  Release Build\n",
-     "580.65.06"),
+    (
+        "proprietary",
+        (
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
+            "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"
+        ),
+        "535.104.05",
+    ),
+    (
+        "open",
+        (
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build"
+            "  (dvs-builder@U16)  Tue May 20 2025\n"
+        ),
+        "575.57.08",
+    ),
+    (
+        "open-aarch64",
+        "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.65.06  Release Build\n",
+        "580.65.06",
+    ),
     ("garbage", "nothing to see\n", None),
 ]
 
 
-@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in PROC_FILES], ids=[r[0] for r in PROC_FILES])
-def test_kernel_module_version_from_proc_file(tmp_path: Path, text: str, expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("text", "expected"), [r[1:] for r in PROC_FILES], ids=[r[0] for r in PROC_FILES]
+)
+def test_kernel_module_version_from_proc_file(
+    tmp_path: Path, text: str, expected: str | None
+) -> None:
     path = tmp_path / "version"
     path.write_text(text)
     assert nvml.read_kernel_module_version(str(path)) == expected
@@ -272,9 +338,14 @@ def test_kernel_module_version_is_read_under_the_driver_root(
 
 @pytest.mark.parametrize(
     ("code", "name"),
-    [(9, "NVML_ERROR_DRIVER_NOT_LOADED"), (18, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
-     (4, "NVML_ERROR_NO_PERMISSION"), (13, "NVML_ERROR_FUNCTION_NOT_FOUND"),
-     (999, "NVML_ERROR_UNKNOWN"), (12345, "NVML_ERROR_12345")],
+    [
+        (9, "NVML_ERROR_DRIVER_NOT_LOADED"),
+        (18, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
+        (4, "NVML_ERROR_NO_PERMISSION"),
+        (13, "NVML_ERROR_FUNCTION_NOT_FOUND"),
+        (999, "NVML_ERROR_UNKNOWN"),
+        (12345, "NVML_ERROR_12345"),
+    ],
     ids=["not-loaded", "mismatch", "permission", "function-not-found", "unknown", "unnamed"],
 )
 def test_error_names_are_the_nvml_constants(code: int, name: str) -> None:
@@ -285,9 +356,12 @@ def test_error_names_are_the_nvml_constants(code: int, name: str) -> None:
 
 @pytest.mark.parametrize(
     ("path", "version"),
-    [("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15", "550.54.15"),
-     ("/usr/lib/aarch64-linux-gnu/nvidia/libnvidia-ml.so.540.4.0", "540.4.0"),
-     ("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", None), (None, None)],
+    [
+        ("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15", "550.54.15"),
+        ("/usr/lib/aarch64-linux-gnu/nvidia/libnvidia-ml.so.540.4.0", "540.4.0"),
+        ("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", None),
+        (None, None),
+    ],
     ids=["x86_64", "jetson", "soname-only", "none"],
 )
 def test_driver_version_from_library_file_name(path: str | None, version: str | None) -> None:

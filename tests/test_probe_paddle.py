@@ -56,10 +56,12 @@ with_mkl        = 'ON'
 cinn_version    = 'False'
 """
 
-VERSION_331_CU126 = VERSION_331_CPU.replace("cuda_version     = 'False'", "cuda_version     = '12.6'").replace(
-    "cudnn_version    = 'False'", "cudnn_version    = '9.5.1'").replace(
-    "compiled_cuda_archs     = []", "compiled_cuda_archs     = [75, 80, 86, 89, 90]").replace(
-    "nccl_version     = '0'", "nccl_version     = '22501'")
+VERSION_331_CU126 = (
+    VERSION_331_CPU.replace("cuda_version     = 'False'", "cuda_version     = '12.6'")
+    .replace("cudnn_version    = 'False'", "cudnn_version    = '9.5.1'")
+    .replace("compiled_cuda_archs     = []", "compiled_cuda_archs     = [75, 80, 86, 89, 90]")
+    .replace("nccl_version     = '0'", "nccl_version     = '22501'")
+)
 
 
 def make_site(tmp_path: Path, version_text: str, *dists: str) -> Path:
@@ -74,16 +76,46 @@ def make_site(tmp_path: Path, version_text: str, *dists: str) -> Path:
 @pytest.mark.parametrize(
     ("text", "dist", "expect"),
     [
-        (VERSION_331_CPU, "paddlepaddle-3.3.1", {"package": "paddlepaddle", "version": "3.3.1", "cuda": None,
-                                                     "cudnn": None, "compiled_cuda_archs": (), "with_pip_cuda_libraries": True}),
-        (VERSION_262_GPU, "paddlepaddle_gpu-2.6.2", {"package": "paddlepaddle-gpu", "version": "2.6.2", "cuda": "11.8",
-                                                         "cudnn": "8.6.0", "compiled_cuda_archs": None, "nccl": None}),
-        (VERSION_331_CU126, "paddlepaddle_gpu-3.3.1", {"package": "paddlepaddle-gpu", "cuda": "12.6",
-                                                           "compiled_cuda_archs": (75, 80, 86, 89, 90), "nccl": "22501"}),
+        (
+            VERSION_331_CPU,
+            "paddlepaddle-3.3.1",
+            {
+                "package": "paddlepaddle",
+                "version": "3.3.1",
+                "cuda": None,
+                "cudnn": None,
+                "compiled_cuda_archs": (),
+                "with_pip_cuda_libraries": True,
+            },
+        ),
+        (
+            VERSION_262_GPU,
+            "paddlepaddle_gpu-2.6.2",
+            {
+                "package": "paddlepaddle-gpu",
+                "version": "2.6.2",
+                "cuda": "11.8",
+                "cudnn": "8.6.0",
+                "compiled_cuda_archs": None,
+                "nccl": None,
+            },
+        ),
+        (
+            VERSION_331_CU126,
+            "paddlepaddle_gpu-3.3.1",
+            {
+                "package": "paddlepaddle-gpu",
+                "cuda": "12.6",
+                "compiled_cuda_archs": (75, 80, 86, 89, 90),
+                "nccl": "22501",
+            },
+        ),
     ],
     ids=["pypi-331-cpu", "pypi-262-cu118", "vendor-331-cu126"],
 )
-def test_recorded_version_files(tmp_path: Path, text: str, dist: str, expect: dict[str, object]) -> None:
+def test_recorded_version_files(
+    tmp_path: Path, text: str, dist: str, expect: dict[str, object]
+) -> None:
     facts = probe_paddle(_at(str(make_site(tmp_path, text, dist))))
     assert facts.status == "ok"
     for key, value in expect.items():
@@ -116,9 +148,18 @@ def test_the_real_cpu_wheel_matches_paddles_own_answer() -> None:
     facts = probe_paddle(current_interpreter())
     assert facts.status == "ok", facts.reason
     out = subprocess.run(
-        [sys.executable, "-c", ("import paddle; print(paddle.version.full_version, paddle.version.cuda(), "
-         "paddle.is_compiled_with_cuda())")],
-        capture_output=True, text=True, timeout=120, check=True,
+        [
+            sys.executable,
+            "-c",
+            (
+                "import paddle; print(paddle.version.full_version, paddle.version.cuda(), "
+                "paddle.is_compiled_with_cuda())"
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     ).stdout.split()
     assert facts.version == out[0]
     assert (facts.cuda is None) == (out[1] == "False") == (out[2] == "False")

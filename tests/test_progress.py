@@ -32,7 +32,9 @@ def test_plain_lines_name_every_layer_once_per_milestone() -> None:
     feed(PlainDisplay(out, interval=5.0, clock=lambda: float(next(ticks))), PullProgress())
     lines = out.getvalue().splitlines()
     assert lines[0] == "pulling 127.0.0.1:5000/envcheck-test/busybox:layers: 0 layer(s)"
-    assert "  layer 3355b48ca0d4: already present (? )".strip() not in lines  # sizes are known by then
+    assert (
+        "  layer 3355b48ca0d4: already present (? )".strip() not in lines
+    )  # sizes are known by then
     for layer in LAYERS[1:]:
         assert sum(f"layer {layer}: downloaded" in l for l in lines) == 1
         assert sum(f"layer {layer}: extracted" in l for l in lines) == 1
@@ -50,7 +52,9 @@ def test_rich_panel_has_a_bar_per_layer_and_an_overall_bar() -> None:
     for layer in LAYERS:
         assert layer in text
     final = text.split("pulling")[-1]
-    assert re.search(r"overall .*12\.6/12\.6 MB", final)  # 3 layers fetched; the one present costs nothing
+    assert re.search(
+        r"overall .*12\.6/12\.6 MB", final
+    )  # 3 layers fetched; the one present costs nothing
     assert "done" in final and "already present" in final
 
 
@@ -61,7 +65,13 @@ def test_auto_is_plain_off_a_terminal_and_quiet_is_silent() -> None:
 
 def test_overall_text_has_bytes_speed_and_eta() -> None:
     progress = PullProgress({"sha256:" + "a" * 64: 10_000_000})
-    progress.apply({"id": "a" * 12, "status": "Downloading", "progressDetail": {"current": 5_000_000, "total": 10_000_000}})
+    progress.apply(
+        {
+            "id": "a" * 12,
+            "status": "Downloading",
+            "progressDetail": {"current": 5_000_000, "total": 10_000_000},
+        }
+    )
     assert overall_text(progress, 2.0) == "overall 25% (2.5 MB of 10.0 MB, 1.2 MB/s, ETA 6 s)"
     assert human_bytes(999) == "999 B" and human_bytes(None) == "?"
 
@@ -72,10 +82,17 @@ def test_a_skipped_download_complete_is_still_reported() -> None:
     display, progress = PlainDisplay(out, interval=1e9), PullProgress()
     display.start("r", progress)
     for status in ("Pulling fs layer", "Downloading", "Extracting", "Pull complete"):
-        display.update(progress, progress.apply({"id": "abc", "status": status,
-                                                 "progressDetail": {"current": 5, "total": 10}}))
+        display.update(
+            progress,
+            progress.apply(
+                {"id": "abc", "status": status, "progressDetail": {"current": 5, "total": 10}}
+            ),
+        )
     lines = out.getvalue().splitlines()
-    assert [l for l in lines if "layer abc" in l] == ["  layer abc: downloaded (10 B)", "  layer abc: extracted (10 B)"]
+    assert [l for l in lines if "layer abc" in l] == [
+        "  layer abc: downloaded (10 B)",
+        "  layer abc: extracted (10 B)",
+    ]
 
 
 def test_a_pull_of_layers_already_present_downloads_nothing_and_leaves_no_bar_waiting() -> None:
@@ -86,24 +103,42 @@ def test_a_pull_of_layers_already_present_downloads_nothing_and_leaves_no_bar_wa
 
     sizes = {f"sha256:{layer}": 70_000_000 for layer in LAYERS}
     progress = PullProgress(sizes)
-    for event in ({"status": "Pulling from envcheck-test/busybox", "id": "layers"},
-                  {"status": "Already exists", "id": LAYERS[0]}, {"status": "Already exists", "id": LAYERS[1]},
-                  {"status": "Digest: sha256:" + "d" * 64}, {"status": "Status: Downloaded newer image"}):
+    for event in (
+        {"status": "Pulling from envcheck-test/busybox", "id": "layers"},
+        {"status": "Already exists", "id": LAYERS[0]},
+        {"status": "Already exists", "id": LAYERS[1]},
+        {"status": "Digest: sha256:" + "d" * 64},
+        {"status": "Status: Downloaded newer image"},
+    ):
         progress.apply(event)
     assert {layer.id for layer in progress.finish()} == set(LAYERS[2:])
     assert {layer.phase for layer in progress.layers.values()} == {"exists"}
     assert (progress.downloaded, progress.total_work) == (0, 0)
-    result = PullResult(reference="r", requested="r", registry="127.0.0.1:5000", digest="sha256:" + "d" * 64,
-                        image_id="sha256:" + "e" * 64, size=280_000_000, seconds=1.0, outcome="pulled",
-                        attempts=1, platform="linux/amd64", downloaded=progress.downloaded)
+    result = PullResult(
+        reference="r",
+        requested="r",
+        registry="127.0.0.1:5000",
+        digest="sha256:" + "d" * 64,
+        image_id="sha256:" + "e" * 64,
+        size=280_000_000,
+        seconds=1.0,
+        outcome="pulled",
+        attempts=1,
+        platform="linux/amd64",
+        downloaded=progress.downloaded,
+    )
     text = result_text(result)
     assert "every layer was already present" in text and "280" not in text
 
 
 def test_a_fetched_layer_counts_its_bytes_once_the_pull_ends() -> None:
     progress = PullProgress({f"sha256:{LAYERS[0]}": 1000, f"sha256:{LAYERS[1]}": 500})
-    progress.apply({"id": LAYERS[0], "status": "Downloading", "progressDetail": {"current": 10, "total": 1000}})
+    progress.apply(
+        {"id": LAYERS[0], "status": "Downloading", "progressDetail": {"current": 10, "total": 1000}}
+    )
     progress.apply({"id": LAYERS[1], "status": "Already exists"})
-    assert [layer.id for layer in progress.finish()] == [LAYERS[0]]  # its `Pull complete` was skipped
+    assert [layer.id for layer in progress.finish()] == [
+        LAYERS[0]
+    ]  # its `Pull complete` was skipped
     assert progress.layers[LAYERS[0]].phase == "complete" and progress.downloaded == 1000
     assert progress.work_done == progress.total_work == 2000

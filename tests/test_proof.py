@@ -57,8 +57,14 @@ def test_an_existing_smoke_failure_is_not_said_twice() -> None:
 
 
 def _doctor(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], str]:
-    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", *args], env=env,
-                         capture_output=True, text=True, timeout=300, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert "Traceback" not in run.stderr, run.stderr
     return run.returncode, json.loads(run.stdout), run.stderr
 
@@ -71,7 +77,9 @@ def h100(fake_nvidia: Callable[[str], dict[str, str]]) -> dict[str, str]:
 
 
 @pytest.mark.fakegpu
-def test_expect_gpu_when_no_smoke_could_run_is_a_failure(h100: dict[str, str], sibling_venv: Path) -> None:
+def test_expect_gpu_when_no_smoke_could_run_is_a_failure(
+    h100: dict[str, str], sibling_venv: Path
+) -> None:
     """A healthy H100 host, but no engine and no Paddle in the target: before, WARN and exit 0."""
     python = str(sibling_venv / "bin" / "python")
     code, doc, _ = _doctor(h100, "--json", "--expect-gpu", "--python", python)
@@ -80,15 +88,25 @@ def test_expect_gpu_when_no_smoke_could_run_is_a_failure(h100: dict[str, str], s
     assert doc["proof"] == "none" and doc["verdict"] == "fail" and code == 5
     # without --expect-gpu the same run is an honest warning, and says it proved nothing
     code, doc, _ = _doctor(h100, "--json", "--python", python)
-    assert code == 0 and doc["proof"] == "none" and UNPROVEN_ID not in {f["id"] for f in doc["findings"]}
+    assert (
+        code == 0
+        and doc["proof"] == "none"
+        and UNPROVEN_ID not in {f["id"] for f in doc["findings"]}
+    )
 
 
 @pytest.mark.fakegpu
 def test_no_smoke_keeps_the_static_tier_and_says_so(h100: dict[str, str]) -> None:
     _, doc, _ = _doctor(h100, "--json", "--expect-gpu", "--no-smoke")
     assert doc["proof"] == "static" and UNPROVEN_ID not in {f["id"] for f in doc["findings"]}
-    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--no-color"],
-                         env=h100, capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--no-color"],
+        env=h100,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert "Proof: static checks only: training was not proven" in run.stdout
 
 
@@ -101,12 +119,23 @@ ENV = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     [
         (["--no-pull"], {}, "pulling is off (--no-pull)"),
         (["--no-pull", "--image", "envcheck-test/not-here:1"], {}, "envcheck-test/not-here:1"),
-        (["--image", "envcheck-test/paddle-cpu:3.3.1"], {"DOCKER_HOST": NO_ENGINE}, "needs a container"),
+        (
+            ["--image", "envcheck-test/paddle-cpu:3.3.1"],
+            {"DOCKER_HOST": NO_ENGINE},
+            "needs a container",
+        ),
         (["--no-pull"], {"DOCKER_HOST": NO_ENGINE}, "needs a container"),
     ],
-    ids=["no-pull-missing-choice", "no-pull-missing-named", "named-engine-down", "no-pull-engine-down"],
+    ids=[
+        "no-pull-missing-choice",
+        "no-pull-missing-named",
+        "named-engine-down",
+        "no-pull-engine-down",
+    ],
 )
-def test_a_demanded_image_is_tested_or_the_run_fails(args: list[str], env: dict[str, str], words: str) -> None:
+def test_a_demanded_image_is_tested_or_the_run_fails(
+    args: list[str], env: dict[str, str], words: str
+) -> None:
     """#8.5: never a quiet move of the smoke into the host's Python."""
     code, doc, err = _doctor(ENV | env, "--json", *args)
     assert code == 4 and doc["verdict"] == "error", doc

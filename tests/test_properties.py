@@ -41,16 +41,20 @@ from envcheck.select import build_for, gpu_candidates, runnable_archs, select_im
 from envcheck.versions import parse_dotted, release_of
 
 MATRIX = load_matrix(str(REPO_DIR))
-CI = settings(max_examples=60, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow])
+CI = settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # -- generators ------------------------------------------------------------------------------------
 
 # Every driver the matrix names (toolkit, minor-compat floors, defect bounds), their neighbours, and
 # some in between: the boundaries are where a rule can be off by one.
-_NAMED = sorted({t.min_driver for t in MATRIX.toolkit_drivers}
-                | {m.min_driver for m in MATRIX.minor_compat}
-                | {d.driver_above for d in MATRIX.defects}, key=lambda v: parse_dotted(v).version)
+_NAMED = sorted(
+    {t.min_driver for t in MATRIX.toolkit_drivers}
+    | {m.min_driver for m in MATRIX.minor_compat}
+    | {d.driver_above for d in MATRIX.defects},
+    key=lambda v: parse_dotted(v).version,
+)
 
 
 def _neighbours(version: str) -> list[str]:
@@ -61,8 +65,12 @@ def _neighbours(version: str) -> list[str]:
 DRIVERS = st.one_of(
     st.sampled_from(_NAMED),
     st.sampled_from([n for v in _NAMED for n in _neighbours(v)]),
-    st.builds(lambda a, b, c: f"{a}.{b:02d}.{c:02d}", st.integers(384, 600), st.integers(0, 200),
-              st.integers(0, 20)),
+    st.builds(
+        lambda a, b, c: f"{a}.{b:02d}.{c:02d}",
+        st.integers(384, 600),
+        st.integers(0, 200),
+        st.integers(0, 20),
+    ),
 )
 
 
@@ -77,17 +85,29 @@ def driver_cuda(driver: str) -> str | None:
     return ".".join(map(str, release_of(newest)[:2]))
 
 
-CCS = st.sampled_from(sorted({g.compute_capability for g in MATRIX.gpus} | {"3.0", "6.1", "7.2", "10.0"}))
+CCS = st.sampled_from(
+    sorted({g.compute_capability for g in MATRIX.gpus} | {"3.0", "6.1", "7.2", "10.0"})
+)
 GPUS = st.lists(CCS, min_size=1, max_size=4).map(
-    lambda ccs: tuple(GpuFacts(index=i, name=f"GPU {cc}", compute_capability=cc) for i, cc in enumerate(ccs)))
+    lambda ccs: tuple(
+        GpuFacts(index=i, name=f"GPU {cc}", compute_capability=cc) for i, cc in enumerate(ccs)
+    )
+)
 RELEASES = st.sampled_from([r.version for r in MATRIX.releases])
-CUDAS = st.sampled_from(sorted({t.cuda for t in MATRIX.toolkit_drivers} | {i.cuda for i in MATRIX.images if i.cuda},
-                               key=release_of))
+CUDAS = st.sampled_from(
+    sorted(
+        {t.cuda for t in MATRIX.toolkit_drivers} | {i.cuda for i in MATRIX.images if i.cuda},
+        key=release_of,
+    )
+)
 
 
 def gpu_host(driver: str, gpus: tuple[GpuFacts, ...]) -> HostFacts:
-    return HostFacts(driver=DriverFacts(status="ok", version=driver, cuda=driver_cuda(driver)), gpus=gpus,
-                     machine=MachineFacts(arch="x86_64"))
+    return HostFacts(
+        driver=DriverFacts(status="ok", version=driver, cuda=driver_cuda(driver)),
+        gpus=gpus,
+        machine=MachineFacts(arch="x86_64"),
+    )
 
 
 def _cuda_key(cuda: str | None) -> tuple[int, ...]:
@@ -99,8 +119,9 @@ def _cuda_key(cuda: str | None) -> tuple[int, ...]:
 
 @CI
 @given(DRIVERS, GPUS, RELEASES)
-def test_the_chosen_tag_runs_on_the_driver_and_every_gpu(driver: str, gpus: tuple[GpuFacts, ...],
-                                                          paddle: str) -> None:
+def test_the_chosen_tag_runs_on_the_driver_and_every_gpu(
+    driver: str, gpus: tuple[GpuFacts, ...], paddle: str
+) -> None:
     host = gpu_host(driver, gpus)
     choice = select_image(host, MATRIX, paddle)
     if choice.ref is None:
@@ -120,14 +141,16 @@ def test_the_chosen_tag_runs_on_the_driver_and_every_gpu(driver: str, gpus: tupl
         cc = gpu.compute_capability or ""
         assert not cc_below(cc, floor), (cc, floor, choice.ref)
         if archs is not None:
-            assert arch_supported(cc, archs.archs) and int(cc.replace(".", "")) not in archs.absent, (
-                cc, choice.ref)
+            assert (
+                arch_supported(cc, archs.archs) and int(cc.replace(".", "")) not in archs.absent
+            ), (cc, choice.ref)
 
 
 @CI
 @given(st.lists(DRIVERS, min_size=2, max_size=2), GPUS, RELEASES)
-def test_a_newer_driver_never_gets_an_older_cuda(drivers: list[str], gpus: tuple[GpuFacts, ...],
-                                                 paddle: str) -> None:
+def test_a_newer_driver_never_gets_an_older_cuda(
+    drivers: list[str], gpus: tuple[GpuFacts, ...], paddle: str
+) -> None:
     older, newer = sorted(drivers, key=lambda v: parse_dotted(v).version)
     before = select_image(gpu_host(older, gpus), MATRIX, paddle)
     after = select_image(gpu_host(newer, gpus), MATRIX, paddle)
@@ -144,9 +167,13 @@ def test_a_newer_driver_never_gets_an_older_cuda(drivers: list[str], gpus: tuple
 @CI
 @given(DRIVERS, RELEASES)
 def test_no_usable_gpu_gets_the_cpu_image(driver: str, paddle: str) -> None:
-    for host in (gpu_host(driver, ()),
-                 HostFacts(driver=DriverFacts(status="error", version=driver, error="NVML_ERROR_UNKNOWN"),
-                           gpus=(GpuFacts(index=0, compute_capability="8.0"),))):
+    for host in (
+        gpu_host(driver, ()),
+        HostFacts(
+            driver=DriverFacts(status="error", version=driver, error="NVML_ERROR_UNKNOWN"),
+            gpus=(GpuFacts(index=0, compute_capability="8.0"),),
+        ),
+    ):
         choice = select_image(host, MATRIX, paddle)
         assert choice.kind == "cpu" and choice.cuda is None
 
@@ -198,8 +225,13 @@ def test_an_unreadable_driver_runs_nothing(driver: str, cuda: str) -> None:
 
 
 @CI
-@given(CCS, st.frozensets(st.sampled_from([30, 35, 50, 52, 60, 61, 70, 75, 80, 86, 89, 90, 100, 120]), max_size=8),
-       st.frozensets(st.sampled_from([60, 70, 80, 90, 100, 120]), max_size=3))
+@given(
+    CCS,
+    st.frozensets(
+        st.sampled_from([30, 35, 50, 52, 60, 61, 70, 75, 80, 86, 89, 90, 100, 120]), max_size=8
+    ),
+    st.frozensets(st.sampled_from([60, 70, 80, 90, 100, 120]), max_size=3),
+)
 def test_arch_support_is_exact_sm_or_its_major_and_more_archs_never_hurt(
     cc: str, archs: frozenset[int], more: frozenset[int]
 ) -> None:
@@ -219,35 +251,100 @@ def test_cc_below_is_a_strict_order(a: str, b: str) -> None:
 # -- the facts round-trip --------------------------------------------------------------------------
 
 TEXT = st.one_of(st.none(), st.text(max_size=20))
-DOTTED = st.one_of(st.none(), st.builds(lambda *p: ".".join(map(str, p)), st.integers(0, 999),
-                                        st.integers(0, 999), st.integers(0, 99)))
+DOTTED = st.one_of(
+    st.none(),
+    st.builds(
+        lambda *p: ".".join(map(str, p)),
+        st.integers(0, 999),
+        st.integers(0, 999),
+        st.integers(0, 99),
+    ),
+)
 CC = st.one_of(st.none(), st.builds(lambda a, b: f"{a}.{b}", st.integers(1, 12), st.integers(0, 9)))
 COUNT = st.one_of(st.none(), st.integers(0, 2**40))
 STATUS = st.sampled_from(["ok", "absent", "error", "unknown"])
-CANDIDATE = st.builds(LibraryCandidate, path=st.text(min_size=1, max_size=20), version=DOTTED,
-                      origin=st.sampled_from(["system", "pip", "LD_LIBRARY_PATH", "cuda-home"]), error=TEXT)
-LIBRARY = st.builds(LibraryFacts, status=STATUS, version=DOTTED, path=TEXT, origin=TEXT,
-                    candidates=st.lists(CANDIDATE, max_size=2).map(tuple), reason=TEXT)
+CANDIDATE = st.builds(
+    LibraryCandidate,
+    path=st.text(min_size=1, max_size=20),
+    version=DOTTED,
+    origin=st.sampled_from(["system", "pip", "LD_LIBRARY_PATH", "cuda-home"]),
+    error=TEXT,
+)
+LIBRARY = st.builds(
+    LibraryFacts,
+    status=STATUS,
+    version=DOTTED,
+    path=TEXT,
+    origin=TEXT,
+    candidates=st.lists(CANDIDATE, max_size=2).map(tuple),
+    reason=TEXT,
+)
 HOSTS = st.builds(
     HostFacts,
-    driver=st.builds(DriverFacts, status=STATUS, version=DOTTED, cuda=DOTTED, kernel_module=TEXT,
-                     nvml_version=TEXT, error=TEXT, reason=TEXT, library=TEXT),
-    gpus=st.lists(st.builds(GpuFacts, index=st.integers(0, 64), name=TEXT, uuid=TEXT, compute_capability=CC,
-                            memory_total_mib=COUNT, mig_mode=st.one_of(st.none(), st.booleans()),
-                            mig_instances=COUNT, process_query=st.sampled_from([None, "v2", "v3"])),
-                  max_size=3).map(tuple),
-    cuda_driver=st.builds(CudaDriverFacts, status=STATUS, version=DOTTED, device_count=COUNT, error=TEXT,
-                          reason=TEXT, library=TEXT),
+    driver=st.builds(
+        DriverFacts,
+        status=STATUS,
+        version=DOTTED,
+        cuda=DOTTED,
+        kernel_module=TEXT,
+        nvml_version=TEXT,
+        error=TEXT,
+        reason=TEXT,
+        library=TEXT,
+    ),
+    gpus=st.lists(
+        st.builds(
+            GpuFacts,
+            index=st.integers(0, 64),
+            name=TEXT,
+            uuid=TEXT,
+            compute_capability=CC,
+            memory_total_mib=COUNT,
+            mig_mode=st.one_of(st.none(), st.booleans()),
+            mig_instances=COUNT,
+            process_query=st.sampled_from([None, "v2", "v3"]),
+        ),
+        max_size=3,
+    ).map(tuple),
+    cuda_driver=st.builds(
+        CudaDriverFacts,
+        status=STATUS,
+        version=DOTTED,
+        device_count=COUNT,
+        error=TEXT,
+        reason=TEXT,
+        library=TEXT,
+    ),
     cuda_runtime=LIBRARY,
     cudnn=LIBRARY,
-    paddle=st.builds(PaddleFacts, status=STATUS, package=TEXT,
-                     version=st.one_of(st.none(), st.sampled_from(["3.3.1", "2.6.2", "3.0.0rc1", "3.1.0.post1"])),
-                     cuda=DOTTED, cudnn=DOTTED,
-                     compiled_cuda_archs=st.one_of(st.none(), st.lists(st.integers(30, 120), max_size=4).map(tuple)),
-                     with_pip_cuda_libraries=st.one_of(st.none(), st.booleans()), location=TEXT, reason=TEXT),
-    engine=st.builds(EngineFacts, status=STATUS, version=TEXT, runtimes=st.lists(st.text(max_size=8), max_size=2).map(tuple),
-                     nvidia_runtime=st.one_of(st.none(), st.booleans()), denied=st.one_of(st.none(), st.booleans())),
-    env=st.dictionaries(st.sampled_from(["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME"]), st.text(max_size=20)),
+    paddle=st.builds(
+        PaddleFacts,
+        status=STATUS,
+        package=TEXT,
+        version=st.one_of(
+            st.none(), st.sampled_from(["3.3.1", "2.6.2", "3.0.0rc1", "3.1.0.post1"])
+        ),
+        cuda=DOTTED,
+        cudnn=DOTTED,
+        compiled_cuda_archs=st.one_of(
+            st.none(), st.lists(st.integers(30, 120), max_size=4).map(tuple)
+        ),
+        with_pip_cuda_libraries=st.one_of(st.none(), st.booleans()),
+        location=TEXT,
+        reason=TEXT,
+    ),
+    engine=st.builds(
+        EngineFacts,
+        status=STATUS,
+        version=TEXT,
+        runtimes=st.lists(st.text(max_size=8), max_size=2).map(tuple),
+        nvidia_runtime=st.one_of(st.none(), st.booleans()),
+        denied=st.one_of(st.none(), st.booleans()),
+    ),
+    env=st.dictionaries(
+        st.sampled_from(["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME"]),
+        st.text(max_size=20),
+    ),
     machine=st.builds(MachineFacts, hostname=TEXT, os=TEXT, kernel=TEXT, arch=TEXT, python=TEXT),
 )
 
@@ -264,26 +361,51 @@ def test_host_to_json_and_back_is_the_same_host(host: HostFacts) -> None:
 # -- the verdict's severity order ------------------------------------------------------------------
 
 VERDICT_RANK = {"pass": 0, "warn": 1, "fail": 2, "cpu-fallback": 3, "wrong-results": 4}
-EXIT_RANK = {ExitStatus.OK: 0, ExitStatus.INCOMPATIBLE: 1, ExitStatus.SMOKE_FAILED: 2,
-             ExitStatus.CPU_FALLBACK: 3, ExitStatus.WRONG_RESULTS: 4}
+EXIT_RANK = {
+    ExitStatus.OK: 0,
+    ExitStatus.INCOMPATIBLE: 1,
+    ExitStatus.SMOKE_FAILED: 2,
+    ExitStatus.CPU_FALLBACK: 3,
+    ExitStatus.WRONG_RESULTS: 4,
+}
 FINDINGS = st.builds(
     lambda fid, severity: Finding(id=fid, severity=severity, message="m"),
-    st.sampled_from(["driver.too-old", "paddle.cpu-build", "smoke.pass", "smoke.crashed", "smoke.timeout",
-                     CPU_FALLBACK_ID, WRONG_RESULTS_ID, "gpu.0"]),
+    st.sampled_from(
+        [
+            "driver.too-old",
+            "paddle.cpu-build",
+            "smoke.pass",
+            "smoke.crashed",
+            "smoke.timeout",
+            CPU_FALLBACK_ID,
+            WRONG_RESULTS_ID,
+            "gpu.0",
+        ]
+    ),
     st.sampled_from(["pass", "warn", "fail"]),
 )
 
 
 @CI
-@given(st.lists(FINDINGS, max_size=6), st.lists(FINDINGS, max_size=6), st.randoms(use_true_random=False))
-def test_verdict_and_exit_are_the_worst_of_their_parts(a: list[Finding], b: list[Finding], rnd: object) -> None:
+@given(
+    st.lists(FINDINGS, max_size=6),
+    st.lists(FINDINGS, max_size=6),
+    st.randoms(use_true_random=False),
+)
+def test_verdict_and_exit_are_the_worst_of_their_parts(
+    a: list[Finding], b: list[Finding], rnd: object
+) -> None:
     both = a + b
     shuffled = list(both)
     rnd.shuffle(shuffled)  # type: ignore[attr-defined]
     assert verdict_of(shuffled) == verdict_of(both)
     assert exit_status_of(shuffled) == exit_status_of(both)
-    assert VERDICT_RANK[verdict_of(both)] == max(VERDICT_RANK[verdict_of(a)], VERDICT_RANK[verdict_of(b)])
-    assert EXIT_RANK[exit_status_of(both)] == max(EXIT_RANK[exit_status_of(a)], EXIT_RANK[exit_status_of(b)])
+    assert VERDICT_RANK[verdict_of(both)] == max(
+        VERDICT_RANK[verdict_of(a)], VERDICT_RANK[verdict_of(b)]
+    )
+    assert EXIT_RANK[exit_status_of(both)] == max(
+        EXIT_RANK[exit_status_of(a)], EXIT_RANK[exit_status_of(b)]
+    )
 
 
 @CI

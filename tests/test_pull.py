@@ -51,13 +51,28 @@ class Fresh:
     registry: LocalRegistry
     repos: list[str]
 
-    def push(self, *, base: str | None = None, layers: int = 3, layer_size: int = 512 << 10,
-             env: dict[str, str] | None = None, tag: str = "1", repo: str | None = None,
-             architecture: str = "amd64") -> tuple[str, PushedImage]:
+    def push(
+        self,
+        *,
+        base: str | None = None,
+        layers: int = 3,
+        layer_size: int = 512 << 10,
+        env: dict[str, str] | None = None,
+        tag: str = "1",
+        repo: str | None = None,
+        architecture: str = "amd64",
+    ) -> tuple[str, PushedImage]:
         repo = repo or f"envcheck-test/fresh-{uuid.uuid4().hex[:10]}"
         self.repos.append(repo)
-        image = push_random_image(base or self.registry.url, repo, tag, layers=layers,
-                                  layer_size=layer_size, env=env, architecture=architecture)
+        image = push_random_image(
+            base or self.registry.url,
+            repo,
+            tag,
+            layers=layers,
+            layer_size=layer_size,
+            env=env,
+            architecture=architecture,
+        )
         return repo, image
 
     def local(self, ref: str) -> dict[str, Any] | None:
@@ -82,9 +97,18 @@ def fresh(docker_client: Any, registry: LocalRegistry) -> Iterator[Fresh]:
     f.cleanup()
 
 
-def envcheck(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})}, check=False)
+def envcheck(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
 
 
 def assert_one_screen(stderr: str) -> None:
@@ -129,12 +153,18 @@ def sentinel(tmp_path: Path) -> Iterator[SentinelEngine]:
 
 
 # -- pulling ----------------------------------------------------------------------------------------
-def test_pull_renders_each_layer_and_the_image_has_the_registry_digest(fresh: Fresh, docker_client: Any) -> None:
+def test_pull_renders_each_layer_and_the_image_has_the_registry_digest(
+    fresh: Fresh, docker_client: Any
+) -> None:
     repo, pushed = fresh.push()
     ref = fresh.registry.ref(f"{repo}:1")
     out = io.StringIO()
-    result = pull_image(PullPlan(parse_reference(ref)), client=docker_client,
-                        display=PlainDisplay(out, interval=0.0), retry=FAST)
+    result = pull_image(
+        PullPlan(parse_reference(ref)),
+        client=docker_client,
+        display=PlainDisplay(out, interval=0.0),
+        retry=FAST,
+    )
     assert (result.outcome, result.digest, result.attempts) == ("pulled", pushed.digest, 1)
     assert result.size == sum(s for _, s in pushed.layers) + _config_size(fresh, repo, pushed)
     lines = out.getvalue().splitlines()
@@ -152,13 +182,16 @@ def test_pull_renders_each_layer_and_the_image_has_the_registry_digest(fresh: Fr
 def _config_size(fresh: Fresh, repo: str, pushed: PushedImage) -> int:
     import urllib.request
 
-    request = urllib.request.Request(f"{fresh.registry.url}/v2/{repo}/blobs/{pushed.config_digest}", method="HEAD")
+    request = urllib.request.Request(
+        f"{fresh.registry.url}/v2/{repo}/blobs/{pushed.config_digest}", method="HEAD"
+    )
     with urllib.request.urlopen(request) as answer:
         return int(answer.headers["Content-Length"])
 
 
-def test_cli_json_then_an_already_present_image_is_a_no_op(fresh: Fresh, registry: LocalRegistry,
-                                                           proxy_factory: Callable[..., Any]) -> None:
+def test_cli_json_then_an_already_present_image_is_a_no_op(
+    fresh: Fresh, registry: LocalRegistry, proxy_factory: Callable[..., Any]
+) -> None:
     repo, pushed = fresh.push()
     watch = proxy_factory(registry.addr)  # records every request the engine and envcheck make
     ref = f"{watch.addr}/{repo}:1"
@@ -176,7 +209,9 @@ def test_cli_json_then_an_already_present_image_is_a_no_op(fresh: Fresh, registr
     later = [path for _, path, _ in watch.requests[seen:]]
     assert not any(d in p for p in later for d, _ in pushed.layers)  # no layer was fetched again
     text = envcheck("pull-image", "--image", ref)
-    assert text.returncode == 0 and "already present" in text.stdout and pushed.digest in text.stdout
+    assert (
+        text.returncode == 0 and "already present" in text.stdout and pushed.digest in text.stdout
+    )
 
 
 def test_a_missing_tag_exits_2_with_the_nearest_tags(registry: LocalRegistry) -> None:
@@ -194,12 +229,15 @@ def test_a_registry_with_htpasswd_auth_says_log_in(registry_factory: Callable[..
     assert f"log in to {locked.addr}: `docker login {locked.addr}`" in run.stderr
 
 
-def test_the_engines_500s_are_retried(fresh: Fresh, registry: LocalRegistry, docker_client: Any,
-                                      proxy_factory: Callable[..., Any]) -> None:
+def test_the_engines_500s_are_retried(
+    fresh: Fresh, registry: LocalRegistry, docker_client: Any, proxy_factory: Callable[..., Any]
+) -> None:
     repo, pushed = fresh.push(layers=1)
     # Only the engine's requests fail: its registry read (inspect_distribution) is retried.
     flaky = proxy_factory(registry.addr, fail_first=4, fail_agent="docker/")
-    result = pull_image(PullPlan(parse_reference(f"{flaky.addr}/{repo}:1")), client=docker_client, retry=FAST)
+    result = pull_image(
+        PullPlan(parse_reference(f"{flaky.addr}/{repo}:1")), client=docker_client, retry=FAST
+    )
     assert result.outcome == "pulled" and result.digest == pushed.digest
     assert [s for _, _, s in flaky.requests].count(500) == 4
     assert result.failures and all("500 Internal Server Error" in f for f in result.failures)
@@ -208,13 +246,18 @@ def test_the_engines_500s_are_retried(fresh: Fresh, registry: LocalRegistry, doc
 
 
 def test_envchecks_own_config_read_failing_is_a_warning_and_the_config_is_checked_after_the_pull(
-        fresh: Fresh, registry: LocalRegistry, docker_client: Any, proxy_factory: Callable[..., Any]) -> None:
+    fresh: Fresh, registry: LocalRegistry, docker_client: Any, proxy_factory: Callable[..., Any]
+) -> None:
     repo, pushed = fresh.push(layers=1, env={"CUDA_VERSION": "12.9.1"})
     # Only envcheck's own registry read fails: the engine's read and pull are untouched (#12.3).
     flaky = proxy_factory(registry.addr, fail_first=1, fail_agent="envcheck")
     seen: list[dict[str, str]] = []
-    result = pull_image(PullPlan(parse_reference(f"{flaky.addr}/{repo}:1")), client=docker_client,
-                        retry=FAST, check=lambda remote: seen.append(dict(remote.env)))
+    result = pull_image(
+        PullPlan(parse_reference(f"{flaky.addr}/{repo}:1")),
+        client=docker_client,
+        retry=FAST,
+        check=lambda remote: seen.append(dict(remote.env)),
+    )
     assert result.outcome == "pulled" and result.digest == pushed.digest and result.failures == ()
     assert len(result.warnings) == 1 and "could not read the image config" in result.warnings[0]
     assert "HTTP 500" in result.warnings[0]
@@ -225,8 +268,12 @@ def test_envchecks_own_config_read_failing_is_a_warning_and_the_config_is_checke
 
 
 def test_a_registry_killed_mid_pull_ends_pulled_and_proven_or_cleanly_failed(
-        fresh: Fresh, docker_client: Any, registry_factory: Callable[..., Any],
-        proxy_factory: Callable[..., Any], tmp_path: Path) -> None:
+    fresh: Fresh,
+    docker_client: Any,
+    registry_factory: Callable[..., Any],
+    proxy_factory: Callable[..., Any],
+    tmp_path: Path,
+) -> None:
     storage = tmp_path / "storage"
     storage.mkdir()
     doomed = registry_factory(storage=storage)
@@ -238,8 +285,11 @@ def test_a_registry_killed_mid_pull_ends_pulled_and_proven_or_cleanly_failed(
 
     def pull() -> None:
         try:
-            outcome["result"] = pull_image(PullPlan(parse_reference(ref)), client=docker_client,
-                                           retry=RetryPolicy(attempts=4, base=0.5, cap=2))
+            outcome["result"] = pull_image(
+                PullPlan(parse_reference(ref)),
+                client=docker_client,
+                retry=RetryPolicy(attempts=4, base=0.5, cap=2),
+            )
         except EnvcheckError as e:
             outcome["error"] = e
 
@@ -254,11 +304,15 @@ def test_a_registry_killed_mid_pull_ends_pulled_and_proven_or_cleanly_failed(
     assert not worker.is_alive()
     local = fresh.local(f"{slow.addr}/{repo}@{pushed.digest}")
     print("killed mid-pull:", outcome)  # which of the two allowed endings happened (-s shows it)
-    layer_gets = [p for m, p, _ in slow.requests if m == "GET" and any(d in p for d, _ in pushed.layers)]
+    layer_gets = [
+        p for m, p, _ in slow.requests if m == "GET" and any(d in p for d, _ in pushed.layers)
+    ]
     assert len(layer_gets) > len(pushed.layers)  # the kill did cut a download: it was fetched again
     if "result" in outcome:
         result: PullResult = outcome["result"]
-        assert result.digest == pushed.digest and local is not None and local["Id"] == result.image_id
+        assert (
+            result.digest == pushed.digest and local is not None and local["Id"] == result.image_id
+        )
     else:
         error = outcome["error"]
         assert isinstance(error, EnvironmentProblem), error
@@ -278,9 +332,14 @@ def test_the_mirror_serves_when_the_first_registry_fails(fresh: Fresh, docker_cl
     dead = parse_reference(f"127.0.0.1:{free_port()}/{repo}:1")
     mirror = parse_reference(fresh.registry.ref(f"{repo}:1"))
     notes = io.StringIO()
-    result = pull_image(PullPlan(dead, (mirror,)), client=docker_client, retry=FAST,
-                        display=PlainDisplay(notes))
-    assert (result.registry, result.mirror, result.digest) == (fresh.registry.addr, True, pushed.digest)
+    result = pull_image(
+        PullPlan(dead, (mirror,)), client=docker_client, retry=FAST, display=PlainDisplay(notes)
+    )
+    assert (result.registry, result.mirror, result.digest) == (
+        fresh.registry.addr,
+        True,
+        pushed.digest,
+    )
     assert result.requested == str(dead) and result.reference == str(mirror)
     assert f"trying the mirror {fresh.registry.addr}" in notes.getvalue()
     assert any(f.startswith(f"{dead.registry}:") for f in result.failures)
@@ -295,7 +354,9 @@ def test_a_pinned_digest_is_what_gets_pulled(fresh: Fresh, docker_client: Any) -
     assert fresh.local(str(ref))["Id"] == old.config_digest  # type: ignore[index]  # tag → pinned image
     missing = "sha256:" + "0" * 64
     with pytest.raises(ManifestNotFound):
-        pull_image(PullPlan(ref.with_tag("2"), pinned_digest=missing), client=docker_client, retry=FAST)
+        pull_image(
+            PullPlan(ref.with_tag("2"), pinned_digest=missing), client=docker_client, retry=FAST
+        )
     assert new.digest != old.digest
 
 
@@ -308,7 +369,9 @@ def test_an_image_whose_cuda_this_host_cannot_run_is_refused(registry: LocalRegi
 
 
 def test_force_pulls_it_anyway(fresh: Fresh) -> None:
-    repo, pushed = fresh.push(layers=1, env={"CUDA_VERSION": "12.9.1"}, tag="3.3.1-gpu-cuda12.9-cudnn9.9")
+    repo, pushed = fresh.push(
+        layers=1, env={"CUDA_VERSION": "12.9.1"}, tag="3.3.1-gpu-cuda12.9-cudnn9.9"
+    )
     ref = fresh.registry.ref(f"{repo}:3.3.1-gpu-cuda12.9-cudnn9.9")
     refused = envcheck("pull-image", "--image", ref, "--quiet")
     assert refused.returncode == 1 and fresh.local(ref) is None
@@ -322,12 +385,21 @@ def test_an_image_without_linux_amd64_is_refused(fresh: Fresh) -> None:
     push_index(fresh.registry.url, repo, "multi", [(arm, "linux", "arm64")])
     run = envcheck("pull-image", "--image", fresh.registry.ref(f"{repo}:multi"), "--json")
     assert run.returncode == 1
-    assert "no linux/amd64 variant (it offers: linux/arm64)" in json.loads(run.stdout)["error"]["message"]
+    assert (
+        "no linux/amd64 variant (it offers: linux/arm64)"
+        in json.loads(run.stdout)["error"]["message"]
+    )
     assert fresh.local(fresh.registry.ref(f"{repo}:multi")) is None
 
 
 def test_invalid_references_are_refused_before_any_engine_call(sentinel: SentinelEngine) -> None:
-    for bad in ("Paddle:3", "paddlepaddle/paddle:3.3.1 ", "a/b@sha256:12", "127.0.0.1:70000/a:1", "a;b"):
+    for bad in (
+        "Paddle:3",
+        "paddlepaddle/paddle:3.3.1 ",
+        "a/b@sha256:12",
+        "127.0.0.1:70000/a:1",
+        "a;b",
+    ):
         run = envcheck("pull-image", "--image", bad, env={"DOCKER_HOST": f"unix://{sentinel.path}"})
         assert run.returncode == 2, (bad, run.stderr)
         assert_one_screen(run.stderr)
@@ -337,8 +409,12 @@ def test_invalid_references_are_refused_before_any_engine_call(sentinel: Sentine
 
 # -- the engine itself ------------------------------------------------------------------------------
 def test_daemon_unreachable_exits_4(tmp_path: Path, registry: LocalRegistry) -> None:
-    run = envcheck("pull-image", "--image", registry.ref(BUSYBOX),
-                   env={"DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"})
+    run = envcheck(
+        "pull-image",
+        "--image",
+        registry.ref(BUSYBOX),
+        env={"DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"},
+    )
     assert run.returncode == 4
     assert_one_screen(run.stderr)
     assert "cannot reach the Docker engine" in run.stderr and "DOCKER_HOST" in run.stderr
@@ -346,23 +422,56 @@ def test_daemon_unreachable_exits_4(tmp_path: Path, registry: LocalRegistry) -> 
 
 def test_socket_permission_denied_exits_4(registry: LocalRegistry) -> None:
     if os.geteuid() != 0:
-        pytest.fail("this test drops root to a user outside the docker group: run the suite as root")
+        pytest.fail(
+            "this test drops root to a user outside the docker group: run the suite as root"
+        )
     # As `nobody`, with Debian's Python 3.11 (the venv's interpreter may live under /root), from a
     # world-readable copy of envcheck and the few packages a pull needs (the checkout may not be).
     world = Path(tempfile.mkdtemp(prefix="envcheck-nobody-"))
     try:
-        site = Path(next(p for p in sys.path if p.endswith("site-packages") and Path(p, "docker").is_dir()))
-        for package in ("docker", "requests", "urllib3", "idna", "charset_normalizer", "certifi", "packaging"):
+        site = Path(
+            next(p for p in sys.path if p.endswith("site-packages") and Path(p, "docker").is_dir())
+        )
+        for package in (
+            "docker",
+            "requests",
+            "urllib3",
+            "idna",
+            "charset_normalizer",
+            "certifi",
+            "packaging",
+        ):
             shutil.copytree(site / package, world / package)
-        shutil.copytree(ROOT / "envcheck", world / "envcheck", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / "envcheck", world / "envcheck", ignore=shutil.ignore_patterns("__pycache__")
+        )
         shutil.copytree(ROOT / "matrix", world / "matrix")
         subprocess.run(["chmod", "-R", "a+rX", str(world)], check=True)
         run = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-m",
-             "envcheck", "pull-image", "--image", registry.ref(BUSYBOX)],
-            capture_output=True, text=True, timeout=60, cwd="/tmp", check=False,
-            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(world),
-                 "PYTHONDONTWRITEBYTECODE": "1"})
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "/usr/bin/python3",
+                "-m",
+                "envcheck",
+                "pull-image",
+                "--image",
+                registry.ref(BUSYBOX),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/tmp",
+            check=False,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "HOME": "/tmp",
+                "PYTHONPATH": str(world),
+                "PYTHONDONTWRITEBYTECODE": "1",
+            },
+        )
     finally:
         shutil.rmtree(world, ignore_errors=True)
     assert run.returncode == 4, run.stderr
@@ -371,16 +480,27 @@ def test_socket_permission_denied_exits_4(registry: LocalRegistry) -> None:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_ctrl_c_stops_cleanly(fresh: Fresh, registry: LocalRegistry, proxy_factory: Callable[..., Any],
-                              signum: int) -> None:
+def test_ctrl_c_stops_cleanly(
+    fresh: Fresh, registry: LocalRegistry, proxy_factory: Callable[..., Any], signum: int
+) -> None:
     """SIGTERM (CI cancelling the job) unwinds exactly like Ctrl-C (#9.4)."""
     repo, pushed = fresh.push(layers=2, layer_size=2 << 20)
     slow = proxy_factory(registry.addr, rate=500_000)  # ≈8 s: plenty of time to interrupt
     ref = f"{slow.addr}/{repo}:1"
-    child = subprocess.Popen([sys.executable, "-m", "envcheck", "pull-image", "--image", ref],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    _wait_for(lambda: any("/blobs/" in p and pushed.layers[0][0] in p for _, p, _ in slow.requests)
-              or any("/blobs/" in p and pushed.layers[1][0] in p for _, p, _ in slow.requests), 30)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "pull-image", "--image", ref],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    _wait_for(
+        lambda: (
+            any("/blobs/" in p and pushed.layers[0][0] in p for _, p, _ in slow.requests)
+            or any("/blobs/" in p and pushed.layers[1][0] in p for _, p, _ in slow.requests)
+        ),
+        30,
+    )
     child.send_signal(signum)
     stdout, stderr = child.communicate(timeout=30)
     assert child.returncode == 130
@@ -391,18 +511,27 @@ def test_ctrl_c_stops_cleanly(fresh: Fresh, registry: LocalRegistry, proxy_facto
 
 
 # -- dry run, planning, ensure_image --------------------------------------------------------------
-def test_dry_run_prints_the_choice_and_touches_nothing(sentinel: SentinelEngine, tmp_path: Path) -> None:
+def test_dry_run_prints_the_choice_and_touches_nothing(
+    sentinel: SentinelEngine, tmp_path: Path
+) -> None:
     env = {"DOCKER_HOST": f"unix://{sentinel.path}", "ENVCHECK_DRIVER_ROOT": str(tmp_path)}
     text = envcheck("pull-image", "--dry-run", env=env)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("would pull docker.io/paddlepaddle/paddle:")
     assert "  why: " in text.stdout and "  mirror: ccr-" in text.stdout
-    doc = json.loads(envcheck("pull-image", "--dry-run", "--json", "--paddle", "3.3.1", env=env).stdout)
+    doc = json.loads(
+        envcheck("pull-image", "--dry-run", "--json", "--paddle", "3.3.1", env=env).stdout
+    )
     assert doc["dry_run"] is True and doc["reference"] == "docker.io/paddlepaddle/paddle:3.3.1"
     assert doc["mirrors"] == ["ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle:3.3.1"]
     assert doc["reason"] and doc["kind"] == "cpu"  # no NVIDIA driver: env's empty driver root
-    named = json.loads(envcheck("pull-image", "--dry-run", "--json", "--image", "busybox", env=env).stdout)
-    assert named["reference"] == "docker.io/library/busybox:latest" or named["reference"] == "docker.io/library/busybox"
+    named = json.loads(
+        envcheck("pull-image", "--dry-run", "--json", "--image", "busybox", env=env).stdout
+    )
+    assert (
+        named["reference"] == "docker.io/library/busybox:latest"
+        or named["reference"] == "docker.io/library/busybox"
+    )
     assert sentinel.connections == 0
 
 
@@ -414,8 +543,15 @@ def test_plan_from_the_shipped_matrix_has_the_baidu_mirror() -> None:
     baidu = plan_pull(plan.mirrors[0], matrix)
     assert [str(m) for m in baidu.mirrors] == ["docker.io/paddlepaddle/paddle:3.3.1"]
     # Per the matrix, this GPU tag is published on Docker Hub only: no mirror to try.
-    assert plan_pull(parse_reference("paddlepaddle/paddle:3.3.1-gpu-cuda12.9-cudnn9.9"), matrix).mirrors == ()
-    assert plan_pull(parse_reference("127.0.0.1:5000/x/y:1"), matrix) == PullPlan(parse_reference("127.0.0.1:5000/x/y:1"))
+    assert (
+        plan_pull(
+            parse_reference("paddlepaddle/paddle:3.3.1-gpu-cuda12.9-cudnn9.9"), matrix
+        ).mirrors
+        == ()
+    )
+    assert plan_pull(parse_reference("127.0.0.1:5000/x/y:1"), matrix) == PullPlan(
+        parse_reference("127.0.0.1:5000/x/y:1")
+    )
 
 
 def test_ensure_image_returns_a_present_image_and_pulls_a_missing_one(fresh: Fresh) -> None:
@@ -440,9 +576,9 @@ def _wait_for(condition: Callable[[], bool], seconds: float) -> None:
     raise AssertionError(f"condition not met within {seconds} s")
 
 
-
-
-def test_a_trickling_registry_is_retried_then_the_mirror_serves(fresh: Fresh, docker_client: Any) -> None:
+def test_a_trickling_registry_is_retried_then_the_mirror_serves(
+    fresh: Fresh, docker_client: Any
+) -> None:
     """One byte every 2 s meets every read timeout: only the per-request deadline ends it (#9.5)."""
     repo, pushed = fresh.push(layers=1)
     mirror = parse_reference(fresh.registry.ref(f"{repo}:1"))
@@ -450,14 +586,20 @@ def test_a_trickling_registry_is_retried_then_the_mirror_serves(fresh: Fresh, do
     with TrickleServer() as server:
         slow = parse_reference(f"{server.addr}/{repo}:1")
         result = pull_image(PullPlan(slow, (mirror,)), client=docker_client, retry=retry)
-    assert (result.registry, result.mirror, result.digest) == (fresh.registry.addr, True, pushed.digest)
+    assert (result.registry, result.mirror, result.digest) == (
+        fresh.registry.addr,
+        True,
+        pushed.digest,
+    )
     assert sum("did not answer within 3 s" in f for f in result.failures) == 2  # both tries
 
 
 def test_a_trickling_registry_alone_ends_in_exit_4(docker_client: Any) -> None:
     retry = RetryPolicy(attempts=2, base=0.05, cap=0.1, request_deadline=3.0)
-    with TrickleServer(phase="body") as server, \
-            pytest.raises(RegistryUnavailable, match="did not answer within 3 s") as info:
+    with (
+        TrickleServer(phase="body") as server,
+        pytest.raises(RegistryUnavailable, match="did not answer within 3 s") as info,
+    ):
         ref = parse_reference(f"{server.addr}/envcheck-test/nothing:1")
         pull_image(PullPlan(ref), client=docker_client, retry=retry)
         # The engine's reads (both tries) stop with envcheck's call: none is left trickling on.

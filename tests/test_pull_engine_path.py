@@ -39,6 +39,7 @@ def _fresh(docker_client: Any, registry: LocalRegistry) -> Iterator[Fresh]:
     yield images
     images.cleanup()
 
+
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
@@ -53,19 +54,35 @@ def blocked_env(**extra: str) -> dict[str, str]:
 
 
 def envcheck(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True, text=True,
-                          timeout=180, cwd=ROOT, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
 
 
 def test_envchecks_own_client_really_is_blocked(registry: LocalRegistry) -> None:
     """The premise of every test here: with these variables, envcheck's own read fails."""
-    probe = ("from envcheck.reference import parse_reference; from envcheck.registry import *\n"
-             "from envcheck.platforms import host_platform\n"
-             f"ref = parse_reference({registry.ref(BUSYBOX)!r})\n"
-             "try:\n    RegistryClient.for_reference(ref, timeout=5).inspect(ref, host_platform())\n"
-             "except RegistryUnavailable as e:\n    print('unreachable:', e.message)\n")
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
-                         cwd=ROOT, env=blocked_env(), check=False)
+    probe = (
+        "from envcheck.reference import parse_reference; from envcheck.registry import *\n"
+        "from envcheck.platforms import host_platform\n"
+        f"ref = parse_reference({registry.ref(BUSYBOX)!r})\n"
+        "try:\n    RegistryClient.for_reference(ref, timeout=5).inspect(ref, host_platform())\n"
+        "except RegistryUnavailable as e:\n    print('unreachable:', e.message)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=blocked_env(),
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("unreachable: cannot reach 127.0.0.1:5000"), run.stdout
 
@@ -76,7 +93,11 @@ def test_a_registry_only_the_engine_reaches_is_pulled_with_a_warning(fresh: Fres
     run = envcheck("pull-image", "--image", ref, "--json", "--quiet", env=blocked_env())
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
-    assert (doc["outcome"], doc["digest"], doc["registry"]) == ("pulled", pushed.digest, fresh.registry.addr)
+    assert (doc["outcome"], doc["digest"], doc["registry"]) == (
+        "pulled",
+        pushed.digest,
+        fresh.registry.addr,
+    )
     assert doc["failures"] == [] and doc["attempts"] == 1  # the engine's read never failed
     # The config was read after the pull, from the engine's copy; the size was not known.
     assert (doc["config_source"], doc["size"]) == ("local image", None)
@@ -88,7 +109,9 @@ def test_a_registry_only_the_engine_reaches_is_pulled_with_a_warning(fresh: Fres
     assert json.loads(again.stdout)["outcome"] == "present", again.stderr  # same digest: a no-op
 
 
-def test_a_cuda_claim_read_after_the_pull_is_still_refused_and_the_image_removed(fresh: Fresh) -> None:
+def test_a_cuda_claim_read_after_the_pull_is_still_refused_and_the_image_removed(
+    fresh: Fresh,
+) -> None:
     """The tag says nothing; only the config does, and only the engine can read it: the refusal
     comes after the pull, and the refused image does not stay behind."""
     repo, _ = fresh.push(layers=1, env={"CUDA_VERSION": "12.9.1"})
@@ -99,7 +122,9 @@ def test_a_cuda_claim_read_after_the_pull_is_still_refused_and_the_image_removed
     assert "needs CUDA 12.9 (config CUDA_VERSION=12.9.1)" in run.stderr
     assert "read from the pulled image's config, removed again" in run.stderr
     assert fresh.local(ref) is None
-    forced = envcheck("pull-image", "--image", ref, "--quiet", "--force", "--json", env=blocked_env())
+    forced = envcheck(
+        "pull-image", "--image", ref, "--quiet", "--force", "--json", env=blocked_env()
+    )
     assert forced.returncode == 0, forced.stderr
     assert json.loads(forced.stdout)["config_source"] is None  # --force: nothing judged it
 
@@ -122,23 +147,47 @@ def docker_config(tmp_path: Path) -> Path:
 
 
 def test_a_login_stored_by_docker_login_is_used_by_the_engines_read(
-        fresh: Fresh, registry_factory: Callable[..., Any], docker_config: Path, tmp_path: Path) -> None:
+    fresh: Fresh, registry_factory: Callable[..., Any], docker_config: Path, tmp_path: Path
+) -> None:
     storage = tmp_path / "storage"
     storage.mkdir()
     open_door = registry_factory(storage=storage)
     repo, pushed = fresh.push(base=open_door.url, layers=1)
     locked = registry_factory(auth=True, storage=storage)  # the same blobs, behind htpasswd
     ref = f"{locked.addr}/{repo}:1"
-    refused = envcheck("pull-image", "--image", ref, "--quiet",
-                       env=blocked_env(DOCKER_CONFIG=str(docker_config)))
-    assert refused.returncode == 4 and f"docker login {locked.addr}" in refused.stderr, refused.stderr
-    login = subprocess.run(["docker", "--config", str(docker_config), "login", "--username", HTPASSWD_USER,
-                            "--password-stdin", locked.addr], input=HTPASSWD_PASSWORD, capture_output=True,
-                           text=True, timeout=60, check=False)
+    refused = envcheck(
+        "pull-image", "--image", ref, "--quiet", env=blocked_env(DOCKER_CONFIG=str(docker_config))
+    )
+    assert refused.returncode == 4 and f"docker login {locked.addr}" in refused.stderr, (
+        refused.stderr
+    )
+    login = subprocess.run(
+        [
+            "docker",
+            "--config",
+            str(docker_config),
+            "login",
+            "--username",
+            HTPASSWD_USER,
+            "--password-stdin",
+            locked.addr,
+        ],
+        input=HTPASSWD_PASSWORD,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert login.returncode == 0, login.stderr
     assert locked.addr in json.loads((docker_config / "config.json").read_text())["auths"]
-    run = envcheck("pull-image", "--image", ref, "--json", "--quiet",
-                   env=blocked_env(DOCKER_CONFIG=str(docker_config)))
+    run = envcheck(
+        "pull-image",
+        "--image",
+        ref,
+        "--json",
+        "--quiet",
+        env=blocked_env(DOCKER_CONFIG=str(docker_config)),
+    )
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert (doc["outcome"], doc["digest"]) == ("pulled", pushed.digest)
@@ -147,8 +196,9 @@ def test_a_login_stored_by_docker_login_is_used_by_the_engines_read(
 
 # -- a mirror only the engine's daemon.json names ----------------------------------------------------
 @pytest.fixture
-def mirrored_engine(registry: LocalRegistry, registry_factory: Callable[..., Any],
-                    proxy_factory: Callable[..., Any]) -> Iterator[tuple[SecondEngine, Any]]:
+def mirrored_engine(
+    registry: LocalRegistry, registry_factory: Callable[..., Any], proxy_factory: Callable[..., Any]
+) -> Iterator[tuple[SecondEngine, Any]]:
     """A second dockerd whose daemon.json mirrors Docker Hub on a second loopback registry (the
     test images' storage), seen through a recording proxy."""
     mirror = registry_factory(storage=registry.storage)
@@ -160,8 +210,9 @@ def mirrored_engine(registry: LocalRegistry, registry_factory: Callable[..., Any
         engine.stop()
 
 
-def test_a_docker_hub_image_comes_through_the_engines_mirror(mirrored_engine: tuple[SecondEngine, Any],
-                                                            docker_client: Any) -> None:
+def test_a_docker_hub_image_comes_through_the_engines_mirror(
+    mirrored_engine: tuple[SecondEngine, Any], docker_client: Any
+) -> None:
     engine, watch = mirrored_engine
     expected = docker_client.images.get_registry_data(f"127.0.0.1:5000/{BUSYBOX}").id
     env = blocked_env(DOCKER_HOST=engine.host)
@@ -172,5 +223,7 @@ def test_a_docker_hub_image_comes_through_the_engines_mirror(mirrored_engine: tu
     assert (doc["outcome"], doc["digest"]) == ("pulled", expected)
     assert doc["warnings"]  # envcheck could not read Docker Hub itself: the mirror is the engine's
     manifests = [p for m, p, s in watch.requests if "/manifests/" in p and s == 200]
-    assert manifests and all(p.startswith("/v2/envcheck-test/busybox/manifests/") for p in manifests)
+    assert manifests and all(
+        p.startswith("/v2/envcheck-test/busybox/manifests/") for p in manifests
+    )
     assert any("/blobs/" in p for _, p, _ in watch.requests)  # the layers came through it too

@@ -12,7 +12,9 @@ from envcheck.pull_events import PullProgress, classify_engine_error, short_id
 
 # A 4-layer pull of envcheck-test/busybox:layers, one layer already present (Downloading and
 # Extracting events thinned to two per layer).
-EVENTS = json.loads((Path(__file__).parent / "data" / "pull_events_busybox_layers.json").read_text())
+EVENTS = json.loads(
+    (Path(__file__).parent / "data" / "pull_events_busybox_layers.json").read_text()
+)
 DIGEST = "sha256:3de01dcdf677b726c5d1fb71e9ac36aad0e9b38e873970aa5bb26a7107ec8bab"
 
 
@@ -20,9 +22,16 @@ def test_recorded_pull_ends_with_every_layer_done_and_the_digest() -> None:
     progress = PullProgress()
     changed = [progress.apply(e) for e in EVENTS]
     assert progress.digest == DIGEST
-    assert progress.status == "Downloaded newer image for 127.0.0.1:5000/envcheck-test/busybox:layers"
+    assert (
+        progress.status == "Downloaded newer image for 127.0.0.1:5000/envcheck-test/busybox:layers"
+    )
     assert progress.error is None
-    assert [layer.phase for layer in progress.layers.values()] == ["exists", "complete", "complete", "complete"]
+    assert [layer.phase for layer in progress.layers.values()] == [
+        "exists",
+        "complete",
+        "complete",
+        "complete",
+    ]
     assert {c.id for c in changed if c} == set(progress.layers)
     sizes = {layer.id: layer.size for layer in progress.layers.values()}
     assert sizes["1e332d71d083"] == 4195775  # the engine's total, as no manifest size was given
@@ -55,7 +64,9 @@ def test_an_error_event_is_kept_not_raised() -> None:
 
 def test_the_engines_own_retry_resets_the_layer() -> None:
     progress = PullProgress()
-    progress.apply({"id": "abc", "status": "Downloading", "progressDetail": {"current": 10, "total": 100}})
+    progress.apply(
+        {"id": "abc", "status": "Downloading", "progressDetail": {"current": 10, "total": 100}}
+    )
     layer = progress.apply({"id": "abc", "status": "Retrying in 5 seconds", "progressDetail": {}})
     assert layer is not None and layer.note == "Retrying in 5 seconds" and layer.downloaded == 0
 
@@ -63,19 +74,41 @@ def test_the_engines_own_retry_resets_the_layer() -> None:
 @pytest.mark.parametrize(
     ("message", "kind"),
     [
-        ("manifest for 127.0.0.1:5000/envcheck-test/busybox:nope not found: manifest unknown: manifest unknown", "not-found"),
-        ('Get "http://127.0.0.1:5999/v2/": dial tcp 127.0.0.1:5999: connect: connection refused', "transient"),
+        (
+            "manifest for 127.0.0.1:5000/envcheck-test/busybox:nope not found: manifest unknown: manifest unknown",
+            "not-found",
+        ),
+        (
+            'Get "http://127.0.0.1:5999/v2/": dial tcp 127.0.0.1:5999: connect: connection refused',
+            "transient",
+        ),
         ("received unexpected HTTP status: 500 Internal Server Error", "transient"),
-        ("Head \"http://127.0.0.1:41234/v2/x/manifests/1\": no basic auth credentials", "auth"),
-        ("pull access denied for foo/bar, repository does not exist or may require 'docker login': denied: requested access to the resource is denied", "auth"),
-        ("failed to register layer: Error processing tar file(exit status 1): write /usr/lib/x: no space left on device", "no-space"),
+        ('Head "http://127.0.0.1:41234/v2/x/manifests/1": no basic auth credentials', "auth"),
+        (
+            "pull access denied for foo/bar, repository does not exist or may require 'docker login': denied: requested access to the resource is denied",
+            "auth",
+        ),
+        (
+            "failed to register layer: Error processing tar file(exit status 1): write /usr/lib/x: no space left on device",
+            "no-space",
+        ),
         ("no matching manifest for linux/amd64 in the manifest list entries", "platform"),
         ("unexpected EOF", "transient"),
         ("toomanyrequests: You have reached your pull rate limit.", "transient"),
         ("failed to register layer: invalid tar header", "other"),
     ],
-    ids=["404-manifest-unknown", "registry-down", "http-500", "htpasswd-401", "hub-denied",
-         "disk-full", "arm-only", "cut-stream", "hub-rate-limit", "bad-tar"],
+    ids=[
+        "404-manifest-unknown",
+        "registry-down",
+        "http-500",
+        "htpasswd-401",
+        "hub-denied",
+        "disk-full",
+        "arm-only",
+        "cut-stream",
+        "hub-rate-limit",
+        "bad-tar",
+    ],
 )
 def test_engine_error_words(message: str, kind: str) -> None:
     assert classify_engine_error(message) == kind

@@ -28,27 +28,46 @@ def find_python310() -> str | None:
 def envcheck310(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = find_python310()
     if python is None:
-        pytest.fail("no Python 3.10: this machine kind ships one under pyenv; elsewhere set PYTHON310")
+        pytest.fail(
+            "no Python 3.10: this machine kind ships one under pyenv; elsewhere set PYTHON310"
+        )
     venv = tmp_path_factory.mktemp("py310") / "venv"
     subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(ROOT)], check=True,
-                   timeout=600, capture_output=True)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(ROOT)],
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
     return venv / "bin" / "envcheck"
 
 
 def test_doctor_with_an_in_process_smoke_of_another_interpreter(envcheck310: Path) -> None:
     """envcheck on 3.10 judges and smoke-trains the Paddle of this 3.11 venv (`--python`)."""
-    run = subprocess.run([str(envcheck310), "doctor", "--json", "--in-process", "--python", sys.executable],
-                         capture_output=True, text=True, timeout=600, check=False)
+    run = subprocess.run(
+        [str(envcheck310), "doctor", "--json", "--in-process", "--python", sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
-    assert doc["host"]["paddle"]["version"] == "3.3.1" and doc["host"]["paddle"]["python"] == sys.executable
+    assert (
+        doc["host"]["paddle"]["version"] == "3.3.1"
+        and doc["host"]["paddle"]["python"] == sys.executable
+    )
     assert {f["id"]: f["severity"] for f in doc["findings"]}["smoke.pass"] == "pass"
 
 
 def test_pull_image_dry_run(envcheck310: Path) -> None:
-    run = subprocess.run([str(envcheck310), "pull-image", "--dry-run", "--json"], capture_output=True, text=True,
-                         timeout=120, check=False)
+    run = subprocess.run(
+        [str(envcheck310), "pull-image", "--dry-run", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["reference"].startswith("docker.io/paddlepaddle/paddle:3.3.1")
 
@@ -58,6 +77,8 @@ def test_fleet_reads_the_doctors_trailing_z_timestamps(envcheck310: Path) -> Non
     every report (the fleet's newest-per-host, the baseline's `created`, JUnit's timestamp)."""
     python = envcheck310.with_name("python")
     code = "from envcheck.fleet import report_time; print(report_time({'generated_at': '2024-05-01T10:00:00Z'}))"
-    run = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    run = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "2024-05-01 10:00:00+00:00"

@@ -19,17 +19,34 @@ BAIDU = "ccr-2vdh3abv-pub.cnc.bj.baidubce.com"
     [
         ("busybox", Reference("docker.io", "library/busybox")),
         ("paddlepaddle/paddle:3.3.1", Reference("docker.io", "paddlepaddle/paddle", "3.3.1")),
-        ("docker.io/paddlepaddle/paddle:3.3.1-gpu-cuda12.9-cudnn9.9",
-         Reference("docker.io", "paddlepaddle/paddle", "3.3.1-gpu-cuda12.9-cudnn9.9")),
+        (
+            "docker.io/paddlepaddle/paddle:3.3.1-gpu-cuda12.9-cudnn9.9",
+            Reference("docker.io", "paddlepaddle/paddle", "3.3.1-gpu-cuda12.9-cudnn9.9"),
+        ),
         ("index.docker.io/library/ubuntu:22.04", Reference("docker.io", "library/ubuntu", "22.04")),
         (f"{BAIDU}/paddlepaddle/paddle:3.0.0", Reference(BAIDU, "paddlepaddle/paddle", "3.0.0")),
-        ("127.0.0.1:5000/envcheck-test/busybox:1", Reference("127.0.0.1:5000", "envcheck-test/busybox", "1")),
+        (
+            "127.0.0.1:5000/envcheck-test/busybox:1",
+            Reference("127.0.0.1:5000", "envcheck-test/busybox", "1"),
+        ),
         ("localhost/a/b", Reference("localhost", "a/b")),
         (f"busybox@{DIGEST}", Reference("docker.io", "library/busybox", None, DIGEST)),
-        (f"r.example:443/a__b/c-d--e.f:t_1@{DIGEST}", Reference("r.example:443", "a__b/c-d--e.f", "t_1", DIGEST)),
+        (
+            f"r.example:443/a__b/c-d--e.f:t_1@{DIGEST}",
+            Reference("r.example:443", "a__b/c-d--e.f", "t_1", DIGEST),
+        ),
     ],
-    ids=["official", "hub-user", "hub-explicit", "legacy-index", "baidu", "loopback-port",
-         "localhost", "digest", "everything"],
+    ids=[
+        "official",
+        "hub-user",
+        "hub-explicit",
+        "legacy-index",
+        "baidu",
+        "loopback-port",
+        "localhost",
+        "digest",
+        "everything",
+    ],
 )
 def test_parses_real_references(text: str, expected: Reference) -> None:
     assert parse_reference(text) == expected
@@ -38,11 +55,38 @@ def test_parses_real_references(text: str, expected: Reference) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "", " busybox", "busybox ", "bus box", "Busybox", "busybox:", "busybox:-x", "busybox:.x",
-        "busybox:" + "t" * 129, "busybox@sha256:abc", f"busybox@md5:{'a' * 32}", "a//b", "/a", "a/",
-        "a..b", "a-", "-a", "a/_b", "127.0.0.1:99999/a", "127.0.0.1:/a", "-r.io/a", "r-.io/a",
-        "busybox\x00", "busybox\n", "bu\u0131sybox", "a/b:c:d", "a/b@", "r.io/" + "a" * 260,
-        "$(reboot)", "a;rm -rf /", "--help", "a/b:tag\ttab",
+        "",
+        " busybox",
+        "busybox ",
+        "bus box",
+        "Busybox",
+        "busybox:",
+        "busybox:-x",
+        "busybox:.x",
+        "busybox:" + "t" * 129,
+        "busybox@sha256:abc",
+        f"busybox@md5:{'a' * 32}",
+        "a//b",
+        "/a",
+        "a/",
+        "a..b",
+        "a-",
+        "-a",
+        "a/_b",
+        "127.0.0.1:99999/a",
+        "127.0.0.1:/a",
+        "-r.io/a",
+        "r-.io/a",
+        "busybox\x00",
+        "busybox\n",
+        "bu\u0131sybox",
+        "a/b:c:d",
+        "a/b@",
+        "r.io/" + "a" * 260,
+        "$(reboot)",
+        "a;rm -rf /",
+        "--help",
+        "a/b:tag\ttab",
     ],
 )
 def test_rejects_odd_references(text: str) -> None:
@@ -73,13 +117,19 @@ def test_reference_asks_the_digest_when_pinned() -> None:
 
 _alnum = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=6)
 _sep = st.sampled_from([".", "_", "__", "-", "--"])
-_component = st.builds(lambda a, rest: a + "".join(s + b for s, b in rest), _alnum,
-                       st.lists(st.tuples(_sep, _alnum), max_size=2))
+_component = st.builds(
+    lambda a, rest: a + "".join(s + b for s, b in rest),
+    _alnum,
+    st.lists(st.tuples(_sep, _alnum), max_size=2),
+)
 _host_label = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,6}[A-Za-z0-9])?", fullmatch=True)
 _domain = st.one_of(
     st.builds(lambda a, b: f"{a}.{b}", _host_label, _host_label),
-    st.builds(lambda h, p: f"{h}:{p}", st.sampled_from(["localhost", "127.0.0.1", "r.io"]),
-              st.integers(1, 65535)),
+    st.builds(
+        lambda h, p: f"{h}:{p}",
+        st.sampled_from(["localhost", "127.0.0.1", "r.io"]),
+        st.integers(1, 65535),
+    ),
 )
 _tag = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,20}", fullmatch=True)
 _digest = st.builds(lambda h: "sha256:" + h, st.text("0123456789abcdef", min_size=64, max_size=64))
@@ -118,8 +168,11 @@ def test_any_text_parses_or_is_refused_cleanly(text: str) -> None:
     assert parse_reference(str(ref)) == ref
 
 
-@given(valid_references(), st.sampled_from([" ", "\t", "\n", "\x00", "é", ";", "$", "`", "|", "&", "'"]),
-       st.data())
+@given(
+    valid_references(),
+    st.sampled_from([" ", "\t", "\n", "\x00", "é", ";", "$", "`", "|", "&", "'"]),
+    st.data(),
+)
 def test_an_odd_character_anywhere_is_refused(text: str, odd: str, data: st.DataObject) -> None:
     at = data.draw(st.integers(0, len(text)))
     with pytest.raises(InvalidReference):

@@ -36,16 +36,29 @@ def client_for(ref: str) -> tuple[RegistryClient, Any]:
 def test_parse_docker_hub_challenge() -> None:
     scheme, params = parse_challenge(
         'Bearer realm="https://auth.docker.io/token",service="registry.docker.io",'
-        'scope="repository:paddlepaddle/paddle:pull"')
+        'scope="repository:paddlepaddle/paddle:pull"'
+    )
     assert scheme == "bearer"
-    assert params == {"realm": "https://auth.docker.io/token", "service": "registry.docker.io",
-                      "scope": "repository:paddlepaddle/paddle:pull"}
+    assert params == {
+        "realm": "https://auth.docker.io/token",
+        "service": "registry.docker.io",
+        "scope": "repository:paddlepaddle/paddle:pull",
+    }
     assert parse_challenge('Basic realm="envcheck-test"') == ("basic", {"realm": "envcheck-test"})
 
 
-@pytest.mark.parametrize(("host", "loopback"), [
-    ("127.0.0.1:5000", True), ("127.3.2.1", True), ("localhost:5000", True), ("[::1]:5000", True),
-    ("registry-1.docker.io", False), ("10.0.0.1:5000", False), ("ccr-x.bj.baidubce.com", False)])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1:5000", True),
+        ("127.3.2.1", True),
+        ("localhost:5000", True),
+        ("[::1]:5000", True),
+        ("registry-1.docker.io", False),
+        ("10.0.0.1:5000", False),
+        ("ccr-x.bj.baidubce.com", False),
+    ],
+)
 def test_only_loopback_registries_get_plain_http(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
     assert RegistryClient(host, host).base.startswith("http://" if loopback else "https://")
@@ -63,7 +76,9 @@ def test_inspect_reads_digest_size_and_cuda_env(registry: LocalRegistry) -> None
     assert remote.digest.startswith("sha256:") and len(remote.digest) == 71
     assert remote.platforms == (AMD64,)
     assert remote.env["CUDA_VERSION"] == "12.9.1"
-    assert remote.size and remote.size == sum(s for _, s in remote.layers) + remote.size - sum(s for _, s in remote.layers)
+    assert remote.size and remote.size == sum(s for _, s in remote.layers) + remote.size - sum(
+        s for _, s in remote.layers
+    )
     assert len(remote.layers) == 1
     # Asking by digest gets the same document, whose bytes must hash to it.
     again = client.inspect(ref.with_digest(remote.digest), AMD64)
@@ -73,8 +88,12 @@ def test_inspect_reads_digest_size_and_cuda_env(registry: LocalRegistry) -> None
 @pytest.mark.registry
 def test_index_platforms_and_a_missing_one(registry: LocalRegistry) -> None:
     repo = f"envcheck-test/index-{uuid.uuid4().hex[:8]}"
-    arm = push_random_image(registry.url, repo, "arm", layers=1, layer_size=1024, architecture="arm64")
-    amd = push_random_image(registry.url, repo, "amd", layers=1, layer_size=1024, env={"CUDA_VERSION": "13.0.1"})
+    arm = push_random_image(
+        registry.url, repo, "arm", layers=1, layer_size=1024, architecture="arm64"
+    )
+    amd = push_random_image(
+        registry.url, repo, "amd", layers=1, layer_size=1024, env={"CUDA_VERSION": "13.0.1"}
+    )
     push_index(registry.url, repo, "both", [(arm, "linux", "arm64"), (amd, "linux", "amd64")])
     push_index(registry.url, repo, "arm-only", [(arm, "linux", "arm64")])
     client, _ = client_for(registry.ref(f"{repo}:both"))
@@ -118,7 +137,9 @@ def test_bearer_token_handshake(registry: LocalRegistry, proxy_factory: Callable
 
 
 @pytest.mark.registry
-def test_5xx_and_refused_connections_are_transient(registry: LocalRegistry, proxy_factory: Callable[..., Any]) -> None:
+def test_5xx_and_refused_connections_are_transient(
+    registry: LocalRegistry, proxy_factory: Callable[..., Any]
+) -> None:
     flaky = proxy_factory(registry.addr, fail_first=1)
     client, ref = client_for(f"{flaky.addr}/envcheck-test/busybox:1")
     with pytest.raises(RegistryUnavailable) as info:
@@ -132,8 +153,14 @@ def test_5xx_and_refused_connections_are_transient(registry: LocalRegistry, prox
 
 @pytest.mark.parametrize(
     "manifest",
-    [{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "layers": [1]},
-     {"schemaVersion": 2, "manifests": [{"platform": {"os": "linux", "architecture": "amd64"}}]}],
+    [
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "layers": [1],
+        },
+        {"schemaVersion": 2, "manifests": [{"platform": {"os": "linux", "architecture": "amd64"}}]},
+    ],
     ids=["layer-not-an-object", "index-entry-without-digest"],
 )
 def test_a_malformed_manifest_is_a_registry_error_not_a_traceback(manifest: dict[str, Any]) -> None:
@@ -229,53 +256,96 @@ def test_a_file_realm_is_never_opened(tmp_path: Any) -> None:
         server.close()
 
 
-@pytest.mark.parametrize(("realm", "api_host", "allowed"), [
-    ("https://auth.docker.io/token", "registry-1.docker.io", True),
-    ("https://ghcr.io/token", "ghcr.io", True),
-    ("https://GHCR.io:8443/token", "ghcr.io", True),
-    ("http://127.0.0.1:5001/token", "127.0.0.1:5000", True),
-    ("https://auth.example.org/token", "registry.example.org", False),
-    ("https://evil.example/token", "ghcr.io", False),
-    ("http://ghcr.io/token", "ghcr.io", False),
-    ("https://user:pw@ghcr.io/token", "ghcr.io", False),
-    ("file:///etc/shadow", "ghcr.io", False),
-    ("ftp://ghcr.io/token", "ghcr.io", False),
-    ("//ghcr.io/token", "ghcr.io", False),
-    ("https://[::1/token", "ghcr.io", False),
-], ids=str)
+@pytest.mark.parametrize(
+    ("realm", "api_host", "allowed"),
+    [
+        ("https://auth.docker.io/token", "registry-1.docker.io", True),
+        ("https://ghcr.io/token", "ghcr.io", True),
+        ("https://GHCR.io:8443/token", "ghcr.io", True),
+        ("http://127.0.0.1:5001/token", "127.0.0.1:5000", True),
+        ("https://auth.example.org/token", "registry.example.org", False),
+        ("https://evil.example/token", "ghcr.io", False),
+        ("http://ghcr.io/token", "ghcr.io", False),
+        ("https://user:pw@ghcr.io/token", "ghcr.io", False),
+        ("file:///etc/shadow", "ghcr.io", False),
+        ("ftp://ghcr.io/token", "ghcr.io", False),
+        ("//ghcr.io/token", "ghcr.io", False),
+        ("https://[::1/token", "ghcr.io", False),
+    ],
+    ids=str,
+)
 def test_realm_rules(realm: str, api_host: str, allowed: bool) -> None:
     assert (realm_refusal(realm, api_host) is None) is allowed
 
 
 def test_a_realm_host_the_user_configured_is_allowed() -> None:
-    assert realm_refusal("https://auth.example.org/token", "registry.example.org",
-                         frozenset({"auth.example.org"})) is None
+    assert (
+        realm_refusal(
+            "https://auth.example.org/token",
+            "registry.example.org",
+            frozenset({"auth.example.org"}),
+        )
+        is None
+    )
 
 
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DIGEST = "sha256:" + "a" * 64
 
 
-@pytest.mark.parametrize(("document", "config", "field"), [
-    ({"mediaType": MANIFEST, "layers": {"a": 1}}, {}, "layers is dict"),
-    ({"mediaType": MANIFEST, "layers": [{"digest": DIGEST, "size": "12"}]}, {}, "layers[0].size is str"),
-    ({"mediaType": MANIFEST, "layers": [{"digest": DIGEST, "size": True}]}, {}, "layers[0].size is bool"),
-    ({"mediaType": MANIFEST, "layers": [{"digest": "../../etc"}]}, {}, "layers[0].digest is str"),
-    ({"mediaType": MANIFEST, "config": {"digest": 5}}, {}, "config.digest is int"),
-    ({"mediaType": MANIFEST, "config": "x"}, {}, "config is str"),
-    ({"manifests": "all"}, {}, "manifests is str"),
-    ({"manifests": [{"digest": DIGEST, "platform": {"os": 1, "architecture": "amd64"}}]}, {},
-     "manifests[0].platform is dict"),
-    ({"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}}, {"config": {"Env": "A=1"}},
-     "config.Env is str"),
-    ({"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}}, {"config": {"Labels": {"a": 1}}},
-     "config.Labels is dict"),
-    ({"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}}, {"config": []}, "config.config is list"),
-    ({"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}}, {"architecture": ["amd64"]},
-     "config platform is dict"),
-], ids=lambda v: v if isinstance(v, str) else "")
-def test_each_field_of_the_wrong_shape_is_named(document: dict[str, Any], config: dict[str, Any],
-                                                field: str) -> None:
+@pytest.mark.parametrize(
+    ("document", "config", "field"),
+    [
+        ({"mediaType": MANIFEST, "layers": {"a": 1}}, {}, "layers is dict"),
+        (
+            {"mediaType": MANIFEST, "layers": [{"digest": DIGEST, "size": "12"}]},
+            {},
+            "layers[0].size is str",
+        ),
+        (
+            {"mediaType": MANIFEST, "layers": [{"digest": DIGEST, "size": True}]},
+            {},
+            "layers[0].size is bool",
+        ),
+        (
+            {"mediaType": MANIFEST, "layers": [{"digest": "../../etc"}]},
+            {},
+            "layers[0].digest is str",
+        ),
+        ({"mediaType": MANIFEST, "config": {"digest": 5}}, {}, "config.digest is int"),
+        ({"mediaType": MANIFEST, "config": "x"}, {}, "config is str"),
+        ({"manifests": "all"}, {}, "manifests is str"),
+        (
+            {"manifests": [{"digest": DIGEST, "platform": {"os": 1, "architecture": "amd64"}}]},
+            {},
+            "manifests[0].platform is dict",
+        ),
+        (
+            {"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}},
+            {"config": {"Env": "A=1"}},
+            "config.Env is str",
+        ),
+        (
+            {"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}},
+            {"config": {"Labels": {"a": 1}}},
+            "config.Labels is dict",
+        ),
+        (
+            {"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}},
+            {"config": []},
+            "config.config is list",
+        ),
+        (
+            {"mediaType": MANIFEST, "config": {"digest": DIGEST, "size": 2}},
+            {"architecture": ["amd64"]},
+            "config platform is dict",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_each_field_of_the_wrong_shape_is_named(
+    document: dict[str, Any], config: dict[str, Any], field: str
+) -> None:
     with DocumentServer(document, config) as addr:
         ref = parse_reference(f"{addr}/x/broken:1")
         with pytest.raises(RegistryError, match="malformed manifest") as info:
@@ -283,8 +353,9 @@ def test_each_field_of_the_wrong_shape_is_named(document: dict[str, Any], config
     assert field in info.value.message
 
 
-def test_envchecks_own_bug_is_not_a_malformed_manifest(registry: LocalRegistry,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_envchecks_own_bug_is_not_a_malformed_manifest(
+    registry: LocalRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Before #8.10 a catch-all turned our KeyError into "the registry sent a malformed manifest"
     (and the doctor then smoke-ran in-process with a warning): a bug must reach the CLI (exit 3)."""
     import envcheck.registry
@@ -337,40 +408,70 @@ class DocumentServer:
 # Engine 20.10.24, a registry:2 index of linux/amd64, linux/arm64 and a BuildKit-style
 # unknown/unknown (attestation) entry; and a single-platform image (its platform from the config).
 ENGINE_INDEX = {
-    "Descriptor": {"mediaType": "application/vnd.docker.distribution.manifest.list.v2+json",
-                   "digest": "sha256:602bd7d7f90ce61891816ef1d400dbc7130e140861fbe96770a8da265236bad7",
-                   "size": 782},
-    "Platforms": [{"architecture": "amd64", "os": "linux"}, {"architecture": "arm64", "os": "linux"},
-                  {"architecture": "unknown", "os": "unknown"}],
+    "Descriptor": {
+        "mediaType": "application/vnd.docker.distribution.manifest.list.v2+json",
+        "digest": "sha256:602bd7d7f90ce61891816ef1d400dbc7130e140861fbe96770a8da265236bad7",
+        "size": 782,
+    },
+    "Platforms": [
+        {"architecture": "amd64", "os": "linux"},
+        {"architecture": "arm64", "os": "linux"},
+        {"architecture": "unknown", "os": "unknown"},
+    ],
 }
 ENGINE_SINGLE = {
-    "Descriptor": {"mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-                   "digest": "sha256:be1a81ba9113439e25bc968ae672c973d6967c043d65814616000b22ad592822",
-                   "size": 527},
+    "Descriptor": {
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "digest": "sha256:be1a81ba9113439e25bc968ae672c973d6967c043d65814616000b22ad592822",
+        "size": 527,
+    },
     "Platforms": [{"architecture": "amd64", "os": "linux"}],
 }
 
 
-@pytest.mark.parametrize(("doc", "platforms"), [
-    (ENGINE_INDEX, (AMD64, Platform("linux", "arm64"))),
-    (ENGINE_SINGLE, (AMD64,)),
-], ids=["index-with-attestation", "single-manifest"])
-def test_the_engines_distribution_answer(doc: dict[str, Any], platforms: tuple[Platform, ...]) -> None:
+@pytest.mark.parametrize(
+    ("doc", "platforms"),
+    [
+        (ENGINE_INDEX, (AMD64, Platform("linux", "arm64"))),
+        (ENGINE_SINGLE, (AMD64,)),
+    ],
+    ids=["index-with-attestation", "single-manifest"],
+)
+def test_the_engines_distribution_answer(
+    doc: dict[str, Any], platforms: tuple[Platform, ...]
+) -> None:
     ref = parse_reference("127.0.0.1:5000/envcheck-test/busybox:1")
     remote = parse_distribution(doc, ref)
-    assert (remote.reference, remote.digest, remote.platforms) == (ref, doc["Descriptor"]["digest"], platforms)
+    assert (remote.reference, remote.digest, remote.platforms) == (
+        ref,
+        doc["Descriptor"]["digest"],
+        platforms,
+    )
     assert remote.media_type == doc["Descriptor"]["mediaType"]
-    assert (remote.size, remote.layers, dict(remote.env)) == (None, (), {})  # the engine does not tell
+    assert (remote.size, remote.layers, dict(remote.env)) == (
+        None,
+        (),
+        {},
+    )  # the engine does not tell
 
 
-@pytest.mark.parametrize(("doc", "where"), [
-    ([], "the answer is list"),
-    ({"Platforms": []}, "Descriptor is missing"),
-    ({"Descriptor": {"digest": "sha256:12", "size": 1}}, "Descriptor.digest is str"),
-    ({"Descriptor": ENGINE_SINGLE["Descriptor"], "Platforms": [{"os": 1}]}, "Platforms[0] is dict"),
-    ({"Descriptor": ENGINE_SINGLE["Descriptor"], "Platforms": "linux"}, "Platforms is str"),
-], ids=["not-an-object", "no-descriptor", "bad-digest", "bad-platform", "platforms-not-a-list"])
+@pytest.mark.parametrize(
+    ("doc", "where"),
+    [
+        ([], "the answer is list"),
+        ({"Platforms": []}, "Descriptor is missing"),
+        ({"Descriptor": {"digest": "sha256:12", "size": 1}}, "Descriptor.digest is str"),
+        (
+            {"Descriptor": ENGINE_SINGLE["Descriptor"], "Platforms": [{"os": 1}]},
+            "Platforms[0] is dict",
+        ),
+        ({"Descriptor": ENGINE_SINGLE["Descriptor"], "Platforms": "linux"}, "Platforms is str"),
+    ],
+    ids=["not-an-object", "no-descriptor", "bad-digest", "bad-platform", "platforms-not-a-list"],
+)
 def test_a_malformed_engine_answer_is_named(doc: Any, where: str) -> None:
-    with pytest.raises(RegistryError, match="the engine sent a malformed distribution answer") as info:
+    with pytest.raises(
+        RegistryError, match="the engine sent a malformed distribution answer"
+    ) as info:
         parse_distribution(doc, parse_reference("127.0.0.1:5000/a/b:1"))
     assert where in info.value.message and info.value.status == 4

@@ -38,14 +38,30 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 # Hosts from the judge's scenarios: each a real failure the judge has a fix for.
 JUDGE_HOSTS: dict[str, dict[str, Any]] = {
-    "a100-535-cpu-wheel": s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU,
-                                 engine=s.ENGINE_PLAIN),
-    "t4-470-cu126-wheel": s.host(driver=s.driver("470.82.01", "11.4"), gpus=[s.T4], paddle=s.PADDLE_331_CU126),
-    "k80-old-gpu": s.host(driver=s.driver("470.82.01", "11.4"), gpus=[s.K80], paddle=s.PADDLE_262_CU118),
-    "rtx5090-262-wheel": s.host(driver=s.driver("570.124.06", "12.8"), gpus=[s.RTX5090], paddle=s.PADDLE_262_CU118,
-                                cudnn=s.cudnn(None)),
-    "v100-31-wheel": s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.V100], paddle=s.PADDLE_31_CU126,
-                            engine=s.ENGINE_NVIDIA),
+    "a100-535-cpu-wheel": s.host(
+        driver=s.driver("535.104.05", "12.2"),
+        gpus=[s.A100],
+        paddle=s.PADDLE_331_CPU,
+        engine=s.ENGINE_PLAIN,
+    ),
+    "t4-470-cu126-wheel": s.host(
+        driver=s.driver("470.82.01", "11.4"), gpus=[s.T4], paddle=s.PADDLE_331_CU126
+    ),
+    "k80-old-gpu": s.host(
+        driver=s.driver("470.82.01", "11.4"), gpus=[s.K80], paddle=s.PADDLE_262_CU118
+    ),
+    "rtx5090-262-wheel": s.host(
+        driver=s.driver("570.124.06", "12.8"),
+        gpus=[s.RTX5090],
+        paddle=s.PADDLE_262_CU118,
+        cudnn=s.cudnn(None),
+    ),
+    "v100-31-wheel": s.host(
+        driver=s.driver("535.104.05", "12.2"),
+        gpus=[s.V100],
+        paddle=s.PADDLE_31_CU126,
+        engine=s.ENGINE_NVIDIA,
+    ),
     "laptop-no-gpu": s.host(paddle=s.PADDLE_331_CPU),
 }
 
@@ -54,7 +70,11 @@ def _judged(host_doc: dict[str, Any]) -> Report:
     matrix = load_matrix()
     host = host_from_document(host_doc)
     image = select_image(host, matrix)
-    return Report(host=host, findings=tuple(judge(Context(host, matrix, image, needs_engine=True))), image=image)
+    return Report(
+        host=host,
+        findings=tuple(judge(Context(host, matrix, image, needs_engine=True))),
+        image=image,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +85,14 @@ def profile_hosts(fake_nvidia: Callable[[str], dict[str, str]]) -> dict[str, dic
         fake = fake_nvidia(profile)
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | fake
         env["PYTHONPATH"] = fake["FAKE_NVIDIA_SITE_PACKAGES"]
-        run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json"],
-                             env=env, capture_output=True, text=True, timeout=120, check=False)
+        run = subprocess.run(
+            [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert run.stdout, run.stderr
         return profile, json.loads(run.stdout)["host"]
 
@@ -90,13 +116,17 @@ def _rendered(report: Report, width: int) -> dict[str, str]:
 
 
 def _commands(report: Report) -> list[str]:
-    found = [c for f in report.findings for text in (f.message, f.fix or "") for c in commands_in(text)]
+    found = [
+        c for f in report.findings for text in (f.message, f.fix or "") for c in commands_in(text)
+    ]
     if report.image and report.image.pip_command:
         found.append(report.image.pip_command)
     return found
 
 
-def test_every_fix_command_is_whole_on_one_line_at_every_width(profile_hosts: dict[str, dict[str, Any]]) -> None:
+def test_every_fix_command_is_whole_on_one_line_at_every_width(
+    profile_hosts: dict[str, dict[str, Any]],
+) -> None:
     checked, broken = 0, []
     for name, report in _reports(profile_hosts):
         commands = _commands(report)
@@ -112,9 +142,11 @@ def test_every_fix_command_is_whole_on_one_line_at_every_width(profile_hosts: di
 
 
 def test_long_prose_still_wraps_to_the_width_around_the_commands() -> None:
-    fix = ("reinstall the GPU build of Paddle for CUDA 12.6 in this environment: "
-           "`pip uninstall -y paddlepaddle && python -m pip install paddlepaddle-gpu==3.3.1 -i "
-           "https://www.paddlepaddle.org.cn/packages/stable/cu126/` then run the doctor again")
+    fix = (
+        "reinstall the GPU build of Paddle for CUDA 12.6 in this environment: "
+        "`pip uninstall -y paddlepaddle && python -m pip install paddlepaddle-gpu==3.3.1 -i "
+        "https://www.paddlepaddle.org.cn/packages/stable/cu126/` then run the doctor again"
+    )
     lines = wrap(fix, 60, "fix: ", "     ")
     command = commands_in(fix)[0]
     assert sum(command in line for line in lines) == 1
@@ -123,11 +155,15 @@ def test_long_prose_still_wraps_to_the_width_around_the_commands() -> None:
 
 
 def test_a_log_tail_keeps_its_lines_and_indents() -> None:
-    assert wrap("Traceback:\n  File x\nValueError", 80, "> ", "  ") == ["> Traceback:", "    File x", "  ValueError"]
+    assert wrap("Traceback:\n  File x\nValueError", 80, "> ", "  ") == [
+        "> Traceback:",
+        "    File x",
+        "  ValueError",
+    ]
 
 
 def test_no_message_or_fix_says_none(profile_hosts: dict[str, dict[str, Any]]) -> None:
-    """"(None)", "None samples": an f-string fed a missing value. A missing value is said in words."""
+    """ "(None)", "None samples": an f-string fed a missing value. A missing value is said in words."""
     said = []
     for name, report in _reports(profile_hosts):
         for f in report.findings:

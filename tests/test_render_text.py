@@ -15,15 +15,30 @@ from envcheck.report import Report
 from envcheck.select import select_image
 from tests import scenarios as s
 
-SMOKE = {"runs": [{"device_requested": "gpu:0", "device_used": "gpu:0", "loss_start": 0.6931, "loss_end": 0.41,
-                   "steps_per_s": 812.5, "first_step_s": 0.21, "peak_gpu_mem_bytes": 268435456}]}
+SMOKE = {
+    "runs": [
+        {
+            "device_requested": "gpu:0",
+            "device_used": "gpu:0",
+            "loss_start": 0.6931,
+            "loss_end": 0.41,
+            "steps_per_s": 812.5,
+            "first_step_s": 0.21,
+            "peak_gpu_mem_bytes": 268435456,
+        }
+    ]
+}
 
 
 def report(smoke: dict[str, object] | None = None) -> Report:
     matrix = load_matrix()
-    host = host_from_document(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU))
+    host = host_from_document(
+        s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU)
+    )
     image = select_image(host, matrix)
-    return Report(host=host, findings=tuple(judge(Context(host, matrix, image))), image=image, smoke=smoke)
+    return Report(
+        host=host, findings=tuple(judge(Context(host, matrix, image))), image=image, smoke=smoke
+    )
 
 
 @pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
@@ -33,7 +48,9 @@ def test_every_problem_shows_its_fix_the_image_and_the_verdict(render: object) -
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     assert "paddle.cpu-build" in text and "pip uninstall -y paddlepaddle" in text
     assert "3.3.1-gpu-cuda12.9-cudnn9.9" in text and "rejected" in text and "cuda13.0" in text
-    assert "0.693" in text and "0.41" in text and "812" in text and "256" in text  # the smoke table, per device
+    assert (
+        "0.693" in text and "0.41" in text and "812" in text and "256" in text
+    )  # the smoke table, per device
     assert "Verdict: FAIL (exit 1)" in text
 
 
@@ -57,8 +74,15 @@ def test_text_from_the_host_is_not_taken_as_rich_markup() -> None:
 
 def _healthy_a100() -> Report:
     matrix = load_matrix()
-    host = host_from_document(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CU126,
-                                      cudnn=s.cudnn("9.5.1"), engine=s.ENGINE_NVIDIA))
+    host = host_from_document(
+        s.host(
+            driver=s.driver("535.104.05", "12.2"),
+            gpus=[s.A100],
+            paddle=s.PADDLE_331_CU126,
+            cudnn=s.cudnn("9.5.1"),
+            engine=s.ENGINE_NVIDIA,
+        )
+    )
     image = select_image(host, matrix)
     return Report(host=host, findings=tuple(judge(Context(host, matrix, image))), image=image)
 
@@ -83,11 +107,25 @@ def test_explain_on_a_healthy_host_says_why_this_tag(render: object) -> None:
     assert "why: " not in quiet.getvalue()
 
 
-AMP_RUN = {**SMOKE["runs"][0], "amp": {"enabled": True, "dtype": "bfloat16"},  # type: ignore[index]
-           "compare_cpu": {"steps_per_s": 90.5, "speedup": 8.98, "skipped": None, "error": None}}
-CPU_RUN = {"device_requested": "cpu", "device_used": "cpu", "loss_start": 0.69, "loss_end": 0.52, "steps_per_s": 90.6,
-           "amp": {"enabled": False, "dtype": None},
-           "compare_cpu": {"skipped": "the run itself was on the CPU", "steps_per_s": None, "speedup": None, "error": None}}
+AMP_RUN = {
+    **SMOKE["runs"][0],
+    "amp": {"enabled": True, "dtype": "bfloat16"},  # type: ignore[index]
+    "compare_cpu": {"steps_per_s": 90.5, "speedup": 8.98, "skipped": None, "error": None},
+}
+CPU_RUN = {
+    "device_requested": "cpu",
+    "device_used": "cpu",
+    "loss_start": 0.69,
+    "loss_end": 0.52,
+    "steps_per_s": 90.6,
+    "amp": {"enabled": False, "dtype": None},
+    "compare_cpu": {
+        "skipped": "the run itself was on the CPU",
+        "steps_per_s": None,
+        "speedup": None,
+        "error": None,
+    },
+}
 
 
 @pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])

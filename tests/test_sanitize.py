@@ -40,8 +40,10 @@ def hostile() -> Report:
         machine=MachineFacts(hostname=HOSTNAME, os="[bold]os[/]", arch="x86_64"),
         env={"CUDA_VISIBLE_DEVICES": "0\x1b[2J"},
     )
-    findings = (fail("smoke.crashed", MESSAGE, "run `x` [/bold]\n::warning::fake", "smoke"),
-                warn("env.cuda-visible", "CUDA_VISIBLE_DEVICES=0\x1b[2J", None, "env"))
+    findings = (
+        fail("smoke.crashed", MESSAGE, "run `x` [/bold]\n::warning::fake", "smoke"),
+        warn("env.cuda-visible", "CUDA_VISIBLE_DEVICES=0\x1b[2J", None, "env"),
+    )
     return dataclasses.replace(base, host=host, findings=findings)
 
 
@@ -58,7 +60,9 @@ def test_plain_report() -> None:
     out = io.StringIO()
     render_plain(hostile(), out, explain=True)
     assert_safe(out.getvalue())
-    assert "\\x1b]0;owned\\x07A100" in out.getvalue() and "— host\\n::error::pwned," in out.getvalue()
+    assert (
+        "\\x1b]0;owned\\x07A100" in out.getvalue() and "— host\\n::error::pwned," in out.getvalue()
+    )
 
 
 def test_rich_report_never_reads_markup_from_values() -> None:
@@ -103,10 +107,30 @@ def _saved(report: Report) -> SavedReport:
 
 @pytest.mark.parametrize(
     ("raw", "shown"),
-    [("a\x1b[2Jb", "a\\x1b[2Jb"), ("x\ny", "x\\ny"), ("\x00", "\\x00"), ("\x9b", "\\x9b"),
-     ("\ud800", "\\ud800"), ("\u202e", "\\u202e"), ("\u2028", "\\u2028"), ("::error::x", "\\x3a:error::x"),
-     ("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"), ("Grüße ✓", "Grüße ✓")],
-    ids=["esc", "newline", "nul", "c1-csi", "surrogate", "bidi", "line-separator", "command", "plain", "unicode"],
+    [
+        ("a\x1b[2Jb", "a\\x1b[2Jb"),
+        ("x\ny", "x\\ny"),
+        ("\x00", "\\x00"),
+        ("\x9b", "\\x9b"),
+        ("\ud800", "\\ud800"),
+        ("\u202e", "\\u202e"),
+        ("\u2028", "\\u2028"),
+        ("::error::x", "\\x3a:error::x"),
+        ("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"),
+        ("Grüße ✓", "Grüße ✓"),
+    ],
+    ids=[
+        "esc",
+        "newline",
+        "nul",
+        "c1-csi",
+        "surrogate",
+        "bidi",
+        "line-separator",
+        "command",
+        "plain",
+        "unicode",
+    ],
 )
 def test_visible(raw: str, shown: str) -> None:
     assert visible(raw) == shown
@@ -132,10 +156,14 @@ def test_pull_progress_shows_hostile_engine_output_without_obeying_it() -> None:
     from envcheck.render.progress import PlainDisplay, RichDisplay
 
     progress = PullProgress()
-    layer = LayerProgress("[/bold]\x1b[2J", size=10, phase="downloading", note="Retrying [/red]\n::error::x")
+    layer = LayerProgress(
+        "[/bold]\x1b[2J", size=10, phase="downloading", note="Retrying [/red]\n::error::x"
+    )
     progress.layers[layer.id] = layer
     rich_out, plain_out = io.StringIO(), io.StringIO()
-    rich = RichDisplay(rich_out, console=Console(file=rich_out, force_terminal=True, color_system=None))
+    rich = RichDisplay(
+        rich_out, console=Console(file=rich_out, force_terminal=True, color_system=None)
+    )
     plain = PlainDisplay(plain_out, interval=0.0)
     for display in (rich, plain):
         display.start("127.0.0.1:5000/x:1", progress)

@@ -32,8 +32,10 @@ CASES = 10
 _rng = random.Random(94)  # seeded: a failing case can be replayed
 MOMENTS = [
     (mode, sig, round(_rng.uniform(0.0, 6.5 if mode == "container" else 4.0), 2))
-    for mode, sig in ((("container", "in-process")[i % 2], (signal.SIGTERM, signal.SIGINT)[i // 2 % 2])
-                      for i in range(CASES))
+    for mode, sig in (
+        (("container", "in-process")[i % 2], (signal.SIGTERM, signal.SIGINT)[i // 2 % 2])
+        for i in range(CASES)
+    )
 ]
 
 
@@ -61,12 +63,15 @@ def test_a_second_signal_while_unwinding_does_not_cut_the_cleanup() -> None:
 
 
 @pytest.mark.docker
-def test_a_create_whose_answer_was_lost_is_found_by_its_run_id(docker_client: Any, paddle_image: str) -> None:
+def test_a_create_whose_answer_was_lost_is_found_by_its_run_id(
+    docker_client: Any, paddle_image: str
+) -> None:
     """The engine made the container, envcheck never got the handle (the create's answer was cut):
     the failed `__enter__` looks the container up by its name, the run id, and removes it."""
     box = SmokeContainer(docker_client, ContainerSpec(paddle_image, (), SCRIPTS / "hang.py", 60.0))
-    made = docker_client.containers.create(paddle_image, ["true"],
-                                           name=ownership.container_name(box.run_id))
+    made = docker_client.containers.create(
+        paddle_image, ["true"], name=ownership.container_name(box.run_id)
+    )
     with pytest.raises(Exception, match="Conflict|already in use"), box:
         pass  # pragma: no cover
     assert not docker_client.containers.list(all=True, filters={"id": made.id})
@@ -79,7 +84,9 @@ def _catches_sigterm(pid: int) -> bool:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
-    caught = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0")
+    caught = next(
+        (line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0"
+    )
     return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
 
 
@@ -95,7 +102,9 @@ def _processes_mentioning(text: str) -> list[str]:
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit() and int(proc.name) != os.getpid():
             try:
-                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cmdline = (
+                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
             except OSError:
                 continue  # gone meanwhile
             if text in cmdline:
@@ -104,15 +113,31 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize(("mode", "signum", "after"), MOMENTS,
-                         ids=[f"{m}-{signal.Signals(s).name}-{a}s" for m, s, a in MOMENTS])
+@pytest.mark.parametrize(
+    ("mode", "signum", "after"),
+    MOMENTS,
+    ids=[f"{m}-{signal.Signals(s).name}-{a}s" for m, s, a in MOMENTS],
+)
 def test_a_signal_at_a_random_moment_leaves_nothing(
-    docker_client: Any, paddle_image: str, tmp_path: Path, mode: str, signum: int, after: float,
+    docker_client: Any,
+    paddle_image: str,
+    tmp_path: Path,
+    mode: str,
+    signum: int,
+    after: float,
 ) -> None:
     flags = ["--image", paddle_image] if mode == "container" else ["--in-process"]
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the in-process workdir lands where we can see it
-    proc = subprocess.Popen([sys.executable, "-m", "envcheck", "doctor", "--json", *flags], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "TMPDIR": str(tmp_path),
+    }  # the in-process workdir lands where we can see it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "doctor", "--json", *flags],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_until_in_charge(proc)
     try:
         proc.communicate(timeout=after)

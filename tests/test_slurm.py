@@ -40,7 +40,9 @@ def slurm_env() -> dict[str, str]:
 
 
 def _slurm(env: dict[str, str], *argv: str) -> str:
-    return subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=30).stdout
+    return subprocess.run(
+        argv, env=env, capture_output=True, text=True, check=True, timeout=30
+    ).stdout
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,11 @@ def job(slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pyte
     }
     done = subprocess.run(
         ["sbatch", "--parsable", "--wait", f"--nodes={len(nodes)}", f"--chdir={work}", str(SBATCH)],
-        env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=JOB_TIMEOUT,
+        check=False,
     )
     job_id = done.stdout.strip().split(";")[0]
     assert job_id.isdigit(), f"sbatch did not submit: {done.stdout!r} {done.stderr!r}"
@@ -83,14 +89,20 @@ def test_every_node_that_could_run_wrote_its_own_report(job, nodes):
             assert doc["exit_code"] >= 1  # --expect-gpu on a machine without a GPU
         else:
             assert not (reports / f"{node}.json").exists()
-            assert "envcheck: command not found" in (reports / f"{node}.stderr").read_text(encoding="utf-8")
-    assert sorted((reports / "expected-hosts.txt").read_text(encoding="utf-8").split()) == sorted(nodes)
+            assert "envcheck: command not found" in (reports / f"{node}.stderr").read_text(
+                encoding="utf-8"
+            )
+    assert sorted((reports / "expected-hosts.txt").read_text(encoding="utf-8").split()) == sorted(
+        nodes
+    )
 
 
 def _expected_exit(reports: Path, nodes: dict[str, str]) -> int:
     """The worst node's exit code, a node without a report counting as a failure (1)."""
     codes = [
-        json.loads((reports / f"{n}.json").read_text(encoding="utf-8"))["exit_code"] if f == "shared-fs" else 1
+        json.loads((reports / f"{n}.json").read_text(encoding="utf-8"))["exit_code"]
+        if f == "shared-fs"
+        else 1
         for n, f in nodes.items()
     ]
     return max(codes)

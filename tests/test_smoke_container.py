@@ -187,8 +187,9 @@ def test_no_pull_with_a_missing_image_is_an_error_not_a_fallback(registry: Any) 
 
 
 @pytest.mark.registry
-@pytest.mark.parametrize(("name", "words"), [("envcheck-test/nothing:1", "manifest unknown")],
-                         ids=["missing-tag"])
+@pytest.mark.parametrize(
+    ("name", "words"), [("envcheck-test/nothing:1", "manifest unknown")], ids=["missing-tag"]
+)
 def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
     registry: Any, name: str, words: str
 ) -> None:
@@ -218,9 +219,10 @@ def test_a_bug_while_reading_the_output_is_raised_and_the_container_removed(
         raise KeyError("a bug in envcheck")
 
     monkeypatch.setattr(OutputCollector, "feed_stdout", broken)
-    with pytest.raises(KeyError, match="a bug in envcheck"), SmokeContainer(
-        docker_client, spec(SCRIPTS / "lockdown.py")
-    ) as box:
+    with (
+        pytest.raises(KeyError, match="a bug in envcheck"),
+        SmokeContainer(docker_client, spec(SCRIPTS / "lockdown.py")) as box,
+    ):
         box.run()
     assert envcheck_containers(docker_client) == []
 

@@ -105,7 +105,9 @@ def test_missing_target_python_is_an_environment_problem() -> None:
     [((), 0, "pass"), (("--expect-gpu",), 6, "cpu-fallback")],
     ids=["cpu", "expect-gpu"],
 )
-def test_doctor_in_process(flags: tuple[str, ...], code: int, verdict: str, no_driver: Path) -> None:
+def test_doctor_in_process(
+    flags: tuple[str, ...], code: int, verdict: str, no_driver: Path
+) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--json", "--in-process", *flags],
         check=False,

@@ -115,7 +115,11 @@ def test_gpu_host_with_a_cpu_image_does_not_expect_the_gpu() -> None:
 
 @pytest.mark.parametrize(
     "ref",
-    ["registry.local/ml/trainer:2024-05", "registry.local/paddle:3.3.1-gpu-cuda12.6", "x/paddle:cpu"],
+    [
+        "registry.local/ml/trainer:2024-05",
+        "registry.local/paddle:3.3.1-gpu-cuda12.6",
+        "x/paddle:cpu",
+    ],
     ids=["neutral-name", "gpu-name", "cpu-name"],
 )
 def test_an_image_named_with_image_is_judged_by_the_host_not_its_name(ref: str) -> None:
@@ -176,7 +180,9 @@ def test_gpu_smoke_confirmed_by_nvml_memory_and_work_inside_the_training_window(
     nvml = rec.nvml_witness(doc, {0: (812, 57, 41)})
     findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
     assert ids(findings) == ["smoke.pass"]
-    assert "gpu:0 loss" in findings[0].message and "14/14 known answers right" in findings[0].message
+    assert (
+        "gpu:0 loss" in findings[0].message and "14/14 known answers right" in findings[0].message
+    )
     assert "NVML saw 812 MiB and 41% SM utilisation of the process on GPU 0 while training" in (
         findings[0].message
     )
@@ -255,7 +261,9 @@ def test_h100_with_the_262_wheel_zeros_and_zero_loss_is_wrong_results_not_fallba
     assert wrong.observed["cause"] == "arch"
     assert "matmul (all-zero before, all-zero after)" in wrong.message
     assert "the loss started at exactly 0.0; the loss stayed at exactly 0.0" in wrong.message
-    assert "the kernels did not run" in wrong.message and "compute capability (9.0)" in wrong.message
+    assert (
+        "the kernels did not run" in wrong.message and "compute capability (9.0)" in wrong.message
+    )
     assert GPU_IMAGE.pip_command in (wrong.fix or "")
 
 
@@ -508,7 +516,9 @@ def test_smoke_document_keeps_the_checks_and_the_witness_not_the_nvml_time_serie
     run = doc["runs"][0]
     assert len(run["checks"]) == 14 and run["loss_check"]["distinct"] == 60
     assert run["train_window"] == result["runs"][0]["train_window"] and run["checks_s"] > 0
-    assert run["witness"]["state"] == "idle" and run["witness"]["process_mem_max_bytes"] == 612 * 2**20
+    assert (
+        run["witness"]["state"] == "idle" and run["witness"]["process_mem_max_bytes"] == 612 * 2**20
+    )
     assert "series" not in run["nvml"] and "series" not in doc["nvml"]["gpus"]["0"]
     assert nvml["gpus"]["0"]["series"]  # the outcome itself is untouched
     json.dumps(doc)
@@ -527,11 +537,13 @@ def test_smoke_document_status_and_log_tail_on_failure(timed_out: bool, status: 
     ("message", "retry"),
     [
         (  # nvidia-container-toolkit #2026 (toolkit 1.20.0)
-            ("starting the smoke container: the engine answered: failed to create task for container: "
-            "OCI runtime create failed: runc create failed: unable to start container process: error "
-            "during container init: error running createContainer hook #6: exit status 1, stdout: , "
-            'stderr: time="2026-08-26T21:50:49Z" level=error msg="failed to create application '
-            'profiles directory: mkdirat etc/nvidia/nvidia-application-profiles-rc.d: read-only file system"'),
+            (
+                "starting the smoke container: the engine answered: failed to create task for container: "
+                "OCI runtime create failed: runc create failed: unable to start container process: error "
+                "during container init: error running createContainer hook #6: exit status 1, stdout: , "
+                'stderr: time="2026-08-26T21:50:49Z" level=error msg="failed to create application '
+                'profiles directory: mkdirat etc/nvidia/nvidia-application-profiles-rc.d: read-only file system"'
+            ),
             True,
         ),
         ("creating the smoke container: the engine answered: no space left on device", False),

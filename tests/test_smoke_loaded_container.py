@@ -41,10 +41,15 @@ def test_injected_driver_libraries_newer_than_the_kernel_module_are_driver_libra
         if not path.is_symlink():
             path.chmod(0o755)
     spec = ContainerSpec(
-        image=CPU_CHOICE.ref or "", args=("--device", "cpu", "--steps", "3"), script=WORKLOAD,
-        timeout=180.0, binds=((str(shared), INJECTED),),
-        environment={"LD_PRELOAD": f"{INJECTED}/libcuda.so.1:{INJECTED}/libnvidia-ml.so.1",
-                     "FAKE_NVIDIA_PROFILE": f"{INJECTED}/profile.toml"},
+        image=CPU_CHOICE.ref or "",
+        args=("--device", "cpu", "--steps", "3"),
+        script=WORKLOAD,
+        timeout=180.0,
+        binds=((str(shared), INJECTED),),
+        environment={
+            "LD_PRELOAD": f"{INJECTED}/libcuda.so.1:{INJECTED}/libnvidia-ml.so.1",
+            "FAKE_NVIDIA_PROFILE": f"{INJECTED}/profile.toml",
+        },
     )
     with SmokeContainer(docker_client, spec) as box:
         raw = box.run()
@@ -56,9 +61,16 @@ def test_injected_driver_libraries_newer_than_the_kernel_module_are_driver_libra
     assert libs["libnvidia-ml"]["version"] == "550.54.15"
     assert outcome.result["driver_check"]["error"] == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
 
-    host = HostFacts(driver=DriverFacts(status="ok", version="535.104.05", kernel_module="535.104.05"))
-    plan = Plan(mode="container", gpu_expected=False, gpu_reason="test", device_args=("cpu",),
-                image=spec.image)
+    host = HostFacts(
+        driver=DriverFacts(status="ok", version="535.104.05", kernel_module="535.104.05")
+    )
+    plan = Plan(
+        mode="container",
+        gpu_expected=False,
+        gpu_reason="test",
+        device_args=("cpu",),
+        image=spec.image,
+    )
     found = {f.id: f for f in loaded_findings(host, plan, outcome.result)}
     mismatch = found["smoke.driver-library-mismatch"]
     assert mismatch.severity == "fail" and mismatch.fix == REBOOT_FIX

@@ -37,7 +37,10 @@ def only(findings: list[Any], finding_id: str) -> Any:
 @pytest.mark.parametrize(
     ("mode", "words"),
     [
-        ("worker", ["DataLoader worker(0) caught RuntimeError", "envcheck test fault", "traceback"]),
+        (
+            "worker",
+            ["DataLoader worker(0) caught RuntimeError", "envcheck test fault", "traceback"],
+        ),
         ("worker:kill", ["DataLoader process (pid", "killed by signal: Killed", "OOM killer"]),
     ],
     ids=["raised", "killed"],

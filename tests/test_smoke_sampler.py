@@ -81,7 +81,9 @@ def test_a_context_that_does_no_work_is_seen_idle_inside_the_window(
     fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
     """The real H100's case: memory held, no kernel ran (per-process SM 0, device 0 %)."""
-    summary = sample(with_gpu_keys(fake_nvidia("a100x2-535"), tmp_path, util_gpu=0, process_sm_util=0))
+    summary = sample(
+        with_gpu_keys(fake_nvidia("a100x2-535"), tmp_path, util_gpu=0, process_sm_util=0)
+    )
     gpu1 = summary["gpus"]["1"]
     assert gpu1["process_util_query"] == "ok" and {u for _, u in gpu1["process_util"]} == {0}
     seen = witness(summary, 1, summary["window"])
@@ -93,7 +95,9 @@ def test_a_context_that_does_no_work_is_seen_idle_inside_the_window(
 def test_the_processes_own_utilisation_is_recorded_with_nvmls_time_stamps(
     fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
-    summary = sample(with_gpu_keys(fake_nvidia("a100x2-535"), tmp_path, util_gpu=63, process_sm_util=41))
+    summary = sample(
+        with_gpu_keys(fake_nvidia("a100x2-535"), tmp_path, util_gpu=63, process_sm_util=41)
+    )
     gpu1, window = summary["gpus"]["1"], summary["window"]
     assert gpu1["util_max"] == 63 and {u for _, u in gpu1["process_util"]} == {41}
     assert any(window["start"] <= t <= window["end"] for t, _ in gpu1["process_util"])

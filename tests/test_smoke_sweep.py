@@ -29,11 +29,15 @@ pytestmark = pytest.mark.docker
 HOST = socket.gethostname()
 
 
-def crashed_labels(run_id: str, owner: str | None = None, deadline: str = "9999999999") -> dict[str, str]:
+def crashed_labels(
+    run_id: str, owner: str | None = None, deadline: str = "9999999999"
+) -> dict[str, str]:
     """What a run whose process died (SIGKILL) left on its container."""
     owner = owner or f"{HOST}:{dead_pid()}"
     return {
-        LABEL: run_id, OWNER_LABEL: owner, DEADLINE_LABEL: deadline,
+        LABEL: run_id,
+        OWNER_LABEL: owner,
+        DEADLINE_LABEL: deadline,
         MARK_LABEL: ownership.mark(ownership.owner_key(), run_id, owner, deadline),
     }
 
@@ -73,15 +77,23 @@ def labelled_image(docker_client: Any) -> Iterator[str]:
     lines = "".join(f'LABEL {k}="{v}"\n' for k, v in copied.items())
     dockerfile = f"FROM {BUSYBOX}\n{lines}VOLUME /data\n"
     tag = f"envcheck-test/labelled:{run_id}"
-    docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True,
-                               forcerm=True, network_mode="none", pull=False)
+    docker_client.images.build(
+        fileobj=io.BytesIO(dockerfile.encode()),
+        tag=tag,
+        rm=True,
+        forcerm=True,
+        network_mode="none",
+        pull=False,
+    )
     yield tag
     with contextlib.suppress(docker.errors.ImageNotFound, docker.errors.APIError):
         docker_client.images.remove(tag, force=True)
 
 
 def test_a_container_whose_image_presets_the_labels_is_not_ours(
-    docker_client: Any, made: list[Any], labelled_image: str,
+    docker_client: Any,
+    made: list[Any],
+    labelled_image: str,
 ) -> None:
     """Image labels are container labels: even a copied valid mark does not make it ours, because
     the name (`envcheck-smoke-<run id>`) is set at create time and no image can preset it."""
@@ -94,19 +106,32 @@ def test_a_container_whose_image_presets_the_labels_is_not_ours(
 
 def test_a_label_key_alone_is_not_ours(docker_client: Any, made: list[Any]) -> None:
     """Another tool's container labelled `envcheck=…` (the old sweep removed it)."""
-    foreign = exited(docker_client, made, labels={LABEL: "someone-else", OWNER_LABEL: "elsewhere:1",
-                                                   DEADLINE_LABEL: "1"})
-    forged = exited(docker_client, made, name=ownership.container_name("forged1"),
-                    labels={**crashed_labels("forged1"), MARK_LABEL: "0" * 64})
+    foreign = exited(
+        docker_client,
+        made,
+        labels={LABEL: "someone-else", OWNER_LABEL: "elsewhere:1", DEADLINE_LABEL: "1"},
+    )
+    forged = exited(
+        docker_client,
+        made,
+        name=ownership.container_name("forged1"),
+        labels={**crashed_labels("forged1"), MARK_LABEL: "0" * 64},
+    )
     assert sweep_leftovers(docker_client, grace=0) == []
     assert present(docker_client, foreign) and present(docker_client, forged)
 
 
-def test_a_running_container_with_our_labels_is_never_swept(docker_client: Any, made: list[Any]) -> None:
+def test_a_running_container_with_our_labels_is_never_swept(
+    docker_client: Any, made: list[Any]
+) -> None:
     run_id = uuid.uuid4().hex[:12]
-    running = docker_client.containers.run(BUSYBOX, ["sleep", "300"], detach=True,
-                                           name=ownership.container_name(run_id),
-                                           labels=crashed_labels(run_id, deadline="1"))
+    running = docker_client.containers.run(
+        BUSYBOX,
+        ["sleep", "300"],
+        detach=True,
+        name=ownership.container_name(run_id),
+        labels=crashed_labels(run_id, deadline="1"),
+    )
     made.append(running)
     assert sweep_leftovers(docker_client, grace=0) == []
     running.reload()
@@ -114,12 +139,20 @@ def test_a_running_container_with_our_labels_is_never_swept(docker_client: Any, 
 
 
 def test_a_fresh_leftover_waits_out_the_grace_period_then_goes_alone(
-    docker_client: Any, made: list[Any], labelled_image: str, capfd: pytest.CaptureFixture[str],
+    docker_client: Any,
+    made: list[Any],
+    labelled_image: str,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     run_id = uuid.uuid4().hex[:12]
     # Built from the image with a VOLUME: the sweep removes the container, never its volume.
-    leftover = exited(docker_client, made, labelled_image, name=ownership.container_name(run_id),
-                      labels=crashed_labels(run_id))
+    leftover = exited(
+        docker_client,
+        made,
+        labelled_image,
+        name=ownership.container_name(run_id),
+        labels=crashed_labels(run_id),
+    )
     volume = next(m["Name"] for m in leftover.attrs["Mounts"] if m["Type"] == "volume")
     try:
         assert sweep_leftovers(docker_client) == []  # exited a moment ago: inside the grace period
@@ -135,39 +168,59 @@ def test_a_fresh_leftover_waits_out_the_grace_period_then_goes_alone(
             docker_client.volumes.get(volume).remove(force=True)
 
 
-def test_a_live_owners_container_waits_for_its_deadline(docker_client: Any, made: list[Any]) -> None:
+def test_a_live_owners_container_waits_for_its_deadline(
+    docker_client: Any, made: list[Any]
+) -> None:
     run_id = uuid.uuid4().hex[:12]
     deadline = str(int(time.time()) + 3600)
-    mine = exited(docker_client, made, name=ownership.container_name(run_id),
-                  labels=crashed_labels(run_id, owner=f"{HOST}:1", deadline=deadline))  # pid 1 lives
+    mine = exited(
+        docker_client,
+        made,
+        name=ownership.container_name(run_id),
+        labels=crashed_labels(run_id, owner=f"{HOST}:1", deadline=deadline),
+    )  # pid 1 lives
     assert sweep_leftovers(docker_client, grace=0) == []
     assert sweep_leftovers(docker_client, grace=0, now=int(deadline) + 1) == [mine.short_id]
 
 
 # -- the rules, pure --------------------------------------------------------------------------------
-def attrs(labels: dict[str, str], *, name: str, status: str = "exited",
-          created: str = "2024-05-01T12:00:00.123456789Z",
-          finished: str = "2024-05-01T12:00:10.5Z") -> dict[str, Any]:
-    return {"Name": f"/{name}", "Created": created, "Config": {"Labels": labels},
-            "State": {"Status": status, "FinishedAt": finished}}
+def attrs(
+    labels: dict[str, str],
+    *,
+    name: str,
+    status: str = "exited",
+    created: str = "2024-05-01T12:00:00.123456789Z",
+    finished: str = "2024-05-01T12:00:10.5Z",
+) -> dict[str, Any]:
+    return {
+        "Name": f"/{name}",
+        "Created": created,
+        "Config": {"Labels": labels},
+        "State": {"Status": status, "FinishedAt": finished},
+    }
 
 
 FINISHED = 1714564810.0  # 2024-05-01T12:00:10Z
 
 
-@pytest.mark.parametrize(("status", "now", "swept"), [
-    ("exited", FINISHED + 119, False),
-    ("exited", FINISHED + 121, True),
-    ("created", FINISHED + 121, True),
-    ("running", FINISHED + 10_000, False),
-    ("paused", FINISHED + 10_000, False),
-    ("restarting", FINISHED + 10_000, False),
-], ids=["exited-in-grace", "exited-past-grace", "created", "running", "paused", "restarting"])
+@pytest.mark.parametrize(
+    ("status", "now", "swept"),
+    [
+        ("exited", FINISHED + 119, False),
+        ("exited", FINISHED + 121, True),
+        ("created", FINISHED + 121, True),
+        ("running", FINISHED + 10_000, False),
+        ("paused", FINISHED + 10_000, False),
+        ("restarting", FINISHED + 10_000, False),
+    ],
+    ids=["exited-in-grace", "exited-past-grace", "created", "running", "paused", "restarting"],
+)
 def test_leftover_rules(status: str, now: float, swept: bool) -> None:
     labels = crashed_labels("abc", owner="h:5")
     found = attrs(labels, name=ownership.container_name("abc"), status=status)
-    reason = ownership.leftover_reason(found, key=ownership.owner_key(), now=now, hostname="h",
-                                       alive=lambda pid: False)
+    reason = ownership.leftover_reason(
+        found, key=ownership.owner_key(), now=now, hostname="h", alive=lambda pid: False
+    )
     assert (reason is not None) == swept
 
 
@@ -176,8 +229,9 @@ def test_another_key_or_name_is_not_ours() -> None:
     assert ownership.is_ours(ownership.owner_key(), "/envcheck-smoke-abc", labels)
     assert not ownership.is_ours(b"k" * 32, "/envcheck-smoke-abc", labels)
     assert not ownership.is_ours(ownership.owner_key(), "/envcheck-smoke-abd", labels)
-    assert not ownership.is_ours(ownership.owner_key(), "/envcheck-smoke-abc",
-                                 {**labels, DEADLINE_LABEL: "1"})  # labels changed after marking
+    assert not ownership.is_ours(
+        ownership.owner_key(), "/envcheck-smoke-abc", {**labels, DEADLINE_LABEL: "1"}
+    )  # labels changed after marking
 
 
 def test_the_owner_key_is_private(tmp_path: Any) -> None:

@@ -61,7 +61,9 @@ def test_a_fifo_nobody_reads_is_exit_2_not_a_hang(tmp_path: Path) -> None:
         write_output(str(fifo), "x", flag="--markdown")
 
 
-@pytest.mark.parametrize("target", ["file", "missing", "dir"], ids=["to-file", "dangling", "to-dir"])
+@pytest.mark.parametrize(
+    "target", ["file", "missing", "dir"], ids=["to-file", "dangling", "to-dir"]
+)
 def test_a_symlink_is_never_replaced_nor_written_through(tmp_path: Path, target: str) -> None:
     dest = tmp_path / "dest"
     if target == "file":
@@ -115,8 +117,10 @@ def test_the_step_summary_is_appended_never_replaced(tmp_path: Path) -> None:
 
 @pytest.fixture
 def facts(tmp_path: Path) -> str:
-    return write(tmp_path, s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100],
-                                  paddle=s.PADDLE_331_CPU))
+    return write(
+        tmp_path,
+        s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU),
+    )
 
 
 @pytest.mark.parametrize("path", ["-", "/dev/stdout"])
@@ -126,12 +130,29 @@ def test_markdown_to_stdout_prints_it(facts: str, path: str) -> None:
     assert "## ❌ envcheck: **fail**" in r.stdout and "Verdict: FAIL" in r.stdout
 
 
-def test_markdown_to_dev_stdout_redirected_to_a_file_lands_in_it(facts: str, tmp_path: Path) -> None:
+def test_markdown_to_dev_stdout_redirected_to_a_file_lands_in_it(
+    facts: str, tmp_path: Path
+) -> None:
     out = tmp_path / "out.txt"
     with out.open("w") as f:
-        code = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--facts", facts, "--json",
-                               "--markdown", "/dev/stdout"], stdout=f, stderr=subprocess.DEVNULL,
-                              env=ENV, timeout=120, check=False).returncode
+        code = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "envcheck",
+                "doctor",
+                "--facts",
+                facts,
+                "--json",
+                "--markdown",
+                "/dev/stdout",
+            ],
+            stdout=f,
+            stderr=subprocess.DEVNULL,
+            env=ENV,
+            timeout=120,
+            check=False,
+        ).returncode
     text = out.read_text()
     assert code == 1 and text.startswith("{") and "## ❌ envcheck" in text
 
@@ -145,7 +166,9 @@ def test_junit_to_a_character_device_leaves_it_a_device(facts: str, tmp_path: Pa
 
 
 @pytest.mark.parametrize("flag", ["--junit", "--markdown"])
-def test_a_directory_given_to_a_report_flag_is_exit_2(facts: str, tmp_path: Path, flag: str) -> None:
+def test_a_directory_given_to_a_report_flag_is_exit_2(
+    facts: str, tmp_path: Path, flag: str
+) -> None:
     r = envcheck("doctor", "--facts", facts, flag, str(tmp_path))
     assert r.returncode == 2 and "is a directory" in r.stderr and "Traceback" not in r.stderr
 

@@ -23,12 +23,20 @@ from envcheck.visible_devices import read_visible_devices
 pytest_plugins = ("tests.fakenv",)
 
 FAKE_UUID = "GPU-9c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f"  # tests/fakenv/profiles/h100-580.toml
-REAL_HOST = Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"  # shared/facts/hosts
+REAL_HOST = (
+    Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"
+)  # shared/facts/hosts
 
 
 def _doctor(env: dict[str, str]) -> dict[str, Any]:
-    run = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json"], env=env,
-                         capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert "Traceback" not in run.stderr, run.stderr
     return dict(json.loads(run.stdout))
 
@@ -40,28 +48,42 @@ def _problems(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 @pytest.fixture
 def h100(fake_nvidia: Callable[[str], dict[str, str]]) -> dict[str, str]:
     fake = fake_nvidia("h100-580")
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES",) and not k.startswith("GITHUB_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CUDA_VISIBLE_DEVICES",) and not k.startswith("GITHUB_")
+    }
     return env | fake | {"PYTHONPATH": fake["FAKE_NVIDIA_SITE_PACKAGES"]}
 
 
 @pytest.mark.fakegpu
 @pytest.mark.parametrize(
     ("value", "why"),
-    [("", "empty"), ("7", "device 7 does not exist"), ("GPU-9c1d2e3f", "only a prefix of a GPU UUID"),
-     ("GPU-00000000-0000-0000-0000-000000000000", "not a GPU UUID")],
+    [
+        ("", "empty"),
+        ("7", "device 7 does not exist"),
+        ("GPU-9c1d2e3f", "only a prefix of a GPU UUID"),
+        ("GPU-00000000-0000-0000-0000-000000000000", "not a GPU UUID"),
+    ],
     ids=["empty", "no-such-index", "uuid-prefix", "unknown-uuid"],
 )
-def test_a_variable_hiding_every_gpu_is_one_finding(h100: dict[str, str], value: str, why: str) -> None:
+def test_a_variable_hiding_every_gpu_is_one_finding(
+    h100: dict[str, str], value: str, why: str
+) -> None:
     doc = _doctor(h100 | {"CUDA_VISIBLE_DEVICES": value})
     assert doc["host"]["cuda_driver"]["error"] == "CUDA_ERROR_NO_DEVICE"  # what the driver API said
     problems = _problems(doc)
     assert "cuda.init-failed" not in problems  # no "modprobe nvidia-uvm" advice for a variable
     f = problems["env.cuda-visible-devices"]
-    assert why in f["message"] and "unset CUDA_VISIBLE_DEVICES" in f["fix"] and FAKE_UUID in f["fix"]
+    assert (
+        why in f["message"] and "unset CUDA_VISIBLE_DEVICES" in f["fix"] and FAKE_UUID in f["fix"]
+    )
 
 
 @pytest.mark.fakegpu
-@pytest.mark.parametrize("value", ["0", FAKE_UUID, FAKE_UUID.lower()], ids=["index", "uuid", "uuid-lowercase"])
+@pytest.mark.parametrize(
+    "value", ["0", FAKE_UUID, FAKE_UUID.lower()], ids=["index", "uuid", "uuid-lowercase"]
+)
 def test_a_variable_naming_the_gpu_passes(h100: dict[str, str], value: str) -> None:
     doc = _doctor(h100 | {"CUDA_VISIBLE_DEVICES": value})
     assert doc["host"]["cuda_driver"]["device_count"] == 1
@@ -78,8 +100,14 @@ def _real_host(env: dict[str, str], cuda: CudaDriverFacts) -> list[Any]:
 def test_the_recorded_h100_with_a_uuid_prefix_fails_once() -> None:
     """Measured: CUDA_VISIBLE_DEVICES=GPU-09fd4f27 on the real H100 -> cuInit: no device. Judged
     PASS before, with a second, wrong `cuda.init-failed` driver fix."""
-    no_device = CudaDriverFacts(status="error", error="CUDA_ERROR_NO_DEVICE", reason="no CUDA-capable device")
-    fails = [f for f in _real_host({"CUDA_VISIBLE_DEVICES": "GPU-09fd4f27"}, no_device) if f.severity == "fail"]
+    no_device = CudaDriverFacts(
+        status="error", error="CUDA_ERROR_NO_DEVICE", reason="no CUDA-capable device"
+    )
+    fails = [
+        f
+        for f in _real_host({"CUDA_VISIBLE_DEVICES": "GPU-09fd4f27"}, no_device)
+        if f.severity == "fail"
+    ]
     assert [f.id for f in fails] == ["env.cuda-visible-devices"]
     assert "GPU-09fd4f27-5ad8-6234-5f37-1ad95334cacd" in (fails[0].fix or "")
 
@@ -98,5 +126,8 @@ def test_the_driver_api_outranks_the_reading_of_the_variable() -> None:
 def test_reading_stops_at_the_first_invalid_entry(value: str, visible: int) -> None:
     """The CUDA Programming Guide's own examples, on a three-GPU host."""
     host = host_from_document(json.loads(REAL_HOST.read_text()))
-    gpus = tuple(replace(host.gpus[0], index=i, uuid=f"GPU-{i:08x}-0000-0000-0000-000000000000") for i in range(3))
+    gpus = tuple(
+        replace(host.gpus[0], index=i, uuid=f"GPU-{i:08x}-0000-0000-0000-000000000000")
+        for i in range(3)
+    )
     assert read_visible_devices(value, gpus).visible == visible

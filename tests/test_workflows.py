@@ -48,8 +48,14 @@ def _actionlint() -> str:
 
 def _lint(*paths: Path, cwd: Path = ROOT, config: Path | None = None) -> None:
     flags = ["-config-file", str(config)] if config else []
-    done = subprocess.run([_actionlint(), "-no-color", *flags, *map(str, paths)], check=False, cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [_actionlint(), "-no-color", *flags, *map(str, paths)],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and not done.stdout, done.stdout + done.stderr
 
 
@@ -63,6 +69,7 @@ def _parses(argv: list[str]) -> Any:
 
 # ----------------------------------------------------------------------------- actionlint
 
+
 def test_workflows_pass_actionlint():
     assert {p.name for p in WORKFLOWS} >= {"ci.yml", "gpu-gate.yml"}
     _lint(*WORKFLOWS)
@@ -73,16 +80,20 @@ def test_composite_action_steps_pass_actionlint(tmp_path):
     expression, every `steps.*` reference, the outputs) are linted as the job they become."""
     action = _yaml(ACTION)
     assert action["runs"]["using"] == "composite"
-    inputs = {name: {"type": "string", "required": False, "default": spec.get("default", "")}
-              for name, spec in action["inputs"].items()}
+    inputs = {
+        name: {"type": "string", "required": False, "default": spec.get("default", "")}
+        for name, spec in action["inputs"].items()
+    }
     workflow = {
         "name": "action as a workflow",
         "on": {"workflow_call": {"inputs": inputs}},
-        "jobs": {"gate": {
-            "runs-on": "ubuntu-latest",
-            "outputs": {name: spec["value"] for name, spec in action["outputs"].items()},
-            "steps": action["runs"]["steps"],
-        }},
+        "jobs": {
+            "gate": {
+                "runs-on": "ubuntu-latest",
+                "outputs": {name: spec["value"] for name, spec in action["outputs"].items()},
+                "steps": action["runs"]["steps"],
+            }
+        },
     }
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
@@ -93,15 +104,26 @@ def test_composite_action_steps_pass_actionlint(tmp_path):
 def test_actionlint_catches_a_broken_workflow(tmp_path):
     """The lint is not vacuous: an undefined step output is an error."""
     bad = tmp_path / "bad.yml"
-    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
-                   "      - run: echo ${{ steps.nope.outputs.x }}\n", encoding="utf-8")
-    done = subprocess.run([_actionlint(), "-no-color", str(bad)], check=False, capture_output=True, text=True, timeout=60)
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: echo ${{ steps.nope.outputs.x }}\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [_actionlint(), "-no-color", str(bad)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and "nope" in done.stdout
 
 
 def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
     """The YAML a team copies from the README's CI gate section is valid (a trigger added where it shows none)."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL)
+    blocks = re.findall(
+        r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL
+    )
     assert len(blocks) >= 3
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
@@ -117,6 +139,7 @@ def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
 
 
 # ----------------------------------------------------------------------------- ci.yml
+
 
 def test_ci_runs_the_readme_test_command():
     ci = _yaml(ROOT / ".github" / "workflows" / "ci.yml")
@@ -136,8 +159,13 @@ def test_ci_dogfoods_the_composite_action():
 
 # ----------------------------------------------------------------------------- the gate
 
+
 def _run_scripts(doc: dict[str, Any]) -> dict[str, str]:
-    steps = doc["runs"]["steps"] if "runs" in doc else [s for j in doc["jobs"].values() for s in j["steps"]]
+    steps = (
+        doc["runs"]["steps"]
+        if "runs" in doc
+        else [s for j in doc["jobs"].values() for s in j["steps"]]
+    )
     return {step.get("id") or step["name"]: step["run"] for step in steps if "run" in step}
 
 
@@ -175,27 +203,48 @@ def test_reports_are_uploaded_even_when_the_doctor_fails_and_then_the_job_fails(
 def _fake_envcheck(tmp_path: Path, exit_code: int) -> Path:
     """Stands in for the installed envcheck: records its argv, prints a JSON document."""
     fake = tmp_path / "envcheck"
-    fake.write_text("#!/bin/sh\n"
-                    f'printf "%s\\n" "$@" > "{tmp_path}/argv"\n'
-                    'echo \'{"verdict": "fail"}\'\n'
-                    f"exit {exit_code}\n", encoding="utf-8")
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$@" > "{tmp_path}/argv"\n'
+        'echo \'{"verdict": "fail"}\'\n'
+        f"exit {exit_code}\n",
+        encoding="utf-8",
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     return fake
 
 
-def _run_doctor_step(path: Path, tmp_path: Path, exit_code: int, **inputs: str) -> tuple[list[str], dict[str, str]]:
+def _run_doctor_step(
+    path: Path, tmp_path: Path, exit_code: int, **inputs: str
+) -> tuple[list[str], dict[str, str]]:
     script = _run_scripts(_yaml(path))["doctor"]
     output = tmp_path / "github_output"
     output.write_text("", encoding="utf-8")
     env = {
-        "PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output), "RUNNER_TEMP": str(tmp_path / "temp"),
-        "RUNNER_NAME": "gpu runner #3", "ENVCHECK": str(_fake_envcheck(tmp_path, exit_code)),
-        "PADDLE_VERSION": "", "IMAGE": "", "REGISTRY": "", "EXTRA_FLAGS": "", "EXPECT_GPU": "true",
-        "BASELINE": "", "STRICT_DRIFT": "false", "REPORT_DIR": "", "ARTIFACT_NAME": "",
+        "PATH": os.environ["PATH"],
+        "GITHUB_OUTPUT": str(output),
+        "RUNNER_TEMP": str(tmp_path / "temp"),
+        "RUNNER_NAME": "gpu runner #3",
+        "ENVCHECK": str(_fake_envcheck(tmp_path, exit_code)),
+        "PADDLE_VERSION": "",
+        "IMAGE": "",
+        "REGISTRY": "",
+        "EXTRA_FLAGS": "",
+        "EXPECT_GPU": "true",
+        "BASELINE": "",
+        "STRICT_DRIFT": "false",
+        "REPORT_DIR": "",
+        "ARTIFACT_NAME": "",
         **inputs,
     }
-    done = subprocess.run(["bash", "-eo", "pipefail", "-c", script], check=False, env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", script],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr  # the doctor's status is an output, not a step failure
     argv = (tmp_path / "argv").read_text(encoding="utf-8").splitlines()
     outputs = dict(line.split("=", 1) for line in output.read_text(encoding="utf-8").splitlines())
@@ -206,14 +255,24 @@ def _run_doctor_step(path: Path, tmp_path: Path, exit_code: int, **inputs: str) 
 def test_doctor_step_builds_a_command_line_envcheck_accepts(path, tmp_path):
     baseline = tmp_path / "state" / "baseline.json"
     argv, outputs = _run_doctor_step(
-        path, tmp_path, 6,
-        PADDLE_VERSION="3.0.0", IMAGE="registry.local/paddle:3.0.0-gpu@sha256:" + "a" * 64,
-        REGISTRY="baidu", EXTRA_FLAGS="--gpus 0,1  --smoke-timeout 600", BASELINE=str(baseline),
+        path,
+        tmp_path,
+        6,
+        PADDLE_VERSION="3.0.0",
+        IMAGE="registry.local/paddle:3.0.0-gpu@sha256:" + "a" * 64,
+        REGISTRY="baidu",
+        EXTRA_FLAGS="--gpus 0,1  --smoke-timeout 600",
+        BASELINE=str(baseline),
         STRICT_DRIFT="true",
     )
     args = _parses(argv)
     assert args.command == "doctor" and args.json and args.expect_gpu
-    assert (args.paddle, args.registry, args.gpus, args.smoke_timeout) == ("3.0.0", "baidu", "0,1", 600.0)
+    assert (args.paddle, args.registry, args.gpus, args.smoke_timeout) == (
+        "3.0.0",
+        "baidu",
+        "0,1",
+        600.0,
+    )
     assert args.image.endswith("a" * 64)
     # First run: no baseline to compare with yet, so only --save-baseline (and no --strict-drift).
     assert args.baseline is None and args.save_baseline == str(baseline) and not args.strict_drift
@@ -223,7 +282,11 @@ def test_doctor_step_builds_a_command_line_envcheck_accepts(path, tmp_path):
     assert re.fullmatch(r"envcheck-gpu-runner--3-\d{8}T\d{6}Z", stem)
     assert outputs["artifact-name"] == stem
     assert Path(args.junit).name == f"{stem}.junit.xml" and Path(args.markdown).name == f"{stem}.md"
-    assert (Path(args.junit).parent / f"{stem}.json").read_text(encoding="utf-8").startswith('{"verdict"')
+    assert (
+        (Path(args.junit).parent / f"{stem}.json")
+        .read_text(encoding="utf-8")
+        .startswith('{"verdict"')
+    )
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
@@ -237,11 +300,19 @@ def test_doctor_step_compares_with_an_existing_baseline(path, tmp_path):
 
 
 def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path):
-    argv, outputs = _run_doctor_step(ACTION, tmp_path, 1, EXPECT_GPU="false", REPORT_DIR=str(tmp_path / "r"),
-                                     ARTIFACT_NAME="gate-node-7")
+    argv, outputs = _run_doctor_step(
+        ACTION,
+        tmp_path,
+        1,
+        EXPECT_GPU="false",
+        REPORT_DIR=str(tmp_path / "r"),
+        ARTIFACT_NAME="gate-node-7",
+    )
     args = _parses(argv)
     assert not args.expect_gpu and args.registry == "dockerhub"
-    assert outputs["report-dir"] == str(tmp_path / "r") and outputs["artifact-name"] == "gate-node-7"
+    assert (
+        outputs["report-dir"] == str(tmp_path / "r") and outputs["artifact-name"] == "gate-node-7"
+    )
     assert outputs["report-json"] == str(tmp_path / "r" / f"{outputs['stem']}.json")
 
 
@@ -249,13 +320,20 @@ def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path):
 @pytest.mark.parametrize("code", ["1", "6", ""], ids=["incompatible", "cpu-fallback", "no-output"])
 def test_fail_step_exits_with_envchecks_code(path, code):
     script = _run_scripts(_yaml(path))["Fail on a broken runner"]
-    done = subprocess.run(["bash", "-c", script], check=False, env={"EXIT_CODE": code, "VERDICT": "fail"},
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["bash", "-c", script],
+        check=False,
+        env={"EXIT_CODE": code, "VERDICT": "fail"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == int(code or 3)
     assert done.stdout.startswith("::error title=envcheck gate::envcheck doctor exited")
 
 
 # ----------------------------------------------------------------------------- deploy/
+
 
 def _envcheck_commands(text: str) -> list[list[str]]:
     """Each `envcheck doctor|report …` command line in a shell text, up to its redirections;
@@ -272,16 +350,26 @@ def _envcheck_commands(text: str) -> list[list[str]]:
 
 
 def _manifests() -> list[tuple[Path, dict[str, Any]]]:
-    return [(path, doc) for path in sorted(K8S_DIR.glob("*.yaml"))
-            for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+    return [
+        (path, doc)
+        for path in sorted(K8S_DIR.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+        if doc
+    ]
 
 
 def _shellcheck(script: str, name: str) -> None:
     subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
     if shutil.which("shellcheck") is None:
         pytest.fail("shellcheck is not installed: `bash scripts/dev setup` apt-installs it")
-    done = subprocess.run(["shellcheck", "--shell=bash", "-"], input=script, text=True, check=False,
-                          capture_output=True, timeout=60)
+    done = subprocess.run(
+        ["shellcheck", "--shell=bash", "-"],
+        input=script,
+        text=True,
+        check=False,
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == 0, f"{name}:\n{done.stdout}{done.stderr}"
 
 
@@ -292,7 +380,9 @@ def test_every_kubernetes_manifest_validates_against_the_schema_offline(version)
     manifests = _manifests()
     assert {doc["kind"] for _, doc in manifests} == {"Namespace", "DaemonSet"}
     for _, doc in manifests:
-        kubernetes_validate.validate(doc, version, strict=True)  # raises on any unknown or bad field
+        kubernetes_validate.validate(
+            doc, version, strict=True
+        )  # raises on any unknown or bad field
 
 
 def test_the_schema_check_rejects_a_misspelt_field():
@@ -311,8 +401,12 @@ def _daemonset() -> dict[str, Any]:
 def test_daemonset_runs_on_gpu_nodes_with_a_gpu_and_tolerates_their_taint():
     pod = _daemonset()["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
-    assert pod["hostNetwork"] is True  # the report's hostname is the node's, so the merge can match it
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod[
+        "tolerations"
+    ]
+    assert (
+        pod["hostNetwork"] is True
+    )  # the report's hostname is the node's, so the merge can match it
     (doctor,) = pod["initContainers"]
     assert doctor["resources"]["limits"]["nvidia.com/gpu"] == 1
     (done,) = pod["containers"]

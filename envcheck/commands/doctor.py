@@ -49,34 +49,91 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     out = p.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print one JSON document on stdout, nothing else")
-    out.add_argument("--no-color", action="store_true", help="plain text even on a terminal (also NO_COLOR)")
-    out.add_argument("--quiet", action="store_true",
-                     help="no progress on stderr (by default: a live line on a terminal, plain lines "
-                     "and a heartbeat every 10 s otherwise, --json included)")
-    out.add_argument("--explain", action="store_true", help="list every rejected image tag with its reason")
-    out.add_argument("--junit", metavar="FILE", help="write a JUnit XML report (one test case per check)")
-    out.add_argument("--markdown", metavar="FILE",
-                     help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY under GitHub Actions)")
+    out.add_argument(
+        "--json", action="store_true", help="print one JSON document on stdout, nothing else"
+    )
+    out.add_argument(
+        "--no-color", action="store_true", help="plain text even on a terminal (also NO_COLOR)"
+    )
+    out.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (by default: a live line on a terminal, plain lines "
+        "and a heartbeat every 10 s otherwise, --json included)",
+    )
+    out.add_argument(
+        "--explain", action="store_true", help="list every rejected image tag with its reason"
+    )
+    out.add_argument(
+        "--junit", metavar="FILE", help="write a JUnit XML report (one test case per check)"
+    )
+    out.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY under GitHub Actions)",
+    )
     src = p.add_argument_group("what to judge")
-    src.add_argument("--facts", metavar="FILE", help="judge a saved `host` object or report instead of probing ('-' = stdin)")
+    src.add_argument(
+        "--facts",
+        metavar="FILE",
+        help="judge a saved `host` object or report instead of probing ('-' = stdin)",
+    )
     add_choice_arguments(src)
-    src.add_argument("--expect-gpu", action="store_true", help="this host must train on a GPU: no usable GPU is a failure")
+    src.add_argument(
+        "--expect-gpu",
+        action="store_true",
+        help="this host must train on a GPU: no usable GPU is a failure",
+    )
     smoke = p.add_argument_group("smoke training")
     smoke.add_argument("--no-smoke", action="store_true", help="skip the smoke training")
-    smoke.add_argument("--in-process", action="store_true", help="run the smoke in a subprocess of --python, not in a container")
-    smoke.add_argument("--image", metavar="REF", help="run the smoke in this image instead of the chosen one")
-    smoke.add_argument("--no-pull", action="store_true", help="never pull: a missing image is an error")
-    smoke.add_argument("--gpus", metavar="LIST", help="GPU indices to smoke-train on, e.g. 0,2 (default: all visible)")
-    smoke.add_argument("--amp", action="store_true", help="also train under automatic mixed precision")
-    smoke.add_argument("--compare-cpu", action="store_true", help="also run the same steps on CPU and report the speedup")
-    smoke.add_argument("--export", action="store_true", help="also export with to_static and check paddle.inference predictions")
-    smoke.add_argument("--smoke-timeout", metavar="SECONDS", type=_positive_float, default=300.0,
-                       help="kill the smoke after this many seconds (default: 300)")
+    smoke.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the smoke in a subprocess of --python, not in a container",
+    )
+    smoke.add_argument(
+        "--image", metavar="REF", help="run the smoke in this image instead of the chosen one"
+    )
+    smoke.add_argument(
+        "--no-pull", action="store_true", help="never pull: a missing image is an error"
+    )
+    smoke.add_argument(
+        "--gpus",
+        metavar="LIST",
+        help="GPU indices to smoke-train on, e.g. 0,2 (default: all visible)",
+    )
+    smoke.add_argument(
+        "--amp", action="store_true", help="also train under automatic mixed precision"
+    )
+    smoke.add_argument(
+        "--compare-cpu",
+        action="store_true",
+        help="also run the same steps on CPU and report the speedup",
+    )
+    smoke.add_argument(
+        "--export",
+        action="store_true",
+        help="also export with to_static and check paddle.inference predictions",
+    )
+    smoke.add_argument(
+        "--smoke-timeout",
+        metavar="SECONDS",
+        type=_positive_float,
+        default=300.0,
+        help="kill the smoke after this many seconds (default: 300)",
+    )
     drift = p.add_argument_group("drift (CI gate)")
-    drift.add_argument("--baseline", metavar="FILE", help="compare with the facts of the last good run")
-    drift.add_argument("--strict-drift", action="store_true", help="a changed fact is a failure, not a warning")
-    drift.add_argument("--save-baseline", metavar="FILE", help="after a pass, save this run's facts as the baseline")
+    drift.add_argument(
+        "--baseline", metavar="FILE", help="compare with the facts of the last good run"
+    )
+    drift.add_argument(
+        "--strict-drift", action="store_true", help="a changed fact is a failure, not a warning"
+    )
+    drift.add_argument(
+        "--save-baseline",
+        metavar="FILE",
+        help="after a pass, save this run's facts as the baseline",
+    )
     p.set_defaults(run=run)
 
 
@@ -120,8 +177,10 @@ def _diagnose(args: argparse.Namespace) -> Report:
 
     started = time.perf_counter()
     if args.json and args.markdown == "-":
-        raise UsageError("--json and --markdown - both write to stdout",
-                         hint="give --markdown a file path, or drop --json")
+        raise UsageError(
+            "--json and --markdown - both write to stdout",
+            hint="give --markdown a file path, or drop --json",
+        )
     gpus = parse_gpus(args.gpus)
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
@@ -129,7 +188,9 @@ def _diagnose(args: argparse.Namespace) -> Report:
     endpoint = None if args.facts else resolve_endpoint()
     if not args.facts:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
-    probe = None if target is None else start_host_probe(target, engine=endpoint)  # CUDA child first
+    probe = (
+        None if target is None else start_host_probe(target, engine=endpoint)
+    )  # CUDA child first
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
 
@@ -142,14 +203,21 @@ def _diagnose(args: argparse.Namespace) -> Report:
     host = read_facts(args.facts) if probe is None else probe.facts()
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
-    ctx = Context(host=host, matrix=matrix, image=image, expect_gpu=args.expect_gpu,
-                  needs_engine=smoke_runs and not args.in_process)
+    ctx = Context(
+        host=host,
+        matrix=matrix,
+        image=image,
+        expect_gpu=args.expect_gpu,
+        needs_engine=smoke_runs and not args.in_process,
+    )
     findings: list[Finding] = judge(ctx)
     smoke_doc = None
     if smoke_runs:
         from envcheck.smoke.check import smoke_check
 
-        smoke_doc, smoke_findings = smoke_check(host, image, _smoke_options(args, gpus, target, endpoint))
+        smoke_doc, smoke_findings = smoke_check(
+            host, image, _smoke_options(args, gpus, target, endpoint)
+        )
         findings += smoke_findings
     proof = proof_of(findings, smoke_asked=smoke_runs)
     unproven = expect_gpu_unproven(findings, proof) if args.expect_gpu else None
@@ -157,8 +225,14 @@ def _diagnose(args: argparse.Namespace) -> Report:
         findings.append(unproven)
     if args.baseline:
         findings += _drift(args, host, image)
-    return Report(host=host, findings=tuple(findings), image=image, smoke=smoke_doc, proof=proof,
-                  meta=_meta(matrix.path, started))
+    return Report(
+        host=host,
+        findings=tuple(findings),
+        image=image,
+        smoke=smoke_doc,
+        proof=proof,
+        meta=_meta(matrix.path, started),
+    )
 
 
 def read_facts(path: str) -> HostFacts:
@@ -167,13 +241,18 @@ def read_facts(path: str) -> HostFacts:
     Here, at the edge: `envcheck.facts` stays pure."""
     from envcheck.userfiles import read_json
 
-    doc = read_json(path, what="facts file",
-                    hint="pass a saved `envcheck doctor --json` report or its `host` object")
+    doc = read_json(
+        path,
+        what="facts file",
+        hint="pass a saved `envcheck doctor --json` report or its `host` object",
+    )
     try:
         return host_from_document(doc)
     except FactsError as e:
-        raise UsageError(f"facts file {path}: {e}",
-                         hint="fix the value, or remove the key (missing means unknown)") from e
+        raise UsageError(
+            f"facts file {path}: {e}",
+            hint="fix the value, or remove the key (missing means unknown)",
+        ) from e
 
 
 def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> ImageChoice:
@@ -186,21 +265,38 @@ def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> Ima
         from envcheck.reference import parse_reference
 
         parse_reference(args.image)  # a bad reference is exit 2 before anything runs
-        return replace(choice, ref=args.image, tag=None, digest=None, reason="given with --image",
-                       confirmed=True)
+        return replace(
+            choice,
+            ref=args.image,
+            tag=None,
+            digest=None,
+            reason="given with --image",
+            confirmed=True,
+        )
     return choice
 
 
 def _smoke_options(
-    args: argparse.Namespace, gpus: tuple[int, ...] | None, target: Interpreter | None,
+    args: argparse.Namespace,
+    gpus: tuple[int, ...] | None,
+    target: Interpreter | None,
     endpoint: Endpoint | None,
 ) -> SmokeOptions:
     python = target.python if target else args.python
-    return SmokeOptions(image=args.image, in_process=args.in_process, python=python, gpus=gpus,
-                        endpoint=endpoint,
-                        expect_gpu=args.expect_gpu, pull=not args.no_pull, amp=args.amp,
-                        compare_cpu=args.compare_cpu, export=args.export, timeout=args.smoke_timeout,
-                        quiet=args.quiet)
+    return SmokeOptions(
+        image=args.image,
+        in_process=args.in_process,
+        python=python,
+        gpus=gpus,
+        endpoint=endpoint,
+        expect_gpu=args.expect_gpu,
+        pull=not args.no_pull,
+        amp=args.amp,
+        compare_cpu=args.compare_cpu,
+        export=args.export,
+        timeout=args.smoke_timeout,
+        quiet=args.quiet,
+    )
 
 
 def _drift(args: argparse.Namespace, host: HostFacts, image: ImageChoice) -> list[Finding]:
@@ -208,7 +304,9 @@ def _drift(args: argparse.Namespace, host: HostFacts, image: ImageChoice) -> lis
     from envcheck.drift import compare_baseline
 
     baseline = load_baseline(args.baseline)
-    return compare_baseline(Report(host=host, findings=(), image=image), baseline, strict=args.strict_drift)
+    return compare_baseline(
+        Report(host=host, findings=(), image=image), baseline, strict=args.strict_drift
+    )
 
 
 def _meta(matrix_path: str, started: float) -> dict[str, Any]:

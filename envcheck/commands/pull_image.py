@@ -41,12 +41,24 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_argument_group("what to pull")
-    what.add_argument("--image", metavar="REF", help="pull this image reference instead of the selected one")
+    what.add_argument(
+        "--image", metavar="REF", help="pull this image reference instead of the selected one"
+    )
     add_choice_arguments(what, registry_note="; the tag's other registries are the mirrors")
     how = p.add_argument_group("how")
-    how.add_argument("--dry-run", action="store_true", help="print the choice and why; pull nothing")
-    how.add_argument("--force", action="store_true", help="pull even if this host's driver cannot run the image's CUDA")
-    how.add_argument("--json", action="store_true", help="print the result (reference, digest, size, seconds) as one JSON document")
+    how.add_argument(
+        "--dry-run", action="store_true", help="print the choice and why; pull nothing"
+    )
+    how.add_argument(
+        "--force",
+        action="store_true",
+        help="pull even if this host's driver cannot run the image's CUDA",
+    )
+    how.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result (reference, digest, size, seconds) as one JSON document",
+    )
     how.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(run=run)
 
@@ -108,7 +120,9 @@ def _matrix_if_it_knows(args: argparse.Namespace, ref: Reference) -> Matrix | No
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         return _load_matrix(args)
     homes = [str(t.get("ref", "")) for t in tables]
-    known = {(h.registry, h.repository) for h in map(parse_reference, filter(is_valid_reference, homes))}
+    known = {
+        (h.registry, h.repository) for h in map(parse_reference, filter(is_valid_reference, homes))
+    }
     return _load_matrix(args) if (ref.registry, ref.repository) in known else None
 
 
@@ -121,19 +135,23 @@ def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, Imag
     return host, select_image(host, matrix, paddle=args.paddle, registry=args.registry)
 
 
-def _pull(args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None, host: HostFacts | None) -> PullResult:
+def _pull(
+    args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None, host: HostFacts | None
+) -> PullResult:
     from envcheck.docker_adapter import connect
     from envcheck.pull import pull_image
     from envcheck.render.progress import make_display
 
     client = connect()  # daemon down or socket denied: exit 4 before any registry traffic
     check = None if args.force else _cuda_check(args, plan, matrix, host)
-    return pull_image(plan, client=client, check=check,
-                      display=make_display("none" if args.quiet else "auto"))
+    return pull_image(
+        plan, client=client, check=check, display=make_display("none" if args.quiet else "auto")
+    )
 
 
-def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None,
-                host: HostFacts | None) -> Any:
+def _cuda_check(
+    args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None, host: HostFacts | None
+) -> Any:
     """Refuse an image whose CUDA (tag, or config env) this host's driver cannot run."""
     from envcheck.image_checks import ImageRefused, cuda_claims, cuda_refusal
 
@@ -150,9 +168,11 @@ def _cuda_check(args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None,
         matrix = matrix or _load_matrix(args)
         refusal = cuda_refusal(claims, host, matrix)
         if refusal:
-            raise ImageRefused(f"{remote.reference}: {refusal}",
-                               hint="`envcheck pull-image` (no --image) picks a tag this driver runs; "
-                               "--force pulls it anyway")
+            raise ImageRefused(
+                f"{remote.reference}: {refusal}",
+                hint="`envcheck pull-image` (no --image) picks a tag this driver runs; "
+                "--force pulls it anyway",
+            )
 
     return check
 
@@ -188,8 +208,10 @@ def _dry_run(args: argparse.Namespace, plan: PullPlan, choice: ImageChoice | Non
 def _no_image(choice: ImageChoice) -> int:
     from envcheck.image_checks import ImageRefused
 
-    raise ImageRefused(f"no image of Paddle {choice.paddle or '?'} runs on this host: {choice.reason}",
-                       hint="`envcheck doctor --explain` lists every tag and why it was rejected")
+    raise ImageRefused(
+        f"no image of Paddle {choice.paddle or '?'} runs on this host: {choice.reason}",
+        hint="`envcheck doctor --explain` lists every tag and why it was rejected",
+    )
 
 
 def _print_json(doc: dict[str, Any]) -> None:

@@ -123,9 +123,13 @@ def read_expected_hosts(name: str) -> list[str]:
         data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
         return parse_host_list(data.decode("utf-8"))
     except OSError as e:
-        raise UsageError(f"--expect-hosts {name}: cannot read it: {e.strerror or e}", hint=HOSTS_HINT) from e
+        raise UsageError(
+            f"--expect-hosts {name}: cannot read it: {e.strerror or e}", hint=HOSTS_HINT
+        ) from e
     except UnicodeDecodeError as e:
-        raise UsageError(f"--expect-hosts {name}: byte {e.start} is not UTF-8", hint=HOSTS_HINT) from e
+        raise UsageError(
+            f"--expect-hosts {name}: byte {e.start} is not UTF-8", hint=HOSTS_HINT
+        ) from e
     except HostListError as e:
         raise UsageError(f"--expect-hosts {name}: {e}", hint=HOSTS_HINT) from e
 

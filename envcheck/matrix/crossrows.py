@@ -87,7 +87,9 @@ def _arch_marker_problems(row: Row) -> list[str]:
     if "archs" in given and "archs_unknown" in given:
         return ["archs_unknown: give either archs or archs_unknown, not both"]
     if "archs" not in given and "archs_unknown" not in given:
-        return ["archs: missing (give the compiled archs with archs_source, or archs_unknown = \"why\")"]
+        return [
+            'archs: missing (give the compiled archs with archs_source, or archs_unknown = "why")'
+        ]
     if "archs" in given and "archs_source" not in given:
         return ["archs_source: missing (how the archs are known: measured, issue, docs)"]
     return []
@@ -107,5 +109,3 @@ def _tag_problems(v: dict[str, Any]) -> list[str]:
     if v.get("kind") == "cpu" and "-gpu" in tag:
         problems.append(f'{tag!r} looks like a GPU tag but kind = "cpu"')
     return problems
-
-

@@ -136,5 +136,3 @@ def matching(pattern: str, what: str) -> Check:
         return str(value)
 
     return check
-
-

@@ -149,4 +149,3 @@ def _plan(cls: type) -> tuple[tuple[str, ...], frozenset[str]]:
     missing = dataclasses.MISSING
     required = {f.name for f in fields if f.default is missing and f.default_factory is missing}
     return tuple(f.name for f in fields), frozenset(required)
-

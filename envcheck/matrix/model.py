@@ -83,7 +83,9 @@ class PaddleBuild:
     archs_source: str | None = None  # how `archs` is known: "MEASURED W-262", "Paddle#55715"
     archs_unknown: str | None = None  # the explicit marker: why the list is not known
     archs_absent: tuple[int, ...] = ()  # archs a public report shows missing
-    min_compute_capability: str | None = None  # this build's floor, where it differs (Kepler: cu102)
+    min_compute_capability: str | None = (
+        None  # this build's floor, where it differs (Kepler: cu102)
+    )
     paddle_min_driver: str | None = None  # Paddle docs' own (stricter) floor, a note only
 
     def floor(self, release: PaddleRelease) -> str:
@@ -190,4 +192,3 @@ class Matrix:
 
     def image_ref(self, image: ImageTag, registry: str) -> str:
         return f"{self.registries[registry]}:{image.tag}"
-

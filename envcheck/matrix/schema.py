@@ -153,5 +153,3 @@ class Row:
     @property
     def where(self) -> str:
         return f"{self.file}: {self.table} entry {self.index} ({self.ident})"
-
-

@@ -110,19 +110,25 @@ def _from_context(name: str, source: Source, config_dir: str) -> Endpoint:
     need one, so `DOCKER_CONTEXT=x` would name a context the SDK cannot see."""
     store_id = hashlib.sha256(name.encode("utf-8")).hexdigest()
     meta_file = os.path.join(config_dir, "contexts", "meta", store_id, "meta.json")
-    hint = "list them with `docker context ls`; unset DOCKER_CONTEXT or `docker context use default`"
+    hint = (
+        "list them with `docker context ls`; unset DOCKER_CONTEXT or `docker context use default`"
+    )
     try:
         with open(meta_file, encoding="utf-8") as f:
             meta = json.loads(f.read(1024 * 1024))
     except FileNotFoundError:
         raise UsageError(f"docker context {name!r} ({source}) does not exist", hint=hint) from None
     except (OSError, ValueError, RecursionError) as e:
-        raise UsageError(f"docker context {name!r} ({source}): cannot read {meta_file}: {e}", hint=hint) from e
+        raise UsageError(
+            f"docker context {name!r} ({source}): cannot read {meta_file}: {e}", hint=hint
+        ) from e
     endpoints = meta.get("Endpoints") if isinstance(meta, dict) else None
     docker = endpoints.get("docker") if isinstance(endpoints, dict) else None
     host = docker.get("Host") if isinstance(docker, dict) else None
     if not isinstance(docker, dict) or not isinstance(host, str) or not host:
-        raise UsageError(f"docker context {name!r} ({source}) has no docker endpoint in {meta_file}", hint=hint)
+        raise UsageError(
+            f"docker context {name!r} ({source}) has no docker endpoint in {meta_file}", hint=hint
+        )
     tls_dir = os.path.join(config_dir, "contexts", "tls", store_id, "docker")
     files = {k: os.path.join(tls_dir, f"{k}.pem") for k in ("ca", "cert", "key")}
     have = {k: v for k, v in files.items() if os.path.isfile(v)}

@@ -35,7 +35,9 @@ def _connect(docker_host: str, timeout: float) -> socket.socket:
         sock.connect(url.path)
         return sock
     if url.scheme in ("tcp", "http"):
-        return socket.create_connection((url.hostname or "localhost", url.port or 2375), timeout=timeout)
+        return socket.create_connection(
+            (url.hostname or "localhost", url.port or 2375), timeout=timeout
+        )
     raise ValueError(f"unsupported DOCKER_HOST scheme {url.scheme!r} (unix:// and tcp:// are read)")
 
 
@@ -81,8 +83,12 @@ def probe_engine(endpoint: Endpoint | str | None = None, timeout: float = _TIMEO
         else:
             version, info = _get(host, "/version", timeout), _get(host, "/info", timeout)
     except PermissionError as e:
-        return replace(where, status="error", denied=True,
-                       reason=f"permission denied on the engine socket: {e}")
+        return replace(
+            where,
+            status="error",
+            denied=True,
+            reason=f"permission denied on the engine socket: {e}",
+        )
     except (OSError, ValueError) as e:
         return replace(where, status="error", reason=f"the engine did not answer: {e}")
     return replace(engine_facts(version, info, host), context=endpoint.context)
@@ -109,7 +115,9 @@ def engine_facts(version: Any, info: Any, host: str) -> EngineFacts:
     runtimes = info.get("Runtimes") if isinstance(info.get("Runtimes"), dict) else {}
     cdi = info.get("DiscoveredDevices") if isinstance(info.get("DiscoveredDevices"), list) else []
     cdi_ids = tuple(
-        str(d.get("ID")) for d in cdi if isinstance(d, dict) and str(d.get("ID", "")).startswith("nvidia.com/")
+        str(d.get("ID"))
+        for d in cdi
+        if isinstance(d, dict) and str(d.get("ID", "")).startswith("nvidia.com/")
     )
     names = tuple(sorted(str(k) for k in runtimes))
     return EngineFacts(

@@ -27,9 +27,7 @@ class HostProbe:
     (exit 3), never mistaken for a driver that did not answer.
     """
 
-    def __init__(
-        self, target: Interpreter, *, engine: Endpoint | None, timeout: float
-    ) -> None:
+    def __init__(self, target: Interpreter, *, engine: Endpoint | None, timeout: float) -> None:
         self.target = target
         self._engine, self._timeout = engine, timeout
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envcheck-cuda-probe")
@@ -55,12 +53,23 @@ class HostProbe:
             cuda_driver, cudart, cudnn = self._native.result(self._timeout * 3)
         except FutureTimeout:
             cuda_driver, cudart, cudnn = (
-                CudaDriverFacts(status="error", error="timeout", reason="the CUDA probe did not finish"),
+                CudaDriverFacts(
+                    status="error", error="timeout", reason="the CUDA probe did not finish"
+                ),
                 LibraryFacts(),
                 LibraryFacts(),
             )
-        return HostFacts(driver=driver, gpus=gpus, cuda_driver=cuda_driver, cuda_runtime=cudart,
-                         cudnn=cudnn, paddle=paddle, engine=engine, env=probe_env(), machine=probe_machine())
+        return HostFacts(
+            driver=driver,
+            gpus=gpus,
+            cuda_driver=cuda_driver,
+            cuda_runtime=cudart,
+            cudnn=cudnn,
+            paddle=paddle,
+            engine=engine,
+            env=probe_env(),
+            machine=probe_machine(),
+        )
 
 
 def start_host_probe(

@@ -42,7 +42,9 @@ class Interpreter:
     @property
     def site_packages(self) -> list[str]:
         return [
-            p for p in self.paths if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)
+            p
+            for p in self.paths
+            if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)
         ]
 
 
@@ -76,7 +78,9 @@ def resolve_interpreter(
         raise UsageError(f"--python {python}: {problem}", hint=hint)
     answer = _parse_answer(stdout, os.path.abspath(path))
     if answer is None:
-        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {code}"]
+        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [
+            f"exit status {code}"
+        ]
         raise UsageError(
             f"--python {python} did not answer as a Python interpreter ({tail[0][:200]})", hint=hint
         )

@@ -37,7 +37,9 @@ def _flag(value: object) -> str | None:
     return None if text in ("", "False", "None", "0", "OFF") else text
 
 
-def build_facts(values: dict[str, object], package: str | None, location: str, python: str | None) -> PaddleFacts:
+def build_facts(
+    values: dict[str, object], package: str | None, location: str, python: str | None
+) -> PaddleFacts:
     archs = values.get("compiled_cuda_archs")
     pip_libs = values.get("with_pip_cuda_libraries")
     return PaddleFacts(
@@ -82,19 +84,40 @@ def probe_paddle(target: Interpreter) -> PaddleFacts:
         except OSError:
             continue
         dists = installed_distributions(site_dir)
-        facts = build_facts(parse_version_file(text), _package(dists, text), os.path.dirname(os.path.dirname(version_file)), python)
+        facts = build_facts(
+            parse_version_file(text),
+            _package(dists, text),
+            os.path.dirname(os.path.dirname(version_file)),
+            python,
+        )
         if len(dists) > 1:
-            return _with_reason(facts, "both paddlepaddle and paddlepaddle-gpu are installed: they overwrite each other's files")
+            return _with_reason(
+                facts,
+                "both paddlepaddle and paddlepaddle-gpu are installed: they overwrite each other's files",
+            )
         if facts.version is None:
-            return PaddleFacts(status="error", python=python, location=facts.location, reason=f"unreadable {version_file}")
+            return PaddleFacts(
+                status="error",
+                python=python,
+                location=facts.location,
+                reason=f"unreadable {version_file}",
+            )
         return facts
-    return PaddleFacts(status="absent", python=python, reason="Paddle is not installed for this interpreter")
+    return PaddleFacts(
+        status="absent", python=python, reason="Paddle is not installed for this interpreter"
+    )
 
 
 def _package(dists: list[str], text: str) -> str | None:
     if len(dists) == 1:
         return dists[0]
-    return None if not dists else "paddlepaddle-gpu" if "cuda_version = 'False'" not in text else "paddlepaddle"
+    return (
+        None
+        if not dists
+        else "paddlepaddle-gpu"
+        if "cuda_version = 'False'" not in text
+        else "paddlepaddle"
+    )
 
 
 def _with_reason(facts: PaddleFacts, reason: str) -> PaddleFacts:

@@ -29,7 +29,9 @@ HEARTBEAT_S = 10.0
 MAX_DETAIL = 160  # a workload line can be long (every library path it mapped)
 
 
-def make_activity_display(kind: DisplayKind = "auto", stream: IO[str] | None = None) -> ActivityDisplay:
+def make_activity_display(
+    kind: DisplayKind = "auto", stream: IO[str] | None = None
+) -> ActivityDisplay:
     """`auto`: live on a terminal, plain lines otherwise; `none`: nothing (--quiet)."""
     stream = stream or sys.stderr
     if kind == "none":
@@ -49,8 +51,10 @@ def heartbeat_interval(environ: dict[str, str] | None = None) -> float:
     except ValueError:
         value = 0.0
     if not 0.05 <= value <= 3600:
-        raise UsageError(f"{HEARTBEAT_ENV}={visible(text)[:40]!r}: not a number of seconds",
-                         hint=f"give {HEARTBEAT_ENV} seconds between 0.05 and 3600, or unset it")
+        raise UsageError(
+            f"{HEARTBEAT_ENV}={visible(text)[:40]!r}: not a number of seconds",
+            hint=f"give {HEARTBEAT_ENV} seconds between 0.05 and 3600, or unset it",
+        )
     return value
 
 
@@ -62,8 +66,12 @@ def _short(text: str) -> str:
 class PlainActivity:
     """Lines a CI log keeps: `envcheck: <phase>`, `envcheck:   <detail>`, and heartbeats."""
 
-    def __init__(self, stream: IO[str], heartbeat: float = HEARTBEAT_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        stream: IO[str],
+        heartbeat: float = HEARTBEAT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream, self.heartbeat, self.clock = stream, heartbeat, clock
         self._lock = threading.Lock()
         self._phase = ""
@@ -77,7 +85,9 @@ class PlainActivity:
             self._phase, self._phase_started = _short(text), self.clock()
         self._line(f"envcheck: {self._phase}")
         if self._thread is None:
-            self._thread = threading.Thread(target=self._beat, name="envcheck-heartbeat", daemon=True)
+            self._thread = threading.Thread(
+                target=self._beat, name="envcheck-heartbeat", daemon=True
+            )
             self._thread.start()
 
     def detail(self, text: str) -> None:
@@ -124,8 +134,14 @@ class RichActivity:
         self._detail = ""
         self._since = clock()
         self._running = False
-        self.live = Live(self, console=self.console, refresh_per_second=4, transient=True,
-                         redirect_stdout=False, redirect_stderr=True)
+        self.live = Live(
+            self,
+            console=self.console,
+            refresh_per_second=4,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=True,
+        )
 
     def __rich__(self) -> Any:
         from rich.text import Text
@@ -139,7 +155,9 @@ class RichActivity:
 
     def phase(self, text: str) -> None:
         if self._phase and self._running:
-            self.console.print(f"[green]✓[/] {_escaped(self._phase)} [dim]({self.clock() - self._since:.1f} s)[/]")
+            self.console.print(
+                f"[green]✓[/] {_escaped(self._phase)} [dim]({self.clock() - self._since:.1f} s)[/]"
+            )
         self._phase, self._detail, self._since = _short(text), "", self.clock()
         if not self._running:
             self.resume()

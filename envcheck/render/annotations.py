@@ -77,7 +77,9 @@ def emit_fleet_ci_outputs(
     summary: FleetSummary, *, markdown_path: str | None, stream: TextIO
 ) -> None:
     outputs = {"verdict": summary.verdict}
-    _emit(render_fleet_markdown(summary), fleet_annotations(summary), outputs, markdown_path, stream)
+    _emit(
+        render_fleet_markdown(summary), fleet_annotations(summary), outputs, markdown_path, stream
+    )
 
 
 def _emit(
@@ -116,7 +118,9 @@ def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None)
     return None
 
 
-def append_step_outputs(outputs: Mapping[str, str], environ: Mapping[str, str] | None = None) -> str | None:
+def append_step_outputs(
+    outputs: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> str | None:
     """`verdict=…`, `image=…` into `$GITHUB_OUTPUT`, so a step that runs `envcheck doctor` with
     an `id:` exposes them as `steps.<id>.outputs.*` (the gate passes `image` to its dependants).
     Return why it could not, or None; no `$GITHUB_OUTPUT` (a bare `docker run`) is not a problem."""
@@ -136,7 +140,9 @@ def _fit(markdown: str, budget: int) -> str:
     data = text.encode("utf-8")
     if len(data) <= budget:
         return text
-    note = "\n\n*(summary cut: GitHub allows 1 MiB per step; the full report is in the artifacts)*\n"
+    note = (
+        "\n\n*(summary cut: GitHub allows 1 MiB per step; the full report is in the artifacts)*\n"
+    )
     keep = max(budget - len(note.encode("utf-8")), 0)
     return data[:keep].decode("utf-8", errors="ignore") + note if keep else ""
 
@@ -155,7 +161,9 @@ def _capped(problems: list[tuple[str, str, str, str]]) -> list[str]:
         if len(mine) > ANNOTATIONS_PER_LEVEL:
             kept, rest = mine[: ANNOTATIONS_PER_LEVEL - 1], mine[ANNOTATIONS_PER_LEVEL - 1 :]
             more = ", ".join(p[3] for p in rest)
-            kept.append((level, f"envcheck: {len(rest)} more", f"also: {more} (see the step summary)", ""))
+            kept.append(
+                (level, f"envcheck: {len(rest)} more", f"also: {more} (see the step summary)", "")
+            )
             mine = kept
         lines += [workflow_command(lvl, message, title=title) for lvl, title, message, _ in mine]
     return lines

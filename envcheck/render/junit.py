@@ -86,7 +86,9 @@ def _properties(report: Report) -> ET.Element:
 def _testcase(finding: Finding) -> ET.Element:
     case = ET.Element("testcase", classname=_xml(finding.layer), name=_xml(finding.id), time="0")
     if finding.severity == "fail":
-        failure = ET.SubElement(case, "failure", message=_xml(finding.message), type=_xml(finding.id))
+        failure = ET.SubElement(
+            case, "failure", message=_xml(finding.message), type=_xml(finding.id)
+        )
         failure.text = _xml(_body(finding))
     elif finding.severity == "warn":
         ET.SubElement(case, "system-out").text = _xml("WARNING: " + _body(finding))

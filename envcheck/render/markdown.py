@@ -22,7 +22,13 @@ if TYPE_CHECKING:
     from envcheck.fleet import FleetSummary
 
 SEVERITY_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
-VERDICT_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌", "cpu-fallback": "🛑", "wrong-results": "🛑"}
+VERDICT_ICON = {
+    "pass": "✅",
+    "warn": "⚠️",
+    "fail": "❌",
+    "cpu-fallback": "🛑",
+    "wrong-results": "🛑",
+}
 NOT_CHECKED = "—"
 
 
@@ -81,7 +87,8 @@ def host_line(host: HostFacts, image: ImageChoice | None) -> str:
 def gpu_summary(host: HostFacts) -> str:
     """`2 × NVIDIA A100-SXM4-80GB (sm 8.0)`: identical GPUs counted, not listed."""
     names = Counter(
-        f"{g.name or 'unknown GPU'}" + (f" (sm {g.compute_capability})" if g.compute_capability else "")
+        f"{g.name or 'unknown GPU'}"
+        + (f" (sm {g.compute_capability})" if g.compute_capability else "")
         for g in host.gpus
     )
     return ", ".join(f"{n} × {_text(name)}" if n > 1 else _text(name) for name, n in names.items())
@@ -91,7 +98,9 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary.counts.items() if n)
     icon = VERDICT_ICON[summary.verdict]
     hosts = _plural(len(summary.hosts), "host")
-    parts = [f"## {icon} envcheck fleet: {hosts} — {counts or 'no reports'} (exit {summary.exit_code})"]
+    parts = [
+        f"## {icon} envcheck fleet: {hosts} — {counts or 'no reports'} (exit {summary.exit_code})"
+    ]
     if summary.hosts:
         parts.append(_fleet_table(summary))
     for dup in summary.duplicates:
@@ -112,7 +121,10 @@ def _fleet_table(summary: FleetSummary) -> str:
             [
                 _text(host.hostname or f"? ({host.source})"),
                 f"{VERDICT_ICON[host.verdict]} {host.verdict}",
-                *(SEVERITY_ICON.get(layers.get(layer, ""), NOT_CHECKED) for layer in summary.layers),
+                *(
+                    SEVERITY_ICON.get(layers.get(layer, ""), NOT_CHECKED)
+                    for layer in summary.layers
+                ),
                 f"`{first.id}`: {_text(first.message)}" if first else "",
             ]
         )
@@ -121,7 +133,13 @@ def _fleet_table(summary: FleetSummary) -> str:
 
 def _problem_table(findings: list[Finding]) -> str:
     rows = [
-        [SEVERITY_ICON[f.severity], f"`{f.id}`", _text(f.layer), _text(f.message), _text(f.fix or "")]
+        [
+            SEVERITY_ICON[f.severity],
+            f"`{f.id}`",
+            _text(f.layer),
+            _text(f.message),
+            _text(f.fix or ""),
+        ]
         for f in findings
     ]
     return _table(["", "Check", "Layer", "What was found", "Fix"], rows)

@@ -62,11 +62,15 @@ class PlainDisplay:
     # state only" (moby distribution/xfer), so `Download complete` can be skipped for a layer
     # whose extraction starts at once — reaching `extracting` still means it was downloaded.
     _MILESTONES: ClassVar[dict[str, tuple[str, ...]]] = {
-        "downloaded": ("downloaded",), "extracting": ("downloaded",),
-        "complete": ("downloaded", "extracted"), "exists": ("already present",)}
+        "downloaded": ("downloaded",),
+        "extracting": ("downloaded",),
+        "complete": ("downloaded", "extracted"),
+        "exists": ("already present",),
+    }
 
-    def __init__(self, stream: IO[str], interval: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, stream: IO[str], interval: float = 5.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.stream, self.interval, self.clock = stream, interval, clock
         self._said: dict[str, list[str]] = {}
         self._started = self._last = 0.0
@@ -123,13 +127,26 @@ class RichDisplay:
         )
 
         self.console = console or Console(file=stream, stderr=stream is sys.stderr)
-        self.layers = Progress(TextColumn("  {task.description}"), BarColumn(bar_width=30),
-                               TextColumn("{task.fields[detail]}"), console=self.console)
-        self.overall = Progress(TextColumn("[bold]{task.description}"), BarColumn(bar_width=30),
-                                DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                                console=self.console)
-        self.live = Live(Group(self.layers, self.overall), console=self.console,
-                         refresh_per_second=8, transient=False)
+        self.layers = Progress(
+            TextColumn("  {task.description}"),
+            BarColumn(bar_width=30),
+            TextColumn("{task.fields[detail]}"),
+            console=self.console,
+        )
+        self.overall = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(bar_width=30),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+        )
+        self.live = Live(
+            Group(self.layers, self.overall),
+            console=self.console,
+            refresh_per_second=8,
+            transient=False,
+        )
         self._tasks: dict[str, Any] = {}
         self._overall: Any = None
 
@@ -147,12 +164,19 @@ class RichDisplay:
 
     def update(self, progress: PullProgress, layer: LayerProgress | None) -> None:
         if layer is not None:
-            self.layers.update(self._task(layer), total=2 * (layer.size or 0) or None,
-                               completed=layer.work_done, description=_layer_label(layer),
-                               detail=_layer_detail(layer))
+            self.layers.update(
+                self._task(layer),
+                total=2 * (layer.size or 0) or None,
+                completed=layer.work_done,
+                description=_layer_label(layer),
+                detail=_layer_detail(layer),
+            )
         if self._overall is not None:
-            self.overall.update(self._overall, total=(progress.total_work // 2) or None,
-                                completed=progress.work_done // 2)
+            self.overall.update(
+                self._overall,
+                total=(progress.total_work // 2) or None,
+                completed=progress.work_done // 2,
+            )
 
     def note(self, text: str) -> None:
         self.console.print(visible(text), markup=False, highlight=False)
@@ -165,7 +189,10 @@ class RichDisplay:
     def _task(self, layer: LayerProgress) -> Any:
         if layer.id not in self._tasks:
             self._tasks[layer.id] = self.layers.add_task(
-                _layer_label(layer), total=2 * (layer.size or 0) or None, detail=_layer_detail(layer))
+                _layer_label(layer),
+                total=2 * (layer.size or 0) or None,
+                detail=_layer_detail(layer),
+            )
         return self._tasks[layer.id]
 
 
@@ -177,14 +204,22 @@ def overall_text(progress: PullProgress, elapsed: float) -> str:
         return f"overall: {progress.events} events, {elapsed:.0f} s"
     rate = done / 2 / elapsed if elapsed > 0 else 0.0
     eta = f", ETA {(total - done) / 2 / rate:.0f} s" if rate > 0 and done < total else ""
-    return (f"overall {100 * done / total:.0f}% ({human_bytes(done // 2)} of {human_bytes(total // 2)}, "
-            f"{human_bytes(int(rate))}/s{eta})")
+    return (
+        f"overall {100 * done / total:.0f}% ({human_bytes(done // 2)} of {human_bytes(total // 2)}, "
+        f"{human_bytes(int(rate))}/s{eta})"
+    )
 
 
 def _layer_label(layer: LayerProgress) -> str:
-    words = {"waiting": "waiting", "downloading": "downloading", "verifying": "verifying",
-             "downloaded": "downloaded", "extracting": "extracting", "complete": "done",
-             "exists": "already present"}
+    words = {
+        "waiting": "waiting",
+        "downloading": "downloading",
+        "verifying": "verifying",
+        "downloaded": "downloaded",
+        "extracting": "extracting",
+        "complete": "done",
+        "exists": "already present",
+    }
     # a rich Progress description is markup: the engine's id and note must not be read as such
     return rich_safe(f"{layer.id} {layer.note or words[layer.phase]:<15}")
 
@@ -221,7 +256,10 @@ def result_text(result: Any) -> str:
     if result.outcome == "present":
         return f"{result.reference} is already present with digest {result.digest}: nothing to pull"
     retried = f", after {len(result.failures)} failure(s)" if result.failures else ""
-    fetched = (f"{human_bytes(result.downloaded)} downloaded" if result.downloaded
-               else "every layer was already present")
+    fetched = (
+        f"{human_bytes(result.downloaded)} downloaded"
+        if result.downloaded
+        else "every layer was already present"
+    )
     of = f" of {human_bytes(result.size)}" if result.downloaded and result.size else ""
     return f"pulled {result.reference} {where}: {result.digest}, {fetched}{of} in {result.seconds:.1f} s{retried}"

@@ -29,8 +29,13 @@ CHECK_COLUMN = COLUMNS.index("FIRST FAILING CHECK")
 GAP = "  "
 INDENT = "  "  # the cells under a host name that had to take its own line
 UNKNOWN = "-"
-STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "cpu-fallback": "bold red",
-         "wrong-results": "bold red"}
+STYLE = {
+    "pass": "green",
+    "warn": "yellow",
+    "fail": "red",
+    "cpu-fallback": "bold red",
+    "wrong-results": "bold red",
+}
 HOST_LIST_LINES = 2  # on a terminal, a group's host list is cut after this many lines' worth
 HOST_LIST_CHARS = 400  # in a log
 
@@ -73,20 +78,26 @@ def host_cells(host: HostReport) -> list[str]:
     """What a fleet owner compares across hosts; every value is the host's, so it is sanitised."""
     facts = host.report.host
     first = host.first_problem()
-    cells = [host.label, UNKNOWN, UNKNOWN, UNKNOWN, UNKNOWN] if not host.reported else [
-        host.label,
-        gpus_cell(host),
-        facts.driver.version or _status(facts.driver.status),
-        facts.driver.cuda or facts.cuda_driver.version or UNKNOWN,
-        paddle_cell(host),
-    ]
+    cells = (
+        [host.label, UNKNOWN, UNKNOWN, UNKNOWN, UNKNOWN]
+        if not host.reported
+        else [
+            host.label,
+            gpus_cell(host),
+            facts.driver.version or _status(facts.driver.status),
+            facts.driver.cuda or facts.cuda_driver.version or UNKNOWN,
+            paddle_cell(host),
+        ]
+    )
     cells += [host.verdict, str(host.exit_code), first.id if first else ""]
     return [visible(cell) for cell in cells]
 
 
 def gpus_cell(host: HostReport) -> str:
     """`2x A100-SXM4-80GB`; mixed models are each counted: `1x A100-SXM4-80GB + 1x T4`."""
-    names = Counter((g.name or "unknown GPU").removeprefix("NVIDIA ").strip() for g in host.report.host.gpus)
+    names = Counter(
+        (g.name or "unknown GPU").removeprefix("NVIDIA ").strip() for g in host.report.host.gpus
+    )
     return " + ".join(f"{n}x {name}" for name, n in names.items()) or UNKNOWN
 
 
@@ -157,8 +168,10 @@ def _rstrip(line: Line) -> Line:
 def _group_lines(group: ProblemGroup, width: int | None) -> list[Line]:
     """`12 hosts: driver.version-mismatch → reboot …`, then which hosts, then one host's words."""
     n = len(group.hosts)
-    head: Line = [(f"{n} host{'' if n == 1 else 's'}: ", "bold"),
-                  (visible(group.id), STYLE[group.severity])]
+    head: Line = [
+        (f"{n} host{'' if n == 1 else 's'}: ", "bold"),
+        (visible(group.id), STYLE[group.severity]),
+    ]
     if group.fix:
         head.append((f" → {visible(group.fix)}", ""))
     example = visible(f"{'' if n == 1 else 'e.g. '}{group.hosts[0]}: {group.message}")
@@ -177,8 +190,14 @@ def _prose(text: str, width: int | None, more: str = INDENT * 2) -> list[str]:
         return [INDENT + text]
     import textwrap
 
-    return textwrap.wrap(text, width, initial_indent=INDENT, subsequent_indent=more,
-                         break_long_words=False, break_on_hyphens=False) or [INDENT]
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=INDENT,
+        subsequent_indent=more,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [INDENT]
 
 
 def host_list(labels: tuple[str, ...], budget: int) -> str:

@@ -22,7 +22,13 @@ if TYPE_CHECKING:
 
 _MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
-_VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "cpu-fallback": "bold red", "wrong-results": "bold red"}
+_VERDICT_STYLE = {
+    "pass": "bold green",
+    "warn": "bold yellow",
+    "fail": "bold red",
+    "cpu-fallback": "bold red",
+    "wrong-results": "bold red",
+}
 
 
 def layer_facts(host: HostFacts, layer: str) -> str:
@@ -39,7 +45,9 @@ def _layer_facts(host: HostFacts, layer: str) -> str:
         module = f", kernel module {d.kernel_module}" if d.kernel_module else ""
         return f"{d.version} (CUDA {d.cuda}){module}"
     if layer == "gpu":
-        return ", ".join(f"[{g.index}] {g.name} (CC {g.compute_capability})" for g in h.gpus) or "none"
+        return (
+            ", ".join(f"[{g.index}] {g.name} (CC {g.compute_capability})" for g in h.gpus) or "none"
+        )
     if layer == "cuda":
         c, rt, dnn = h.cuda_driver, h.cuda_runtime, h.cudnn
         api = f"driver API {c.version}" if c.status == "ok" else f"driver API {c.status}"
@@ -54,10 +62,17 @@ def _layer_facts(host: HostFacts, layer: str) -> str:
         where = f" in {p.python}" if p.python else ""
         return f"{p.package} {p.version} ({build}){where}"
     if layer == "env":
-        return ", ".join(f"{k}={v}" for k, v in h.env.items() if k != "LD_LIBRARY_PATH") or "no GPU variables set"
+        return (
+            ", ".join(f"{k}={v}" for k, v in h.env.items() if k != "LD_LIBRARY_PATH")
+            or "no GPU variables set"
+        )
     if layer == "engine":
         e = h.engine
-        return f"Docker {e.version}, runtimes: {', '.join(e.runtimes)}" if e.status == "ok" else f"{e.status}: {e.reason or ''}"
+        return (
+            f"Docker {e.version}, runtimes: {', '.join(e.runtimes)}"
+            if e.status == "ok"
+            else f"{e.status}: {e.reason or ''}"
+        )
     return ""
 
 
@@ -79,7 +94,9 @@ def headline(report: Report) -> str:
     return f"envcheck {__version__} doctor — {visible(where)}"
 
 
-def render_plain(report: Report, stream: IO[str], explain: bool = False, width: int | None = None) -> None:
+def render_plain(
+    report: Report, stream: IO[str], explain: bool = False, width: int | None = None
+) -> None:
     """`width`: wrap prose to it (never inside a command); None: one line per finding and fix."""
     w = stream.write
     w(headline(report) + "\n")
@@ -136,8 +153,10 @@ def smoke_extra_lines(report: Report) -> list[str]:
         device = visible(str(run.get("device_used") or run.get("device_requested") or "?"))
         amp = run.get("amp")
         if isinstance(amp, dict) and amp.get("enabled"):
-            lines.append(f"  amp on {device}: trained under auto_cast ({visible(str(amp.get('dtype') or 'float16'))}), "
-                         f"loss {_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}")
+            lines.append(
+                f"  amp on {device}: trained under auto_cast ({visible(str(amp.get('dtype') or 'float16'))}), "
+                f"loss {_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}"
+            )
         cpu = run.get("compare_cpu")
         if isinstance(cpu, dict):
             lines.append(f"  compare-cpu on {device}: {_compare_cpu_text(run, cpu)}")
@@ -172,7 +191,14 @@ def explain_lines(img: ImageChoice) -> list[str]:
     return [*why_lines(img), *rejected_lines(img)]
 
 
-SMOKE_COLUMNS = ("device asked", "device used", "loss start → end", "steps/s", "first step s", "peak GPU MiB")
+SMOKE_COLUMNS = (
+    "device asked",
+    "device used",
+    "loss start → end",
+    "steps/s",
+    "first step s",
+    "peak GPU MiB",
+)
 
 
 def smoke_row(run: dict[str, object]) -> tuple[str, ...]:
@@ -213,7 +239,12 @@ def loaded_lines(report: Report, explain: bool) -> list[str]:
     for lib in libs:
         if isinstance(lib, dict):
             cells = [lib.get("name"), lib.get("version") or "?", lib.get("source")]
-            lines.append("    " + " | ".join(visible(str(c)) for c in cells + ([lib.get("path")] if explain else [])))
+            lines.append(
+                "    "
+                + " | ".join(
+                    visible(str(c)) for c in cells + ([lib.get("path")] if explain else [])
+                )
+            )
     return lines
 
 
@@ -222,7 +253,9 @@ def _plain_loaded(report: Report, write: Callable[[str], object], explain: bool)
         write(line + "\n")
 
 
-def render_rich(report: Report, stream: IO[str], explain: bool = False, width: int | None = None) -> None:
+def render_rich(
+    report: Report, stream: IO[str], explain: bool = False, width: int | None = None
+) -> None:
     """`width`: the columns to lay out for (None: the terminal's)."""
     from rich.console import Console
     from rich.text import Text
@@ -246,8 +279,12 @@ def render_rich(report: Report, stream: IO[str], explain: bool = False, width: i
             for line in [*smoke_extra_lines(report), *loaded_lines(report, explain)]:
                 console.print(escape(line))
     console.print()
-    console.print(Text(f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
-                       style=_VERDICT_STYLE[report.verdict]))
+    console.print(
+        Text(
+            f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
+            style=_VERDICT_STYLE[report.verdict],
+        )
+    )
     console.print(Text(f"Proof: {PROOF_WORDS[report.proof]}"))
 
 
@@ -267,8 +304,11 @@ def _rich_image(report: Report, console: Console, explain: bool) -> None:
     if img and img.pip_command:  # a command: on one line whatever the width
         console.print(f"  pip: [cyan]{escape(img.pip_command)}[/cyan]", soft_wrap=True)
     for line in explain_lines(img) if img and explain else []:
-        console.print(f"  {escape(line)}", style="dim" if line.startswith("rejected") else None,
-                      soft_wrap=True)  # tags are copied from here: none cut
+        console.print(
+            f"  {escape(line)}",
+            style="dim" if line.startswith("rejected") else None,
+            soft_wrap=True,
+        )  # tags are copied from here: none cut
 
 
 def _rich_smoke(report: Report, console: Console) -> None:

@@ -99,7 +99,9 @@ def acquire_image(plan: Plan, options: SmokeOptions) -> tuple[Any, str]:
 
     assert plan.image is not None
     client = connect(options.endpoint)  # the probed engine; one client for image and container
-    return client, ensure_image(plan.image, allow_pull=options.pull, quiet=options.quiet, client=client)
+    return client, ensure_image(
+        plan.image, allow_pull=options.pull, quiet=options.quiet, client=client
+    )
 
 
 def script_path() -> Path:

@@ -69,7 +69,9 @@ class ContainerSpec:
     timeout: float
     gpu_ids: tuple[str, ...] | None = None  # None: no GPU request; ("all",): every GPU
     environment: Mapping[str, str] = field(default_factory=dict)
-    binds: tuple[tuple[str, str], ...] = ()  # more (host path, target) read-only binds: tests' fake driver
+    binds: tuple[
+        tuple[str, str], ...
+    ] = ()  # more (host path, target) read-only binds: tests' fake driver
     limits: Limits = field(default_factory=Limits)
     read_only: bool = (
         True  # False only when an NVIDIA hook must write the root (hook_needs_writable_root)
@@ -101,14 +103,17 @@ class SmokeContainer:
         activity.phase(f"creating the smoke container from {self.spec.image}")
         self.swept = sweep_leftovers(self.client)
         try:
-            with signals.deferred(), translate_errors(
-                f"creating the smoke container from {self.spec.image}"
+            with (
+                signals.deferred(),
+                translate_errors(f"creating the smoke container from {self.spec.image}"),
             ):
                 self.container = self.client.containers.create(
                     **create_kwargs(self.spec, self.run_id)
                 )
         except BaseException:
-            self._remove(quiet=True)  # a timeout or a signal may have cut the answer, not the create
+            self._remove(
+                quiet=True
+            )  # a timeout or a signal may have cut the answer, not the create
             raise
         return self
 
@@ -131,7 +136,8 @@ class SmokeContainer:
         with translate_errors("attaching to the smoke container"):
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
         reader = threading.Thread(
-            target=_pump, args=(stream, collector, attention, failures, activity.LineSplitter()),
+            target=_pump,
+            args=(stream, collector, attention, failures, activity.LineSplitter()),
             name="envcheck-smoke-io",
             daemon=True,
         )
@@ -157,7 +163,9 @@ class SmokeContainer:
         if failures:
             raise failures[0]
         return collector.raw_run(
-            exit_code, started, timed_out=not done,
+            exit_code,
+            started,
+            timed_out=not done,
             oom_killed=exit_code == 137 and done and _oom_killed(container),
             # exit_code None without a timeout: the container vanished under us
             extra={"container": container.short_id, "run_id": self.run_id, "swept": self.swept},
@@ -187,9 +195,14 @@ def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
         "memswap_limit": limits.memory,  # no swap: an OOM is reported, not crawled through
         "pids_limit": limits.pids,
         "shm_size": limits.shm,
-        "mounts": [Mount(target, source, type="bind", read_only=True)
-                   for source, target in ((str(spec.script.resolve()), SCRIPT_TARGET),
-                                          (str(PROTOCOL), PROTOCOL_TARGET), *spec.binds)],
+        "mounts": [
+            Mount(target, source, type="bind", read_only=True)
+            for source, target in (
+                (str(spec.script.resolve()), SCRIPT_TARGET),
+                (str(PROTOCOL), PROTOCOL_TARGET),
+                *spec.binds,
+            )
+        ],
         # The engine keeps its own copy of the output; megabytes of it must not fill the disk.
         "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
     }
@@ -246,20 +259,28 @@ def sweep_leftovers(
     printing each on stderr; returns their short ids."""
     with translate_errors("listing leftover smoke containers"):
         found = client.containers.list(
-            all=True, ignore_removed=True,
+            all=True,
+            ignore_removed=True,
             filters={"label": MARK_LABEL, "status": list(ownership.SWEPT_STATES)},
         )
     removed = []
     host, now = socket.gethostname(), time.time() if now is None else now
     for container in found:
         reason = ownership.leftover_reason(
-            container.attrs, key=ownership.owner_key(), now=now, hostname=host, alive=_pid_alive,
+            container.attrs,
+            key=ownership.owner_key(),
+            now=now,
+            hostname=host,
+            alive=_pid_alive,
             grace=grace,
         )
         if reason is not None and remove(container, quiet=True, volumes=False):
             removed.append(container.short_id)
-            print(f"envcheck: removed leftover smoke container {container.short_id} "
-                  f"({container.name}: {reason})", file=sys.stderr)
+            print(
+                f"envcheck: removed leftover smoke container {container.short_id} "
+                f"({container.name}: {reason})",
+                file=sys.stderr,
+            )
     return removed
 
 
@@ -310,8 +331,15 @@ def _pump(
     import urllib3.exceptions
 
     try:
-        for out, err in _frames(stream, (OSError, ValueError, requests.exceptions.RequestException,
-                                         urllib3.exceptions.HTTPError)):
+        for out, err in _frames(
+            stream,
+            (
+                OSError,
+                ValueError,
+                requests.exceptions.RequestException,
+                urllib3.exceptions.HTTPError,
+            ),
+        ):
             if out:
                 sink.feed_stdout(out)
                 if sink.overflow.is_set():

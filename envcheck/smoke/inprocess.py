@@ -53,7 +53,9 @@ def run_subprocess(
     with tempfile.TemporaryDirectory(prefix="envcheck-smoke-") as workdir:
         copy = Path(workdir) / "workload.py"
         shutil.copyfile(script, copy)
-        shutil.copyfile(PROTOCOL, Path(workdir) / PLACED_AS)  # the workload imports it from beside it
+        shutil.copyfile(
+            PROTOCOL, Path(workdir) / PLACED_AS
+        )  # the workload imports it from beside it
         return _run([python, str(copy), *args], workdir, timeout, on_start, child_environment(env))
 
 
@@ -122,11 +124,14 @@ def _run(
             proc.wait(timeout=KILL_WAIT_S)
     if failures:
         raise failures[0]
-    return collector.raw_run(exit_code, started, timed_out=not done, pid=proc.pid,
-                             extra={"python": argv[0]})
+    return collector.raw_run(
+        exit_code, started, timed_out=not done, pid=proc.pid, extra={"python": argv[0]}
+    )
 
 
-def _both(first: Callable[[bytes], None], second: Callable[[bytes], None]) -> Callable[[bytes], None]:
+def _both(
+    first: Callable[[bytes], None], second: Callable[[bytes], None]
+) -> Callable[[bytes], None]:
     def feed(chunk: bytes) -> None:
         first(chunk)
         second(chunk)  # the log lines to the activity display too

@@ -124,9 +124,7 @@ def likely_cause(
                 f"{build} most likely has no kernels for this GPU's compute capability "
                 f"({capabilities}): {seen}"
             ),
-            install_fix(
-                plan, f"a Paddle build with kernels for compute capability {capabilities}"
-            ),
+            install_fix(plan, f"a Paddle build with kernels for compute capability {capabilities}"),
         )
     loaded = _loaded_cudnn(texts)
     built = _major(result.get("cudnn_version"))
@@ -142,9 +140,7 @@ def likely_cause(
         return (
             "cublas-mismatch",
             f"the CUDA runtime/cuBLAS loaded is not the one {build} was built for",
-            install_fix(
-                plan, f"the CUDA {result.get('cuda_version')} libraries the build expects"
-            ),
+            install_fix(plan, f"the CUDA {result.get('cuda_version')} libraries the build expects"),
         )
     if kinds & {"driver-error"}:
         return (

@@ -67,7 +67,9 @@ def _describe(lib: dict[str, Any]) -> dict[str, Any]:
     return _entry(lib, named, "file name" if named else None)
 
 
-def _entry(lib: dict[str, Any], version: str | None, how: str | None, **more: Any) -> dict[str, Any]:
+def _entry(
+    lib: dict[str, Any], version: str | None, how: str | None, **more: Any
+) -> dict[str, Any]:
     return {
         "name": lib["name"],
         "path": lib["path"],
@@ -118,7 +120,9 @@ def loaded_summary(result: dict[str, Any]) -> str | None:
     if not libs:
         return "no NVIDIA library mapped (/proc/self/maps after the first step)"
     main = [lib for lib in libs if not str(lib["name"]).startswith("libcudnn_")]
-    return "mapped " + ", ".join(f"{lib['name']} {lib['version'] or '?'} ({lib['source']})" for lib in main)
+    return "mapped " + ", ".join(
+        f"{lib['name']} {lib['version'] or '?'} ({lib['source']})" for lib in main
+    )
 
 
 def _major(version: Any) -> int | None:
@@ -141,32 +145,45 @@ def _against_build(plan: Plan, result: dict[str, Any], libs: list[dict[str, Any]
     cudnn = str(result.get("cudnn_version") or "")
     dnn = [lib for lib in libs if lib["name"] == "libcudnn" and lib["version"]]
     wrong = [lib for lib in dnn if _major(lib["version"]) != _major(cudnn)]
-    older = [lib for lib in dnn if lib not in wrong and _major_minor(lib["version"]) < _major_minor(cudnn)]
+    older = [
+        lib
+        for lib in dnn
+        if lib not in wrong and _major_minor(lib["version"]) < _major_minor(cudnn)
+    ]
     if _major(cudnn) is not None and (wrong or older):
         severity = fail if wrong else warn
-        found.append(severity(
-            "smoke.loaded-cudnn-mismatch",
-            f"{build} loaded {'; '.join(_where(lib) for lib in wrong or older)}: "
-            + ("another cuDNN major, whose ABI the build was not made for" if wrong
-               else "older than the cuDNN the build was made with"),
-            _library_fix(plan, (wrong or older)[0], f"cuDNN {cudnn} (the one the build expects)"),
-            "smoke",
-            expected=cudnn,
-            loaded=wrong or older,
-        ))
+        found.append(
+            severity(
+                "smoke.loaded-cudnn-mismatch",
+                f"{build} loaded {'; '.join(_where(lib) for lib in wrong or older)}: "
+                + (
+                    "another cuDNN major, whose ABI the build was not made for"
+                    if wrong
+                    else "older than the cuDNN the build was made with"
+                ),
+                _library_fix(
+                    plan, (wrong or older)[0], f"cuDNN {cudnn} (the one the build expects)"
+                ),
+                "smoke",
+                expected=cudnn,
+                loaded=wrong or older,
+            )
+        )
     cuda = str(result.get("cuda_version") or "")
     toolkit = [lib for lib in libs if lib["name"] in CUDA_FAMILY and lib["version"]]
     wrong = [lib for lib in toolkit if _major(lib["version"]) != _major(cuda)]
     if _major(cuda) is not None and wrong:
-        found.append(fail(
-            "smoke.loaded-cuda-mismatch",
-            f"{build} loaded {'; '.join(_where(lib) for lib in wrong)}: CUDA libraries of "
-            "another major version than the build's",
-            _library_fix(plan, wrong[0], f"the CUDA {cuda} libraries the build expects"),
-            "smoke",
-            expected=cuda,
-            loaded=wrong,
-        ))
+        found.append(
+            fail(
+                "smoke.loaded-cuda-mismatch",
+                f"{build} loaded {'; '.join(_where(lib) for lib in wrong)}: CUDA libraries of "
+                "another major version than the build's",
+                _library_fix(plan, wrong[0], f"the CUDA {cuda} libraries the build expects"),
+                "smoke",
+                expected=cuda,
+                loaded=wrong,
+            )
+        )
     return found
 
 
@@ -193,16 +210,18 @@ def _against_probe(
     same_folder = posixpath.dirname(probed.path) == posixpath.dirname(str(loaded["path"]))
     if same_folder and (not loaded["version"] or loaded["version"] == probed.version):
         return []
-    return [warn(
-        f"smoke.loaded-{name.removeprefix('lib')}-shadowed",
-        f"the host probe expected {title} {probed.version} from {probed.path} ({probed.origin}) "
-        f"to win, but the smoke process loaded {_where(loaded)}: the {title} findings above "
-        "judged a copy Paddle does not use",
-        _shadow_fix(loaded, probed),
-        "smoke",
-        expected={"path": probed.path, "version": probed.version, "origin": probed.origin},
-        loaded=loaded,
-    )]
+    return [
+        warn(
+            f"smoke.loaded-{name.removeprefix('lib')}-shadowed",
+            f"the host probe expected {title} {probed.version} from {probed.path} ({probed.origin}) "
+            f"to win, but the smoke process loaded {_where(loaded)}: the {title} findings above "
+            "judged a copy Paddle does not use",
+            _shadow_fix(loaded, probed),
+            "smoke",
+            expected={"path": probed.path, "version": probed.version, "origin": probed.origin},
+            loaded=loaded,
+        )
+    ]
 
 
 def _shadow_fix(loaded: dict[str, Any], probed: LibraryFacts) -> str:
@@ -227,15 +246,19 @@ def _against_kernel_module(
     compat = [lib for lib in driver if lib["source"] == "compat" and lib["version"] != module]
     if module and compat:
         lib = compat[0]
-        found.append(fail(
-            "smoke.compat-driver-mismatch",
-            f"the smoke process loaded the CUDA compat {_where(lib)}, but the host's kernel "
-            f"module is {module}: CUDA falls back to the CPU or fails (the CUDA 13.0 image defect)",
-            COMPAT_FIX.format(folder=posixpath.dirname(str(lib["path"])), cuda=host.driver.cuda or "?"),
-            "smoke",
-            kernel_module=module,
-            loaded=lib,
-        ))
+        found.append(
+            fail(
+                "smoke.compat-driver-mismatch",
+                f"the smoke process loaded the CUDA compat {_where(lib)}, but the host's kernel "
+                f"module is {module}: CUDA falls back to the CPU or fails (the CUDA 13.0 image defect)",
+                COMPAT_FIX.format(
+                    folder=posixpath.dirname(str(lib["path"])), cuda=host.driver.cuda or "?"
+                ),
+                "smoke",
+                kernel_module=module,
+                loaded=lib,
+            )
+        )
     check = result.get("driver_check") or {}
     # In-process, the host's own NVML probe already reported a mismatch (driver.version-mismatch).
     said = plan.mode == "in-process" and host.driver.error == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
@@ -244,23 +267,27 @@ def _against_kernel_module(
     if module and (stale or rm_error) and not said:
         seen = "; ".join(_where(lib) for lib in stale) or f"NVML said {check.get('error')}"
         injected = " (injected by the NVIDIA runtime)" if plan.mode == "container" else ""
-        found.append(fail(
-            "smoke.driver-library-mismatch",
-            f"Driver/library version mismatch: the driver's user-space libraries in "
-            f"{where(plan)}{injected} are not the host's kernel module {module}: {seen}",
-            REBOOT_FIX,
-            "smoke",
-            kernel_module=module,
-            loaded=stale,
-            nvml=check or None,
-        ))
+        found.append(
+            fail(
+                "smoke.driver-library-mismatch",
+                f"Driver/library version mismatch: the driver's user-space libraries in "
+                f"{where(plan)}{injected} are not the host's kernel module {module}: {seen}",
+                REBOOT_FIX,
+                "smoke",
+                kernel_module=module,
+                loaded=stale,
+                nvml=check or None,
+            )
+        )
     if check.get("error") == "NVML_ERROR_UNKNOWN" and plan.mode == "container":
-        found.append(fail(
-            "smoke.nvml-unknown-error",
-            f"NVML: Unknown Error in {where(plan)}: nvmlInit returned {check.get('init')} "
-            f"from {check.get('library')}",
-            NVML_UNKNOWN_FIX,
-            "smoke",
-            nvml=check,
-        ))
+        found.append(
+            fail(
+                "smoke.nvml-unknown-error",
+                f"NVML: Unknown Error in {where(plan)}: nvmlInit returned {check.get('init')} "
+                f"from {check.get('library')}",
+                NVML_UNKNOWN_FIX,
+                "smoke",
+                nvml=check,
+            )
+        )
     return found

@@ -95,7 +95,9 @@ def owner_key() -> bytes:
 
 
 def _key_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     return Path(base) / "envcheck" / "owner.key"
 
 

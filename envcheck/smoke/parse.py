@@ -57,11 +57,20 @@ class OutputCollector:
         with self._lock:
             return bytes(self._stderr[-self._stderr_tail :]).decode("utf-8", "replace")
 
-    def raw_run(self, exit_code: int | None, started: float, *, timed_out: bool, **more: Any) -> RawRun:
+    def raw_run(
+        self, exit_code: int | None, started: float, *, timed_out: bool, **more: Any
+    ) -> RawRun:
         """What the streams held when the run ended (`started` from time.monotonic())."""
-        return RawRun(exit_code=exit_code, stdout=self.stdout(), stderr=self.stderr(),
-                      duration_s=round(time.monotonic() - started, 3), stdout_bytes=self.stdout_bytes,
-                      stdout_overflow=self.overflow.is_set(), timed_out=timed_out, **more)
+        return RawRun(
+            exit_code=exit_code,
+            stdout=self.stdout(),
+            stderr=self.stderr(),
+            duration_s=round(time.monotonic() - started, 3),
+            stdout_bytes=self.stdout_bytes,
+            stdout_overflow=self.overflow.is_set(),
+            timed_out=timed_out,
+            **more,
+        )
 
 
 @dataclass(frozen=True)
@@ -167,8 +176,12 @@ _LOADED = {
 }
 # /dev/shm as the workload saw it (issue 11.2): optional, as above.
 _SHM = {"size_bytes": int, "free_bytes": int}
-_DRIVER_CHECK = {"library": str, "init": (int, type(None)), "error": (str, type(None)),
-                 "driver_version": (str, type(None))}
+_DRIVER_CHECK = {
+    "library": str,
+    "init": (int, type(None)),
+    "error": (str, type(None)),
+    "driver_version": (str, type(None)),
+}
 
 
 def validate(doc: Any) -> None:
@@ -207,7 +220,9 @@ def _check_loaded(doc: dict[str, Any]) -> None:
     for i, lib in enumerate(libraries):
         _check(lib, _LOADED, f"loaded_libraries[{i}]")
         raw = lib["raw"]
-        if isinstance(raw, list) and not all(isinstance(v, int) and not isinstance(v, bool) for v in raw):
+        if isinstance(raw, list) and not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in raw
+        ):
             raise BadOutput(f"loaded_libraries[{i}].raw: expected integers")
     if doc.get("driver_check") is not None:
         _check(doc["driver_check"], _DRIVER_CHECK, "driver_check")

@@ -79,7 +79,9 @@ def piece_failure(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]
     if shm:
         return _shm(plan, result, shm[0])
     if data:
-        return _worker(plan, errors, [line for line, kind in kinds.items() if kind == "dataloader-worker"])
+        return _worker(
+            plan, errors, [line for line, kind in kinds.items() if kind == "dataloader-worker"]
+        )
     cudnn = [
         line
         for line, kind in kinds.items()
@@ -136,9 +138,13 @@ def _cudnn(plan: Plan, result: dict[str, Any], lines: list[str]) -> Finding:
     library = (named[0].group("lib") or f"lib{named[0].group('name')}") if named else None
     why = next((m.group("why") for m in (_DLERROR.search(line) for line in lines) if m), None)
     mapped = [
-        lib for lib in result.get("loaded_libraries") or [] if str(lib.get("name")).startswith("libcudnn")
+        lib
+        for lib in result.get("loaded_libraries") or []
+        if str(lib.get("name")).startswith("libcudnn")
     ]
-    tried = f"; the process tried to load {library}" + (f" ({why})" if why else "") if library else ""
+    tried = (
+        f"; the process tried to load {library}" + (f" ({why})" if why else "") if library else ""
+    )
     loaded = "; mapped: " + ", ".join(str(lib["path"]) for lib in mapped) if mapped else ""
     return fail(
         CUDNN_ID,

@@ -513,8 +513,10 @@ def _passed(
     loaded = loaded_summary(result)
     return passed(
         "smoke.pass",
-        f"Paddle {result['paddle_version']} trained {where}: " + "; ".join(parts)
-        + (f"; {loaded}" if loaded else "") + note,
+        f"Paddle {result['paddle_version']} trained {where}: "
+        + "; ".join(parts)
+        + (f"; {loaded}" if loaded else "")
+        + note,
         "smoke",
         devices=[r["device_used"] for r in runs],
     )

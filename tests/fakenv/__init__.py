@@ -90,15 +90,31 @@ def build(root: Path) -> FakeBuild:
         (fake.nvml("legacy"), "fake_nvml.c", ["-DFAKE_NVML_LEGACY"]),
         (fake.cuda, "fake_cuda.c", []),
     ]
-    jobs += [(fake.cudart(v), "fake_cudart.c", [f"-DFAKE_CUDART_VERSION={n}"])
-             for v, (_, n) in CUDART_BUILDS.items()]
-    jobs += [(fake.cudnn(v), "fake_cudnn.c", [f"-DFAKE_CUDNN_VERSION={n}"])
-             for v, (_, n) in CUDNN_BUILDS.items()]
+    jobs += [
+        (fake.cudart(v), "fake_cudart.c", [f"-DFAKE_CUDART_VERSION={n}"])
+        for v, (_, n) in CUDART_BUILDS.items()
+    ]
+    jobs += [
+        (fake.cudnn(v), "fake_cudnn.c", [f"-DFAKE_CUDNN_VERSION={n}"])
+        for v, (_, n) in CUDNN_BUILDS.items()
+    ]
     procs = []
     for out, source, defines in jobs:
         out.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [gcc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-fvisibility=hidden",
-               f"-Wl,-soname,{_soname(out)}", *defines, "-o", str(out), str(SRC / source)]
+        cmd = [
+            gcc,
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-Wall",
+            "-Werror",
+            "-fvisibility=hidden",
+            f"-Wl,-soname,{_soname(out)}",
+            *defines,
+            "-o",
+            str(out),
+            str(SRC / source),
+        ]
         procs.append((cmd, subprocess.Popen(cmd, stderr=subprocess.PIPE)))
     failures = [f"{' '.join(cmd)}\n{p.communicate()[1].decode()}" for cmd, p in procs if p.wait()]
     if failures:  # the first one is enough to act on
@@ -108,10 +124,14 @@ def build(root: Path) -> FakeBuild:
 
 def _soname(out: Path) -> str:
     # The driver libraries are built as plain .so files and linked in under their sonames.
-    return {"libnvidia-ml.so": "libnvidia-ml.so.1", "libcuda.so": "libcuda.so.1"}.get(out.name, out.name)
+    return {"libnvidia-ml.so": "libnvidia-ml.so.1", "libcuda.so": "libcuda.so.1"}.get(
+        out.name, out.name
+    )
 
 
-def make_host(fake: FakeBuild, profile: str, work: Path, trace: Path | None = None) -> dict[str, str]:
+def make_host(
+    fake: FakeBuild, profile: str, work: Path, trace: Path | None = None
+) -> dict[str, str]:
     """Lay out the files of one fake host under `work` and return the environment variables
     that make a subprocess see it (merge them into os.environ).
 
@@ -201,7 +221,11 @@ def run_probes(env: Mapping[str, str], timeout: float = 2.0) -> dict[str, Any]:
     full = {**os.environ, **env}
     proc = subprocess.run(
         [sys.executable, "-c", PROBE_SCRIPT, str(timeout)],
-        env=full, capture_output=True, text=True, timeout=60, check=False,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"probe subprocess failed ({proc.returncode}):\n{proc.stderr}")

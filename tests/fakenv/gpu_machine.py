@@ -49,7 +49,9 @@ def prepare(profile: str, work: Path) -> tuple[Path, Path, dict[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="a100x2-535", help="the fake host the 'real' driver is")
+    parser.add_argument(
+        "--profile", default="a100x2-535", help="the fake host the 'real' driver is"
+    )
     parser.add_argument("command", nargs="+", help="what to run (after --)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="envcheck-gpu-machine-") as tmp:
