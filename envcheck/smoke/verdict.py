@@ -1,7 +1,9 @@
 """Judging the smoke (pure): the findings for a plan and what its run printed.
 
-Every finding the smoke can raise is built here, from the plan and the recorded outputs, so the
-unit tests replay real results without an engine.
+The decisions are here; the causes of a CPU fallback are in `causes.py`, the findings of a smoke
+that did not train in `failures.py` (`gpu_refused` and `image_unavailable` re-exported for the
+runner). All are built from the plan and the recorded outputs, so the unit tests replay real
+results without an engine.
 """
 
 from __future__ import annotations
@@ -9,29 +11,37 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX, START_DOCKER_FIX
 from envcheck.report import CPU_FALLBACK_ID
-from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE, is_wrong, wrong_results
-from envcheck.smoke.known_answers import where as _where
+from envcheck.smoke.causes import cpu_fallback, fix_from_warnings
+from envcheck.smoke.failures import (
+    LEARNED_RATIO,
+    bad_output,
+    crashed,
+    first_line,
+    gpu_refused,
+    image_unavailable,
+    not_learning,
+    not_run,
+    run_crashed,
+    setup_failed,
+    timeout,
+)
+from envcheck.smoke.known_answers import is_wrong, wrong_results
 from envcheck.smoke.loaded import loaded_summary
-from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.pieces import PIECE_IDS, piece_failure
 from envcheck.smoke.plan import Outcome, Plan
-from envcheck.smoke.protocol import scan_paddle_warnings
 from envcheck.smoke.witness import Witness, witness
-
-LEARNED_RATIO = 0.9  # loss_end must be below 90% of loss_start: measured 0.69 -> ~0.5 on CPU
 
 
 def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
     if plan.mode == "not-run" or outcome is None:
-        return [_not_run(plan)]
+        return [not_run(plan)]
     raw = outcome.raw
     if raw.timed_out:
-        return [_timeout(plan, raw)]
+        return [timeout(plan, raw)]
     if raw.stdout_overflow:
         return [
-            _bad_output(
+            bad_output(
                 plan,
                 raw,
                 f"it printed more than {len(raw.stdout)} bytes on stdout "
@@ -40,16 +50,16 @@ def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
         ]
     if outcome.result is None:
         if raw.exit_code != 0:
-            return [_crashed(plan, raw, None, outcome.problem)]
-        return [_bad_output(plan, raw, outcome.problem or "no result")]
+            return [crashed(plan, raw, None, outcome.problem)]
+        return [bad_output(plan, raw, outcome.problem or "no result")]
     result = outcome.result
     if result["error"] is not None:
-        return [_setup_failed(plan, raw, result)]
+        return [setup_failed(plan, raw, result)]
     findings = judge_runs(plan, result, outcome.nvml)
     if raw.exit_code != 0 and not any(f.id in ("smoke.crashed", *PIECE_IDS) for f in findings):
         findings = [f for f in findings if f.id != "smoke.pass"]
         findings.append(
-            _crashed(plan, raw, result, f"exited with status {raw.exit_code} after its result")
+            crashed(plan, raw, result, f"exited with status {raw.exit_code} after its result")
         )
     return findings
 
@@ -61,7 +71,7 @@ def judge_runs(plan: Plan, result: dict[str, Any], nvml: dict[str, Any]) -> list
     crashed = [r for r in runs if r["error"]]
     trained = [r for r in runs if not r["error"]]
     if crashed:  # a piece of the training named by Paddle's words, else a plain crash
-        findings.append(piece_failure(plan, result, crashed) or _run_crashed(plan, result, crashed))
+        findings.append(piece_failure(plan, result, crashed) or run_crashed(plan, result, crashed))
     seen = witnesses(plan, trained, nvml)
     wrong = [r for r in runs if is_wrong(r)]  # checks before a crash count too
     if wrong:
@@ -71,7 +81,7 @@ def judge_runs(plan: Plan, result: dict[str, Any], nvml: dict[str, Any]) -> list
         findings.append(cpu_fallback(plan, result, fell_back))
     stuck = [r for r in trained if not learned(r) and not is_wrong(r)]
     if stuck:
-        findings.append(_not_learning(plan, stuck))
+        findings.append(not_learning(plan, stuck))
     findings += _extras(plan, trained)
     findings += _nvml_findings([r for r in trained if not is_wrong(r)], nvml, seen)
     if not any(f.severity == "fail" for f in findings):
@@ -103,298 +113,6 @@ def learned(run: dict[str, Any]) -> bool:
     return start is not None and end is not None and end < start * LEARNED_RATIO
 
 
-def fallback_causes(
-    plan: Plan, result: dict[str, Any], run: dict[str, Any]
-) -> list[tuple[str, str, str]]:
-    """[(cause id, what was seen, the fix)], most likely first."""
-    causes: list[tuple[str, str, str]] = []
-    lines = [w["text"] for w in result["warnings"]] + [
-        run.get("device_error") or "",
-        result.get("cuda_device_count_error") or "",
-    ]
-    kinds = {hit["kind"] for hit in scan_paddle_warnings("\n".join(lines))}
-    env = result.get("env") or {}
-    if plan.gpu_refused:
-        causes.append(
-            (
-                "engine-refused",
-                f"the engine refused the GPU request: {plan.gpu_refused}",
-                NVIDIA_RUNTIME_FIX,
-            )
-        )
-    if not result["compiled_with_cuda"]:
-        causes.append(
-            (
-                "cpu-build",
-                (
-                    f"Paddle {result['paddle_version']} in {_where(plan)} is a CPU-only build "
-                    "(is_compiled_with_cuda() is False)"
-                ),
-                _cpu_build_fix(plan),
-            )
-        )
-    hidden = _hidden_by_env(plan, env)
-    if hidden and result["compiled_with_cuda"] and not plan.gpu_refused:
-        causes.append(hidden)
-    driver_kinds = {"driver-error", "library-missing", "cuda-error"}
-    if kinds & driver_kinds and result["compiled_with_cuda"]:
-        # Any line of a text, not its first recognised one: a device error may say nothing Paddle
-        # words (no hit) or open with another kind (a `no-gpu` line before the CUDA error).
-        line = next(
-            t for t in lines if any(hit["kind"] in driver_kinds for hit in scan_paddle_warnings(t))
-        )
-        causes.append(
-            (
-                "driver-error",
-                f"the CUDA driver failed in {_where(plan)}: {line}",
-                _driver_fix(plan, result),
-            )
-        )
-    if result["compiled_with_cuda"] and not result["cuda_device_count"] and not causes:
-        causes.append(
-            (
-                "no-gpu-visible",
-                f"Paddle sees no GPU in {_where(plan)} (cuda device count {result['cuda_device_count']})",
-                _no_gpu_fix(plan),
-            )
-        )
-    if not causes:
-        causes.append(
-            (
-                "unexplained",
-                (
-                    f"Paddle saw {result['cuda_device_count']} GPU(s) but trained on "
-                    f"{run['device_used']} (device error: {run.get('device_error')}; parameters on "
-                    f"{sorted(set(run['param_places'].values()))})"
-                ),
-                "report this with the JSON output: `envcheck doctor --json`",
-            )
-        )
-    return causes
-
-
-def _hidden_by_env(plan: Plan, env: dict[str, Any]) -> tuple[str, str, str] | None:
-    """CUDA_VISIBLE_DEVICES="" / -1 hides every GPU (compat_facts 7 row 7); so does
-    NVIDIA_VISIBLE_DEVICES=void|none in a container (NVIDIA Container Toolkit docs:
-    https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html)."""
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    if cvd is not None and cvd.strip() in ("", "-1", "none", "void", "NoDevFiles"):
-        where = "the image sets" if plan.mode == "container" else "your environment has"
-        fix = (
-            "unset CUDA_VISIBLE_DEVICES (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0)"
-            if plan.mode != "container"
-            else f"override it: `docker run -e CUDA_VISIBLE_DEVICES= …`, or remove the ENV line from {plan.image}"
-        )
-        return (
-            "hidden-by-cuda-visible-devices",
-            f"{where} CUDA_VISIBLE_DEVICES={cvd!r}, which hides every GPU",
-            fix,
-        )
-    nvd = env.get("NVIDIA_VISIBLE_DEVICES")
-    if plan.mode == "container" and nvd is not None and nvd.strip() in ("", "void", "none"):
-        return (
-            "hidden-by-nvidia-visible-devices",
-            f"the image sets NVIDIA_VISIBLE_DEVICES={nvd!r}",
-            f"remove NVIDIA_VISIBLE_DEVICES from {plan.image} (the GPU request sets it)",
-        )
-    return None
-
-
-def _cpu_build_fix(plan: Plan) -> str:
-    if plan.mode == "container":
-        image = (
-            f"`envcheck doctor --image {plan.gpu_image}`" if plan.gpu_image else "a `-gpu-cuda` tag"
-        )
-        return f"use a CUDA image of Paddle: {image}"
-    if plan.pip_command is None:
-        return NO_GPU_BUILD_YET
-    return f"install the GPU build in {plan.python}: `{plan.pip_command}` ({INSTALL_GPU_PADDLE})"
-
-
-def _driver_fix(plan: Plan, result: dict[str, Any]) -> str:
-    cuda = result.get("cuda_version")
-    need = f" that supports CUDA {cuda}" if cuda and cuda != "False" else ""
-    probe = (
-        f"`docker run --rm --gpus all {plan.image} nvidia-smi`"
-        if plan.mode == "container"
-        else "`nvidia-smi`"
-    )
-    return f"check the driver with {probe}; install an NVIDIA driver{need} (see the driver findings above)"
-
-
-def _no_gpu_fix(plan: Plan) -> str:
-    if plan.mode == "container":
-        return (
-            f"the engine accepted the GPU request but the container sees no GPU: check "
-            f"`docker run --rm --gpus all {plan.image} nvidia-smi` and the NVIDIA Container Toolkit "
-            f"(`nvidia-ctk runtime configure --runtime=docker`)"
-        )
-    return "check `nvidia-smi`, that the driver is loaded, and that /dev/nvidia* is readable by you"
-
-
-def cpu_fallback(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) -> Finding:
-    causes = fallback_causes(plan, result, runs[0])
-    asked = ", ".join(f"{r['device_requested']}→{r['device_used']}" for r in runs)
-    seen = "; also ".join(text for _, text, _ in causes)
-    fix = "; then ".join(dict.fromkeys(fix for _, _, fix in causes))  # in order, no repeats
-    return fail(
-        CPU_FALLBACK_ID,
-        f"a GPU was expected ({plan.gpu_reason}) but the smoke trained on the CPU ({asked}): {seen}",
-        fix,
-        "smoke",
-        causes=[c for c, _, _ in causes],
-        cause=causes[0][0],
-        devices=[
-            {k: r.get(k) for k in ("device_requested", "device_used", "device_error")} for r in runs
-        ],
-    )
-
-
-def gpu_refused(plan: Plan) -> Finding:
-    asked = "every GPU" if plan.gpu_ids == ("all",) else f"GPUs {', '.join(plan.gpu_ids or ())}"
-    return fail(
-        "smoke.gpu-refused",
-        f"the Docker engine refused the request for {asked} for {plan.image}: "
-        f"{plan.gpu_refused} (no NVIDIA runtime or CDI device)",
-        NVIDIA_RUNTIME_FIX,
-        "engine",
-        request=list(plan.gpu_ids or ()),
-        error=plan.gpu_refused,
-    )
-
-
-def image_unavailable(plan: Plan, reason: str) -> Finding:
-    then = (
-        f"ran the smoke in a subprocess of {plan.python} instead"
-        if plan.mode == "in-process"
-        else f"and Paddle is not installed in {plan.python}: no smoke ran"
-    )
-    if reason.startswith("no container engine"):
-        fix = f"{plan.engine_fix or START_DOCKER_FIX} to smoke-test the image, or pass --in-process"
-    elif reason.startswith("the doctor chose no image"):
-        fix = "pass an image with --image REF, or --in-process"
-    else:
-        fix = (
-            "make the registry reachable (network, DNS, proxy) or load the image by hand "
-            "(`docker load`, a local registry) and pass it with --image; --in-process skips the container"
-        )
-    return warn("smoke.image-unavailable", f"{reason}; {then}", fix, "smoke", reason=reason)
-
-
-def _not_run(plan: Plan) -> Finding:
-    return warn(
-        "smoke.not-run",
-        f"no smoke training ran: no usable image and no Paddle in {plan.python}",
-        f"install Paddle in {plan.python} (`python -m pip install paddlepaddle`) or start Docker",
-        "smoke",
-    )
-
-
-def _timeout(plan: Plan, raw: RawRun) -> Finding:
-    tail = log_tail(raw.stderr)
-    return fail(
-        "smoke.timeout",
-        f"the smoke in {_where(plan)} was killed after {raw.duration_s:.0f} s (timeout) "
-        f"and removed{_tail_text(tail)}",
-        "look at the last log lines; if the machine is just slow, raise --smoke-timeout",
-        "smoke",
-        duration_s=raw.duration_s,
-        log_tail=tail,
-    )
-
-
-def _bad_output(plan: Plan, raw: RawRun, problem: str) -> Finding:
-    tail = log_tail(raw.stderr)
-    return fail(
-        "smoke.bad-output",
-        f"the smoke in {_where(plan)} did not print its one JSON line: {problem}{_tail_text(tail)}",
-        "the smoke script must print exactly one JSON line on stdout; is the image's `python` "
-        "wrapped by something that prints?",
-        "smoke",
-        exit_code=raw.exit_code,
-        stdout_bytes=raw.stdout_bytes,
-        log_tail=tail,
-    )
-
-
-def _crashed(
-    plan: Plan, raw: RawRun, result: dict[str, Any] | None, problem: str | None
-) -> Finding:
-    tail = log_tail(raw.stderr)
-    how = f"exited with status {raw.exit_code}"
-    if raw.oom_killed:
-        how = "was killed by the memory limit (OOM)"
-    elif raw.exit_code is None:
-        how = "disappeared before it exited (removed by something else, or the engine restarted)"
-    known = scan_paddle_warnings(raw.stderr)
-    return fail(
-        "smoke.crashed",
-        f"the smoke in {_where(plan)} {how}"
-        + (f" ({problem})" if problem else "")
-        + _tail_text(tail),
-        _fix_from_warnings(known, plan) or "read the last log lines above",
-        "smoke",
-        exit_code=raw.exit_code,
-        oom_killed=raw.oom_killed,
-        log_tail=tail,
-        paddle_warnings=known,
-    )
-
-
-def _setup_failed(plan: Plan, raw: RawRun, result: dict[str, Any]) -> Finding:
-    error = result["error"]
-    if error.get("phase") == "import" and plan.mode == "in-process":
-        return warn(
-            "smoke.not-run",
-            f"Paddle cannot be imported by {plan.python}: "
-            f"{error.get('type')}: {error.get('message')}",
-            f"install Paddle in {plan.python} or run the smoke in a container",
-            "smoke",
-        )
-    tail = log_tail(raw.stderr)
-    return fail(
-        "smoke.crashed",
-        f"the smoke in {_where(plan)} failed while {error.get('phase')}: "
-        f"{error.get('type')}: {_first_line(error.get('message'))}{_tail_text(tail)}",
-        _fix_from_warnings(result["warnings"], plan) or "read the traceback in the log",
-        "smoke",
-        exit_code=raw.exit_code,
-        error=error,
-        log_tail=tail,
-    )
-
-
-def _run_crashed(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) -> Finding:
-    parts = [
-        f"{r['device_requested']} ({r['device_used']}): {r['error']['type']}: "
-        f"{_first_line(r['error']['message'])}"
-        for r in runs
-    ]
-    known = result["warnings"] + scan_paddle_warnings(
-        "\n".join(r["error"]["message"] for r in runs)
-    )
-    return fail(
-        "smoke.crashed",
-        f"training failed in {_where(plan)} on " + "; ".join(parts),
-        _fix_from_warnings(known, plan) or "read the traceback in the smoke JSON (`--json`)",
-        "smoke",
-        errors=[r["error"] for r in runs],
-    )
-
-
-def _not_learning(plan: Plan, runs: list[dict[str, Any]]) -> Finding:
-    parts = [f"{r['device_used']}: loss {r['loss_start']} → {r['loss_end']}" for r in runs]
-    return fail(
-        "smoke.not-learning",
-        f"the loss did not fall by {100 - LEARNED_RATIO * 100:.0f}% in {runs[0]['steps']} steps "
-        f"({'; '.join(parts)}): the arithmetic on this device is wrong",
-        "a loss that stays flat on a learnable task points to broken kernels: check the arch "
-        "and cuDNN warnings; try --amp off, another image, or a newer driver",
-        "smoke",
-        losses={r["device_used"]: r["losses"] for r in runs},
-    )
-
-
 def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
     found = []
     broken = [
@@ -419,7 +137,7 @@ def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
             warn(
                 "smoke.compare-cpu-failed",
                 "the CPU comparison run failed: "
-                + _first_line(slow[0]["compare_cpu"]["error"].get("message")),
+                + first_line(slow[0]["compare_cpu"]["error"].get("message")),
                 None,
                 "smoke",
             )
@@ -430,7 +148,7 @@ def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
 def _export_detail(run: dict[str, Any]) -> str:
     export = run["export"]
     if export.get("error"):
-        return f"{run['device_used']}: {export['error'].get('type')}: {_first_line(export['error'].get('message'))}"
+        return f"{run['device_used']}: {export['error'].get('type')}: {first_line(export['error'].get('message'))}"
     return (
         f"{run['device_used']}: paddle.inference predictions differ from training "
         f"(max |Δ| {export.get('max_abs_diff')}, argmax agreement {export.get('argmax_agreement')})"
@@ -563,37 +281,19 @@ def _warning_findings(warnings: list[dict[str, str]]) -> list[Finding]:
         warn(
             "smoke.paddle-warnings",
             "Paddle warned during the smoke: " + " | ".join(w["text"] for w in serious[:3]),
-            _fix_from_warnings(serious, None) or None,
+            fix_from_warnings(serious, None) or None,
             "smoke",
             warnings=serious,
         )
     ]
 
 
-def _fix_from_warnings(warnings: list[dict[str, str]], plan: Plan | None) -> str | None:
-    kinds = [w["kind"] for w in warnings]
-    if "arch-mismatch" in kinds:
-        return (
-            "this Paddle build has no kernels for this GPU's compute capability: install the wheel "
-            f"built for it ({INSTALL_GPU_PADDLE})"
-        )
-    if any(k in kinds for k in ("cuda-mismatch", "cuda-cudnn-mismatch", "driver-error")):
-        return (
-            "upgrade the NVIDIA driver to one that supports the CUDA version Paddle was built with"
-        )
-    if "cudnn-mismatch" in kinds or "library-missing" in kinds:
-        return "install the cuDNN (and CUDA libraries) Paddle was built with, or use the official image"
-    if "bf16-unsupported" in kinds:
-        return "bf16 needs compute capability >= 8.0: use fp16 on this GPU"
-    if plan is not None and "cpu-build" in kinds:
-        return _cpu_build_fix(plan)
-    return None
-
-
-def _tail_text(tail: list[str], lines: int = 8) -> str:
-    return ("\n  last log lines:\n    " + "\n    ".join(tail[-lines:])) if tail else ""
-
-
-def _first_line(text: Any) -> str:
-    lines = str(text or "").strip().splitlines()
-    return lines[0][:300] if lines else ""
+__all__ = [
+    "gpu_refused",
+    "host_gpu",
+    "image_unavailable",
+    "judge",
+    "judge_runs",
+    "on_gpu",
+    "witnesses",
+]

@@ -1,0 +1,169 @@
+"""A smoke that did not train, or did not learn (pure): the findings for an image that cannot
+be had, an engine that refuses the GPU, a run that never started, timed out, crashed, printed no
+result or did not learn, each with its log tail and fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envcheck.findings import Finding, fail, warn
+from envcheck.fixes import NVIDIA_RUNTIME_FIX, START_DOCKER_FIX
+from envcheck.smoke.causes import fix_from_warnings
+from envcheck.smoke.known_answers import where as _where
+from envcheck.smoke.parse import RawRun, log_tail
+from envcheck.smoke.plan import Plan
+from envcheck.smoke.protocol import scan_paddle_warnings
+
+LEARNED_RATIO = 0.9  # loss_end must be below 90% of loss_start: measured 0.69 -> ~0.5 on CPU
+
+
+def gpu_refused(plan: Plan) -> Finding:
+    asked = "every GPU" if plan.gpu_ids == ("all",) else f"GPUs {', '.join(plan.gpu_ids or ())}"
+    return fail(
+        "smoke.gpu-refused",
+        f"the Docker engine refused the request for {asked} for {plan.image}: "
+        f"{plan.gpu_refused} (no NVIDIA runtime or CDI device)",
+        NVIDIA_RUNTIME_FIX,
+        "engine",
+        request=list(plan.gpu_ids or ()),
+        error=plan.gpu_refused,
+    )
+
+
+def image_unavailable(plan: Plan, reason: str) -> Finding:
+    then = (
+        f"ran the smoke in a subprocess of {plan.python} instead"
+        if plan.mode == "in-process"
+        else f"and Paddle is not installed in {plan.python}: no smoke ran"
+    )
+    if reason.startswith("no container engine"):
+        fix = f"{plan.engine_fix or START_DOCKER_FIX} to smoke-test the image, or pass --in-process"
+    elif reason.startswith("the doctor chose no image"):
+        fix = "pass an image with --image REF, or --in-process"
+    else:
+        fix = (
+            "make the registry reachable (network, DNS, proxy) or load the image by hand "
+            "(`docker load`, a local registry) and pass it with --image; --in-process skips the container"
+        )
+    return warn("smoke.image-unavailable", f"{reason}; {then}", fix, "smoke", reason=reason)
+
+
+def not_run(plan: Plan) -> Finding:
+    return warn(
+        "smoke.not-run",
+        f"no smoke training ran: no usable image and no Paddle in {plan.python}",
+        f"install Paddle in {plan.python} (`python -m pip install paddlepaddle`) or start Docker",
+        "smoke",
+    )
+
+
+def timeout(plan: Plan, raw: RawRun) -> Finding:
+    tail = log_tail(raw.stderr)
+    return fail(
+        "smoke.timeout",
+        f"the smoke in {_where(plan)} was killed after {raw.duration_s:.0f} s (timeout) "
+        f"and removed{tail_text(tail)}",
+        "look at the last log lines; if the machine is just slow, raise --smoke-timeout",
+        "smoke",
+        duration_s=raw.duration_s,
+        log_tail=tail,
+    )
+
+
+def bad_output(plan: Plan, raw: RawRun, problem: str) -> Finding:
+    tail = log_tail(raw.stderr)
+    return fail(
+        "smoke.bad-output",
+        f"the smoke in {_where(plan)} did not print its one JSON line: {problem}{tail_text(tail)}",
+        "the smoke script must print exactly one JSON line on stdout; is the image's `python` "
+        "wrapped by something that prints?",
+        "smoke",
+        exit_code=raw.exit_code,
+        stdout_bytes=raw.stdout_bytes,
+        log_tail=tail,
+    )
+
+
+def crashed(plan: Plan, raw: RawRun, result: dict[str, Any] | None, problem: str | None) -> Finding:
+    tail = log_tail(raw.stderr)
+    how = f"exited with status {raw.exit_code}"
+    if raw.oom_killed:
+        how = "was killed by the memory limit (OOM)"
+    elif raw.exit_code is None:
+        how = "disappeared before it exited (removed by something else, or the engine restarted)"
+    known = scan_paddle_warnings(raw.stderr)
+    return fail(
+        "smoke.crashed",
+        f"the smoke in {_where(plan)} {how}"
+        + (f" ({problem})" if problem else "")
+        + tail_text(tail),
+        fix_from_warnings(known, plan) or "read the last log lines above",
+        "smoke",
+        exit_code=raw.exit_code,
+        oom_killed=raw.oom_killed,
+        log_tail=tail,
+        paddle_warnings=known,
+    )
+
+
+def setup_failed(plan: Plan, raw: RawRun, result: dict[str, Any]) -> Finding:
+    error = result["error"]
+    if error.get("phase") == "import" and plan.mode == "in-process":
+        return warn(
+            "smoke.not-run",
+            f"Paddle cannot be imported by {plan.python}: "
+            f"{error.get('type')}: {error.get('message')}",
+            f"install Paddle in {plan.python} or run the smoke in a container",
+            "smoke",
+        )
+    tail = log_tail(raw.stderr)
+    return fail(
+        "smoke.crashed",
+        f"the smoke in {_where(plan)} failed while {error.get('phase')}: "
+        f"{error.get('type')}: {first_line(error.get('message'))}{tail_text(tail)}",
+        fix_from_warnings(result["warnings"], plan) or "read the traceback in the log",
+        "smoke",
+        exit_code=raw.exit_code,
+        error=error,
+        log_tail=tail,
+    )
+
+
+def run_crashed(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) -> Finding:
+    parts = [
+        f"{r['device_requested']} ({r['device_used']}): {r['error']['type']}: "
+        f"{first_line(r['error']['message'])}"
+        for r in runs
+    ]
+    known = result["warnings"] + scan_paddle_warnings(
+        "\n".join(r["error"]["message"] for r in runs)
+    )
+    return fail(
+        "smoke.crashed",
+        f"training failed in {_where(plan)} on " + "; ".join(parts),
+        fix_from_warnings(known, plan) or "read the traceback in the smoke JSON (`--json`)",
+        "smoke",
+        errors=[r["error"] for r in runs],
+    )
+
+
+def not_learning(plan: Plan, runs: list[dict[str, Any]]) -> Finding:
+    parts = [f"{r['device_used']}: loss {r['loss_start']} → {r['loss_end']}" for r in runs]
+    return fail(
+        "smoke.not-learning",
+        f"the loss did not fall by {100 - LEARNED_RATIO * 100:.0f}% in {runs[0]['steps']} steps "
+        f"({'; '.join(parts)}): the arithmetic on this device is wrong",
+        "a loss that stays flat on a learnable task points to broken kernels: check the arch "
+        "and cuDNN warnings; try --amp off, another image, or a newer driver",
+        "smoke",
+        losses={r["device_used"]: r["losses"] for r in runs},
+    )
+
+
+def tail_text(tail: list[str], lines: int = 8) -> str:
+    return ("\n  last log lines:\n    " + "\n    ".join(tail[-lines:])) if tail else ""
+
+
+def first_line(text: Any) -> str:
+    lines = str(text or "").strip().splitlines()
+    return lines[0][:300] if lines else ""
