@@ -15,10 +15,6 @@ from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
 from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding
-from envcheck.probe.endpoint import resolve_endpoint
-from envcheck.probe.host import start_host_probe
-from envcheck.probe.interpreter import resolve_interpreter
-from envcheck.proof import expect_gpu_unproven, proof_of
 from envcheck.report import ImageChoice, Report
 from envcheck.smoke.options import SmokeOptions
 
@@ -173,7 +169,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _diagnose(args: argparse.Namespace) -> Report:
+    # Imported here, not at start-up: `envcheck --version` and `--help` build every parser.
     from envcheck import activity
+    from envcheck.probe.endpoint import resolve_endpoint
+    from envcheck.probe.host import start_host_probe
+    from envcheck.probe.interpreter import resolve_interpreter
+    from envcheck.proof import expect_gpu_unproven, proof_of
 
     started = time.perf_counter()
     if args.json and args.markdown == "-":
