@@ -16,9 +16,8 @@ from typing import NoReturn
 from envcheck import __version__
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
-from envcheck.render.stdio import guard_stdio
 from envcheck.signals import unwind_on_signals
-from envcheck.streams import discard_stdout
+from envcheck.streams import discard_stdout, guard_stdio
 
 COMMANDS = ("doctor", "pull_image", "report")
 EXAMPLES = """examples:
