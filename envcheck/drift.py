@@ -175,7 +175,7 @@ def compare_baseline(report: Report, baseline: Mapping[str, Any], *, strict: boo
             "drift.none",
             f"no drift since {since}: {len(compared)} facts unchanged"
             + _not_compared(now_facts, was_facts, compared),
-            "drift",
+            layer="drift",
             compared=compared,
             baseline_created=baseline.get("created"),
         )
@@ -190,8 +190,8 @@ def _changed(
     return make(
         f"drift.{fact.key}",
         f"{gone}{fact.label} was {was}, now {now} (baseline from {since})",
-        fact.fix,
-        "drift",
+        fix=fact.fix,
+        layer="drift",
         was=was,
         now=now,
         strict=strict,

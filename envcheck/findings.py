@@ -39,13 +39,13 @@ class Finding:
         return self.id.split(".", 1)[0]
 
 
-def passed(id: str, message: str, layer: Layer, **observed: Any) -> Finding:
+def passed(id: str, message: str, *, layer: Layer, **observed: Any) -> Finding:
     return Finding(id=id, severity="pass", message=message, layer=layer, observed=observed)
 
 
-def warn(id: str, message: str, fix: str | None, layer: Layer, **observed: Any) -> Finding:
+def warn(id: str, message: str, *, fix: str | None, layer: Layer, **observed: Any) -> Finding:
     return Finding(id=id, severity="warn", message=message, fix=fix, layer=layer, observed=observed)
 
 
-def fail(id: str, message: str, fix: str | None, layer: Layer, **observed: Any) -> Finding:
+def fail(id: str, message: str, *, fix: str | None, layer: Layer, **observed: Any) -> Finding:
     return Finding(id=id, severity="fail", message=message, fix=fix, layer=layer, observed=observed)

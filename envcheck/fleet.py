@@ -219,9 +219,9 @@ def not_reported(expected: Sequence[str], hosts: Sequence[HostReport]) -> list[H
             f"{name} was expected but no readable report came from it: its doctor did not run, "
             "crashed before writing JSON, or its report was not collected",
             # The same words for every missing host: they make one line of the dashboard.
-            "on that host, run `envcheck doctor --json` by hand and read its stderr "
+            fix="on that host, run `envcheck doctor --json` by hand and read its stderr "
             "(the job's log, or `kubectl logs` of its pod)",
-            "fleet",
+            layer="fleet",
             hostname=name,
         )
         report = Report(HostFacts(machine=MachineFacts(hostname=name)), (finding,), proof="none")

@@ -85,7 +85,7 @@ def check_driver(ctx: Context) -> Iterable[Finding]:
         yield passed(
             "driver.present",
             f"NVIDIA driver {d.version} (supports CUDA up to {d.cuda or '?'})",
-            "driver",
+            layer="driver",
             version=d.version,
             cuda=d.cuda,
         )
@@ -93,8 +93,8 @@ def check_driver(ctx: Context) -> Iterable[Finding]:
             yield fail(
                 "driver.version-mismatch",
                 f"kernel module {d.kernel_module} differs from the user-space driver {d.version}",
-                REBOOT_FIX,
-                "driver",
+                fix=REBOOT_FIX,
+                layer="driver",
                 kernel_module=d.kernel_module,
                 version=d.version,
             )
@@ -102,10 +102,10 @@ def check_driver(ctx: Context) -> Iterable[Finding]:
     if d.status == "absent":
         message = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
         if ctx.expect_gpu:
-            yield fail("driver.missing", message, _install_driver_fix(ctx), "driver")
+            yield fail("driver.missing", message, fix=_install_driver_fix(ctx), layer="driver")
         else:
             yield passed(
-                "driver.missing", f"{message}: this host can only run the CPU build", "driver"
+                "driver.missing", f"{message}: this host can only run the CPU build", layer="driver"
             )
         return
     if d.status == "error":
@@ -122,8 +122,8 @@ def check_driver(ctx: Context) -> Iterable[Finding]:
         yield fail(
             id_,
             message,
-            fix,
-            "driver",
+            fix=fix,
+            layer="driver",
             error=d.error,
             reason=d.reason,
             kernel_module=d.kernel_module,
@@ -145,9 +145,9 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
         yield sev(
             "gpu.none",
             "the driver answered but reports no GPU",
-            "check `nvidia-smi -L` and `lspci | grep -i nvidia`; a GPU may have fallen off the bus "
+            fix="check `nvidia-smi -L` and `lspci | grep -i nvidia`; a GPU may have fallen off the bus "
             "(`sudo dmesg | grep -i xid`)",
-            "gpu",
+            layer="gpu",
         )
         return
     for g in ctx.host.gpus:
@@ -166,8 +166,8 @@ def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
             "gpu.cc-too-low",
             f"{label} has compute capability {g.compute_capability}; Paddle {release.version} "
             f"needs more than {release.min_compute_capability}",
-            "use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)",
-            "gpu",
+            fix="use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)",
+            layer="gpu",
             index=g.index,
             compute_capability=g.compute_capability,
         )
@@ -175,9 +175,9 @@ def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
         yield fail(
             "gpu.mig-no-instances",
             f"{label} is in MIG mode with no GPU instance: nothing can run on it",
-            f"create instances (`sudo nvidia-smi mig -i {g.index} -cgi <profile> -C`) or disable MIG "
+            fix=f"create instances (`sudo nvidia-smi mig -i {g.index} -cgi <profile> -C`) or disable MIG "
             f"(`sudo nvidia-smi -i {g.index} -mig 0`, then reset the GPU)",
-            "gpu",
+            layer="gpu",
             index=g.index,
         )
     else:
@@ -185,7 +185,7 @@ def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
             f"gpu.{g.index}",
             f"{label}, compute capability {g.compute_capability or '?'}, "
             f"{g.memory_total_mib or '?'} MiB",
-            "gpu",
+            layer="gpu",
             index=g.index,
             compute_capability=g.compute_capability,
         )
@@ -204,7 +204,7 @@ def check_cuda_driver_api(ctx: Context) -> Iterable[Finding]:
         yield passed(
             "cuda.driver-api",
             f"cuInit OK: driver API {c.version}, {c.device_count} device(s)",
-            "cuda",
+            layer="cuda",
             version=c.version,
             device_count=c.device_count,
         )
@@ -212,9 +212,9 @@ def check_cuda_driver_api(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "cuda.init-failed",
             f"the CUDA driver API failed: {c.error} ({c.reason})",
-            "run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
+            fix="run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
             "(`sudo modprobe nvidia-uvm`) and that no stub libcuda.so shadows the driver's",
-            "cuda",
+            layer="cuda",
             error=c.error,
         )
 
@@ -226,7 +226,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         yield passed(
             "cuda.runtime",
             f"CUDA runtime {rt.version} at {rt.path}{note}",
-            "cuda",
+            layer="cuda",
             version=rt.version,
             path=rt.path,
         )
@@ -238,8 +238,8 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "cudnn.missing",
             f"Paddle {p.version} is built with cuDNN {p.cudnn} but no libcudnn can be loaded",
-            _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
-            "cuda",
+            fix=_cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            layer="cuda",
             compiled=p.cudnn,
         )
         return
@@ -248,8 +248,8 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "cudnn.major-mismatch",
             f"cuDNN {dnn.version} ({dnn.path}) but Paddle {p.version} is built with cuDNN {p.cudnn}",
-            _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
-            "cuda",
+            fix=_cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            layer="cuda",
             found=dnn.version,
             compiled=p.cudnn,
         )
@@ -258,13 +258,15 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
             "cudnn.too-old",
             f"cuDNN {dnn.version} is older than the {p.cudnn} Paddle was built with "
             '(Paddle warns: "may cause serious incompatible bug")',
-            _cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
-            "cuda",
+            fix=_cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            layer="cuda",
             found=dnn.version,
             compiled=p.cudnn,
         )
     else:
-        yield passed("cudnn.ok", f"cuDNN {dnn.version} at {dnn.path}", "cuda", version=dnn.version)
+        yield passed(
+            "cudnn.ok", f"cuDNN {dnn.version} at {dnn.path}", layer="cuda", version=dnn.version
+        )
 
 
 def _release(text: str) -> tuple[int, ...]:
@@ -297,8 +299,8 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
         yield warn(
             "paddle.missing",
             f"Paddle is not installed for {p.python or 'this Python'}",
-            ctx.pip_fix,
-            "paddle",
+            fix=ctx.pip_fix,
+            layer="paddle",
             python=p.python,
         )
         return
@@ -307,16 +309,16 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
             yield warn(
                 "paddle.unreadable",
                 f"could not read the Paddle build: {p.reason}",
-                ctx.pip_fix,
-                "paddle",
+                fix=ctx.pip_fix,
+                layer="paddle",
             )
         return
     if p.reason and "both" in p.reason:
         yield fail(
             "paddle.both-installed",
             p.reason,
-            f"`python -m pip uninstall -y paddlepaddle paddlepaddle-gpu`, then `{ctx.pip_fix}`",
-            "paddle",
+            fix=f"`python -m pip uninstall -y paddlepaddle paddlepaddle-gpu`, then `{ctx.pip_fix}`",
+            layer="paddle",
         )
     if not p.cuda:
         yield from _check_cpu_build(ctx)
@@ -324,7 +326,7 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
     yield passed(
         "paddle.build",
         f"{p.package or 'paddle'} {p.version}, CUDA {p.cuda}, cuDNN {p.cudnn}",
-        "paddle",
+        layer="paddle",
         version=p.version,
         cuda=p.cuda,
         cudnn=p.cudnn,
@@ -340,8 +342,8 @@ def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
             "paddle.cpu-build",
             f"{p.package or 'paddlepaddle'} {p.version} is the CPU-only build on a host with "
             f"{len(ctx.gpus)} GPU(s): training will silently run on the CPU",
-            replace_cpu_build(ctx.image),
-            "paddle",
+            fix=replace_cpu_build(ctx.image),
+            layer="paddle",
             package=p.package,
             version=p.version,
         )
@@ -349,7 +351,7 @@ def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
         yield passed(
             "paddle.build",
             f"{p.package or 'paddlepaddle'} {p.version} (CPU build) on a host without GPU",
-            "paddle",
+            layer="paddle",
             package=p.package,
             version=p.version,
         )
@@ -362,7 +364,11 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
     support = driver_support(d.version, d.cuda, cuda, ctx.matrix)
     if support.level == "full":
         yield passed(
-            "driver.cuda", f"driver {d.version} runs {what}", "driver", driver=d.version, cuda=cuda
+            "driver.cuda",
+            f"driver {d.version} runs {what}",
+            layer="driver",
+            driver=d.version,
+            cuda=cuda,
         )
     elif support.level == "minor-compat":
         yield warn(
@@ -370,8 +376,8 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
             f"driver {d.version} supports CUDA {d.cuda}, older than {what}: it runs through "
             f"minor-version compatibility ({support.reason}); PTX JIT and newer-driver APIs fail"
             f"{_paddle_driver_note(ctx, cuda, d.version)}",
-            f"upgrade the driver to {support.full_driver} or newer for full support",
-            "driver",
+            fix=f"upgrade the driver to {support.full_driver} or newer for full support",
+            layer="driver",
             driver=d.version,
             driver_cuda=d.cuda,
             cuda=cuda,
@@ -381,9 +387,9 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
             "driver.too-old",
             f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
             '(Paddle: "CUDA driver version is insufficient for CUDA runtime version")',
-            f"upgrade the driver to {support.minimum_driver} or newer, or install a build for an "
+            fix=f"upgrade the driver to {support.minimum_driver} or newer, or install a build for an "
             f"older CUDA: `{ctx.pip_fix}`",
-            "driver",
+            layer="driver",
             driver=d.version,
             cuda=cuda,
             minimum_driver=support.minimum_driver,
@@ -435,8 +441,8 @@ def _check_archs(ctx: Context) -> Iterable[Finding]:
                 "paddle.arch-missing",
                 f'GPU {g.index} {g.name} is sm_{sm} but {because}: "no kernel image is available '
                 'for execution on the device"',
-                f"install a build compiled for sm_{sm}: `{ctx.pip_fix}`",
-                "paddle",
+                fix=f"install a build compiled for sm_{sm}: `{ctx.pip_fix}`",
+                layer="paddle",
                 index=g.index,
                 compute_capability=cc,
                 compiled=list(archs or ()),
@@ -448,9 +454,9 @@ def _check_archs(ctx: Context) -> Iterable[Finding]:
                 f"GPU {g.index} {g.name} (sm_{sm}): arch coverage unverified: Paddle {p.version} "
                 f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
                 f"for it; {origin} includes sm_{sm}, the build itself may not",
-                f"prove it with the smoke training (`envcheck doctor`), or install a build with a "
+                fix=f"prove it with the smoke training (`envcheck doctor`), or install a build with a "
                 f"known list: `{ctx.pip_fix}`",
-                "paddle",
+                layer="paddle",
                 index=g.index,
                 compute_capability=cc,
             )
@@ -515,8 +521,8 @@ def _check_image_archs(ctx: Context) -> Iterable[Finding]:
         yield warn(
             "image.arch-unverified",
             f"{img.tag}: arch coverage unverified: {origin}",
-            "the smoke training in this image proves it (`envcheck doctor` without --no-smoke)",
-            "image",
+            fix="the smoke training in this image proves it (`envcheck doctor` without --no-smoke)",
+            layer="image",
             tag=img.tag,
             archs_source=archs.source if archs else None,
         )
@@ -541,10 +547,10 @@ def check_visible_devices(ctx: Context) -> Iterable[Finding]:
             "env.cuda-visible-devices",
             f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU ({why}): Paddle will say "
             '"CUDA_VISIBLE_DEVICES is set to be empty. No GPU detected."',
-            f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES="
+            fix=f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES="
             f"{','.join(str(i) for i in range(len(ctx.gpus)))}`"
             + (f" (or full UUIDs as NVML reports them: {uuids})" if uuids else ""),
-            "env",
+            layer="env",
             value=value,
             driver_device_count=driver_sees,
         )
@@ -552,7 +558,7 @@ def check_visible_devices(ctx: Context) -> Iterable[Finding]:
         yield passed(
             "env.cuda-visible-devices",
             f"CUDA_VISIBLE_DEVICES={value}",
-            "env",
+            layer="env",
             value=value,
             driver_device_count=driver_sees,
         )
@@ -579,8 +585,8 @@ def check_nvidia_visible_devices(ctx: Context) -> Iterable[Finding]:
         yield warn(
             "env.nvidia-visible-devices",
             f"NVIDIA_VISIBLE_DEVICES={value!r}: this container was started without GPUs",
-            "start the container with `--gpus all` (or NVIDIA_VISIBLE_DEVICES=all with the NVIDIA runtime)",
-            "env",
+            fix="start the container with `--gpus all` (or NVIDIA_VISIBLE_DEVICES=all with the NVIDIA runtime)",
+            layer="env",
             value=value,
         )
 
@@ -594,20 +600,22 @@ def check_engine(ctx: Context) -> Iterable[Finding]:
                 "engine.no-nvidia-runtime",
                 f"Docker {e.version} has no NVIDIA runtime or CDI device (runtimes: "
                 f"{', '.join(e.runtimes) or 'none'}): containers cannot get a GPU",
-                NVIDIA_RUNTIME_FIX,
-                "engine",
+                fix=NVIDIA_RUNTIME_FIX,
+                layer="engine",
                 runtimes=list(e.runtimes),
             )
         else:
             gpu = "with the NVIDIA runtime" if e.nvidia_runtime else "without GPU support"
             api = f" (API {e.api_version})" if e.api_version else ""
-            yield passed("engine.ok", f"Docker {e.version}{api} {gpu}", "engine", version=e.version)
+            yield passed(
+                "engine.ok", f"Docker {e.version}{api} {gpu}", layer="engine", version=e.version
+            )
     elif ctx.needs_engine:
         yield warn(
             "engine.unreachable",
             f"no container engine: {e.reason or e.status}",
-            f"{engine_fix(e)}; or run the smoke with --in-process",
-            "engine",
+            fix=f"{engine_fix(e)}; or run the smoke with --in-process",
+            layer="engine",
             reason=e.reason,
         )
 
@@ -622,8 +630,8 @@ def check_image(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "image.none",
             f"no image of Paddle {img.paddle} can run on this host: {reasons}",
-            img.reason or "upgrade the driver, or choose another release with --paddle",
-            "image",
+            fix=img.reason or "upgrade the driver, or choose another release with --paddle",
+            layer="image",
             rejected=[r.ref for r in img.rejected],
         )
         return
@@ -631,7 +639,7 @@ def check_image(ctx: Context) -> Iterable[Finding]:
     yield passed(
         "image.selected",
         f"{img.ref}{note}",
-        "image",
+        layer="image",
         ref=img.ref,
         kind=img.kind,
         confirmed=img.confirmed,
@@ -645,8 +653,8 @@ def check_expected_gpu(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "gpu.expected",
             "a GPU was expected (--expect-gpu) but nothing shows a usable one",
-            _install_driver_fix(ctx),
-            "gpu",
+            fix=_install_driver_fix(ctx),
+            layer="gpu",
         )
 
 

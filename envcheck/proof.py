@@ -56,8 +56,9 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
     return fail(
         UNPROVEN_ID,
         f"--expect-gpu: nothing trained on a GPU, so nothing proves this host can ({reason})",
-        "; then ".join(dict.fromkeys(fixes)) or "run the doctor where its smoke can use the GPU",
-        "smoke",
+        fix="; then ".join(dict.fromkeys(fixes))
+        or "run the doctor where its smoke can use the GPU",
+        layer="smoke",
         proof=proof,
         reasons=[f.id for f in why],
     )

@@ -57,12 +57,14 @@ def host(hostname: str = "gpu-node-1", **changes: Any) -> HostFacts:
 
 
 HEALTHY_FINDINGS: tuple[Finding, ...] = (
-    passed("driver.ok", "driver 535.104.05 supports CUDA 12.2", "driver"),
+    passed("driver.ok", "driver 535.104.05 supports CUDA 12.2", layer="driver"),
     passed(
-        "gpu.supported", "2 × NVIDIA A100-SXM4-80GB (sm 8.0) are supported by Paddle 3.0.0", "gpu"
+        "gpu.supported",
+        "2 × NVIDIA A100-SXM4-80GB (sm 8.0) are supported by Paddle 3.0.0",
+        layer="gpu",
     ),
-    passed("paddle.gpu-build", "Paddle 3.0.0 is a GPU build (CUDA 12.6)", "paddle"),
-    passed("smoke.trained", "60 steps on cuda:0, loss 2.31 → 0.42", "smoke"),
+    passed("paddle.gpu-build", "Paddle 3.0.0 is a GPU build (CUDA 12.6)", layer="paddle"),
+    passed("smoke.trained", "60 steps on cuda:0, loss 2.31 → 0.42", layer="smoke"),
 )
 
 
@@ -102,8 +104,8 @@ def unconfirmed_image_tag(hostname: str = "gpu-node-2", **kw: Any) -> Report:
             warn(
                 "image.unconfirmed",
                 "tag 3.3.1-gpu-cuda12.9-cudnn9.9 is not in the official docs",
-                "pin a tag from the official list, e.g. 3.2.0-gpu-cuda12.6-cudnn9.5",
-                "image",
+                fix="pin a tag from the official list, e.g. 3.2.0-gpu-cuda12.6-cudnn9.5",
+                layer="image",
             ),
         ),
         hostname=hostname,
@@ -117,11 +119,11 @@ def driver_upgraded_without_reboot(hostname: str = "gpu-node-3", **kw: Any) -> R
             fail(
                 "driver.version-mismatch",
                 "NVML: Driver/library version mismatch (user space 550.54.14, kernel module 535.104.05)",
-                "reboot the machine (or reload the nvidia kernel modules) after a driver upgrade",
-                "driver",
+                fix="reboot the machine (or reload the nvidia kernel modules) after a driver upgrade",
+                layer="driver",
                 error="NVML_ERROR_LIB_RM_VERSION_MISMATCH",
             ),
-            passed("paddle.gpu-build", "Paddle 3.0.0 is a GPU build (CUDA 12.6)", "paddle"),
+            passed("paddle.gpu-build", "Paddle 3.0.0 is a GPU build (CUDA 12.6)", layer="paddle"),
         ),
         hostname=hostname,
         **({"driver": MISMATCHED_DRIVER} | kw),
@@ -140,19 +142,19 @@ MISMATCHED_DRIVER = DriverFacts(
 def cpu_wheel_in_image(hostname: str = "gpu-node-4", **kw: Any) -> Report:
     return report(
         (
-            passed("driver.ok", "driver 535.104.05 supports CUDA 12.2", "driver"),
+            passed("driver.ok", "driver 535.104.05 supports CUDA 12.2", layer="driver"),
             fail(
                 "paddle.cpu-build",
                 "paddlepaddle 3.3.1 is a CPU build",
-                "pip install paddlepaddle-gpu==3.0.0 "
+                fix="pip install paddlepaddle-gpu==3.0.0 "
                 "-i https://www.paddlepaddle.org.cn/packages/stable/cu126/",
-                "paddle",
+                layer="paddle",
             ),
             fail(
                 "smoke.cpu-fallback",
                 "the smoke trained on Place(cpu): the GPU was never used",
-                "install the GPU build of Paddle in the image",
-                "smoke",
+                fix="install the GPU build of Paddle in the image",
+                layer="smoke",
             ),
         ),
         hostname=hostname,
@@ -167,8 +169,8 @@ def smoke_crashed(hostname: str = "gpu-node-5", **kw: Any) -> Report:
             fail(
                 "smoke.crashed",
                 "the smoke exited with signal 11 after step 3",
-                "see the smoke log",
-                "smoke",
+                fix="see the smoke log",
+                layer="smoke",
             ),
         ),
         hostname=hostname,

@@ -87,7 +87,7 @@ def test_title_with_colons_and_commas_is_one_property():
 
 def test_more_than_ten_failures_keep_ten_lines_and_name_the_rest():
     report = samples.report(
-        tuple(fail(f"check.n{i}", f"broken {i}", "fix it", "env") for i in range(15))
+        tuple(fail(f"check.n{i}", f"broken {i}", fix="fix it", layer="env") for i in range(15))
     )
     lines = github_annotations(report)
     assert len(lines) == ANNOTATIONS_PER_LEVEL

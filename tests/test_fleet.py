@@ -90,9 +90,9 @@ def test_summary_exit_code_is_the_highest(builders, verdict, exit_code):
 def test_layer_cell_is_the_worst_severity_of_that_layer():
     report = samples.report(
         (
-            passed("smoke.trained", "ok", "smoke"),
-            warn("smoke.slow", "slow", "check clocks", "smoke"),
-            passed("driver.ok", "ok", "driver"),
+            passed("smoke.trained", "ok", layer="smoke"),
+            warn("smoke.slow", "slow", fix="check clocks", layer="smoke"),
+            passed("driver.ok", "ok", layer="driver"),
         )
     )
     (host,) = merge_reports([_saved(report)]).hosts
@@ -538,7 +538,14 @@ def test_github_actions_gets_annotations_per_failing_host_and_the_summary(
 
 def test_mixed_reports_from_fail_findings_only():
     report = samples.report(
-        (fail("env.cuda-visible-devices", "CUDA_VISIBLE_DEVICES is empty", "unset it", "env"),)
+        (
+            fail(
+                "env.cuda-visible-devices",
+                "CUDA_VISIBLE_DEVICES is empty",
+                fix="unset it",
+                layer="env",
+            ),
+        )
     )
     (host,) = merge_reports([_saved(report)]).hosts
     assert host.first_problem().id == "env.cuda-visible-devices"

@@ -145,8 +145,8 @@ def test_any_text_gives_parseable_xml_and_readable_message(message, fix):
     report = Report(
         host=samples.host(),
         findings=(
-            fail("smoke.crashed", message, fix or None, "smoke"),
-            passed("driver.ok", fix, "driver"),
+            fail("smoke.crashed", message, fix=fix or None, layer="smoke"),
+            passed("driver.ok", fix, layer="driver"),
         ),
     )
     root = ET.fromstring(junit_xml([report]).encode("utf-8"))
@@ -159,7 +159,8 @@ def test_any_text_gives_parseable_xml_and_readable_message(message, fix):
 
 def test_control_characters_are_shown_not_dropped():
     report = Report(
-        host=samples.host(), findings=(fail("smoke.crashed", "\x1b[31mKilled\x00", None, "smoke"),)
+        host=samples.host(),
+        findings=(fail("smoke.crashed", "\x1b[31mKilled\x00", fix=None, layer="smoke"),),
     )
     failure = ET.fromstring(junit_xml([report])).find("./testsuite/testcase/failure")
     assert failure.get("message") == "\\x1b[31mKilled\\x00"

@@ -82,14 +82,14 @@ def test_headline_says_what_the_verdict_means(verdict, icon, words):
 def test_failures_come_before_warnings():
     report = samples.report(
         (
-            warn("image.unconfirmed", "tag not in the docs", "pin a tag", "image"),
+            warn("image.unconfirmed", "tag not in the docs", fix="pin a tag", layer="image"),
             fail(
                 "driver.too-old",
                 "driver 470.82.01 is older than 525.60.13",
-                "upgrade the driver",
-                "driver",
+                fix="upgrade the driver",
+                layer="driver",
             ),
-            passed("gpu.supported", "A100 ok", "gpu"),
+            passed("gpu.supported", "A100 ok", layer="gpu"),
         )
     )
     ids = [row[1] for row in _tables(render_markdown(report))[0][1:]]
@@ -101,7 +101,7 @@ def test_hostile_text_stays_in_its_cell_and_reads_the_same():
         "ld.so: libcudnn.so.9 | not found <script>alert(1)</script> *bold* [link](x)\nsecond line"
     )
     fix = "run `sudo ldconfig | tee /dev/null` then retry_later"
-    report = samples.report((fail("cudnn.missing", message, fix, "cuda"),))
+    report = samples.report((fail("cudnn.missing", message, fix=fix, layer="cuda"),))
     (row,) = _tables(render_markdown(report))[0][1:]
     assert len(row) == 5
     assert (
@@ -119,7 +119,9 @@ def test_smoke_details_show_scalars_only():
 
 
 def test_no_passed_block_when_nothing_passed():
-    report = samples.report((fail("driver.absent", "no NVIDIA driver", "install it", "driver"),))
+    report = samples.report(
+        (fail("driver.absent", "no NVIDIA driver", fix="install it", layer="driver"),)
+    )
     md = render_markdown(report)
     assert "passed</summary>" not in md and "All 0 checks" not in md
 

@@ -19,9 +19,9 @@ from envcheck.proof import UNPROVEN_ID, expect_gpu_unproven, proof_of
 pytest_plugins = ("tests.fakenv",)
 
 NO_ENGINE = "unix:///nonexistent/docker.sock"
-GPU_PASS = passed("smoke.pass", "trained", "smoke", devices=["gpu:0"])
-CPU_PASS = passed("smoke.pass", "trained", "smoke", devices=["cpu"])
-NOT_RUN = warn("smoke.not-run", "no smoke training ran", "install Paddle", "smoke")
+GPU_PASS = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"])
+CPU_PASS = passed("smoke.pass", "trained", layer="smoke", devices=["cpu"])
+NOT_RUN = warn("smoke.not-run", "no smoke training ran", fix="install Paddle", layer="smoke")
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ NOT_RUN = warn("smoke.not-run", "no smoke training ran", "install Paddle", "smok
         ([GPU_PASS], True, "gpu-trained"),
         ([CPU_PASS], True, "cpu-trained"),
         ([NOT_RUN], True, "none"),
-        ([GPU_PASS, fail("smoke.wrong-results", "zeros", "fix", "smoke")], True, "none"),
+        ([GPU_PASS, fail("smoke.wrong-results", "zeros", fix="fix", layer="smoke")], True, "none"),
         ([], False, "static"),
         ([GPU_PASS], False, "static"),
     ],
@@ -52,7 +52,7 @@ def test_expect_gpu_is_satisfied_by_a_gpu_run_or_an_explicit_no_smoke(proof: Any
 
 
 def test_an_existing_smoke_failure_is_not_said_twice() -> None:
-    crashed = fail("smoke.crashed", "crashed", "look at the log", "smoke")
+    crashed = fail("smoke.crashed", "crashed", fix="look at the log", layer="smoke")
     assert expect_gpu_unproven([crashed], "none") is None
 
 

@@ -41,8 +41,8 @@ def hostile() -> Report:
         env={"CUDA_VISIBLE_DEVICES": "0\x1b[2J"},
     )
     findings = (
-        fail("smoke.crashed", MESSAGE, "run `x` [/bold]\n::warning::fake", "smoke"),
-        warn("env.cuda-visible", "CUDA_VISIBLE_DEVICES=0\x1b[2J", None, "env"),
+        fail("smoke.crashed", MESSAGE, fix="run `x` [/bold]\n::warning::fake", layer="smoke"),
+        warn("env.cuda-visible", "CUDA_VISIBLE_DEVICES=0\x1b[2J", fix=None, layer="env"),
     )
     return dataclasses.replace(base, host=host, findings=findings)
 

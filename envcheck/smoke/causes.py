@@ -152,8 +152,8 @@ def cpu_fallback(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]])
     return fail(
         CPU_FALLBACK_ID,
         f"a GPU was expected ({plan.gpu_reason}) but the smoke trained on the CPU ({asked}): {seen}",
-        fix,
-        "smoke",
+        fix=fix,
+        layer="smoke",
         causes=[c for c, _, _ in causes],
         cause=causes[0][0],
         devices=[

@@ -23,8 +23,8 @@ def gpu_refused(plan: Plan) -> Finding:
         "smoke.gpu-refused",
         f"the Docker engine refused the request for {asked} for {plan.image}: "
         f"{plan.gpu_refused} (no NVIDIA runtime or CDI device)",
-        NVIDIA_RUNTIME_FIX,
-        "engine",
+        fix=NVIDIA_RUNTIME_FIX,
+        layer="engine",
         request=list(plan.gpu_ids or ()),
         error=plan.gpu_refused,
     )
@@ -45,15 +45,17 @@ def image_unavailable(plan: Plan, reason: str) -> Finding:
             "make the registry reachable (network, DNS, proxy) or load the image by hand "
             "(`docker load`, a local registry) and pass it with --image; --in-process skips the container"
         )
-    return warn("smoke.image-unavailable", f"{reason}; {then}", fix, "smoke", reason=reason)
+    return warn(
+        "smoke.image-unavailable", f"{reason}; {then}", fix=fix, layer="smoke", reason=reason
+    )
 
 
 def not_run(plan: Plan) -> Finding:
     return warn(
         "smoke.not-run",
         f"no smoke training ran: no usable image and no Paddle in {plan.python}",
-        f"install Paddle in {plan.python} (`python -m pip install paddlepaddle`) or start Docker",
-        "smoke",
+        fix=f"install Paddle in {plan.python} (`python -m pip install paddlepaddle`) or start Docker",
+        layer="smoke",
     )
 
 
@@ -63,8 +65,8 @@ def timeout(plan: Plan, raw: RawRun) -> Finding:
         "smoke.timeout",
         f"the smoke in {_where(plan)} was killed after {raw.duration_s:.0f} s (timeout) "
         f"and removed{tail_text(tail)}",
-        "look at the last log lines; if the machine is just slow, raise --smoke-timeout",
-        "smoke",
+        fix="look at the last log lines; if the machine is just slow, raise --smoke-timeout",
+        layer="smoke",
         duration_s=raw.duration_s,
         log_tail=tail,
     )
@@ -75,9 +77,9 @@ def bad_output(plan: Plan, raw: RawRun, problem: str) -> Finding:
     return fail(
         "smoke.bad-output",
         f"the smoke in {_where(plan)} did not print its one JSON line: {problem}{tail_text(tail)}",
-        "the smoke script must print exactly one JSON line on stdout; is the image's `python` "
+        fix="the smoke script must print exactly one JSON line on stdout; is the image's `python` "
         "wrapped by something that prints?",
-        "smoke",
+        layer="smoke",
         exit_code=raw.exit_code,
         stdout_bytes=raw.stdout_bytes,
         log_tail=tail,
@@ -97,8 +99,8 @@ def crashed(plan: Plan, raw: RawRun, result: dict[str, Any] | None, problem: str
         f"the smoke in {_where(plan)} {how}"
         + (f" ({problem})" if problem else "")
         + tail_text(tail),
-        fix_from_warnings(known, plan) or "read the last log lines above",
-        "smoke",
+        fix=fix_from_warnings(known, plan) or "read the last log lines above",
+        layer="smoke",
         exit_code=raw.exit_code,
         oom_killed=raw.oom_killed,
         log_tail=tail,
@@ -113,16 +115,16 @@ def setup_failed(plan: Plan, raw: RawRun, result: dict[str, Any]) -> Finding:
             "smoke.not-run",
             f"Paddle cannot be imported by {plan.python}: "
             f"{error.get('type')}: {error.get('message')}",
-            f"install Paddle in {plan.python} or run the smoke in a container",
-            "smoke",
+            fix=f"install Paddle in {plan.python} or run the smoke in a container",
+            layer="smoke",
         )
     tail = log_tail(raw.stderr)
     return fail(
         "smoke.crashed",
         f"the smoke in {_where(plan)} failed while {error.get('phase')}: "
         f"{error.get('type')}: {first_line(error.get('message'))}{tail_text(tail)}",
-        fix_from_warnings(result["warnings"], plan) or "read the traceback in the log",
-        "smoke",
+        fix=fix_from_warnings(result["warnings"], plan) or "read the traceback in the log",
+        layer="smoke",
         exit_code=raw.exit_code,
         error=error,
         log_tail=tail,
@@ -141,8 +143,8 @@ def run_crashed(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) 
     return fail(
         "smoke.crashed",
         f"training failed in {_where(plan)} on " + "; ".join(parts),
-        fix_from_warnings(known, plan) or "read the traceback in the smoke JSON (`--json`)",
-        "smoke",
+        fix=fix_from_warnings(known, plan) or "read the traceback in the smoke JSON (`--json`)",
+        layer="smoke",
         errors=[r["error"] for r in runs],
     )
 
@@ -153,9 +155,9 @@ def not_learning(plan: Plan, runs: list[dict[str, Any]]) -> Finding:
         "smoke.not-learning",
         f"the loss did not fall by {100 - LEARNED_RATIO * 100:.0f}% in {runs[0]['steps']} steps "
         f"({'; '.join(parts)}): the arithmetic on this device is wrong",
-        "a loss that stays flat on a learnable task points to broken kernels: check the arch "
+        fix="a loss that stays flat on a learnable task points to broken kernels: check the arch "
         "and cuDNN warnings; try --amp off, another image, or a newer driver",
-        "smoke",
+        layer="smoke",
         losses={r["device_used"]: r["losses"] for r in runs},
     )
 

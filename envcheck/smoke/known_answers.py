@@ -61,8 +61,8 @@ def wrong_results(
     return fail(
         WRONG_RESULTS_ID,
         "the smoke computed wrong numbers without an error: " + "; ".join(parts) + f". {seen}",
-        fix,
-        "smoke",
+        fix=fix,
+        layer="smoke",
         cause=cause,
         failed_checks={r["device_used"]: failed_checks(r) for r in runs},
         loss_problems={r["device_used"]: loss_problems(r) for r in runs},

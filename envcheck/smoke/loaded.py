@@ -161,10 +161,10 @@ def _against_build(plan: Plan, result: dict[str, Any], libs: list[dict[str, Any]
                     if wrong
                     else "older than the cuDNN the build was made with"
                 ),
-                _library_fix(
+                fix=_library_fix(
                     plan, (wrong or older)[0], f"cuDNN {cudnn} (the one the build expects)"
                 ),
-                "smoke",
+                layer="smoke",
                 expected=cudnn,
                 loaded=wrong or older,
             )
@@ -178,8 +178,8 @@ def _against_build(plan: Plan, result: dict[str, Any], libs: list[dict[str, Any]
                 "smoke.loaded-cuda-mismatch",
                 f"{build} loaded {'; '.join(_where(lib) for lib in wrong)}: CUDA libraries of "
                 "another major version than the build's",
-                _library_fix(plan, wrong[0], f"the CUDA {cuda} libraries the build expects"),
-                "smoke",
+                fix=_library_fix(plan, wrong[0], f"the CUDA {cuda} libraries the build expects"),
+                layer="smoke",
                 expected=cuda,
                 loaded=wrong,
             )
@@ -216,8 +216,8 @@ def _against_probe(
             f"the host probe expected {title} {probed.version} from {probed.path} ({probed.origin}) "
             f"to win, but the smoke process loaded {_where(loaded)}: the {title} findings above "
             "judged a copy Paddle does not use",
-            _shadow_fix(loaded, probed),
-            "smoke",
+            fix=_shadow_fix(loaded, probed),
+            layer="smoke",
             expected={"path": probed.path, "version": probed.version, "origin": probed.origin},
             loaded=loaded,
         )
@@ -251,10 +251,10 @@ def _against_kernel_module(
                 "smoke.compat-driver-mismatch",
                 f"the smoke process loaded the CUDA compat {_where(lib)}, but the host's kernel "
                 f"module is {module}: CUDA falls back to the CPU or fails (the CUDA 13.0 image defect)",
-                COMPAT_FIX.format(
+                fix=COMPAT_FIX.format(
                     folder=posixpath.dirname(str(lib["path"])), cuda=host.driver.cuda or "?"
                 ),
-                "smoke",
+                layer="smoke",
                 kernel_module=module,
                 loaded=lib,
             )
@@ -272,8 +272,8 @@ def _against_kernel_module(
                 "smoke.driver-library-mismatch",
                 f"Driver/library version mismatch: the driver's user-space libraries in "
                 f"{where(plan)}{injected} are not the host's kernel module {module}: {seen}",
-                REBOOT_FIX,
-                "smoke",
+                fix=REBOOT_FIX,
+                layer="smoke",
                 kernel_module=module,
                 loaded=stale,
                 nvml=check or None,
@@ -285,8 +285,8 @@ def _against_kernel_module(
                 "smoke.nvml-unknown-error",
                 f"NVML: Unknown Error in {where(plan)}: nvmlInit returned {check.get('init')} "
                 f"from {check.get('library')}",
-                NVML_UNKNOWN_FIX,
-                "smoke",
+                fix=NVML_UNKNOWN_FIX,
+                layer="smoke",
                 nvml=check,
             )
         )

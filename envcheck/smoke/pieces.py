@@ -107,8 +107,8 @@ def _shm(plan: Plan, result: dict[str, Any], line: str) -> Finding:
         SHM_ID,
         f"the DataLoader could not pass its batches through shared memory in {where(plan)}: "
         f"{line}; {seen}",
-        SHM_CONTAINER_FIX if plan.mode == "container" else SHM_HOST_FIX,
-        "smoke",
+        fix=SHM_CONTAINER_FIX if plan.mode == "container" else SHM_HOST_FIX,
+        layer="smoke",
         shm=space or None,
         lines=[line],
     )
@@ -126,8 +126,8 @@ def _worker(plan: Plan, errors: list[dict[str, Any]], said: list[str]) -> Findin
     return fail(
         WORKER_ID,
         f"the DataLoader worker failed in {where(plan)}: {line}",
-        WORKER_RAISED_FIX if own else WORKER_KILLED_FIX,
-        "smoke",
+        fix=WORKER_RAISED_FIX if own else WORKER_KILLED_FIX,
+        layer="smoke",
         lines=[line],
         errors=errors,
     )
@@ -149,8 +149,8 @@ def _cudnn(plan: Plan, result: dict[str, Any], lines: list[str]) -> Finding:
     return fail(
         CUDNN_ID,
         f"cuDNN failed in {where(plan)} at the training's convolution: {lines[0]}{tried}{loaded}",
-        install_fix(plan, f"cuDNN {result.get('cudnn_version')} (the one the build expects)"),
-        "smoke",
+        fix=install_fix(plan, f"cuDNN {result.get('cudnn_version')} (the one the build expects)"),
+        layer="smoke",
         library=library,
         lines=lines[:3],
         mapped=[lib.get("path") for lib in mapped],

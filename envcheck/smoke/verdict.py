@@ -126,8 +126,8 @@ def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
             fail(
                 "smoke.export-failed",
                 "train → serve failed: " + "; ".join(details),
-                "check that the image ships paddle.inference for this device (GPU builds do)",
-                "smoke",
+                fix="check that the image ships paddle.inference for this device (GPU builds do)",
+                layer="smoke",
                 export=[r["export"] for r in broken],
             )
         )
@@ -138,8 +138,8 @@ def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
                 "smoke.compare-cpu-failed",
                 "the CPU comparison run failed: "
                 + first_line(slow[0]["compare_cpu"]["error"].get("message")),
-                None,
-                "smoke",
+                fix=None,
+                layer="smoke",
             )
         )
     return found
@@ -183,10 +183,10 @@ def _nvml_findings(
                 "smoke.gpu-unconfirmed",
                 f"Paddle reports training on {', '.join(r['device_used'] for r, _ in unsure)}, "
                 f"but {'; '.join(reasons)} ({nvml.get('samples')} samples in all)",
-                "per-process accounting and utilisation are missing under some vGPU/WSL drivers; "
+                fix="per-process accounting and utilisation are missing under some vGPU/WSL drivers; "
                 "otherwise the run was not on this host's GPU: compare `nvidia-smi pmon -s um` "
                 "during a run",
-                "smoke",
+                layer="smoke",
                 witness={r["device_used"]: w.as_dict() for r, w in unsure},
             )
         )
@@ -204,9 +204,9 @@ def _gpu_idle(idle: list[tuple[dict[str, Any], Witness]]) -> Finding:
         CPU_FALLBACK_ID,
         "Paddle's places say GPU, but NVML saw no GPU work while training (a CUDA context "
         "proves no training): " + "; ".join(parts),
-        "the computation ran elsewhere: check the Paddle warnings (arch, cuDNN) and the device "
+        fix="the computation ran elsewhere: check the Paddle warnings (arch, cuDNN) and the device "
         "placement, and watch `nvidia-smi pmon -s um` during `envcheck doctor`",
-        "smoke",
+        layer="smoke",
         cause="gpu-idle",
         causes=["gpu-idle"],
         witness={r["device_used"]: w.as_dict() for r, w in idle},
@@ -235,7 +235,7 @@ def _passed(
         + "; ".join(parts)
         + (f"; {loaded}" if loaded else "")
         + note,
-        "smoke",
+        layer="smoke",
         devices=[r["device_used"] for r in runs],
     )
 
@@ -281,8 +281,8 @@ def _warning_findings(warnings: list[dict[str, str]]) -> list[Finding]:
         warn(
             "smoke.paddle-warnings",
             "Paddle warned during the smoke: " + " | ".join(w["text"] for w in serious[:3]),
-            fix_from_warnings(serious, None) or None,
-            "smoke",
+            fix=fix_from_warnings(serious, None) or None,
+            layer="smoke",
             warnings=serious,
         )
     ]
