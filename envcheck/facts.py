@@ -109,6 +109,10 @@ class PaddleFacts:
     location: str | None = None
     python: str | None = None  # the target interpreter
     reason: str | None = None
+    # The pip distributions that installed `paddle` (dist-info folders beside it): both
+    # "paddlepaddle" and "paddlepaddle-gpu" overwrite each other's files. () = none found, or not
+    # recorded (a facts file saved before this field).
+    distributions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -292,6 +292,9 @@ def _cudnn_fix(cudnn: str, cuda: str, pip_libs: bool | None) -> str:
 
 
 # -- Paddle build --------------------------------------------------------------------------
+_BOTH_DISTRIBUTIONS = frozenset({"paddlepaddle", "paddlepaddle-gpu"})
+
+
 def check_paddle(ctx: Context) -> Iterable[Finding]:
     yield from _check_image_archs(ctx)
     p = ctx.host.paddle
@@ -313,10 +316,10 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
                 layer="paddle",
             )
         return
-    if p.reason and "both" in p.reason:
+    if _BOTH_DISTRIBUTIONS.issubset(p.distributions):
         yield fail(
             "paddle.both-installed",
-            p.reason,
+            "both paddlepaddle and paddlepaddle-gpu are installed: they overwrite each other's files",
             fix=f"`python -m pip uninstall -y paddlepaddle paddlepaddle-gpu`, then `{ctx.pip_fix}`",
             layer="paddle",
         )

@@ -155,6 +155,28 @@ def test_cpu_wheel_on_a_gpu_host_fails_with_the_gpu_install_command() -> None:
     assert "pip uninstall -y paddlepaddle" in (f.fix or "") and "paddlepaddle-gpu" in (f.fix or "")
 
 
+@pytest.mark.parametrize(
+    ("distributions", "reason", "flagged"),
+    [
+        (["paddlepaddle", "paddlepaddle-gpu"], None, True),
+        (["paddlepaddle-gpu"], "both builds were seen before: this reason is only words", False),
+        ([], "both", False),
+    ],
+    ids=["both-recorded", "reason-mentions-both", "saved-before-the-field"],
+)
+def test_both_distributions_installed_is_decided_from_the_recorded_distributions(
+    distributions: list[str], reason: str | None, flagged: bool
+) -> None:
+    paddle = s.PADDLE_331_CU126 | {"distributions": distributions, "reason": reason}
+    r = doctor(s.host(driver=s.driver("580.65.06", "13.0"), gpus=[s.H100], paddle=paddle))
+    ids = [f.id for f in r.findings]
+    assert ("paddle.both-installed" in ids) is flagged, ids
+    if flagged:
+        f = finding(r, "paddle.both-installed")
+        assert f.severity == "fail" and "overwrite each other's files" in f.message
+        assert "pip uninstall -y paddlepaddle paddlepaddle-gpu" in (f.fix or "")
+
+
 def test_cudnn_missing_for_a_262_wheel() -> None:
     # §7 row 18: "Cannot load cudnn shared library"
     r = doctor(

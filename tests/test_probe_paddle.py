@@ -125,7 +125,12 @@ def test_recorded_version_files(
 def test_both_distributions_installed_is_reported(tmp_path: Path) -> None:
     site = make_site(tmp_path, VERSION_331_CPU, "paddlepaddle-3.3.1", "paddlepaddle_gpu-3.3.1")
     facts = probe_paddle(_at(str(site)))
-    assert facts.reason is not None and "both" in facts.reason
+    assert facts.distributions == ("paddlepaddle", "paddlepaddle-gpu")
+
+
+def test_one_distribution_is_recorded_as_one(tmp_path: Path) -> None:
+    site = make_site(tmp_path, VERSION_262_GPU, "paddlepaddle_gpu-2.6.2")
+    assert probe_paddle(_at(str(site))).distributions == ("paddlepaddle-gpu",)
 
 
 def test_absent_when_no_site_has_paddle(tmp_path: Path) -> None:

@@ -38,7 +38,11 @@ def _flag(value: object) -> str | None:
 
 
 def build_facts(
-    values: dict[str, object], package: str | None, location: str, python: str | None
+    values: dict[str, object],
+    package: str | None,
+    location: str,
+    python: str | None,
+    distributions: tuple[str, ...] = (),
 ) -> PaddleFacts:
     archs = values.get("compiled_cuda_archs")
     pip_libs = values.get("with_pip_cuda_libraries")
@@ -55,6 +59,7 @@ def build_facts(
         nccl=_flag(values.get("nccl_version")),
         location=location,
         python=python,
+        distributions=distributions,
     )
 
 
@@ -89,13 +94,9 @@ def probe_paddle(target: Interpreter) -> PaddleFacts:
             _package(dists, text),
             os.path.dirname(os.path.dirname(version_file)),
             python,
+            tuple(dists),
         )
-        if len(dists) > 1:
-            return _with_reason(
-                facts,
-                "both paddlepaddle and paddlepaddle-gpu are installed: they overwrite each other's files",
-            )
-        if facts.version is None:
+        if facts.version is None and len(dists) <= 1:
             return PaddleFacts(
                 status="error",
                 python=python,
@@ -118,9 +119,3 @@ def _package(dists: list[str], text: str) -> str | None:
         if "cuda_version = 'False'" not in text
         else "paddlepaddle"
     )
-
-
-def _with_reason(facts: PaddleFacts, reason: str) -> PaddleFacts:
-    from dataclasses import replace
-
-    return replace(facts, reason=reason)
