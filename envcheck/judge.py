@@ -467,7 +467,7 @@ def _check_archs(ctx: Context) -> Iterable[Finding]:
 
 def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
     """(archs, where they come from, whether they are the build's own list)."""
-    from envcheck.select import plain_archs_source
+    from envcheck.matrix.builds import plain_archs_source
 
     p = ctx.host.paddle
     if p.compiled_cuda_archs:
@@ -496,7 +496,7 @@ def _toolkit_archs(ctx: Context, cuda: str) -> tuple[int, ...] | None:
 
 def _matrix_build(ctx: Context, cuda: str) -> PaddleBuild | None:
     """The matrix's row for the installed wheel (same release, CUDA major.minor), if any."""
-    from envcheck.select import build_for
+    from envcheck.matrix.builds import build_for
 
     p = ctx.host.paddle
     if not p.version or not cuda:
@@ -510,7 +510,7 @@ def _matrix_build(ctx: Context, cuda: str) -> PaddleBuild | None:
 def _check_image_archs(ctx: Context) -> Iterable[Finding]:
     """The chosen GPU image's build: with no known arch list, the verdict says "arch coverage
     unverified" (issue 10.1) instead of passing on the toolkit's reach alone."""
-    from envcheck.select import runnable_archs
+    from envcheck.matrix.builds import runnable_archs
 
     img = ctx.image
     if img is None or img.ref is None or img.kind != "gpu" or not img.paddle or not img.cuda:

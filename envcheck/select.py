@@ -1,21 +1,9 @@
 """Choose the Paddle Docker image a host can run: a pure function of (facts, matrix).
 
 For the requested release (default: the newest in the matrix) every GPU tag is tried, newest CUDA
-first and confirmed before unconfirmed at the same CUDA. A tag is rejected, with the reason, when
-
-- the driver cannot run its CUDA: neither full compatibility (the driver's CUDA >= the image's)
-  nor minor-version compatibility (driver >= the floor of that CUDA major, NV-RN Table 2 / NV-MVC),
-  or no driver version is known (`envcheck.compat.driver_support`);
-- a GPU is below the build's minimum compute capability (its own, or its lowest compiled arch,
-  or the release's documented floor), or its architecture is not among the archs the build was
-  compiled for (when the matrix knows them, §4b), is among those a report shows missing
-  (`archs_absent`), or is beyond what the CUDA toolkit can target (§2a: sm_120 needs CUDA >= 12.8,
-  Volta is gone in 13.0; a build with unknown archs cannot contain more). Paddle accepts a device
-  whose exact sm or major*10 is compiled in (GPURES, `envcheck.compat.arch_supported`);
-- the tag is not published for this machine's platform (an aarch64 host never gets an amd64 tag);
-- a known defect hits this image on this driver (defects.toml: the CUDA 13.0 images on drivers
-  newer than their compat libcuda fall back to the CPU, Paddle#76558 / Paddle#78924);
-- the tag is not published on the requested registry.
+first and confirmed before unconfirmed at the same CUDA, and ruled out with the reason when it
+cannot run here (`envcheck.assessment`: the driver, the GPUs' archs, the platform, known defects,
+the registry).
 
 The first survivor wins. No usable GPU -> the release's CPU tag. GPUs but every tag rejected ->
 `ImageChoice(ref=None)` whose `reason` says what would fix it (the judge shows it as the fix).
@@ -27,24 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.compat import (
-    DriverSupport,
-    arch_supported,
-    cc_below,
-    defects_for,
-    driver_support,
-    oci_platform,
-)
+from envcheck.assessment import Assessment, assess_image
+from envcheck.compat import oci_platform
 from envcheck.errors import UsageError
-from envcheck.facts import GpuFacts, HostFacts, usable_gpus
-from envcheck.matrix.model import ImageTag, Matrix, PaddleBuild, PaddleRelease
-from envcheck.matrix.provenance import plain_source
+from envcheck.facts import HostFacts, usable_gpus
+from envcheck.matrix.builds import build_for
+from envcheck.matrix.model import ImageTag, Matrix, PaddleRelease
 from envcheck.report import ImageChoice, Rejected
-from envcheck.versions import VersionParseError, parse_compute_capability, release_of, sm_of
+from envcheck.versions import release_of
 
 
 def select_image(
@@ -109,7 +90,7 @@ def _select_release(
     if not gpus:
         return _cpu_choice(matrix, release, registry, _why_no_gpu(host), host)
     candidates = gpu_candidates(matrix, release.version)
-    assessed = [_assess(host, gpus, image, matrix, release, registry) for image in candidates]
+    assessed = [assess_image(host, gpus, image, matrix, release, registry) for image in candidates]
     rejected: list[Rejected] = []
     for a in assessed:
         if not a.problems:
@@ -127,222 +108,14 @@ def _select_release(
     )
 
 
-# -- public pure helpers (the judge reuses them) ---------------------------------------------------
-
-
 def gpu_candidates(matrix: Matrix, paddle: str) -> tuple[ImageTag, ...]:
     """A release's GPU tags in trial order: newest CUDA first, confirmed first at equal CUDA."""
 
     def key(image: ImageTag) -> tuple[int, int, bool]:
-        major, minor = _major_minor(image.cuda or "0")
+        major, minor = release_of(image.cuda or "0")[:2]
         return -major, -minor, not image.confirmed
 
     return tuple(sorted(matrix.images_for(paddle, "gpu"), key=key))
-
-
-def build_for(matrix: Matrix, paddle: str, cuda: str | None) -> PaddleBuild | None:
-    """The wheel flavour of `paddle` for CUDA `cuda` (compared as major.minor), or its CPU wheel
-    when `cuda` is None. Confirmed rows win over unconfirmed ones."""
-    want = _major_minor(cuda) if cuda else None
-    builds = [
-        b for b in matrix.builds_for(paddle) if (_major_minor(b.cuda) if b.cuda else None) == want
-    ]
-    return min(builds, key=lambda b: not b.confirmed, default=None)
-
-
-@dataclass(frozen=True)
-class ArchSource:
-    """The archs a Paddle build can run on, and where the matrix learnt them."""
-
-    archs: tuple[int, ...]
-    origin: str  # "compiled into Paddle 3.1.0 cu126 (reported by users, …)"
-    verified: bool = True  # False: only the toolkit's reach is known, not the build's own list
-    absent: tuple[int, ...] = ()  # archs a report shows missing from the build
-    source: str = ""  # the source keys, for --json / --explain
-
-
-def runnable_archs(matrix: Matrix, paddle: str, cuda: str) -> ArchSource | None:
-    """The build's own compiled archs when known (§4b, measured or observed); otherwise every arch
-    the CUDA toolkit can target (§2a), the most a build of that CUDA could contain, minus the
-    archs a report shows missing, marked unverified."""
-    build = build_for(matrix, paddle, cuda)
-    label = f"Paddle {paddle} cu{cuda.replace('.', '')}"
-    if build is not None and build.archs:
-        source = build.archs_source or build.source
-        return ArchSource(
-            build.archs,
-            f"compiled into {label} ({plain_archs_source(source)})",
-            source=source,
-        )
-    toolkit = matrix.archs_for_cuda(cuda)
-    if toolkit is None:
-        return None
-    absent = build.archs_absent if build else ()
-    return ArchSource(
-        tuple(a for a in toolkit.archs if a not in absent),
-        f"CUDA {cuda} can target ({plain_source(toolkit.source, toolkit.confirmed)}); "
-        f"{label}'s own list is unknown: arch coverage unverified",
-        verified=False,
-        absent=absent,
-        source=toolkit.source,
-    )
-
-
-def plain_archs_source(source: str) -> str:
-    """How an arch list is known, in plain words: measured, or seen in a report."""
-    if source.startswith("MEASURED"):
-        return "measured from the wheel"
-    if source.startswith("3P"):
-        return "reported by a user, not in the official docs"
-    return "seen in Paddle's issue tracker"
-
-
-def gpu_compute_capability(gpu: GpuFacts, matrix: Matrix) -> str | None:
-    """What the probe read, else the matrix's entry for the GPU's name (gpus.toml); None if neither
-    is a readable `major.minor`."""
-    cc = gpu.compute_capability
-    if cc is None and gpu.name:
-        model = matrix.gpu_model(gpu.name)
-        cc = model.compute_capability if model else None
-    if cc is None:
-        return None
-    try:
-        parse_compute_capability(cc)
-    except VersionParseError:
-        return None
-    return cc
-
-
-# -- one image against the host --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Assessment:
-    image: ImageTag
-    driver: DriverSupport | None  # None: no driver version known
-    driver_problem: str | None
-    gpu_problems: tuple[str, ...]
-    registry_problem: str | None
-    reason: str  # why it is fine, when it has no problems
-    platform_problem: str | None = None
-    defect_problems: tuple[str, ...] = ()
-
-    @property
-    def problems(self) -> tuple[str, ...]:
-        return tuple(
-            p
-            for p in (
-                self.platform_problem,
-                self.driver_problem,
-                *self.gpu_problems,
-                *self.defect_problems,
-                self.registry_problem,
-            )
-            if p
-        )
-
-
-def _assess(
-    host: HostFacts,
-    gpus: tuple[GpuFacts, ...],
-    image: ImageTag,
-    matrix: Matrix,
-    release: PaddleRelease,
-    registry: str,
-) -> _Assessment:
-    cuda = image.cuda or ""
-    support = (
-        driver_support(host.driver.version, host.driver.cuda, cuda, matrix)
-        if host.driver.version
-        else None
-    )
-    driver_ok, driver_text = _driver_text(host, cuda, support)
-    archs = runnable_archs(matrix, release.version, cuda)
-    floor = _build_floor(matrix, release, cuda)
-    gpu_problems = tuple(_gpu_problems(gpus, matrix, release, floor, archs))
-    defects = tuple(
-        f"known defect on driver {host.driver.version}: {d.message} [{d.source}]"
-        for d in defects_for(image, host.driver.version, matrix)
-    )
-    registry_problem = None
-    if registry not in image.registries:
-        registry_problem = f"not published on {registry} (known on: {', '.join(image.registries)})"
-    arch_text = _arch_text(gpus, matrix, archs)
-    return _Assessment(
-        image,
-        support,
-        None if driver_ok else driver_text,
-        gpu_problems,
-        registry_problem,
-        f"CUDA {cuda}: {driver_text}; {arch_text}",
-        _platform_problem(host, image),
-        defects,
-    )
-
-
-def _build_floor(matrix: Matrix, release: PaddleRelease, cuda: str) -> tuple[str, str]:
-    """(minimum compute capability, whose) for the build of `release` with CUDA `cuda`."""
-    build = build_for(matrix, release.version, cuda)
-    if build is None:
-        return release.min_compute_capability, f"Paddle {release.version}'s"
-    return build.floor(release), f"Paddle {release.version} cu{cuda.replace('.', '')}'s"
-
-
-def _platform_problem(host: HostFacts, image: ImageTag) -> str | None:
-    platform = oci_platform(host.machine.arch)
-    if platform is None or platform in image.platforms:
-        return None
-    return f"published for {', '.join(image.platforms)} only; this host is {platform}"
-
-
-def _arch_text(gpus: tuple[GpuFacts, ...], matrix: Matrix, archs: ArchSource | None) -> str:
-    if archs is None or not any(gpu_compute_capability(g, matrix) for g in gpus):
-        return "GPU architectures not checked (unknown)"
-    return f"every GPU's arch is among the archs {archs.origin}"
-
-
-def _driver_text(host: HostFacts, cuda: str, support: DriverSupport | None) -> tuple[bool, str]:
-    d = host.driver
-    if support is None:
-        return False, f"no driver version known: cannot tell whether the driver runs CUDA {cuda}"
-    have = f"driver {d.version} (CUDA {d.cuda or '?'})"
-    if support.level == "full":
-        return True, f"{have} runs CUDA {cuda} with full compatibility ({support.reason})"
-    if support.level == "minor-compat":
-        return (
-            True,
-            f"{have} runs CUDA {cuda} through minor-version compatibility ({support.reason})",
-        )
-    return False, f"{have} cannot run CUDA {cuda}: {support.reason}"
-
-
-def _gpu_problems(
-    gpus: tuple[GpuFacts, ...],
-    matrix: Matrix,
-    release: PaddleRelease,
-    floor: tuple[str, str],
-    archs: ArchSource | None,
-) -> Iterable[str]:
-    minimum, whose = floor
-    for cc, indices, name in _gpu_groups(gpus, matrix):
-        label = f"GPU {','.join(indices)} {name} (sm_{sm_of(cc)})"
-        if cc_below(cc, minimum):
-            yield f"{label} is below {whose} minimum compute capability {minimum}"
-        elif archs is not None and sm_of(cc) in archs.absent:
-            yield f"{label}: a report shows sm_{sm_of(cc)} missing from {archs.origin}"
-        elif archs is not None and not arch_supported(cc, archs.archs):
-            listed = " ".join(map(str, archs.archs))
-            yield f"{label} is not among the archs {archs.origin}: {listed}"
-
-
-def _gpu_groups(gpus: tuple[GpuFacts, ...], matrix: Matrix) -> list[tuple[str, list[str], str]]:
-    """(cc, indices, name) per distinct GPU model; a GPU of unknown CC is left to the judge."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for g in gpus:
-        cc = gpu_compute_capability(g, matrix)
-        if cc is not None:
-            groups.setdefault((cc, g.name or "?"), []).append(str(g.index))
-    return [(cc, indices, name) for (cc, name), indices in groups.items()]
 
 
 # -- results ---------------------------------------------------------------------------------------
@@ -411,7 +184,7 @@ def _what_exists_for(platform: str | None) -> str:
 
 
 def _what_would_fix(
-    assessed: list[_Assessment],
+    assessed: list[Assessment],
     matrix: Matrix,
     release: PaddleRelease,
     registry: str,
@@ -462,7 +235,3 @@ def _release(matrix: Matrix, paddle: str | None) -> PaddleRelease:
             hint=f"choose one of: {known}, or add it to the matrix (matrix/README.md)",
         )
     return found
-
-
-def _major_minor(cuda: str) -> tuple[int, ...]:
-    return release_of(cuda)[:2]

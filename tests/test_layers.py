@@ -13,6 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
 
 RULES = (
+    "assessment",
     "compat",
     "drift",
     "errors",
@@ -29,6 +30,7 @@ RULES = (
     "select",
     "versions",
     "visible_devices",
+    "matrix/builds",
     "matrix/model",
     "matrix/provenance",
     "smoke/causes",

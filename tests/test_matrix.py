@@ -175,7 +175,7 @@ IMAGES_WITHOUT_PIP_BUILD = {
 
 
 def test_every_gpu_image_has_its_pip_build(shipped: Matrix) -> None:
-    from envcheck.select import build_for
+    from envcheck.matrix.builds import build_for
 
     missing = {
         i.tag
@@ -202,7 +202,7 @@ def test_sourced_arch_lists_from_the_issue(shipped: Matrix) -> None:
     """The audit's examples (issue 10.1): 2.5 CUDA 11 wheels 70 75 80 86 (Paddle#55715); 3.0.0b2
     cu123 61-90 (PaddleMIX#836); 3.1.x cu129 75 80 86 89 (PaddleX#4473); 3.2.0 cu129 lacks 61
     (PaddleX#4682)."""
-    from envcheck.select import build_for
+    from envcheck.matrix.builds import build_for
 
     def build(paddle: str, cuda: str) -> Any:
         found = build_for(shipped, paddle, cuda)

@@ -34,10 +34,11 @@ from envcheck.facts import (
     to_dict,
 )
 from envcheck.findings import Finding
+from envcheck.matrix.builds import build_for, runnable_archs
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.report import CPU_FALLBACK_ID, WRONG_RESULTS_ID, exit_status_of, verdict_of
-from envcheck.select import build_for, gpu_candidates, runnable_archs, select_image
+from envcheck.select import gpu_candidates, select_image
 from envcheck.versions import parse_dotted, release_of
 
 MATRIX = load_matrix(str(REPO_DIR))

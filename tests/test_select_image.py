@@ -14,11 +14,12 @@ import pytest
 from envcheck.compat import arch_supported
 from envcheck.errors import UsageError
 from envcheck.facts import DriverFacts, GpuFacts, HostFacts
+from envcheck.matrix.builds import build_for, runnable_archs
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.matrix.model import Matrix
 from envcheck.report import ImageChoice
-from envcheck.select import build_for, gpu_candidates, runnable_archs, select_image
+from envcheck.select import gpu_candidates, select_image
 
 MATRIX = load_matrix(str(REPO_DIR))
 HUB = "docker.io/paddlepaddle/paddle"

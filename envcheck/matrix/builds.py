@@ -1,0 +1,74 @@
+"""A Paddle build in the matrix: its wheel row for a CUDA version, and the archs it can run.
+
+Pure queries over `Matrix`; the image choice and the judge both ask them, so a build's archs are
+worked out (and worded) in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envcheck.matrix.model import Matrix, PaddleBuild
+from envcheck.matrix.provenance import plain_source
+from envcheck.versions import release_of
+
+
+def build_for(matrix: Matrix, paddle: str, cuda: str | None) -> PaddleBuild | None:
+    """The wheel flavour of `paddle` for CUDA `cuda` (compared as major.minor), or its CPU wheel
+    when `cuda` is None. Confirmed rows win over unconfirmed ones."""
+    want = _major_minor(cuda) if cuda else None
+    builds = [
+        b for b in matrix.builds_for(paddle) if (_major_minor(b.cuda) if b.cuda else None) == want
+    ]
+    return min(builds, key=lambda b: not b.confirmed, default=None)
+
+
+@dataclass(frozen=True)
+class ArchSource:
+    """The archs a Paddle build can run on, and where the matrix learnt them."""
+
+    archs: tuple[int, ...]
+    origin: str  # "compiled into Paddle 3.1.0 cu126 (reported by users, …)"
+    verified: bool = True  # False: only the toolkit's reach is known, not the build's own list
+    absent: tuple[int, ...] = ()  # archs a report shows missing from the build
+    source: str = ""  # the source keys, for --json / --explain
+
+
+def runnable_archs(matrix: Matrix, paddle: str, cuda: str) -> ArchSource | None:
+    """The build's own compiled archs when known (§4b, measured or observed); otherwise every arch
+    the CUDA toolkit can target (§2a), the most a build of that CUDA could contain, minus the
+    archs a report shows missing, marked unverified."""
+    build = build_for(matrix, paddle, cuda)
+    label = f"Paddle {paddle} cu{cuda.replace('.', '')}"
+    if build is not None and build.archs:
+        source = build.archs_source or build.source
+        return ArchSource(
+            build.archs,
+            f"compiled into {label} ({plain_archs_source(source)})",
+            source=source,
+        )
+    toolkit = matrix.archs_for_cuda(cuda)
+    if toolkit is None:
+        return None
+    absent = build.archs_absent if build else ()
+    return ArchSource(
+        tuple(a for a in toolkit.archs if a not in absent),
+        f"CUDA {cuda} can target ({plain_source(toolkit.source, toolkit.confirmed)}); "
+        f"{label}'s own list is unknown: arch coverage unverified",
+        verified=False,
+        absent=absent,
+        source=toolkit.source,
+    )
+
+
+def plain_archs_source(source: str) -> str:
+    """How an arch list is known, in plain words: measured, or seen in a report."""
+    if source.startswith("MEASURED"):
+        return "measured from the wheel"
+    if source.startswith("3P"):
+        return "reported by a user, not in the official docs"
+    return "seen in Paddle's issue tracker"
+
+
+def _major_minor(cuda: str) -> tuple[int, ...]:
+    return release_of(cuda)[:2]
