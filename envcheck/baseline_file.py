@@ -5,26 +5,29 @@ baseline holds and how it is compared is pure (`envcheck.drift`)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck.drift import baseline_document, parse_baseline
 from envcheck.errors import UsageError
 from envcheck.report import Report
 from envcheck.userfiles import read_json, write_output
 
+if TYPE_CHECKING:
+    from envcheck.environment import Environment
 
-def load_baseline(path: str) -> dict[str, Any]:
+
+def load_baseline(path: str, env: Environment | None = None) -> dict[str, Any]:
     """Read `--baseline FILE`: a baseline written by --save-baseline, or a saved `--json` report
     of a good run (teams already archive those). Missing or corrupt → UsageError (exit 2)."""
     hint = "write one with `envcheck doctor --save-baseline FILE` after a good run"
-    doc = read_json(path, what="--baseline", hint=hint)
+    doc = read_json(path, what="--baseline", hint=hint, env=env)
     try:
         return parse_baseline(doc)
     except ValueError as e:
         raise UsageError(f"--baseline {path}: {e}", hint=hint) from e
 
 
-def save_baseline(report: Report, path: str) -> bool:
+def save_baseline(report: Report, path: str, env: Environment | None = None) -> bool:
     """`--save-baseline FILE`: write the baseline if this run passed (exit 0, warnings allowed).
 
     Returns whether it was written: a failed run is never a baseline, or the next run would
@@ -33,5 +36,5 @@ def save_baseline(report: Report, path: str) -> bool:
     if int(report.exit_status) != 0:
         return False
     text = json.dumps(baseline_document(report), indent=2, sort_keys=False) + "\n"
-    write_output(path, text, flag="--save-baseline")
+    write_output(path, text, flag="--save-baseline", env=env)
     return True

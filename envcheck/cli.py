@@ -1,12 +1,15 @@
 """Command line: parse, dispatch, map errors to exit codes. Nothing more.
 
 Each subcommand lives in `envcheck/commands/<name>.py` with `register(subparsers)` and
-`run(args) -> int`; heavy modules are imported inside `run`, never at start-up.
+`run(args, env) -> int`; heavy modules are imported inside `run`, never at start-up. `env` is the
+`Environment` (streams, variables, folder) the command reads and writes: the process's, or a
+test's (`main(argv, env)` runs in-process, tests/inprocess.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -14,6 +17,7 @@ from importlib import import_module
 from typing import NoReturn
 
 from envcheck import __version__
+from envcheck.environment import Environment
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 from envcheck.signals import unwind_on_signals
@@ -52,36 +56,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    guard_stdio()  # closed, unencodable or full stdout/stderr: never a traceback (#9.7)
+def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> int:
+    """Run one command line; `env=None`: in this process's environment, its stdio guarded."""
+    if env is None:
+        guard_stdio()  # closed, unencodable or full stdout/stderr: never a traceback (#9.7)
+        env = Environment.from_process()
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_json = "--json" in argv  # known before parsing: a bad flag under --json is a document too
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv, env)
+        if args is None:  # --help or --version, printed
+            env.stdout.flush()
+            return int(ExitStatus.OK)
         if not getattr(args, "command", None):
-            parser.print_help(sys.stderr)
+            parser.print_help(env.stderr)
             return _failed(
-                ExitStatus.USAGE, "no command given", "see `envcheck --help`", wants_json
+                env, ExitStatus.USAGE, "no command given", "see `envcheck --help`", wants_json
             )
         with unwind_on_signals():  # SIGTERM unwinds like Ctrl-C, from before anything is made
-            status = int(args.run(args))
-        sys.stdout.flush()  # a full disk under stdout is exit 4 here, not at interpreter exit
+            status = int(args.run(args, env))
+        env.stdout.flush()  # a full disk under stdout is exit 4 here, not at interpreter exit
         return status
     except EnvcheckError as e:
-        return _failed(e.status, e.message, e.hint, wants_json)
+        return _failed(env, e.status, e.message, e.hint, wants_json)
     except KeyboardInterrupt:
-        return _failed(ExitStatus.INTERRUPTED, "interrupted", None, wants_json)
+        return _failed(env, ExitStatus.INTERRUPTED, "interrupted", None, wants_json)
     except BrokenPipeError:
         # a write outside the commands' own report (they keep their verdict's code): the reader
         # left before we could say anything, which is the environment, not a pass
-        discard_stdout()
+        discard_stdout(env.stdout)
         return int(ExitStatus.ENVIRONMENT)
     except Exception as e:  # noqa: BLE001 - the one place a bug becomes exit 3
         import traceback
 
-        traceback.print_exc(file=sys.stderr)
+        traceback.print_exc(file=env.stderr)
         return _failed(
+            env,
             ExitStatus.INTERNAL,
             f"internal error: {type(e).__name__}: {e}",
             "this is a bug in envcheck; please report it with the traceback above",
@@ -89,21 +100,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
 
-def _failed(status: ExitStatus, message: str, hint: str | None, wants_json: bool) -> int:
+def _parse(
+    parser: argparse.ArgumentParser, argv: list[str], env: Environment
+) -> argparse.Namespace | None:
+    """The parsed flags, or None once `--help`/`--version` printed on `env.stdout` (argparse
+    prints on sys.stdout and exits: both are kept to this call)."""
+    try:
+        with contextlib.redirect_stdout(env.stdout):
+            return parser.parse_args(argv)
+    except SystemExit:  # only --help and --version exit: a bad flag is a UsageError (_Parser)
+        return None
+
+
+def _failed(
+    env: Environment, status: ExitStatus, message: str, hint: str | None, wants_json: bool
+) -> int:
     """One screen on stderr; under --json, also the error document on stdout (the README's
     contract: stdout is one JSON document, whatever happened)."""
-    print(f"envcheck: error: {message}", file=sys.stderr)
+    print(f"envcheck: error: {message}", file=env.stderr)
     if hint:
-        print(f"hint: {hint}", file=sys.stderr)
+        print(f"hint: {hint}", file=env.stderr)
     if wants_json:
         from envcheck.report import error_document
 
         try:
-            json.dump(error_document(int(status), message, hint), sys.stdout, indent=2)
-            sys.stdout.write("\n")
-            sys.stdout.flush()
+            json.dump(error_document(int(status), message, hint), env.stdout, indent=2)
+            env.stdout.write("\n")
+            env.stdout.flush()
         except (BrokenPipeError, EnvcheckError):  # the reader left, or stdout is full (guard_stdio)
-            discard_stdout()
+            discard_stdout(env.stdout)
     return int(status)
 
 

@@ -41,26 +41,32 @@ def _to_devnull(fd: int) -> None:
         os.close(devnull)
 
 
-def discard_stdout() -> None:
-    """Point fd 1 at /dev/null so later writes and the interpreter's final flush succeed."""
-    _to_devnull(sys.stdout.fileno())
+def discard_stdout(stdout: TextIO) -> None:
+    """Point `stdout`'s file at /dev/null so later writes and the interpreter's final flush
+    succeed (a stream with no file, a test's StringIO, has nothing to point elsewhere)."""
+    try:
+        fd = stdout.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return
+    _to_devnull(fd)
 
 
 @contextlib.contextmanager
-def reader_may_leave() -> Iterator[None]:
-    """Write the report; if the reader closed the pipe, drop the rest and carry on."""
+def reader_may_leave(stdout: TextIO) -> Iterator[None]:
+    """Write the report to `stdout`; if the reader closed the pipe, drop the rest, carry on."""
     try:
         yield
-        sys.stdout.flush()
+        stdout.flush()
     except BrokenPipeError:
-        discard_stdout()
+        discard_stdout(stdout)
 
 
 _SAMPLE = "—✓→…"  # characters our own reports use
 
 
 def guard_stdio() -> None:
-    """Call first in `main`: make sys.stdout/sys.stderr safe for every renderer."""
+    """Call first in `main` of a real process (an in-process run brings its own streams): make
+    sys.stdout/sys.stderr safe for every renderer."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is None or _closed(stream):

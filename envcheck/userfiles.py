@@ -30,18 +30,22 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck.errors import EnvcheckError, EnvironmentProblem, UsageError
+
+if TYPE_CHECKING:
+    from envcheck.environment import Environment
 
 MAX_DOCUMENT = 16 * 1024 * 1024
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
-def write_output(path: str, text: str, *, flag: str) -> None:
-    """Write `text` to the file `flag` named, as the module docstring's table says."""
+def write_output(path: str, text: str, *, flag: str, env: Environment | None = None) -> None:
+    """Write `text` to the file `flag` named, as the module docstring's table says; `-` and
+    "our stdout/stderr" mean `env`'s streams (None: the process's)."""
     try:
-        _write(path, text, flag)
+        _write(path, text, flag, (env.stdout, env.stderr) if env else (sys.stdout, sys.stderr))
     except OSError as e:
         raise output_error(flag, path, e) from e
 
@@ -68,11 +72,11 @@ def output_error(flag: str, path: str, e: OSError) -> EnvcheckError:
     return UsageError(message, hint=f"give {flag} a writable file path, or `-` for stdout")
 
 
-def _write(path: str, text: str, flag: str) -> None:
+def _write(path: str, text: str, flag: str, streams: tuple[TextIO | None, TextIO | None]) -> None:
     if path == "-":
-        _write_stream(sys.stdout, text)
+        _write_stream(streams[0], text)
         return
-    stream = _our_stream(path)
+    stream = _our_stream(path, streams)
     if stream is not None:
         _write_stream(stream, text)
         return
@@ -121,13 +125,13 @@ def _kind(info: os.stat_result) -> str:
     return "not a regular file"  # pragma: no cover - every file type is listed above
 
 
-def _our_stream(path: str) -> TextIO | None:
-    """sys.stdout or sys.stderr when `path` is the very file it writes to."""
+def _our_stream(path: str, streams: tuple[TextIO | None, TextIO | None]) -> TextIO | None:
+    """Our stdout or stderr when `path` is the very file it writes to."""
     try:
         target = os.stat(path)
     except OSError:
         return None
-    for stream in (sys.stdout, sys.stderr):
+    for stream in streams:
         try:
             mine = os.fstat(stream.fileno()) if stream is not None else None
         except (OSError, ValueError, AttributeError):  # closed, or not a real file (pytest capture)
@@ -195,10 +199,13 @@ def _umask() -> int:
 # -- reading ----------------------------------------------------------------------------------
 
 
-def read_json(path: str, *, what: str, hint: str | None = None) -> Any:
-    """The JSON document at `path` (`-` = stdin); any failure is a UsageError naming `what`."""
+def read_json(
+    path: str, *, what: str, hint: str | None = None, env: Environment | None = None
+) -> Any:
+    """The JSON document at `path` (`-` = `env`'s stdin, None: the process's); any failure is a
+    UsageError naming `what`."""
     shown = path if path != "-" else "- (stdin)"
-    data = _read_bytes(shown, what, hint)
+    data = _read_bytes(shown, what, hint, env.stdin if env else sys.stdin)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -222,15 +229,18 @@ def parse_json(text: str, *, what: str, hint: str | None = None) -> Any:
         raise UsageError(f"{what} is not JSON we can read: {e}", hint=hint) from e
 
 
-def _read_bytes(path: str, what: str, hint: str | None) -> bytes:
+def stdin_bytes(stdin: TextIO, limit: int = -1) -> bytes:
+    """Up to `limit` bytes of `stdin`: the process's (its binary buffer) or a test's StringIO."""
+    raw = getattr(stdin, "buffer", None)
+    return raw.read(limit) if raw else stdin.read(limit).encode()
+
+
+def _read_bytes(path: str, what: str, hint: str | None, stdin: TextIO | None) -> bytes:
     try:
         if path == "- (stdin)":
-            if sys.stdin is None:
+            if stdin is None:
                 raise UsageError(f"{what} {path}: stdin is closed", hint=hint)
-            stdin = getattr(sys.stdin, "buffer", None)
-            data = (
-                stdin.read(MAX_DOCUMENT + 1) if stdin else sys.stdin.read(MAX_DOCUMENT + 1).encode()
-            )
+            data = stdin_bytes(stdin, MAX_DOCUMENT + 1)
         else:
             with open(path, "rb") as f:
                 # A regular file's size first: read(16 MiB) allocates 16 MiB, per report (#13.4).

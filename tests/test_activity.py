@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from envcheck import activity
+from envcheck.environment import PROCESS_CWD, Environment
 from envcheck.errors import UsageError
 from envcheck.render.activity import PlainActivity, heartbeat_interval, make_activity_display
 from tests.silence import Watched, watch
@@ -182,8 +183,9 @@ def test_a_bad_heartbeat_interval_is_a_usage_error(value: str) -> None:
 
 
 def test_quiet_is_no_display_and_a_pipe_is_plain() -> None:
-    assert make_activity_display("none") is activity.NULL
-    assert isinstance(make_activity_display("auto", io.StringIO()), PlainActivity)
+    env = Environment(None, io.StringIO(), io.StringIO(), {}, PROCESS_CWD)
+    assert make_activity_display("none", env) is activity.NULL
+    assert isinstance(make_activity_display("auto", env), PlainActivity)
 
 
 def test_a_cold_pull_under_json_shows_its_layers_in_the_log(

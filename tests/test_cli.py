@@ -1,10 +1,12 @@
-"""The CLI as users and CI call it: a subprocess, its stdout, stderr and exit code."""
+"""The CLI as users and CI call it: its stdout, stderr and exit code. In this process
+(tests/inprocess.py) unless the test is about the process: the entry point of each command, and
+a fake driver (`fake_nvidia`), which only a fresh process can load."""
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import subprocess
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,29 +14,13 @@ from typing import Any
 
 import pytest
 
+from envcheck.cli import main
+from envcheck.environment import Environment
+from tests import report_samples as samples
 from tests import scenarios as s
+from tests.inprocess import ENV, envcheck, envcheck_process, run_envcheck
 
 pytest_plugins = ("tests.fakenv",)  # fake_nvidia: the no-driver host, whatever this machine has
-
-ENV = {
-    k: v
-    for k, v in os.environ.items()
-    if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "NO_COLOR")
-}
-
-
-def envcheck(
-    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "envcheck", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        env=env or ENV,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def write(tmp_path: Path, doc: Any, name: str = "facts.json") -> str:
@@ -46,7 +32,7 @@ def write(tmp_path: Path, doc: Any, name: str = "facts.json") -> str:
 def test_version_and_module_entry_point() -> None:
     from envcheck import __version__
 
-    r = envcheck("--version")
+    r = envcheck_process("--version")
     assert r.returncode == 0 and r.stdout.strip() == f"envcheck {__version__} (paddle-envcheck)"
 
 
@@ -170,7 +156,7 @@ def test_plain_text_report_when_not_a_tty(tmp_path: Path) -> None:
 
 def test_no_driver_no_smoke_json(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
     """No driver (the no-driver profile hides any real one), the .venv's Paddle CPU build."""
-    r = envcheck("doctor", "--no-smoke", "--json", env={**ENV, **fake_nvidia("no-driver")})
+    r = envcheck_process("doctor", "--no-smoke", "--json", env={**ENV, **fake_nvidia("no-driver")})
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["host"]["driver"]["status"] == "absent"
@@ -182,9 +168,58 @@ def test_no_driver_no_smoke_json(fake_nvidia: Callable[[str], dict[str, str]]) -
 
 
 def test_expect_gpu_without_a_driver_fails(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
-    r = envcheck(
+    r = envcheck_process(
         "doctor", "--no-smoke", "--json", "--expect-gpu", env={**ENV, **fake_nvidia("no-driver")}
     )
     assert r.returncode == 1
     ids = {f["id"]: f["severity"] for f in json.loads(r.stdout)["findings"]}
     assert ids["driver.missing"] == "fail"
+
+
+def test_report_and_pull_image_through_the_entry_point(tmp_path: Path) -> None:
+    """One run of each other command as a process: `python -m envcheck` dispatches them."""
+    saved = write(tmp_path, samples.healthy().to_json(), "host.json")
+    r = envcheck_process("report", "--json", saved)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["hosts"][0]["source"] == saved
+    r = envcheck_process("pull-image", "--dry-run", "--json", "--image", "busybox:1.36")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["reference"] == "docker.io/library/busybox:1.36"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_an_in_process_run_reads_its_environment_not_the_process(tmp_path: Path) -> None:
+    """The folder, the variables and the terminal are the Environment's: a relative --facts is
+    found under its cwd, NO_COLOR and GITHUB_ACTIONS are its own (this process has neither)."""
+    assert "GITHUB_ACTIONS" not in ENV and Path.cwd() != tmp_path
+    failing = s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU)
+    write(tmp_path, failing)
+    summary = tmp_path / "summary.md"
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+
+    def doctor(env: dict[str, str]) -> tuple[int, str, str]:
+        out, err = _Terminal(), io.StringIO()
+        where = Environment(io.StringIO(), out, err, env, tmp_path)
+        code = main(["doctor", "--facts", "facts.json"], where)
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, err = doctor(ENV | github)
+    assert code == 1 and "\x1b[" in out  # a terminal: colour
+    assert "::error title=envcheck" in err and "envcheck" in summary.read_text()
+    code, out, err = doctor(ENV | {"NO_COLOR": "1"})
+    assert code == 1 and "\x1b[" not in out and "Verdict: FAIL" in out
+    assert "::error" not in err
+
+
+def test_an_in_process_run_leaves_the_process_as_it_found_it(tmp_path: Path) -> None:
+    """No stream swapped, no signal handler left behind: in-process tests do not leak."""
+    before = (sys.stdin, sys.stdout, sys.stderr, signal.getsignal(signal.SIGTERM))
+    for argv in (["--help"], ["--version"], ["doctor", "--bogus"], ["report", str(tmp_path)]):
+        run_envcheck(argv)
+    r = run_envcheck(["doctor", "--help"])
+    assert r.returncode == 0 and "--facts" in r.stdout  # argparse's own printing, captured
+    assert (sys.stdin, sys.stdout, sys.stderr, signal.getsignal(signal.SIGTERM)) == before

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests import scenarios as s
-from tests.test_cli import ENV, envcheck, write
+from tests.inprocess import envcheck
+from tests.test_cli import ENV, write
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""One module per subcommand: `register(subparsers)` and `run(args) -> int`."""
+"""One module per subcommand: `register(subparsers)` and `run(args, env) -> int`, `env` the
+`envcheck.environment.Environment` it reads and writes (never `sys.std*`, `os.environ`)."""
 
 from __future__ import annotations
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck import __version__
 from envcheck.commands import add_choice_arguments
@@ -19,6 +17,7 @@ from envcheck.report import ImageChoice, Report
 from envcheck.smoke.options import SmokeOptions
 
 if TYPE_CHECKING:
+    from envcheck.environment import Environment
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.interpreter import Interpreter
 
@@ -155,20 +154,31 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
     return gpus
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck import activity
     from envcheck.render.activity import make_activity_display
 
+    _resolve_paths(args, env)
     # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
     # heartbeat in a log, under --json too); stopped before the report takes stdout.
-    with activity.showing(make_activity_display("none" if args.quiet else "auto")):
-        report = _diagnose(args)
-    _render(args, report)
-    _save_baseline(args, report)
+    with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
+        report = _diagnose(args, env)
+    _render(args, report, env)
+    _save_baseline(args, report, env)
     return int(report.exit_status)
 
 
-def _diagnose(args: argparse.Namespace) -> Report:
+PATH_FLAGS = ("facts", "matrix", "junit", "markdown", "baseline", "save_baseline")
+
+
+def _resolve_paths(args: argparse.Namespace, env: Environment) -> None:
+    """Every file flag, opened from `env.cwd` (`--python` is a command, looked up on PATH)."""
+    for flag in PATH_FLAGS:
+        if getattr(args, flag):
+            setattr(args, flag, env.path(getattr(args, flag)))
+
+
+def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
     # Imported here, not at start-up: `envcheck --version` and `--help` build every parser.
     from envcheck import activity
     from envcheck.probe.endpoint import resolve_endpoint
@@ -186,7 +196,7 @@ def _diagnose(args: argparse.Namespace) -> Report:
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
     target = None if args.facts else resolve_interpreter(args.python)
-    endpoint = None if args.facts else resolve_endpoint()
+    endpoint = None if args.facts else resolve_endpoint(env.env)
     if not args.facts:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
     probe = (
@@ -196,12 +206,12 @@ def _diagnose(args: argparse.Namespace) -> Report:
     from envcheck.matrix.load import load_matrix
 
     try:
-        matrix = load_matrix(args.matrix)
+        matrix = load_matrix(args.matrix, env.env)
     except BaseException:
         if probe is not None:
             probe.settle()  # never leave the CUDA child behind (it is killed at its timeout)
         raise
-    host = read_facts(args.facts) if probe is None else probe.facts()
+    host = read_facts(args.facts, env) if probe is None else probe.facts()
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
     ctx = Context(
@@ -225,7 +235,7 @@ def _diagnose(args: argparse.Namespace) -> Report:
     if unproven is not None:
         findings.append(unproven)
     if args.baseline:
-        findings += _drift(args, host, image)
+        findings += _drift(args, host, image, env)
     return Report(
         host=host,
         findings=tuple(findings),
@@ -236,7 +246,7 @@ def _diagnose(args: argparse.Namespace) -> Report:
     )
 
 
-def read_facts(path: str) -> HostFacts:
+def read_facts(path: str, env: Environment | None = None) -> HostFacts:
     """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
     (exit 2) naming the file and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7).
     Here, at the edge: `envcheck.facts` stays pure."""
@@ -246,6 +256,7 @@ def read_facts(path: str) -> HostFacts:
         path,
         what="facts file",
         hint="pass a saved `envcheck doctor --json` report or its `host` object",
+        env=env,
     )
     try:
         return host_from_document(doc)
@@ -300,11 +311,13 @@ def _smoke_options(
     )
 
 
-def _drift(args: argparse.Namespace, host: HostFacts, image: ImageChoice) -> list[Finding]:
+def _drift(
+    args: argparse.Namespace, host: HostFacts, image: ImageChoice, env: Environment
+) -> list[Finding]:
     from envcheck.baseline_file import load_baseline
     from envcheck.drift import compare_baseline
 
-    baseline = load_baseline(args.baseline)
+    baseline = load_baseline(args.baseline, env)
     return compare_baseline(
         Report(host=host, findings=(), image=image), baseline, strict=args.strict_drift
     )
@@ -319,44 +332,42 @@ def _meta(matrix_path: str, started: float) -> dict[str, Any]:
     }
 
 
-def _render(args: argparse.Namespace, report: Report) -> None:
+def _render(args: argparse.Namespace, report: Report, env: Environment) -> None:
     from envcheck.streams import reader_may_leave
 
-    with reader_may_leave():  # `| head -1`: the files below are still written, the code kept
-        _render_stdout(args, report)
+    with reader_may_leave(
+        env.stdout
+    ):  # `| head -1`: the files below are still written, the code kept
+        _render_stdout(args, report, env.stdout, color=not args.no_color and env.color())
     if args.junit:
         from envcheck.render.junit import write_junit
 
-        write_junit(report, args.junit)
-    if args.markdown or os.environ.get("GITHUB_ACTIONS") == "true":
+        write_junit(report, args.junit, env)
+    if args.markdown or env.env.get("GITHUB_ACTIONS") == "true":
         from envcheck.render.annotations import emit_ci_outputs
 
         # the runner reads workflow commands from stderr too, and stdout may be the JSON document
-        emit_ci_outputs(report, markdown_path=args.markdown, stream=sys.stderr)
+        emit_ci_outputs(report, markdown_path=args.markdown, stream=env.stderr, env=env)
 
 
-def _render_stdout(args: argparse.Namespace, report: Report) -> None:
+def _render_stdout(args: argparse.Namespace, report: Report, out: TextIO, *, color: bool) -> None:
     if args.json:
-        json.dump(report.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    elif _color(args):
+        json.dump(report.to_json(), out, indent=2)
+        out.write("\n")
+    elif color:
         from envcheck.render.text import render_rich
 
-        render_rich(report, sys.stdout, explain=args.explain)
+        render_rich(report, out, explain=args.explain)
     else:
         from envcheck.render.text import render_plain
 
-        render_plain(report, sys.stdout, explain=args.explain)
+        render_plain(report, out, explain=args.explain)
 
 
-def _color(args: argparse.Namespace) -> bool:
-    return not args.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
-
-
-def _save_baseline(args: argparse.Namespace, report: Report) -> None:
+def _save_baseline(args: argparse.Namespace, report: Report, env: Environment) -> None:
     if not args.save_baseline:
         return
     from envcheck.baseline_file import save_baseline
 
-    if not save_baseline(report, args.save_baseline):
-        print(f"envcheck: baseline not saved: the verdict is {report.verdict}", file=sys.stderr)
+    if not save_baseline(report, args.save_baseline, env):
+        print(f"envcheck: baseline not saved: the verdict is {report.verdict}", file=env.stderr)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 from envcheck.commands import add_choice_arguments
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
+    from envcheck.environment import Environment
     from envcheck.facts import HostFacts
     from envcheck.matrix.model import Matrix
     from envcheck.pull import PullPlan, PullResult
@@ -63,18 +63,19 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, env: Environment) -> int:
     """Under --json an error becomes the CLI's error document (envcheck.report.error_document)."""
     from envcheck.pull import PullPlan, plan_pull
     from envcheck.reference import parse_reference
     from envcheck.render.sanitize import visible
 
+    args.matrix = env.path(args.matrix) if args.matrix else None
     # The reference is validated before anything else touches the engine or a registry.
     named = parse_reference(args.image) if args.image else None
     host: HostFacts | None = None
     choice: ImageChoice | None = None
     if named is None:
-        matrix: Matrix | None = _load_matrix(args)
+        matrix: Matrix | None = _load_matrix(args, env)
         host, choice = _selected(args, matrix)  # type: ignore[arg-type]
         if choice.ref is None:
             return _no_image(choice)
@@ -83,29 +84,31 @@ def run(args: argparse.Namespace) -> int:
         ref = named
         # Mirrors and pins only exist for the matrix's own repositories: skip loading it (~0.2 s
         # of a pull's start-up) for any other image; the CUDA check loads it if it needs it.
-        matrix = _matrix_if_it_knows(args, ref)
+        matrix = _matrix_if_it_knows(args, ref, env)
     plan = plan_pull(ref, matrix) if matrix else PullPlan(ref)
     if args.dry_run:
-        return _dry_run(args, plan, choice)
-    result = _pull(args, plan, matrix, host)
+        return _dry_run(args, plan, choice, env)
+    result = _pull(args, plan, matrix, host, env)
     for warning in result.warnings:  # stderr, --json or not: stdout is the result alone
-        print(f"envcheck: warning: {visible(warning)}", file=sys.stderr)
+        print(f"envcheck: warning: {visible(warning)}", file=env.stderr)
     if args.json:
-        _print_json({"schema_version": JSON_SCHEMA_VERSION, **result.to_json()})
+        _print_json({"schema_version": JSON_SCHEMA_VERSION, **result.to_json()}, env)
     else:
         from envcheck.render.progress import result_text
 
-        print(result_text(result))
+        print(result_text(result), file=env.stdout)
     return int(ExitStatus.OK)
 
 
-def _load_matrix(args: argparse.Namespace) -> Matrix:
+def _load_matrix(args: argparse.Namespace, env: Environment) -> Matrix:
     from envcheck.matrix.load import load_matrix
 
-    return load_matrix(args.matrix)
+    return load_matrix(args.matrix, env.env)
 
 
-def _matrix_if_it_knows(args: argparse.Namespace, ref: Reference) -> Matrix | None:
+def _matrix_if_it_knows(
+    args: argparse.Namespace, ref: Reference, env: Environment
+) -> Matrix | None:
     """The matrix when `ref` is on one of its registries (for mirrors and pinned digests).
     Any other image is pulled without loading it: only the `[[registry]]` tables are read."""
     from envcheck.matrix.location import matrix_dir
@@ -113,17 +116,17 @@ def _matrix_if_it_knows(args: argparse.Namespace, ref: Reference) -> Matrix | No
     from envcheck.reference import is_valid_reference, parse_reference
 
     try:
-        doc = tomllib.loads((matrix_dir(args.matrix)[0] / "images.toml").read_text())
+        doc = tomllib.loads((matrix_dir(args.matrix, env.env)[0] / "images.toml").read_text())
     except (OSError, ValueError):  # unreadable, not UTF-8, not TOML
-        return _load_matrix(args)  # let the full load report what is wrong with the matrix
+        return _load_matrix(args, env)  # let the full load report what is wrong with the matrix
     tables = doc.get("registry")
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        return _load_matrix(args)
+        return _load_matrix(args, env)
     homes = [str(t.get("ref", "")) for t in tables]
     known = {
         (h.registry, h.repository) for h in map(parse_reference, filter(is_valid_reference, homes))
     }
-    return _load_matrix(args) if (ref.registry, ref.repository) in known else None
+    return _load_matrix(args, env) if (ref.registry, ref.repository) in known else None
 
 
 def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, ImageChoice]:
@@ -136,21 +139,35 @@ def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, Imag
 
 
 def _pull(
-    args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None, host: HostFacts | None
+    args: argparse.Namespace,
+    plan: PullPlan,
+    matrix: Matrix | None,
+    host: HostFacts | None,
+    env: Environment,
 ) -> PullResult:
     from envcheck.docker_adapter import connect
+    from envcheck.probe.endpoint import resolve_endpoint
     from envcheck.pull import pull_image
     from envcheck.render.progress import make_display
 
-    client = connect()  # daemon down or socket denied: exit 4 before any registry traffic
-    check = None if args.force else _cuda_check(args, plan, matrix, host)
+    client = connect(
+        resolve_endpoint(env.env)
+    )  # daemon down or socket denied: exit 4 before any registry traffic
+    check = None if args.force else _cuda_check(args, plan, matrix, host, env)
     return pull_image(
-        plan, client=client, check=check, display=make_display("none" if args.quiet else "auto")
+        plan,
+        client=client,
+        check=check,
+        display=make_display("none" if args.quiet else "auto", env.stderr),
     )
 
 
 def _cuda_check(
-    args: argparse.Namespace, plan: PullPlan, matrix: Matrix | None, host: HostFacts | None
+    args: argparse.Namespace,
+    plan: PullPlan,
+    matrix: Matrix | None,
+    host: HostFacts | None,
+    env: Environment,
 ) -> Any:
     """Refuse an image whose CUDA (tag, or config env) this host's driver cannot run."""
     from envcheck.image_checks import ImageRefused, cuda_claims, cuda_refusal
@@ -165,7 +182,7 @@ def _cuda_check(
             from envcheck.probe.interpreter import resolve_interpreter
 
             host = probe_host(resolve_interpreter(args.python))
-        matrix = matrix or _load_matrix(args)
+        matrix = matrix or _load_matrix(args, env)
         refusal = cuda_refusal(claims, host, matrix)
         if refusal:
             raise ImageRefused(
@@ -177,7 +194,9 @@ def _cuda_check(
     return check
 
 
-def _dry_run(args: argparse.Namespace, plan: PullPlan, choice: ImageChoice | None) -> int:
+def _dry_run(
+    args: argparse.Namespace, plan: PullPlan, choice: ImageChoice | None, env: Environment
+) -> int:
     doc: dict[str, Any] = {
         "schema_version": JSON_SCHEMA_VERSION,
         "dry_run": True,
@@ -190,18 +209,18 @@ def _dry_run(args: argparse.Namespace, plan: PullPlan, choice: ImageChoice | Non
         "rejected": [{"ref": r.ref, "reason": r.reason} for r in choice.rejected] if choice else [],
     }
     if args.json:
-        _print_json(doc)
+        _print_json(doc, env)
         return int(ExitStatus.OK)
     from envcheck.render.choice import rejected_lines, why_lines
 
-    print(f"would pull {doc['reference']}")
-    for line in why_lines(choice) if choice else [f"why: {doc['reason']}"]:
-        print(f"  {line}")
-    for mirror in doc["mirrors"]:
-        print(f"  mirror: {mirror}")
-    print(f"  pinned digest: {plan.pinned_digest or 'none (the registry’s digest is recorded)'}")
-    for line in rejected_lines(choice) if choice else []:
-        print(f"  {line}")
+    lines = [f"would pull {doc['reference']}"]
+    lines += [f"  {line}" for line in (why_lines(choice) if choice else [f"why: {doc['reason']}"])]
+    lines += [f"  mirror: {mirror}" for mirror in doc["mirrors"]]
+    lines.append(
+        f"  pinned digest: {plan.pinned_digest or 'none (the registry’s digest is recorded)'}"
+    )
+    lines += [f"  {line}" for line in (rejected_lines(choice) if choice else [])]
+    env.stdout.write("".join(f"{line}\n" for line in lines))
     return int(ExitStatus.OK)
 
 
@@ -214,6 +233,6 @@ def _no_image(choice: ImageChoice) -> int:
     )
 
 
-def _print_json(doc: dict[str, Any]) -> None:
-    json.dump(doc, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+def _print_json(doc: dict[str, Any], env: Environment) -> None:
+    json.dump(doc, env.stdout, indent=2)
+    env.stdout.write("\n")

@@ -10,15 +10,16 @@ With `--expect-hosts`, every listed host without a report is a named failure (ex
 from __future__ import annotations
 
 import argparse
+import errno
 import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
+    from envcheck.environment import Environment
     from envcheck.fleet import HostReport
 
 FILE_HINT = "each FILE must be the output of `envcheck doctor --json` (or a folder of them)"
@@ -63,36 +64,39 @@ def register(subparsers: Any) -> None:
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.fleet import merge_reports
     from envcheck.render.annotations import emit_fleet_ci_outputs
 
-    expected = read_expected_hosts(args.expect_hosts) if args.expect_hosts else None
-    paths, errors = expand_paths(args.files)
+    expected = (
+        read_expected_hosts(env.path(args.expect_hosts), env.stdin) if args.expect_hosts else None
+    )
+    paths, errors = expand_paths(args.files, env)
     hosts, unreadable = read_reports(paths)
     errors += unreadable
     for error in errors:
-        print(f"envcheck: error: {error}", file=sys.stderr)
+        print(f"envcheck: error: {error}", file=env.stderr)
     if not hosts and expected is None:
         raise UsageError(f"no report could be read ({len(errors)} file(s) failed)", hint=FILE_HINT)
     if errors:
-        print(f"hint: {FILE_HINT}; the other reports were merged", file=sys.stderr)
+        print(f"hint: {FILE_HINT}; the other reports were merged", file=env.stderr)
     summary = merge_reports(hosts, expected)
     for name in summary.missing:
-        print(f"envcheck: error: {name}: expected, but no report from it", file=sys.stderr)
+        print(f"envcheck: error: {name}: expected, but no report from it", file=env.stderr)
     if args.json:
         doc = summary.to_json() | {"errors": errors}
         doc["exit_code"] = _exit_code(summary.exit_code, errors)
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(doc, indent=2), file=env.stdout)
     else:
         from envcheck.render.table import print_fleet_table
 
-        print_fleet_table(summary, sys.stdout)
+        print_fleet_table(summary, env.stdout)
     if args.junit:
         from envcheck.render.junit import write_fleet_junit
 
-        write_fleet_junit([h.report for h in summary.hosts], args.junit)
-    emit_fleet_ci_outputs(summary, markdown_path=args.markdown, stream=sys.stderr)
+        write_fleet_junit([h.report for h in summary.hosts], env.path(args.junit), env)
+    markdown = env.path(args.markdown) if args.markdown else None
+    emit_fleet_ci_outputs(summary, markdown_path=markdown, stream=env.stderr, env=env)
     return _exit_code(summary.exit_code, errors)
 
 
@@ -100,12 +104,13 @@ def _exit_code(worst: int, errors: list[str]) -> int:
     return int(ExitStatus.USAGE) if errors else worst
 
 
-def expand_paths(names: list[str]) -> tuple[list[Path], list[str]]:
-    """A folder stands for its `*.json` files: thousands of node reports overflow a command line."""
+def expand_paths(names: list[str], env: Environment) -> tuple[list[Path], list[str]]:
+    """A folder stands for its `*.json` files: thousands of node reports overflow a command
+    line. Relative names are under `env.cwd`."""
     paths: list[Path] = []
     errors: list[str] = []
     for name in names:
-        path = Path(name)
+        path = Path(env.path(name))
         if not path.is_dir():
             paths.append(path)
         elif found := sorted(path.glob("*.json")):
@@ -115,12 +120,13 @@ def expand_paths(names: list[str]) -> tuple[list[Path], list[str]]:
     return paths, errors
 
 
-def read_expected_hosts(name: str) -> list[str]:
-    """The names in --expect-hosts FILE; an unreadable or malformed list is exit 2."""
+def read_expected_hosts(name: str, stdin: TextIO | None) -> list[str]:
+    """The names in --expect-hosts FILE (`-`: `stdin`); an unreadable or malformed list is
+    exit 2."""
     from envcheck.fleet import HostListError, parse_host_list
 
     try:
-        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        data = _read_stdin(stdin) if name == "-" else Path(name).read_bytes()
         return parse_host_list(data.decode("utf-8"))
     except OSError as e:
         raise UsageError(
@@ -132,6 +138,14 @@ def read_expected_hosts(name: str) -> list[str]:
         ) from e
     except HostListError as e:
         raise UsageError(f"--expect-hosts {name}: {e}", hint=HOSTS_HINT) from e
+
+
+def _read_stdin(stdin: TextIO | None) -> bytes:
+    if stdin is None:
+        raise OSError(errno.EBADF, "stdin is closed")
+    from envcheck.userfiles import stdin_bytes
+
+    return stdin_bytes(stdin)
 
 
 def read_reports(paths: list[Path]) -> tuple[list[HostReport], list[str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,10 @@ from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Row
 from envcheck.matrix.toml import tomllib
 
 
-def load_matrix(path: str | None = None) -> Matrix:
-    """Load and validate the matrix; raise `MatrixError` listing every problem found."""
-    root, origin = matrix_dir(path)
+def load_matrix(path: str | None = None, environ: Mapping[str, str] | None = None) -> Matrix:
+    """Load and validate the matrix (`environ`: where ENVCHECK_MATRIX is read, None: the
+    process's variables); raise `MatrixError` listing every problem found."""
+    root, origin = matrix_dir(path, environ)
     return _load(root, origin)
 
 

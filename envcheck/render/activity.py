@@ -16,32 +16,35 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import IO, Any
+from collections.abc import Callable, Mapping
+from typing import IO, TYPE_CHECKING, Any
 
 from envcheck.activity import NULL, ActivityDisplay
 from envcheck.errors import UsageError
-from envcheck.render.progress import DisplayKind, isatty
+from envcheck.render.progress import DisplayKind
 from envcheck.render.sanitize import visible
+
+if TYPE_CHECKING:
+    from envcheck.environment import Environment
 
 HEARTBEAT_ENV = "ENVCHECK_HEARTBEAT_S"
 HEARTBEAT_S = 10.0
 MAX_DETAIL = 160  # a workload line can be long (every library path it mapped)
 
 
-def make_activity_display(
-    kind: DisplayKind = "auto", stream: IO[str] | None = None
-) -> ActivityDisplay:
-    """`auto`: live on a terminal, plain lines otherwise; `none`: nothing (--quiet)."""
-    stream = stream or sys.stderr
+def make_activity_display(kind: DisplayKind, env: Environment) -> ActivityDisplay:
+    """On `env.stderr`. `auto`: live on a terminal, plain lines otherwise; `none`: nothing
+    (--quiet)."""
     if kind == "none":
         return NULL
     if kind == "auto":
-        kind = "rich" if isatty(stream) and os.environ.get("TERM") != "dumb" else "plain"
-    return RichActivity(stream) if kind == "rich" else PlainActivity(stream, heartbeat_interval())
+        kind = "rich" if env.live(env.stderr) else "plain"
+    if kind == "rich":
+        return RichActivity(env.stderr)
+    return PlainActivity(env.stderr, heartbeat_interval(env.env))
 
 
-def heartbeat_interval(environ: dict[str, str] | None = None) -> float:
+def heartbeat_interval(environ: Mapping[str, str] | None = None) -> float:
     """`ENVCHECK_HEARTBEAT_S` (seconds between heartbeat lines in a log), else 10."""
     text = (os.environ if environ is None else environ).get(HEARTBEAT_ENV)
     if text is None:

@@ -20,6 +20,7 @@ from envcheck.report import Report
 from envcheck.userfiles import append_output, write_output
 
 if TYPE_CHECKING:
+    from envcheck.environment import Environment
     from envcheck.fleet import FleetSummary
 
 # GitHub shows at most 10 error and 10 warning annotations per step and drops the rest silently
@@ -61,25 +62,31 @@ def fleet_annotations(summary: FleetSummary) -> list[str]:
     return _capped(problems)
 
 
-def emit_ci_outputs(report: Report, *, markdown_path: str | None, stream: TextIO) -> None:
-    """Write `--markdown FILE` if asked; under GitHub Actions also append the same Markdown to
-    the step summary and print the annotations on `stream` (the doctor passes stderr)."""
+def emit_ci_outputs(
+    report: Report, *, markdown_path: str | None, stream: TextIO, env: Environment | None = None
+) -> None:
+    """Write `--markdown FILE` if asked; under GitHub Actions (`env`'s variables, None: the
+    process's) also append the same Markdown to the step summary and print the annotations on
+    `stream` (the doctor passes stderr)."""
     image = report.image
     outputs = {
         "verdict": report.verdict,
         "image": (image.ref if image else None) or "",
         "image-digest": (image.digest if image else None) or "",
     }
-    _emit(render_markdown(report), github_annotations(report), outputs, markdown_path, stream)
+    _emit(render_markdown(report), github_annotations(report), outputs, markdown_path, stream, env)
 
 
 def emit_fleet_ci_outputs(
-    summary: FleetSummary, *, markdown_path: str | None, stream: TextIO
+    summary: FleetSummary,
+    *,
+    markdown_path: str | None,
+    stream: TextIO,
+    env: Environment | None = None,
 ) -> None:
     outputs = {"verdict": summary.verdict}
-    _emit(
-        render_fleet_markdown(summary), fleet_annotations(summary), outputs, markdown_path, stream
-    )
+    markdown = render_fleet_markdown(summary)
+    _emit(markdown, fleet_annotations(summary), outputs, markdown_path, stream, env)
 
 
 def _emit(
@@ -88,13 +95,15 @@ def _emit(
     outputs: dict[str, str],
     markdown_path: str | None,
     stream: TextIO,
+    env: Environment | None,
 ) -> None:
     if markdown_path:
-        write_output(markdown_path, markdown, flag="--markdown")
-    if not in_github_actions():
+        write_output(markdown_path, markdown, flag="--markdown", env=env)
+    environ = env.env if env else None
+    if not in_github_actions(environ):
         return
     lines = list(annotations)
-    for problem in (append_step_summary(markdown), append_step_outputs(outputs)):
+    for problem in (append_step_summary(markdown, environ), append_step_outputs(outputs, environ)):
         if problem:
             lines.append(f"::warning title=envcheck::{escape_data(problem)}")
     for line in lines:

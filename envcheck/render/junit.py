@@ -19,7 +19,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from datetime import timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck.findings import Finding
 from envcheck.fleet import report_time
@@ -27,13 +27,16 @@ from envcheck.render.sanitize import visible
 from envcheck.report import Report
 from envcheck.userfiles import write_output
 
+if TYPE_CHECKING:
+    from envcheck.environment import Environment
 
-def write_junit(report: Report, path: str) -> None:
-    write_output(path, junit_xml([report]), flag="--junit")
+
+def write_junit(report: Report, path: str, env: Environment | None = None) -> None:
+    write_output(path, junit_xml([report]), flag="--junit", env=env)
 
 
-def write_fleet_junit(reports: Sequence[Report], path: str) -> None:
-    write_output(path, junit_xml(reports), flag="--junit")
+def write_fleet_junit(reports: Sequence[Report], path: str, env: Environment | None = None) -> None:
+    write_output(path, junit_xml(reports), flag="--junit", env=env)
 
 
 def junit_xml(reports: Sequence[Report]) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import IO, Any, ClassVar, Literal, Protocol
 
 from envcheck import activity
+from envcheck.environment import isatty
 from envcheck.pull_events import LayerProgress, PullProgress
 from envcheck.render.sanitize import rich_safe, visible
 
@@ -241,13 +242,6 @@ def human_bytes(n: int | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1000
     return f"{value:.1f} GB"  # pragma: no cover
-
-
-def isatty(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def result_text(result: Any) -> str:
