@@ -13,7 +13,8 @@ from envcheck.commands.doctor import read_facts
 from envcheck.errors import UsageError
 from envcheck.facts import FactsError, HostFacts, host_from_document, to_dict
 from tests import report_samples as samples
-from tests.test_cli import envcheck, write
+from tests.inprocess import envcheck
+from tests.test_cli import write
 
 
 def good() -> dict[str, Any]:
@@ -106,7 +107,7 @@ def test_closed_stdin_with_facts_from_stdin_is_exit_2(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.test_cli import ENV
+    from tests.inprocess import ENV
 
     closed_stdin = (
         "import os, sys; os.close(0); from envcheck.cli import main; "

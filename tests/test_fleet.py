@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from junitparser import JUnitXml
 
-from envcheck import cli
 from envcheck.findings import fail, passed, warn
 from envcheck.fleet import (
     HostListError,
@@ -27,6 +27,7 @@ from envcheck.fleet import (
 from envcheck.render.table import fleet_table_text, host_list, print_fleet_table
 from envcheck.report import Report
 from tests import report_samples as samples
+from tests.inprocess import run_envcheck
 
 FLEET = [
     samples.healthy,
@@ -418,10 +419,12 @@ def test_a_long_host_list_is_cut_between_names_with_the_count_left():
 # ----------------------------------------------------------------------------- the command
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(["report", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+def _run(
+    capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None
+) -> tuple[int, str, str]:
+    """`envcheck report ARGV` in-process, under the variables as the test left them."""
+    r = run_envcheck(["report", *argv], env=os.environ, stdin=stdin)
+    return r.returncode, r.stdout, r.stderr
 
 
 @pytest.fixture(autouse=True)
@@ -729,9 +732,13 @@ def test_expect_hosts_on_the_command_line(tmp_path, capsys):
 
 
 def test_expect_hosts_from_stdin_and_in_the_json(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"gpu-node-1\ngpu-node-4\n")))
     code, out, _ = _run(
-        capsys, "--json", "--expect-hosts", "-", str(_write(tmp_path, samples.healthy()))
+        capsys,
+        "--json",
+        "--expect-hosts",
+        "-",
+        str(_write(tmp_path, samples.healthy())),
+        stdin="gpu-node-1\ngpu-node-4\n",
     )
     doc = json.loads(out)
     assert code == doc["exit_code"] == 1

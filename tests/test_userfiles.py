@@ -8,14 +8,17 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from envcheck.errors import EnvironmentProblem, UsageError
 from envcheck.userfiles import append_output, read_json, write_output
 from tests import scenarios as s
-from tests.test_cli import ENV, envcheck, write
+from tests.inprocess import ENV, envcheck, envcheck_process
+from tests.test_cli import write
 
 
 def test_a_regular_file_is_replaced_atomically_with_the_umask_mode(tmp_path: Path) -> None:
@@ -123,9 +126,12 @@ def facts(tmp_path: Path) -> str:
     )
 
 
-@pytest.mark.parametrize("path", ["-", "/dev/stdout"])
-def test_markdown_to_stdout_prints_it(facts: str, path: str) -> None:
-    r = envcheck("doctor", "--facts", facts, "--no-color", "--markdown", path)
+@pytest.mark.parametrize(
+    ("path", "run"), [("-", envcheck), ("/dev/stdout", envcheck_process)], ids=["dash", "dev"]
+)
+def test_markdown_to_stdout_prints_it(facts: str, path: str, run: Callable[..., Any]) -> None:
+    """`/dev/stdout` is the process's own: a process of its own shows it is recognised."""
+    r = run("doctor", "--facts", facts, "--no-color", "--markdown", path)
     assert r.returncode == 1, r.stderr
     assert "## ❌ envcheck: **fail**" in r.stdout and "Verdict: FAIL" in r.stdout
 
