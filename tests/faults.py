@@ -25,14 +25,11 @@ from envcheck.errors import EnvcheckError
 from envcheck.facts import FactsError, HostFacts, host_from_document, to_dict
 from envcheck.findings import Finding
 from envcheck.matrix.model import Matrix
+from tests import inprocess
+from tests.inprocess import Result, run_envcheck
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = {
-    k: v
-    for k, v in os.environ.items()
-    if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "NO_COLOR")
-}
-ENV["ENVCHECK_CACHE_DIR"] = ""
+ENV = {**inprocess.ENV, "ENVCHECK_CACHE_DIR": ""}
 
 
 @dataclass
@@ -477,8 +474,9 @@ def _devices() -> dict[str, tuple[int, int]]:
     }
 
 
-def run_cli_case(case: CliCase, tmp: Path) -> subprocess.CompletedProcess[str]:
-    """Run one CLI case in `tmp` (its cwd); record it in TALLY and return the process."""
+def run_cli_case(case: CliCase, tmp: Path) -> subprocess.CompletedProcess[str] | Result:
+    """Run one CLI case in `tmp` (its cwd), in-process unless it is about the process (its
+    streams, its locale, `/dev/stdout`); record it in TALLY and return what it left."""
     facts = tmp / "good-facts.json"
     facts.write_text(good_facts_text())
     if case.setup:
@@ -488,7 +486,10 @@ def run_cli_case(case: CliCase, tmp: Path) -> subprocess.CompletedProcess[str]:
     named = {a for a in args if a.startswith(str(tmp))}
     before, devices = _snapshot(tmp), _devices()
     cmd = [sys.executable, "-m", "envcheck", *args]
-    if case.shell:
+    r: subprocess.CompletedProcess[str] | Result
+    if not (case.shell or case.env or {"/dev/stdout", "/dev/stderr"} & set(args)):
+        r = run_envcheck(args, env=env, cwd=tmp)  # a case about the process's streams: below
+    elif case.shell:
         line = " ".join(_quote(c) for c in cmd) + f" {case.shell}"
         r = subprocess.run(
             ["sh", "-c", line],
