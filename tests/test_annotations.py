@@ -6,8 +6,6 @@ import io
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from envcheck.render.annotations import (
 )
 from envcheck.render.markdown import render_markdown
 from tests import report_samples as samples
+from tests.inprocess import Result, run_envcheck
 
 COMMAND = re.compile(r"^::(error|warning|notice)(?: (?P<props>[^:]*))?::(?P<data>.*)$")
 
@@ -179,17 +178,12 @@ def test_step_outputs_that_cannot_be_written_are_a_warning(github, monkeypatch, 
     assert level == "warning" and message.startswith("cannot write the step outputs")
 
 
-def _doctor(tmp_path: Path, *flags: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _doctor(tmp_path: Path, *flags: str, env: dict[str, str]) -> Result:
     facts = tmp_path / "facts.json"
     report = samples.driver_upgraded_without_reboot()
     facts.write_text(json.dumps(report.to_json()), encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, "-m", "envcheck", "doctor", "--facts", str(facts), "--expect-gpu", *flags],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, **env},
+    return run_envcheck(
+        ["doctor", "--facts", str(facts), "--expect-gpu", *flags], env={**os.environ, **env}
     )
 
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ from envcheck.errors import UsageError
 from envcheck.facts import DriverFacts, GpuFacts, PaddleFacts
 from envcheck.report import SCHEMA_VERSION, Report
 from tests import report_samples as samples
+from tests.inprocess import ENV, Result, run_envcheck
 
 FACT_KEYS = [f.key for f in FACTS]
 
@@ -262,14 +260,9 @@ def test_parse_baseline_accepts_its_own_output():
     assert parse_baseline(doc) == doc
 
 
-def _doctor(facts: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "envcheck", "doctor", "--facts", str(facts), "--json", *flags],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "GITHUB_ACTIONS": ""},
+def _doctor(facts: Path, *flags: str) -> Result:
+    return run_envcheck(
+        ["doctor", "--facts", str(facts), "--json", *flags], env={**ENV, "GITHUB_ACTIONS": ""}
     )
 
 
