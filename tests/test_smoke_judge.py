@@ -578,3 +578,46 @@ def test_driver_error_found_whatever_the_device_error_says_first(
         judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback"
     )
     assert fallback.observed["cause"] == "driver-error" and "CUDA error(35)" in fallback.message
+
+
+def _run_error_without_message(doc: dict[str, Any]) -> None:
+    doc["runs"][0] = {k: doc["runs"][0][k] for k in ("device_requested", "device_used")}
+    doc["runs"][0].update(device_error=None, error={"type": "OSError", "phase": "train"})
+
+
+WRONG_TYPED = [
+    (_run_error_without_message, "result.runs[0].error: missing 'message'"),
+    (
+        lambda doc: doc["env"].update(CUDA_VISIBLE_DEVICES=0),
+        "result.env.CUDA_VISIBLE_DEVICES: expected str or null, got int",
+    ),
+    (
+        lambda doc: doc["runs"][0].update(compare_cpu={"error": "boom"}),
+        "result.runs[0].compare_cpu.error: expected an object or null, got str",
+    ),
+    (
+        lambda doc: doc["runs"][0]["checks"][3].update(ok="yes"),
+        "result.runs[0].checks[3].ok: expected bool, got str",
+    ),
+    (lambda doc: doc.update(device_capabilities=[8.6]), "device_capabilities[0]: expected str"),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    WRONG_TYPED,
+    ids=["error-without-message", "env-number", "compare-error-text", "ok-text", "cc-number"],
+)
+def test_a_wrong_typed_field_in_the_result_line_is_bad_output_not_a_traceback(
+    mutate: Any, message: str
+) -> None:
+    """The line is hostile input: each of these reached a rule as a KeyError/AttributeError
+    (exit 3) while the validator checked only that `error`, `env` or `compare_cpu` were objects."""
+    from envcheck.smoke.check import outcome_of
+
+    doc = rec.gpu_build_fell_back("no CUDA-capable device is detected")
+    mutate(doc)
+    raw = RawRun(exit_code=0, stdout=json.dumps(doc).encode(), stderr="", duration_s=1.0)
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome_of(raw, NVML_ABSENT))
+    assert ids(findings) == ["smoke.bad-output"]
+    assert message in findings[0].message

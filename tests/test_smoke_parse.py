@@ -50,7 +50,7 @@ def _mutated(**changes: object) -> bytes:
         ),
         (_mutated(steps=True), "runs[0].steps: expected int, got a boolean"),
         (_mutated(param_places={}), "non-empty object of strings"),
-        (_mutated(losses=[0.6, "x"]), "losses[1]: not a number"),
+        (_mutated(losses=[0.6, "x"]), "runs[0].losses[1]: expected number or null, got str"),
         (
             json.dumps(
                 {k: v for k, v in rec.result().items() if k != "compiled_with_cuda"}

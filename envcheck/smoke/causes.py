@@ -4,7 +4,7 @@ first, each with its fix; and the fix Paddle's recognised warning lines point at
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from envcheck.findings import Finding, fail
 from envcheck.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX
@@ -12,12 +12,10 @@ from envcheck.report import CPU_FALLBACK_ID
 from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE
 from envcheck.smoke.known_answers import where as _where
 from envcheck.smoke.plan import Plan
-from envcheck.smoke.protocol import scan_paddle_warnings
+from envcheck.smoke.protocol import PaddleWarning, RunResult, SmokeResult, scan_paddle_warnings
 
 
-def fallback_causes(
-    plan: Plan, result: dict[str, Any], run: dict[str, Any]
-) -> list[tuple[str, str, str]]:
+def fallback_causes(plan: Plan, result: SmokeResult, run: RunResult) -> list[tuple[str, str, str]]:
     """[(cause id, what was seen, the fix)], most likely first."""
     causes: list[tuple[str, str, str]] = []
     lines = [w["text"] for w in result["warnings"]] + [
@@ -85,7 +83,7 @@ def fallback_causes(
     return causes
 
 
-def hidden_by_env(plan: Plan, env: dict[str, Any]) -> tuple[str, str, str] | None:
+def hidden_by_env(plan: Plan, env: Mapping[str, str | None]) -> tuple[str, str, str] | None:
     """CUDA_VISIBLE_DEVICES="" / -1 hides every GPU (compat_facts 7 row 7); so does
     NVIDIA_VISIBLE_DEVICES=void|none in a container (NVIDIA Container Toolkit docs:
     https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html)."""
@@ -123,7 +121,7 @@ def cpu_build_fix(plan: Plan) -> str:
     return f"install the GPU build in {plan.python}: `{plan.pip_command}` ({INSTALL_GPU_PADDLE})"
 
 
-def driver_fix(plan: Plan, result: dict[str, Any]) -> str:
+def driver_fix(plan: Plan, result: SmokeResult) -> str:
     cuda = result.get("cuda_version")
     need = f" that supports CUDA {cuda}" if cuda and cuda != "False" else ""
     probe = (
@@ -144,7 +142,7 @@ def no_gpu_fix(plan: Plan) -> str:
     return "check `nvidia-smi`, that the driver is loaded, and that /dev/nvidia* is readable by you"
 
 
-def cpu_fallback(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) -> Finding:
+def cpu_fallback(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Finding:
     causes = fallback_causes(plan, result, runs[0])
     asked = ", ".join(f"{r['device_requested']}→{r['device_used']}" for r in runs)
     seen = "; also ".join(text for _, text, _ in causes)
@@ -162,7 +160,7 @@ def cpu_fallback(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]])
     )
 
 
-def fix_from_warnings(warnings: list[dict[str, str]], plan: Plan | None) -> str | None:
+def fix_from_warnings(warnings: list[PaddleWarning], plan: Plan | None) -> str | None:
     kinds = [w["kind"] for w in warnings]
     if "arch-mismatch" in kinds:
         return (

@@ -25,6 +25,7 @@ from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result
 from envcheck.smoke.plan import Outcome, Plan, in_process_plan, plan_smoke
 from envcheck.smoke.verdict import gpu_refused, image_unavailable, judge
+from envcheck.smoke.witness import NvmlSummary
 
 # Tests only: run another script file instead of workload.py (a crash, garbage, megabytes, a
 # hang), in a real container or subprocess, to prove each failure path end to end.
@@ -147,7 +148,7 @@ def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str 
     return outcome_of(raw, nvml)
 
 
-def _run_spec(client: Any, spec: Any) -> tuple[RawRun, dict[str, Any]]:
+def _run_spec(client: Any, spec: Any) -> tuple[RawRun, NvmlSummary]:
     from envcheck.smoke.container import SmokeContainer
     from envcheck.smoke.sampler import NvmlSampler
 
@@ -173,7 +174,7 @@ def run_in_process(plan: Plan, options: SmokeOptions) -> Outcome:
     return outcome_of(raw, sampler.summary())
 
 
-def outcome_of(raw: RawRun, nvml: dict[str, Any]) -> Outcome:
+def outcome_of(raw: RawRun, nvml: NvmlSummary) -> Outcome:
     if raw.timed_out or raw.stdout_overflow:
         return Outcome(raw, None, None, nvml)
     try:

@@ -9,7 +9,9 @@ from envcheck.smoke.loaded import loaded_libraries
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.pieces import PIECE_IDS
 from envcheck.smoke.plan import Outcome, Plan
+from envcheck.smoke.protocol import RunResult
 from envcheck.smoke.verdict import host_gpu, judge, on_gpu, witnesses
+from envcheck.smoke.witness import GpuSummary, NvmlSummary
 
 RUN_KEYS = (
     "device_requested",
@@ -38,8 +40,6 @@ RUN_KEYS = (
     "train_window",
     "error",
 )
-# The sampler's time series stay out of the report: each run's `witness` says what they showed.
-SERIES_KEYS = ("series", "process_util")
 PADDLE_KEYS = (
     "paddle_version",
     "python",
@@ -109,7 +109,7 @@ def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
     return doc
 
 
-def _run_document(plan: Plan, run: dict[str, Any], nvml: dict[str, Any]) -> dict[str, Any]:
+def _run_document(plan: Plan, run: RunResult, nvml: NvmlSummary) -> dict[str, Any]:
     host = host_gpu(plan, run)
     gpus = _without_series(nvml).get("gpus", {})
     seen = witnesses(plan, [run], nvml).get(run["device_used"]) if not run["error"] else None
@@ -121,12 +121,20 @@ def _run_document(plan: Plan, run: dict[str, Any], nvml: dict[str, Any]) -> dict
     }
 
 
-def _without_series(nvml: dict[str, Any]) -> dict[str, Any]:
-    gpus = {
-        index: {k: v for k, v in trace.items() if k not in SERIES_KEYS}
-        for index, trace in (nvml.get("gpus") or {}).items()
-    }
-    return nvml | {"gpus": gpus} if "gpus" in nvml else nvml
+def _without_series(nvml: NvmlSummary) -> NvmlSummary:
+    """The sampler's time series stay out of the report: each run's `witness` says what they
+    showed."""
+    out = nvml.copy()
+    if "gpus" in nvml:
+        out["gpus"] = {index: _no_series(trace) for index, trace in nvml["gpus"].items()}
+    return out
+
+
+def _no_series(trace: GpuSummary) -> GpuSummary:
+    kept = trace.copy()
+    kept.pop("series", None)
+    kept.pop("process_util", None)
+    return kept
 
 
 def _container_info(raw: RawRun) -> dict[str, Any]:

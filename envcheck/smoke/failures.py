@@ -12,7 +12,7 @@ from envcheck.smoke.causes import fix_from_warnings
 from envcheck.smoke.known_answers import where as _where
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Plan
-from envcheck.smoke.protocol import scan_paddle_warnings
+from envcheck.smoke.protocol import RunResult, SmokeResult, WorkloadError, scan_paddle_warnings
 
 LEARNED_RATIO = 0.9  # loss_end must be below 90% of loss_start: measured 0.69 -> ~0.5 on CPU
 
@@ -86,7 +86,7 @@ def bad_output(plan: Plan, raw: RawRun, problem: str) -> Finding:
     )
 
 
-def crashed(plan: Plan, raw: RawRun, result: dict[str, Any] | None, problem: str | None) -> Finding:
+def crashed(plan: Plan, raw: RawRun, result: SmokeResult | None, problem: str | None) -> Finding:
     tail = log_tail(raw.stderr)
     how = f"exited with status {raw.exit_code}"
     if raw.oom_killed:
@@ -108,13 +108,12 @@ def crashed(plan: Plan, raw: RawRun, result: dict[str, Any] | None, problem: str
     )
 
 
-def setup_failed(plan: Plan, raw: RawRun, result: dict[str, Any]) -> Finding:
-    error = result["error"]
+def setup_failed(plan: Plan, raw: RawRun, result: SmokeResult, error: WorkloadError) -> Finding:
+    """The smoke died before training (`error`: the result's)."""
     if error.get("phase") == "import" and plan.mode == "in-process":
         return warn(
             "smoke.not-run",
-            f"Paddle cannot be imported by {plan.python}: "
-            f"{error.get('type')}: {error.get('message')}",
+            f"Paddle cannot be imported by {plan.python}: {error['type']}: {error['message']}",
             fix=f"install Paddle in {plan.python} or run the smoke in a container",
             layer="smoke",
         )
@@ -122,7 +121,7 @@ def setup_failed(plan: Plan, raw: RawRun, result: dict[str, Any]) -> Finding:
     return fail(
         "smoke.crashed",
         f"the smoke in {_where(plan)} failed while {error.get('phase')}: "
-        f"{error.get('type')}: {first_line(error.get('message'))}{tail_text(tail)}",
+        f"{error['type']}: {first_line(error['message'])}{tail_text(tail)}",
         fix=fix_from_warnings(result["warnings"], plan) or "read the traceback in the log",
         layer="smoke",
         exit_code=raw.exit_code,
@@ -131,25 +130,23 @@ def setup_failed(plan: Plan, raw: RawRun, result: dict[str, Any]) -> Finding:
     )
 
 
-def run_crashed(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) -> Finding:
+def run_crashed(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Finding:
+    crashed = [(r, r["error"]) for r in runs if r["error"] is not None]
     parts = [
-        f"{r['device_requested']} ({r['device_used']}): {r['error']['type']}: "
-        f"{first_line(r['error']['message'])}"
-        for r in runs
+        f"{r['device_requested']} ({r['device_used']}): {e['type']}: {first_line(e['message'])}"
+        for r, e in crashed
     ]
-    known = result["warnings"] + scan_paddle_warnings(
-        "\n".join(r["error"]["message"] for r in runs)
-    )
+    known = result["warnings"] + scan_paddle_warnings("\n".join(e["message"] for _, e in crashed))
     return fail(
         "smoke.crashed",
         f"training failed in {_where(plan)} on " + "; ".join(parts),
         fix=fix_from_warnings(known, plan) or "read the traceback in the smoke JSON (`--json`)",
         layer="smoke",
-        errors=[r["error"] for r in runs],
+        errors=[e for _, e in crashed],
     )
 
 
-def not_learning(plan: Plan, runs: list[dict[str, Any]]) -> Finding:
+def not_learning(plan: Plan, runs: list[RunResult]) -> Finding:
     parts = [f"{r['device_used']}: loss {r['loss_start']} → {r['loss_end']}" for r in runs]
     return fail(
         "smoke.not-learning",

@@ -15,7 +15,13 @@ from typing import Any
 from envcheck.findings import Finding, fail
 from envcheck.report import WRONG_RESULTS_ID
 from envcheck.smoke.plan import Plan
-from envcheck.smoke.protocol import scan_paddle_warnings
+from envcheck.smoke.protocol import (
+    KnownAnswer,
+    RunResult,
+    SmokeResult,
+    WorkloadError,
+    scan_paddle_warnings,
+)
 from envcheck.smoke.witness import Witness
 
 INSTALL_GPU_PADDLE = "https://www.paddlepaddle.org.cn/en/install/quick"
@@ -24,11 +30,16 @@ INSTALL_GPU_PADDLE = "https://www.paddlepaddle.org.cn/en/install/quick"
 LIBRARY = {"matmul": "cuBLAS", "conv1d": "cuDNN"}
 
 
-def failed_checks(run: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for c in run.get("checks") or [] if not c.get("ok")]
+def failed_checks(run: RunResult) -> list[KnownAnswer]:
+    return [c for c in run.get("checks") or [] if not c["ok"]]
 
 
-def loss_problems(run: dict[str, Any]) -> list[str]:
+def errors_of(runs: list[RunResult]) -> list[WorkloadError]:
+    """The errors of the crashed ones among `runs`."""
+    return [r["error"] for r in runs if r["error"] is not None]
+
+
+def loss_problems(run: RunResult) -> list[str]:
     """A loss that is NaN/Inf, starts at exactly 0.0, stays at 0.0 or never changes."""
     check = run.get("loss_check")
     if run.get("error") or not check:
@@ -45,14 +56,14 @@ def loss_problems(run: dict[str, Any]) -> list[str]:
     return problems
 
 
-def is_wrong(run: dict[str, Any]) -> bool:
+def is_wrong(run: RunResult) -> bool:
     return bool(failed_checks(run) or loss_problems(run))
 
 
 def wrong_results(
     plan: Plan,
-    result: dict[str, Any],
-    runs: list[dict[str, Any]],
+    result: SmokeResult,
+    runs: list[RunResult],
     witnesses: dict[str, Witness],
 ) -> Finding:
     """One finding for every run whose numbers were wrong, with the likely cause and its fix."""
@@ -69,7 +80,7 @@ def wrong_results(
     )
 
 
-def _run_text(run: dict[str, Any], seen: Witness | None) -> str:
+def _run_text(run: RunResult, seen: Witness | None) -> str:
     wrong = failed_checks(run)
     by_op: dict[str, list[str]] = {}
     for check in wrong:
@@ -90,9 +101,7 @@ def _run_text(run: dict[str, Any], seen: Witness | None) -> str:
     return text
 
 
-def likely_cause(
-    plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]
-) -> tuple[str, str, str]:
+def likely_cause(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> tuple[str, str, str]:
     """(cause id, the facts that point to it, the fix), from Paddle's own lines and the ops."""
     kinds = {w["kind"] for w in result.get("warnings") or []}
     texts = [w["text"] for w in result.get("warnings") or []]
@@ -109,7 +118,7 @@ def likely_cause(
                 'paddlepaddle`) and run `python -c "import paddle; paddle.utils.run_check()"`'
             ),
         )
-    capabilities = ", ".join(result.get("device_capabilities") or []) or "unknown"
+    capabilities = ", ".join(c or "?" for c in result.get("device_capabilities") or []) or "unknown"
     build = f"Paddle {result['paddle_version']} (CUDA {result.get('cuda_version')}, cuDNN {result.get('cudnn_version')})"
     arch = [t for t in texts if "arch-mismatch" in _kinds_of(t)]
     if arch or len(ops) >= 3:

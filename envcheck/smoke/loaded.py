@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from envcheck.facts import HostFacts, LibraryFacts
 from envcheck.findings import Finding, fail, warn
-from envcheck.judge import REBOOT_FIX
+from envcheck.fixes import REBOOT_FIX
 from envcheck.smoke.known_answers import install_fix, where
 from envcheck.smoke.plan import Plan
+from envcheck.smoke.protocol import LoadedLibrary, SmokeResult
 from envcheck.versions import VersionParseError, cuda_version_from_int, cudnn_version_from_int
 
 # Libraries whose major version is the CUDA major they were built for (cuBLAS 11.x ships with
@@ -48,15 +49,29 @@ NVML_UNKNOWN_FIX = (
 )
 
 
-def loaded_libraries(result: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+class _Mapped(TypedDict):
+    name: str
+    path: str
+    version: str | None
+    source: str
+    version_from: str | None  # "cudnnGetVersion()", "file name", None: unknown
+
+
+class MappedLibrary(_Mapped, total=False):
+    """A library the smoke process mapped, with its version decoded: the report's entry."""
+
+    cuda_api: str | None  # libcuda: the CUDA API its cuDriverGetVersion() serves
+
+
+def loaded_libraries(result: SmokeResult | None) -> list[MappedLibrary] | None:
     """The report's `smoke.loaded_libraries`: {name, path, version, source, version_from} per
     mapped library (None: the workload reported nothing, e.g. it never started)."""
-    if not result or not isinstance(result.get("loaded_libraries"), list):
+    if not result or "loaded_libraries" not in result:
         return None
     return [_describe(lib) for lib in result["loaded_libraries"]]
 
 
-def _describe(lib: dict[str, Any]) -> dict[str, Any]:
+def _describe(lib: LoadedLibrary) -> MappedLibrary:
     called = _decoded(lib)
     match = _FILE_VERSION.search(str(lib["path"]))
     named = match.group(1) if match else None
@@ -68,19 +83,21 @@ def _describe(lib: dict[str, Any]) -> dict[str, Any]:
 
 
 def _entry(
-    lib: dict[str, Any], version: str | None, how: str | None, **more: Any
-) -> dict[str, Any]:
-    return {
-        "name": lib["name"],
-        "path": lib["path"],
-        "version": version,
-        "source": lib["source"],
-        "version_from": how,
-        **more,
-    }
+    lib: LoadedLibrary, version: str | None, how: str | None, cuda_api: str | None = None
+) -> MappedLibrary:
+    entry = MappedLibrary(
+        name=lib["name"],
+        path=lib["path"],
+        version=version,
+        source=lib["source"],
+        version_from=how,
+    )
+    if lib["name"] == "libcuda":
+        entry["cuda_api"] = cuda_api
+    return entry
 
 
-def _decoded(lib: dict[str, Any]) -> str | None:
+def _decoded(lib: LoadedLibrary) -> str | None:
     raw = lib.get("raw")
     try:
         if isinstance(raw, list) and raw and all(isinstance(v, int) for v in raw):
@@ -99,7 +116,7 @@ def _decoded(lib: dict[str, Any]) -> str | None:
     return None
 
 
-def loaded_findings(host: HostFacts, plan: Plan, result: dict[str, Any] | None) -> list[Finding]:
+def loaded_findings(host: HostFacts, plan: Plan, result: SmokeResult | None) -> list[Finding]:
     """The loaded libraries against the build, the host probe and the kernel module."""
     libs = loaded_libraries(result)
     if libs is None or result is None:
@@ -112,7 +129,7 @@ def loaded_findings(host: HostFacts, plan: Plan, result: dict[str, Any] | None) 
     return findings
 
 
-def loaded_summary(result: dict[str, Any]) -> str | None:
+def loaded_summary(result: SmokeResult) -> str | None:
     """The smoke pass's words for what was mapped; None when the workload reported nothing."""
     libs = loaded_libraries(result)
     if libs is None:
@@ -135,11 +152,11 @@ def _major_minor(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split(".")[:2] if x.isdigit())
 
 
-def _where(lib: dict[str, Any]) -> str:
+def _where(lib: MappedLibrary) -> str:
     return f"{lib['name']} {lib['version'] or '(version unknown)'} from {lib['path']} ({lib['source']})"
 
 
-def _against_build(plan: Plan, result: dict[str, Any], libs: list[dict[str, Any]]) -> list[Finding]:
+def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -> list[Finding]:
     found = []
     build = f"Paddle {result.get('paddle_version')} (CUDA {result.get('cuda_version')}, cuDNN {result.get('cudnn_version')})"
     cudnn = str(result.get("cudnn_version") or "")
@@ -148,7 +165,7 @@ def _against_build(plan: Plan, result: dict[str, Any], libs: list[dict[str, Any]
     older = [
         lib
         for lib in dnn
-        if lib not in wrong and _major_minor(lib["version"]) < _major_minor(cudnn)
+        if lib not in wrong and _major_minor(lib["version"] or "") < _major_minor(cudnn)
     ]
     if _major(cudnn) is not None and (wrong or older):
         severity = fail if wrong else warn
@@ -187,7 +204,7 @@ def _against_build(plan: Plan, result: dict[str, Any], libs: list[dict[str, Any]
     return found
 
 
-def _library_fix(plan: Plan, lib: dict[str, Any], what: str) -> str:
+def _library_fix(plan: Plan, lib: MappedLibrary, what: str) -> str:
     """Stop the wrong copy from winning, then provide the right one."""
     folder = posixpath.dirname(str(lib["path"]))
     first = {
@@ -201,7 +218,7 @@ def _library_fix(plan: Plan, lib: dict[str, Any], what: str) -> str:
 
 
 def _against_probe(
-    plan: Plan, name: str, title: str, probed: LibraryFacts, libs: list[dict[str, Any]]
+    plan: Plan, name: str, title: str, probed: LibraryFacts, libs: list[MappedLibrary]
 ) -> list[Finding]:
     """The copy the host probe said a Paddle process would load, against the one it did load."""
     loaded = next((lib for lib in libs if lib["name"] == name), None)
@@ -224,7 +241,7 @@ def _against_probe(
     ]
 
 
-def _shadow_fix(loaded: dict[str, Any], probed: LibraryFacts) -> str:
+def _shadow_fix(loaded: MappedLibrary, probed: LibraryFacts) -> str:
     folder = posixpath.dirname(str(loaded["path"]))
     if loaded["source"] == "LD_LIBRARY_PATH":
         return f"remove {folder} from LD_LIBRARY_PATH so the copy in {posixpath.dirname(probed.path or '')} wins"
@@ -238,7 +255,7 @@ def _shadow_fix(loaded: dict[str, Any], probed: LibraryFacts) -> str:
 
 
 def _against_kernel_module(
-    host: HostFacts, plan: Plan, result: dict[str, Any], libs: list[dict[str, Any]]
+    host: HostFacts, plan: Plan, result: SmokeResult, libs: list[MappedLibrary]
 ) -> list[Finding]:
     module = host.driver.kernel_module
     found = []
@@ -259,13 +276,14 @@ def _against_kernel_module(
                 loaded=lib,
             )
         )
-    check = result.get("driver_check") or {}
+    check = result.get("driver_check")
+    nvml_error = check["error"] if check else None
     # In-process, the host's own NVML probe already reported a mismatch (driver.version-mismatch).
     said = plan.mode == "in-process" and host.driver.error == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
     stale = [lib for lib in driver if lib["source"] != "compat" and lib["version"] != module]
-    rm_error = check.get("error") == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+    rm_error = nvml_error == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
     if module and (stale or rm_error) and not said:
-        seen = "; ".join(_where(lib) for lib in stale) or f"NVML said {check.get('error')}"
+        seen = "; ".join(_where(lib) for lib in stale) or f"NVML said {nvml_error}"
         injected = " (injected by the NVIDIA runtime)" if plan.mode == "container" else ""
         found.append(
             fail(
@@ -276,15 +294,15 @@ def _against_kernel_module(
                 layer="smoke",
                 kernel_module=module,
                 loaded=stale,
-                nvml=check or None,
+                nvml=check,
             )
         )
-    if check.get("error") == "NVML_ERROR_UNKNOWN" and plan.mode == "container":
+    if check and nvml_error == "NVML_ERROR_UNKNOWN" and plan.mode == "container":
         found.append(
             fail(
                 "smoke.nvml-unknown-error",
-                f"NVML: Unknown Error in {where(plan)}: nvmlInit returned {check.get('init')} "
-                f"from {check.get('library')}",
+                f"NVML: Unknown Error in {where(plan)}: nvmlInit returned {check['init']} "
+                f"from {check['library']}",
                 fix=NVML_UNKNOWN_FIX,
                 layer="smoke",
                 nvml=check,

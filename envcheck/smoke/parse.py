@@ -14,9 +14,16 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
-from envcheck.smoke.protocol import SCHEMA
+from envcheck.smoke.protocol import (
+    SCHEMA,
+    PaddleBuild,
+    RunResult,
+    SmokeResult,
+    TrainedRun,
+    _ResultRequired,
+)
 
 MAX_STDOUT = 256 * 1024  # the real line is ~3 KB per device; 256 KiB leaves room for many GPUs
 STDERR_TAIL = 64 * 1024
@@ -93,7 +100,7 @@ class BadOutput(ValueError):
     """The workload's stdout is not the one JSON line it must print."""
 
 
-def parse_result(stdout: bytes) -> dict[str, Any]:
+def parse_result(stdout: bytes) -> SmokeResult:
     """The workload's JSON object, validated; `BadOutput` saying what is wrong otherwise."""
     text = stdout.decode("utf-8", "replace")
     lines = [line for line in text.splitlines() if line.strip()]
@@ -107,8 +114,7 @@ def parse_result(stdout: bytes) -> dict[str, Any]:
         doc = json.loads(lines[0], parse_constant=_reject_constant)
     except (json.JSONDecodeError, ValueError) as e:
         raise BadOutput(f"stdout is not JSON ({e}): {_preview(lines[0])}") from e
-    validate(doc)
-    return doc  # type: ignore[no-any-return]
+    return validate(doc)
 
 
 def _reject_constant(name: str) -> Any:
@@ -119,146 +125,106 @@ def _preview(line: str, limit: int = 120) -> str:
     return repr(line[:limit] + ("…" if len(line) > limit else ""))
 
 
-# Expected types, by key. `float` accepts ints too; a tuple allows None.
-_NUM = (int, float)
-_TOP = {"schema": str, "error": (dict, type(None)), "runs": list, "warnings": list}
-_BUILD = {
-    "paddle_version": str,
-    "compiled_with_cuda": bool,
-    "cuda_device_count": (int, type(None)),
-    "device_capabilities": list,
-    "default_device": str,
-    "env": dict,
-}
-_RUN = {
-    "device_requested": str,
-    "device_used": str,
-    "device_error": (str, type(None)),
-    "error": (dict, type(None)),
-}
-_TRAINED = {
-    "steps": int,
-    "batch_size": int,
-    "param_places": dict,
-    "logits_place": str,
-    "loss_start": (*_NUM, type(None)),
-    "loss_end": (*_NUM, type(None)),
-    "losses": list,
-    "first_step_s": _NUM,
-    "steps_per_s": (*_NUM, type(None)),
-    "peak_gpu_mem_bytes": (int, type(None)),
-    "amp": dict,
-    "checks": list,
-    "loss_check": dict,
-    "train_window": dict,
-}
-# The known answers (issue 16): a trained run without them proves nothing about its numbers.
-_CHECK = {
-    "op": str,
-    "phase": str,
-    "device": str,
-    "ok": bool,
-    "problem": (str, type(None)),
-    "max_abs_diff": (*_NUM, type(None)),
-    "tolerance": _NUM,
-}
-_LOSS_CHECK = {"start": (*_NUM, type(None)), "non_finite": int, "zero_steps": int, "distinct": int}
-_WINDOW = {"start": _NUM, "end": _NUM}
-_WARNING = {"kind": str, "text": str}
-# What the process mapped (issue 11): optional, so an older workload's line still reads.
-_LOADED = {
-    "name": str,
-    "path": str,
-    "source": str,
-    "call": (str, type(None)),
-    "raw": (int, list, type(None)),
-    "call_error": (str, type(None)),
-}
-# /dev/shm as the workload saw it (issue 11.2): optional, as above.
-_SHM = {"size_bytes": int, "free_bytes": int}
-_DRIVER_CHECK = {
-    "library": str,
-    "init": (int, type(None)),
-    "error": (str, type(None)),
-    "driver_version": (str, type(None)),
-}
-
-
-def validate(doc: Any) -> None:
+def validate(doc: Any) -> SmokeResult:
+    """`doc` as the typed result, or `BadOutput` naming the first key that breaks the protocol's
+    types (`envcheck.smoke.protocol`): the rules never meet a wrong-typed field."""
     if not isinstance(doc, dict):
         raise BadOutput(f"stdout is JSON but not an object: {type(doc).__name__}")
-    _check(doc, _TOP, "result")
+    _conform(doc, _ResultRequired, "result")
     if doc["schema"] != SCHEMA:
         raise BadOutput(f"unknown schema {doc['schema']!r} (expected {SCHEMA!r})")
-    for i, warning in enumerate(doc["warnings"]):
-        _check(warning, _WARNING, f"warnings[{i}]")
+    _conform(doc, SmokeResult, "result")
     if doc["error"] is not None:
-        return  # died before training: only the error is promised
-    _check_loaded(doc)
-    if doc.get("shm") is not None:
-        _check(doc["shm"], _SHM, "shm")
-    _check(doc, _BUILD, "result")
+        return cast(SmokeResult, doc)  # died before training: only the error is promised
+    _require(doc, PaddleBuild, "result")
     if not doc["runs"]:
         raise BadOutput("result has no runs")
     for i, run in enumerate(doc["runs"]):
-        _check(run, _RUN, f"runs[{i}]")
-        for j, check in enumerate(run.get("checks") or []):
-            _check(check, _CHECK, f"runs[{i}].checks[{j}]")
         if run["error"] is None:
-            _check(run, _TRAINED, f"runs[{i}]")
-            _check(run["loss_check"], _LOSS_CHECK, f"runs[{i}].loss_check")
-            _check(run["train_window"], _WINDOW, f"runs[{i}].train_window")
+            _require(run, TrainedRun, f"runs[{i}]")
             _check_numbers(run, f"runs[{i}]")
+    return cast(SmokeResult, doc)
 
 
-def _check_loaded(doc: dict[str, Any]) -> None:
-    libraries = doc.get("loaded_libraries")
-    if libraries is None:
+def _require(obj: dict[str, Any], part: Any, where: str) -> None:
+    """Every key of `part` present (its types were checked with the whole)."""
+    missing = [key for key in get_type_hints(part) if key not in obj]
+    if missing:
+        raise BadOutput(f"{where}: missing {missing[0]!r}")
+
+
+def _conform(value: Any, hint: Any, where: str) -> None:
+    """`value` has the type `hint` (a protocol TypedDict, list, dict, union, or a JSON scalar)."""
+    if is_typeddict(hint):
+        if not isinstance(value, dict):
+            raise BadOutput(f"{where}: expected an object, got {_kind(value)}")
+        missing = sorted(hint.__required_keys__ - value.keys())
+        if missing:
+            raise BadOutput(f"{where}: missing {missing[0]!r}")
+        for key, part in get_type_hints(hint).items():
+            if key in value:
+                _conform(value[key], part, f"{where}.{key}")
         return
-    if not isinstance(libraries, list):
-        raise BadOutput(f"result.loaded_libraries: expected list, got {type(libraries).__name__}")
-    for i, lib in enumerate(libraries):
-        _check(lib, _LOADED, f"loaded_libraries[{i}]")
-        raw = lib["raw"]
-        if isinstance(raw, list) and not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in raw
-        ):
-            raise BadOutput(f"loaded_libraries[{i}].raw: expected integers")
-    if doc.get("driver_check") is not None:
-        _check(doc["driver_check"], _DRIVER_CHECK, "driver_check")
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Union:
+        fits = [a for a in args if _shallow(value, a)]
+        if not fits:
+            raise BadOutput(f"{where}: expected {_names(args)}, got {_kind(value)}")
+        _conform(value, fits[0], where)
+    elif origin is list:
+        if not isinstance(value, list):
+            raise BadOutput(f"{where}: expected a list, got {_kind(value)}")
+        for i, item in enumerate(value):
+            _conform(item, args[0], f"{where}[{i}]")
+    elif origin is dict:
+        if not isinstance(value, dict):
+            raise BadOutput(f"{where}: expected an object, got {_kind(value)}")
+        for key, item in value.items():
+            _conform(item, args[1], f"{where}.{key}")
+    elif not _shallow(value, hint):
+        raise BadOutput(f"{where}: expected {_names((hint,))}, got {_kind(value)}")
+    elif hint is float and not math.isfinite(value):
+        raise BadOutput(f"{where}: not a finite number: {value!r}")
 
 
-def _check(obj: Any, spec: dict[str, Any], where: str) -> None:
-    if not isinstance(obj, dict):
-        raise BadOutput(f"{where}: expected an object, got {type(obj).__name__}")
-    for key, types in spec.items():
-        if key not in obj:
-            raise BadOutput(f"{where}: missing {key!r}")
-        value = obj[key]
-        if isinstance(value, bool) and bool not in _as_tuple(types):
-            raise BadOutput(f"{where}.{key}: expected {_names(types)}, got a boolean")
-        if not isinstance(value, types):
-            raise BadOutput(f"{where}.{key}: expected {_names(types)}, got {type(value).__name__}")
+def _shallow(value: Any, hint: Any) -> bool:
+    """The JSON kind alone: a bool is no number, an int is a float."""
+    origin = get_origin(hint) or hint
+    if value is None or hint is type(None):
+        return value is None and hint is type(None)
+    if isinstance(value, bool):
+        return hint is bool
+    if hint is float:
+        return isinstance(value, (int, float))
+    if is_typeddict(hint):
+        return isinstance(value, dict)
+    return isinstance(value, origin)
 
 
-def _check_numbers(run: dict[str, Any], where: str) -> None:
+def _names(hints: tuple[Any, ...]) -> str:
+    words = {type(None): "null", float: "number", str: "str", int: "int", bool: "bool"}
+    return " or ".join(words.get(h) or _plain(h) for h in hints)
+
+
+def _plain(hint: Any) -> str:
+    origin = get_origin(hint) or hint
+    return "a list" if origin is list else "an object"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return "a boolean" if isinstance(value, bool) else type(value).__name__
+
+
+def _check_numbers(run: RunResult, where: str) -> None:
+    """What the types cannot say: a trained run trained, and reports where and how well."""
     if run["steps"] < 1:
         raise BadOutput(f"{where}.steps: {run['steps']} < 1")
-    for i, value in enumerate(run["losses"]):
-        if value is not None and (not isinstance(value, _NUM) or not math.isfinite(value)):
-            raise BadOutput(f"{where}.losses[{i}]: not a number: {value!r}")
-    if not all(isinstance(v, str) for v in run["param_places"].values()) or not run["param_places"]:
+    if not run["param_places"]:
         raise BadOutput(f"{where}.param_places: expected a non-empty object of strings")
     if not run["checks"]:
         raise BadOutput(f"{where}.checks: a trained run must report its known-answer checks")
-
-
-def _as_tuple(types: Any) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
-
-
-def _names(types: Any) -> str:
-    return " or ".join("null" if t is type(None) else t.__name__ for t in _as_tuple(types))
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # Paddle colours its PIR pass lines

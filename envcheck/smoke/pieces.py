@@ -27,9 +27,9 @@ import re
 from typing import Any
 
 from envcheck.findings import Finding, fail
-from envcheck.smoke.known_answers import install_fix, where
+from envcheck.smoke.known_answers import errors_of, install_fix, where
 from envcheck.smoke.plan import Plan
-from envcheck.smoke.protocol import classify_line
+from envcheck.smoke.protocol import RunResult, SmokeResult, WorkloadError, classify_line
 
 SHM_ID = "smoke.shm"
 WORKER_ID = "smoke.dataloader-worker"
@@ -61,15 +61,15 @@ _LIBRARY = re.compile(
 _DLERROR = re.compile(r"\(error code is (?P<why>[^)]*)\)")
 
 
-def piece_failure(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]) -> Finding | None:
+def piece_failure(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Finding | None:
     """The finding for crashed `runs` when Paddle's words name the piece that broke, else None."""
-    errors = [r["error"] for r in runs]
-    lines = [w["text"] for w in result.get("warnings") or []]
+    errors = errors_of(runs)
+    lines = [w["text"] for w in result["warnings"]]
     for error in errors:
         lines += _lines(error.get("message"))
         for thread in error.get("thread_errors") or []:
-            lines += _lines(thread.get("message"))
-    kinds = {line: (classify_line(line) or {}).get("kind") for line in lines}
+            lines += _lines(thread["message"])
+    kinds = {line: _kind(line) for line in lines}
     data = any(e.get("phase") == "data" for e in errors) or any(
         k in ("shm", "dataloader-worker") for k in kinds.values()
     )
@@ -91,14 +91,19 @@ def piece_failure(plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]]
     return _cudnn(plan, result, cudnn) if cudnn else None
 
 
+def _kind(line: str) -> str | None:
+    hit = classify_line(line)
+    return hit["kind"] if hit else None
+
+
 def _lines(text: Any) -> list[str]:
     return [line.strip() for line in str(text or "").splitlines() if line.strip()]
 
 
-def _shm(plan: Plan, result: dict[str, Any], line: str) -> Finding:
-    space = result.get("shm") or {}
+def _shm(plan: Plan, result: SmokeResult, line: str) -> Finding:
+    space = result.get("shm")
     seen = (
-        f"/dev/shm has {_size(space.get('size_bytes'))} ({_size(space.get('free_bytes'))} free "
+        f"/dev/shm has {_size(space['size_bytes'])} ({_size(space['free_bytes'])} free "
         "before training)"
         if space
         else "/dev/shm could not be read"
@@ -109,20 +114,18 @@ def _shm(plan: Plan, result: dict[str, Any], line: str) -> Finding:
         f"{line}; {seen}",
         fix=SHM_CONTAINER_FIX if plan.mode == "container" else SHM_HOST_FIX,
         layer="smoke",
-        shm=space or None,
+        shm=space,
         lines=[line],
     )
 
 
-def _worker(plan: Plan, errors: list[dict[str, Any]], said: list[str]) -> Finding:
+def _worker(plan: Plan, errors: list[WorkloadError], said: list[str]) -> Finding:
     """The worker's own exception (its last line) first, else Paddle's line about the worker."""
     raised = [
-        _lines(thread.get("message"))
-        for error in errors
-        for thread in error.get("thread_errors") or []
+        _lines(thread["message"]) for error in errors for thread in error.get("thread_errors") or []
     ]
     own = [f"{lines[0]} … {lines[-1]}" if len(lines) > 1 else lines[0] for lines in raised if lines]
-    line = (own or said or [_first(errors[0].get("message"))])[0]
+    line = (own or said or [_first(errors[0]["message"])])[0]
     return fail(
         WORKER_ID,
         f"the DataLoader worker failed in {where(plan)}: {line}",
@@ -133,7 +136,7 @@ def _worker(plan: Plan, errors: list[dict[str, Any]], said: list[str]) -> Findin
     )
 
 
-def _cudnn(plan: Plan, result: dict[str, Any], lines: list[str]) -> Finding:
+def _cudnn(plan: Plan, result: SmokeResult, lines: list[str]) -> Finding:
     named = [m for m in (_LIBRARY.search(line) for line in lines) if m]
     library = (named[0].group("lib") or f"lib{named[0].group('name')}") if named else None
     why = next((m.group("why") for m in (_DLERROR.search(line) for line in lines) if m), None)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from envcheck.facts import HostFacts, usable_gpus
 from envcheck.fixes import engine_fix, gpu_pip_command
 from envcheck.report import ImageChoice
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
+from envcheck.smoke.protocol import SmokeResult
+from envcheck.smoke.witness import NvmlSummary
 
 Mode = Literal["container", "in-process", "not-run"]
 
@@ -41,9 +43,9 @@ class Plan:
 @dataclass(frozen=True)
 class Outcome:
     raw: RawRun
-    result: dict[str, Any] | None  # the validated JSON line, None if there is none
+    result: SmokeResult | None  # the validated JSON line, None if there is none
     problem: str | None  # why `result` is None
-    nvml: dict[str, Any]
+    nvml: NvmlSummary
 
 
 def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions) -> Plan:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
+from envcheck.smoke.witness import GpuSummary, NvmlSummary
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
@@ -44,7 +46,7 @@ class GpuTrace:
     process_util_query: str = "ok"  # "ok" | "not-supported" | the NVML error name
     process_util_seen: int = 0  # NVML's last time stamp (µs), asked from next time
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> GpuSummary:
         return {
             "util_max": max(self.util) if self.util else None,
             "util_mean": round(sum(self.util) / len(self.util), 1) if self.util else None,
@@ -53,8 +55,8 @@ class GpuTrace:
             "process_mem_max_bytes": self.process_mem_max,
             "process_query": self.process_query,
             "process_util_query": self.process_util_query,
-            "series": [[round(t, 3), u, m] for t, u, m in self.series],
-            "process_util": [[round(t, 3), u] for t, u in self.process_util],
+            "series": [(round(t, 3), u, m) for t, u, m in self.series],
+            "process_util": [(round(t, 3), u) for t, u in self.process_util],
         }
 
 
@@ -99,7 +101,7 @@ class NvmlSampler:
             with self._lock:
                 self._pids.add(pid)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> NvmlSummary:
         with self._lock:
             return {
                 "status": self.status,

@@ -8,8 +8,6 @@ results without an engine.
 
 from __future__ import annotations
 
-from typing import Any
-
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.report import CPU_FALLBACK_ID
 from envcheck.smoke.causes import cpu_fallback, fix_from_warnings
@@ -30,7 +28,8 @@ from envcheck.smoke.known_answers import is_wrong, wrong_results
 from envcheck.smoke.loaded import loaded_summary
 from envcheck.smoke.pieces import PIECE_IDS, piece_failure
 from envcheck.smoke.plan import Outcome, Plan
-from envcheck.smoke.witness import Witness, witness
+from envcheck.smoke.protocol import PaddleWarning, RunResult, SmokeResult
+from envcheck.smoke.witness import NvmlSummary, Witness, witness
 
 
 def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
@@ -54,7 +53,7 @@ def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
         return [bad_output(plan, raw, outcome.problem or "no result")]
     result = outcome.result
     if result["error"] is not None:
-        return [setup_failed(plan, raw, result)]
+        return [setup_failed(plan, raw, result, result["error"])]
     findings = judge_runs(plan, result, outcome.nvml)
     if raw.exit_code != 0 and not any(f.id in ("smoke.crashed", *PIECE_IDS) for f in findings):
         findings = [f for f in findings if f.id != "smoke.pass"]
@@ -64,7 +63,7 @@ def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
     return findings
 
 
-def judge_runs(plan: Plan, result: dict[str, Any], nvml: dict[str, Any]) -> list[Finding]:
+def judge_runs(plan: Plan, result: SmokeResult, nvml: NvmlSummary) -> list[Finding]:
     runs = result["runs"]
     warnings = result["warnings"]
     findings: list[Finding] = []
@@ -91,7 +90,7 @@ def judge_runs(plan: Plan, result: dict[str, Any], nvml: dict[str, Any]) -> list
     return findings
 
 
-def witnesses(plan: Plan, runs: list[dict[str, Any]], nvml: dict[str, Any]) -> dict[str, Witness]:
+def witnesses(plan: Plan, runs: list[RunResult], nvml: NvmlSummary) -> dict[str, Witness]:
     """NVML's evidence per GPU run (by device), inside each run's training window."""
     if nvml.get("status") != "ok":
         return {}
@@ -102,18 +101,18 @@ def witnesses(plan: Plan, runs: list[dict[str, Any]], nvml: dict[str, Any]) -> d
     }
 
 
-def on_gpu(run: dict[str, Any]) -> bool:
+def on_gpu(run: RunResult) -> bool:
     """The device Paddle used *and* where every parameter and the logits actually live."""
     places = [*run["param_places"].values(), run["logits_place"]]
     return str(run["device_used"]).startswith("gpu") and all("gpu" in p for p in places)
 
 
-def learned(run: dict[str, Any]) -> bool:
+def learned(run: RunResult) -> bool:
     start, end = run["loss_start"], run["loss_end"]
     return start is not None and end is not None and end < start * LEARNED_RATIO
 
 
-def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
+def _extras(plan: Plan, runs: list[RunResult]) -> list[Finding]:
     found = []
     broken = [
         r
@@ -131,13 +130,12 @@ def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
                 export=[r["export"] for r in broken],
             )
         )
-    slow = [r for r in runs if r.get("compare_cpu") and r["compare_cpu"].get("error")]
+    slow = [e for r in runs if (e := (r.get("compare_cpu") or {}).get("error"))]
     if slow:
         found.append(
             warn(
                 "smoke.compare-cpu-failed",
-                "the CPU comparison run failed: "
-                + first_line(slow[0]["compare_cpu"]["error"].get("message")),
+                "the CPU comparison run failed: " + first_line(slow[0]["message"]),
                 fix=None,
                 layer="smoke",
             )
@@ -145,10 +143,11 @@ def _extras(plan: Plan, runs: list[dict[str, Any]]) -> list[Finding]:
     return found
 
 
-def _export_detail(run: dict[str, Any]) -> str:
-    export = run["export"]
-    if export.get("error"):
-        return f"{run['device_used']}: {export['error'].get('type')}: {first_line(export['error'].get('message'))}"
+def _export_detail(run: RunResult) -> str:
+    export = run.get("export") or {}
+    error = export.get("error")
+    if error:
+        return f"{run['device_used']}: {error['type']}: {first_line(error['message'])}"
     return (
         f"{run['device_used']}: paddle.inference predictions differ from training "
         f"(max |Δ| {export.get('max_abs_diff')}, argmax agreement {export.get('argmax_agreement')})"
@@ -163,7 +162,7 @@ _UNCONFIRMED = {
 
 
 def _nvml_findings(
-    runs: list[dict[str, Any]], nvml: dict[str, Any], seen: dict[str, Witness]
+    runs: list[RunResult], nvml: NvmlSummary, seen: dict[str, Witness]
 ) -> list[Finding]:
     """The witness: the workload's process must hold memory *and* work on its GPU while training."""
     judged = [(r, seen[r["device_used"]]) for r in runs if r["device_used"] in seen]
@@ -193,7 +192,7 @@ def _nvml_findings(
     return found
 
 
-def _gpu_idle(idle: list[tuple[dict[str, Any], Witness]]) -> Finding:
+def _gpu_idle(idle: list[tuple[RunResult, Witness]]) -> Finding:
     parts = [
         f"{r['device_used']}: the process held {(w.process_mem_max_bytes or 0) // 2**20} MiB on "
         f"GPU {w.gpu} but showed {w.util_text} in {w.samples} samples of the "
@@ -213,7 +212,7 @@ def _gpu_idle(idle: list[tuple[dict[str, Any], Witness]]) -> Finding:
     )
 
 
-def host_gpu(plan: Plan, run: dict[str, Any]) -> int | None:
+def host_gpu(plan: Plan, run: RunResult) -> int | None:
     """NVML index of the GPU a run used (ordinals follow PCI order: CUDA_DEVICE_ORDER)."""
     used = str(run["device_used"])
     if not used.startswith("gpu") or plan.host_gpus is None:
@@ -223,7 +222,7 @@ def host_gpu(plan: Plan, run: dict[str, Any]) -> int | None:
 
 
 def _passed(
-    plan: Plan, result: dict[str, Any], runs: list[dict[str, Any]], seen: dict[str, Witness]
+    plan: Plan, result: SmokeResult, runs: list[RunResult], seen: dict[str, Witness]
 ) -> Finding:
     where = f"in {plan.image}" if plan.mode == "container" else f"with {plan.python}"
     parts = [_run_summary(r, seen.get(r["device_used"])) for r in runs]
@@ -240,7 +239,7 @@ def _passed(
     )
 
 
-def _run_summary(run: dict[str, Any], seen: Witness | None) -> str:
+def _run_summary(run: RunResult, seen: Witness | None) -> str:
     checks = run.get("checks") or []
     text = (
         f"{run['device_used']} loss {run['loss_start']:.3f} → {run['loss_end']:.3f} in "
@@ -273,7 +272,7 @@ _SERIOUS = (
 )
 
 
-def _warning_findings(warnings: list[dict[str, str]]) -> list[Finding]:
+def _warning_findings(warnings: list[PaddleWarning]) -> list[Finding]:
     serious = [w for w in warnings if w["kind"] in _SERIOUS]
     if not serious:
         return []

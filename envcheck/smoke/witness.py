@@ -10,13 +10,41 @@ H100, /work/shared/facts/real-gpu-host.md), so memory alone proves a context, no
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
+
+from envcheck.smoke.protocol import TrainWindow
 
 # NVML's utilisation is the share of the last sample period (1/6 s to 1 s, by product) in which
 # a kernel ran: a sample up to a second after the window still describes it.
 # https://docs.nvidia.com/deploy/nvml-api/structnvmlUtilization__t.html
 UTIL_LAG_S = 1.0
 MIN_BUSY_PERCENT = 1  # NVML rounds to whole percent: 0 means no kernel worth a percent ran
+
+
+class GpuSummary(TypedDict, total=False):
+    """One GPU in the summary (total=False: a saved summary may lack the time series)."""
+
+    util_max: int | None
+    util_mean: float | None
+    mem_used_max_bytes: int
+    process_seen: bool
+    process_mem_max_bytes: int | None
+    process_query: str
+    process_util_query: str
+    series: list[tuple[float, int | None, int | None]]  # (host time, device util %, our memory)
+    process_util: list[tuple[float, int]]  # (NVML's time, the workload's SM util %)
+
+
+class NvmlSummary(TypedDict, total=False):
+    """What the witness saw, the judge's second input beside the workload's `SmokeResult`."""
+
+    status: str  # ok | unavailable | error
+    reason: str | None
+    samples: int
+    interval_s: float
+    pids: list[int]
+    gpus: dict[str, GpuSummary]  # by NVML index
+
 
 State = Literal["busy", "idle", "unseen", "unknown", "no-samples"]
 # When Paddle's gpu:i cannot be mapped to an NVML index, the GPU with the best evidence speaks.
@@ -47,7 +75,7 @@ class Witness:
         return "no utilisation reported"
 
 
-def witness(nvml: dict[str, Any], gpu: int | None, window: dict[str, Any] | None) -> Witness:
+def witness(nvml: NvmlSummary, gpu: int | None, window: TrainWindow | None) -> Witness:
     """The evidence on NVML GPU `gpu` (None: unknown mapping, every GPU is asked)."""
     gpus = nvml.get("gpus") or {}
     if gpu is not None:
@@ -58,7 +86,7 @@ def witness(nvml: dict[str, Any], gpu: int | None, window: dict[str, Any] | None
     return min(found, key=lambda w: _BEST_FIRST.index(w.state))
 
 
-def _on_gpu(index: int, trace: dict[str, Any], window: dict[str, Any] | None) -> Witness:
+def _on_gpu(index: int, trace: GpuSummary, window: TrainWindow | None) -> Witness:
     if "series" not in trace:  # a summary without time stamps: the whole run stands in
         return _decide(
             index,
@@ -109,13 +137,13 @@ def _decide(
     return Witness(index, state, samples, memory, util, process_sm, window_s)
 
 
-def _in(t: float, window: dict[str, Any] | None) -> bool:
+def _in(t: float, window: TrainWindow | None) -> bool:
     if not window or window.get("start") is None or window.get("end") is None:
         return True
     return bool(window["start"] <= t <= window["end"] + UTIL_LAG_S)
 
 
-def _length(window: dict[str, Any] | None) -> float | None:
+def _length(window: TrainWindow | None) -> float | None:
     if not window or window.get("start") is None or window.get("end") is None:
         return None
     return round(float(window["end"]) - float(window["start"]), 3)
