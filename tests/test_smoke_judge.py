@@ -621,3 +621,22 @@ def test_a_wrong_typed_field_in_the_result_line_is_bad_output_not_a_traceback(
     findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome_of(raw, NVML_ABSENT))
     assert ids(findings) == ["smoke.bad-output"]
     assert message in findings[0].message
+
+
+def test_an_unconfirmed_gpu_without_a_sample_count_says_no_none_samples() -> None:
+    """A summary without the sampler's count (saved by hand, an older envcheck) printed
+    "(None samples in all)"."""
+    doc = rec.on_gpu(rec.result())
+    nvml = rec.nvml_witness(doc, {0: (None, 0, None)})
+    del nvml["samples"]
+    message = only(
+        judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml)),
+        "smoke.gpu-unconfirmed",
+    ).message
+    assert "None" not in message and message.endswith("while it trained")
+    nvml["samples"] = 10
+    message = only(
+        judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml)),
+        "smoke.gpu-unconfirmed",
+    ).message
+    assert message.endswith("(10 samples in all)")

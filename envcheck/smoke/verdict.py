@@ -181,7 +181,7 @@ def _nvml_findings(
             warn(
                 "smoke.gpu-unconfirmed",
                 f"Paddle reports training on {', '.join(r['device_used'] for r, _ in unsure)}, "
-                f"but {'; '.join(reasons)} ({nvml.get('samples')} samples in all)",
+                f"but {'; '.join(reasons)}{_sample_count(nvml)}",
                 fix="per-process accounting and utilisation are missing under some vGPU/WSL drivers; "
                 "otherwise the run was not on this host's GPU: compare `nvidia-smi pmon -s um` "
                 "during a run",
@@ -190,6 +190,12 @@ def _nvml_findings(
             )
         )
     return found
+
+
+def _sample_count(nvml: NvmlSummary) -> str:
+    """The sampler's count, when the summary has one (a saved or older summary may not)."""
+    count = nvml.get("samples")
+    return f" ({count} samples in all)" if count is not None else ""
 
 
 def _gpu_idle(idle: list[tuple[RunResult, Witness]]) -> Finding:
