@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import jsonschema
 import pytest
 
 from tests import scenarios as s
+from tests.inprocess import envcheck, envcheck_process
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -25,15 +24,10 @@ SCHEMA = json.loads(
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
 
 
-def _doctor(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, "-m", "envcheck", "doctor", "--json", *args],
-        env=env or ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def _doctor(*args: str, fake: dict[str, str] | None = None) -> dict[str, Any]:
+    """In-process, unless a fake driver must be loaded (`fake`: a process of its own)."""
+    argv = ("doctor", "--json", *args)
+    run = envcheck_process(*argv, env=ENV | fake, timeout=300) if fake else envcheck(*argv, env=ENV)
     return dict(json.loads(run.stdout))
 
 
@@ -71,9 +65,7 @@ def test_reports_of_fake_gpu_hosts(
     fake_nvidia: Callable[[str], dict[str, str]], profile: str
 ) -> None:
     fake = fake_nvidia(profile)
-    _valid(
-        _doctor("--no-smoke", env=ENV | fake | {"PYTHONPATH": fake["FAKE_NVIDIA_SITE_PACKAGES"]})
-    )
+    _valid(_doctor("--no-smoke", fake=fake | {"PYTHONPATH": fake["FAKE_NVIDIA_SITE_PACKAGES"]}))
 
 
 def test_a_saved_facts_report(tmp_path: Path) -> None:
