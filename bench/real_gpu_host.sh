@@ -26,7 +26,8 @@ doctor() { # NAME ARGS...: the JSON report, the text report, the exit code
 	python3 -m envcheck doctor --quiet "$@" --json >"$out/$name.json" 2>"$out/$name.stderr"
 	echo "$?" >"$out/$name.rc"
 	NO_COLOR=1 COLUMNS=100 python3 -m envcheck doctor --quiet "$@" >"$out/$name.txt" 2>&1
-	printf '%-28s exit %s (text run: %s)\n' "$name" "$(cat "$out/$name.rc")" "$?"
+	local text=$?
+	printf '%-28s exit %s (text run: %s)\n' "$name" "$(cat "$out/$name.rc")" "$text"
 }
 
 {

@@ -83,6 +83,7 @@ def run_case(case: str, seconds: float) -> dict[str, object]:
         "process_query": (summary["gpus"].get("0") or {}).get("process_query"),
         "process_util_query": (summary["gpus"].get("0") or {}).get("process_util_query"),
         "exit": child.returncode,
+        "nvml": summary,  # the sampler's whole record: tests replay the witness on it
     }
 
 

@@ -165,11 +165,13 @@ def test_the_library_a_paddle_process_would_load(probed_host: Probed, profile: s
 
 @pytest.mark.fakegpu
 def test_pip_cudnn_shadows_an_old_one_on_ld_library_path(probed_host: Probed) -> None:
+    """The profile's two copies come first, in the order a Paddle process tries them; the
+    machine's own cuDNN in the loader cache or /usr/local/cuda (a GPU workstation has one: the
+    lent H100 has cuDNN 9.14 in /lib/x86_64-linux-gnu) may follow, and never comes before them."""
     cudnn = probed_host("a100x2-535")["cudnn"]
-    assert [(c["version"], c["origin"]) for c in cudnn["candidates"]] == [
-        ("9.5.1", "pip"),
-        ("8.9.6", "LD_LIBRARY_PATH"),
-    ]
+    found = [(c["version"], c["origin"]) for c in cudnn["candidates"]]
+    assert found[:2] == [("9.5.1", "pip"), ("8.9.6", "LD_LIBRARY_PATH")]
+    assert {origin for _, origin in found[2:]} <= {"system", "cuda-home"}
     assert "9.5.1 from pip wins over 8.9.6" in cudnn["reason"]
     assert "(LD_LIBRARY_PATH)" in cudnn["reason"]
 
