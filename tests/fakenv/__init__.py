@@ -38,6 +38,7 @@ CUDNN_BUILDS: dict[str, tuple[str, int]] = {
     "9.5.1": ("libcudnn.so.9", 90501),
     "9.9.0": ("libcudnn.so.9", 90900),
     "9.13.0": ("libcudnn.so.9", 91300),
+    "9.19.0": ("libcudnn.so.9", 91900),  # the lent H100's pip cuDNN (tests/data/real-h100)
 }
 
 PROC_VERSION_TEXT = {

@@ -1,0 +1,141 @@
+"""The lent H100 as a recorded fixture, and the truth its fake must match.
+
+`tests/data/real-h100/` holds what envcheck said on a real H100 (driver 580.159.04, CUDA 13.0, no
+Docker, PyPI's CPU Paddle 3.3.1 installed for the Paddle runs), recorded offline with
+`bench/real_gpu_host.sh` on 2026-11-23:
+
+  a-static-nopaddle        doctor --no-smoke                       warn, exit 0
+  b-expect-gpu-nopaddle    doctor --in-process --expect-gpu        fail, exit 5 (nothing ran)
+  c-static-cpu-paddle      doctor --no-smoke --python P            fail, exit 1 (paddle.cpu-build)
+  d-expect-gpu-cpu-paddle  doctor --in-process --expect-gpu ...    cpu-fallback, exit 6
+  e-smoke-cpu-paddle       doctor --in-process --python P          fail, exit 1, cpu-trained
+
+Two kinds of check: a recorded report judged again (`--facts`) must give the same verdict, and
+the fake profile `h100-580-lent` (the C-level fakes answering as that machine's driver did) with
+this venv's CPU Paddle must give the real machine's facts and the real machine's verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
+
+REAL = Path(__file__).parent / "data" / "real-h100"
+PROFILE = "h100-580-lent"
+
+
+def recorded(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((REAL / f"{name}.json").read_text())
+    return doc
+
+
+def doctor(env: dict[str, str], *args: str) -> dict[str, Any]:
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--json", "--quiet", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert "Traceback" not in run.stderr, run.stderr
+    doc: dict[str, Any] = json.loads(run.stdout)
+    assert doc["exit_code"] == run.returncode
+    return doc
+
+
+def verdict(doc: dict[str, Any]) -> tuple[object, ...]:
+    """What a user acts on: every check's id and severity, the verdict, its exit and proof."""
+    checks = sorted((f["id"], f["severity"]) for f in doc["findings"])
+    return (doc["verdict"], doc["exit_code"], doc["proof"], checks)
+
+
+def test_the_recordings_are_what_the_docstring_says() -> None:
+    seen = {
+        name: (doc["verdict"], doc["exit_code"], doc["proof"])
+        for name in ("a-static-nopaddle", "b-expect-gpu-nopaddle", "c-static-cpu-paddle")
+        + ("d-expect-gpu-cpu-paddle", "e-smoke-cpu-paddle")
+        for doc in [recorded(name)]
+    }
+    assert seen == {
+        "a-static-nopaddle": ("warn", 0, "static"),
+        "b-expect-gpu-nopaddle": ("fail", 5, "none"),
+        "c-static-cpu-paddle": ("fail", 1, "static"),
+        "d-expect-gpu-cpu-paddle": ("cpu-fallback", 6, "none"),
+        "e-smoke-cpu-paddle": ("fail", 1, "cpu-trained"),
+    }
+    # the real NVML and driver API, as the machine answered
+    host = recorded("a-static-nopaddle")["host"]
+    assert (host["driver"]["version"], host["driver"]["cuda"]) == ("580.159.04", "13.0")
+    assert host["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    smoke = recorded("d-expect-gpu-cpu-paddle")["smoke"]
+    assert (smoke["status"], smoke["runs"][0]["device_used"]) == ("cpu-fallback", "cpu")
+
+
+@pytest.mark.parametrize("name", ["a-static-nopaddle", "c-static-cpu-paddle"])
+def test_a_recorded_report_judged_again_gives_the_same_verdict(name: str, tmp_path: Path) -> None:
+    """`doctor --facts REPORT --no-smoke`: the same host facts, the same matrix, the same checks."""
+    env = {**os.environ, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}  # nothing probed: no driver
+    assert verdict(doctor(env, "--facts", str(REAL / f"{name}.json"), "--no-smoke")) == verdict(
+        recorded(name)
+    )
+
+
+@pytest.fixture
+def lent_h100(fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path) -> dict[str, str]:
+    """That machine had no Docker engine: here the endpoint is a socket nobody listens on."""
+    fake = fake_nvidia(PROFILE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "DOCKER_"))} | fake
+    env["DOCKER_HOST"] = f"unix://{tmp_path}/docker.sock"
+    env["PYTHONPATH"] = fake["FAKE_NVIDIA_SITE_PACKAGES"]  # the pip nvidia-* libraries
+    return env
+
+
+@pytest.mark.fakegpu
+def test_the_fake_answers_as_the_real_driver_did(
+    probed_host: Callable[[str], dict[str, Any]],
+) -> None:
+    real, fake = recorded("a-static-nopaddle")["host"], probed_host(PROFILE)
+    keys = ("status", "version", "cuda", "kernel_module", "nvml_version")
+    assert {k: fake["driver"][k] for k in keys} == {k: real["driver"][k] for k in keys}
+    gpu_keys = ("index", "name", "uuid", "compute_capability", "memory_total_mib", "mig_mode")
+    assert [{k: g[k] for k in gpu_keys + ("process_query",)} for g in fake["gpus"]] == [
+        {k: g[k] for k in gpu_keys + ("process_query",)} for g in real["gpus"]
+    ]
+    cuda_keys = ("status", "version", "device_count")
+    assert {k: fake["cuda_driver"][k] for k in cuda_keys} == {
+        k: real["cuda_driver"][k] for k in cuda_keys
+    }
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("c-static-cpu-paddle", ["--no-smoke"]),
+        ("d-expect-gpu-cpu-paddle", ["--in-process", "--expect-gpu"]),
+        ("e-smoke-cpu-paddle", ["--in-process"]),
+    ],
+)
+def test_the_fake_gives_the_real_machines_verdict(
+    lent_h100: dict[str, str], name: str, args: list[str]
+) -> None:
+    """The real machine's CPU Paddle 3.3.1 was in torch's venv; here it is this venv's, the same
+    release from the same PyPI wheel."""
+    mine = doctor(lent_h100, "--python", sys.executable, *args)
+    real = recorded(name)
+    assert verdict(mine) == verdict(real)
+    assert mine["image"]["ref"] == real["image"]["ref"]
+    if real["smoke"]:
+        ran = [(r["device_requested"], r["device_used"]) for r in real["smoke"]["runs"]]
+        assert [(r["device_requested"], r["device_used"]) for r in mine["smoke"]["runs"]] == ran
+        assert mine["smoke"]["status"] == real["smoke"]["status"]
