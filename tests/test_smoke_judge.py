@@ -19,8 +19,8 @@ from envcheck.report import ImageChoice, exit_status_of, verdict_of
 from envcheck.smoke.document import smoke_document
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
-from envcheck.smoke.plan import Outcome, Plan, in_process_plan, plan_smoke
-from envcheck.smoke.verdict import host_gpu, judge
+from envcheck.smoke.plan import Fallback, FallbackKind, Outcome, Plan, in_process_plan, plan_smoke
+from envcheck.smoke.verdict import host_gpu, image_unavailable, judge
 from tests import scenarios as s
 from tests import smoke_samples as rec
 
@@ -140,7 +140,25 @@ def test_no_engine_falls_back_in_process_and_says_why() -> None:
     )
     plan = plan_smoke(host, CPU_IMAGE, SmokeOptions())
     assert plan.mode == "in-process" and plan.python == "/usr/bin/python3"
-    assert plan.fallback == "no container engine: no socket at /var/run/docker.sock"
+    assert plan.fallback == Fallback(
+        "no-engine", "no container engine: no socket at /var/run/docker.sock"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "fix"),
+    [
+        ("no-engine", "to smoke-test the image, or pass --in-process"),
+        ("no-image", "pass an image with --image REF"),
+        ("image-unavailable", "make the registry reachable"),
+    ],
+)
+def test_the_fallbacks_fix_follows_its_kind_not_its_words(kind: FallbackKind, fix: str) -> None:
+    """The reason is for people: the same words under each kind get that kind's fix."""
+    why = Fallback(kind, "no container engine, and the doctor chose no image")
+    plan = in_process_plan(NO_GPU_HOST, None, SmokeOptions(), fallback=why)
+    finding = image_unavailable(plan, why)
+    assert fix in (finding.fix or "") and finding.observed["reason"] == why.reason
 
 
 def test_in_process_flag_is_not_a_fallback() -> None:

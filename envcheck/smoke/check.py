@@ -23,7 +23,7 @@ from envcheck.smoke.document import smoke_document
 from envcheck.smoke.loaded import loaded_findings
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result
-from envcheck.smoke.plan import Outcome, Plan, in_process_plan, plan_smoke
+from envcheck.smoke.plan import Fallback, Outcome, Plan, in_process_plan, plan_smoke
 from envcheck.smoke.verdict import gpu_refused, image_unavailable, judge
 from envcheck.smoke.witness import NvmlSummary
 
@@ -40,7 +40,7 @@ def smoke_check(
     plan = plan_smoke(host, image, options)
     if plan.mode != "container" and plan.fallback and _container_demanded(options):
         raise EnvironmentProblem(
-            f"{_demand(options)} needs a container, but {plan.fallback}",
+            f"{_demand(options)} needs a container, but {plan.fallback.reason}",
             hint="start the engine (or fix its access), or drop the flag to let the doctor choose",
         )
     findings: list[Finding] = []
@@ -66,10 +66,9 @@ def _container_with_fallback(
         if _container_demanded(options):
             raise  # that image tested, or a failure: never a quiet move to the host's Python
         reason = f"{e.message} ({e.hint})" if e.hint else e.message
-        fallback = in_process_plan(
-            host, image, options, fallback=f"image {plan.image} unavailable: {reason}"
-        )
-        return fallback, None, [image_unavailable(fallback, fallback.fallback or reason)]
+        why = Fallback("image-unavailable", f"image {plan.image} unavailable: {reason}")
+        fallback = in_process_plan(host, image, options, fallback=why)
+        return fallback, None, [image_unavailable(fallback, why)]
     try:
         return plan, run_container(client, plan, options, image_id), []
     except GpuRequestRefused as e:

@@ -66,7 +66,7 @@ def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
         "gpu_expected_reason": plan.gpu_reason,
         "gpu_request": list(plan.gpu_ids) if plan.gpu_ids else None,
         "gpu_refused": plan.gpu_refused,
-        "fallback": plan.fallback,
+        "fallback": plan.fallback.reason if plan.fallback else None,
         "status": None,
         "exit_code": None,
         "timed_out": False,

@@ -11,7 +11,7 @@ from envcheck.fixes import NVIDIA_RUNTIME_FIX, START_DOCKER_FIX
 from envcheck.smoke.causes import fix_from_warnings
 from envcheck.smoke.known_answers import where as _where
 from envcheck.smoke.parse import RawRun, log_tail
-from envcheck.smoke.plan import Plan
+from envcheck.smoke.plan import Fallback, Plan
 from envcheck.smoke.protocol import RunResult, SmokeResult, WorkloadError, scan_paddle_warnings
 
 LEARNED_RATIO = 0.9  # loss_end must be below 90% of loss_start: measured 0.69 -> ~0.5 on CPU
@@ -30,21 +30,22 @@ def gpu_refused(plan: Plan) -> Finding:
     )
 
 
-def image_unavailable(plan: Plan, reason: str) -> Finding:
+def image_unavailable(plan: Plan, fallback: Fallback) -> Finding:
     then = (
         f"ran the smoke in a subprocess of {plan.python} instead"
         if plan.mode == "in-process"
         else f"and Paddle is not installed in {plan.python}: no smoke ran"
     )
-    if reason.startswith("no container engine"):
+    if fallback.kind == "no-engine":
         fix = f"{plan.engine_fix or START_DOCKER_FIX} to smoke-test the image, or pass --in-process"
-    elif reason.startswith("the doctor chose no image"):
+    elif fallback.kind == "no-image":
         fix = "pass an image with --image REF, or --in-process"
     else:
         fix = (
             "make the registry reachable (network, DNS, proxy) or load the image by hand "
             "(`docker load`, a local registry) and pass it with --image; --in-process skips the container"
         )
+    reason = fallback.reason
     return warn(
         "smoke.image-unavailable", f"{reason}; {then}", fix=fix, layer="smoke", reason=reason
     )

@@ -19,6 +19,16 @@ from envcheck.smoke.protocol import SmokeResult
 from envcheck.smoke.witness import NvmlSummary
 
 Mode = Literal["container", "in-process", "not-run"]
+FallbackKind = Literal["no-engine", "no-image", "image-unavailable"]
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """Why the smoke is not the container run the doctor wanted: `kind` decides (the fix),
+    `reason` tells (the message)."""
+
+    kind: FallbackKind
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,7 @@ class Plan:
     python: str | None = None
     gpu_ids: tuple[str, ...] | None = None  # the container's GPU request; None: none
     host_gpus: tuple[int, ...] | None = None  # NVML index of Paddle's gpu:i; None: unknown
-    fallback: str | None = None  # why this is not the container run the doctor wanted
+    fallback: Fallback | None = None  # why this is not the container run the doctor wanted
     gpu_refused: str | None = None  # the engine's refusal, when the GPU request failed
     pip_command: str | None = None  # the doctor's GPU install command, for fixes
     gpu_image: str | None = None  # a GPU image the doctor would use, for fixes
@@ -54,12 +64,15 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
         return in_process_plan(host, image, options, fallback=None)
     if host.engine.status not in ("ok", "unknown"):
         plan = in_process_plan(
-            host, image, options, fallback=f"no container engine: {host.engine.reason}"
+            host,
+            image,
+            options,
+            fallback=Fallback("no-engine", f"no container engine: {host.engine.reason}"),
         )
         return replace(plan, engine_fix=engine_fix(host.engine))
     if not ref:
         return in_process_plan(
-            host, image, options, fallback="the doctor chose no image for this host"
+            host, image, options, Fallback("no-image", "the doctor chose no image for this host")
         )
     expected, reason = gpu_expectation(host, options, _matrix_build_is_gpu(ref, image, options))
     gpus = usable_gpus(host)
@@ -76,7 +89,7 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
 
 
 def in_process_plan(
-    host: HostFacts, image: ImageChoice | None, options: SmokeOptions, fallback: str | None
+    host: HostFacts, image: ImageChoice | None, options: SmokeOptions, fallback: Fallback | None
 ) -> Plan:
     python = options.python or host.paddle.python or sys.executable
     expected, reason = gpu_expectation(host, options, host.paddle.cuda is not None)
