@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
+from envcheck.smoke.protocol import LOG_PREFIX, MILESTONES
+
 
 class ActivityDisplay(Protocol):
     def phase(self, text: str) -> None: ...  # a new step begins
@@ -84,7 +86,7 @@ class LineSplitter:
     """Whole lines out of a child's stderr chunks; calls `emit` with the text after `prefix` of
     each line that has it. A line without an end is kept up to `limit` bytes, no more."""
 
-    def __init__(self, prefix: bytes = b"envcheck-smoke: ", limit: int = 4096) -> None:
+    def __init__(self, prefix: bytes = LOG_PREFIX.encode(), limit: int = 4096) -> None:
         self.prefix, self.limit = prefix, limit
         self._partial = b""
 
@@ -102,13 +104,11 @@ class LineSplitter:
 
 
 def workload_said(text: str) -> None:
-    """The smoke workload's log line (workload.log): its milestones begin a phase, the rest
-    (`step 31/60, 95.2 steps/s`, what it loaded) are details of the current one."""
-    if text.startswith(("paddle ", "training on ")):
-        phase(f"smoke: {text}")
-    elif text.startswith("training window start"):
-        phase("smoke: training")
-    elif text.startswith("training window end"):
-        phase("smoke: known answers after training")
-    else:
-        detail(text)
+    """The smoke workload's log line (workload.log): its milestones (the protocol's
+    `MILESTONES`) begin a phase, the rest (`step 31/60, 95.2 steps/s`, what it loaded) are
+    details of the current one."""
+    for opening, title in MILESTONES:
+        if text.startswith(opening):
+            phase(f"smoke: {title or text}")
+            return
+    detail(text)

@@ -216,3 +216,26 @@ def test_a_cold_pull_under_json_shows_its_layers_in_the_log(
         for image in docker_client.images.list():
             if any(repo in name for name in image.tags + image.attrs.get("RepoDigests", [])):
                 docker_client.images.remove(image.id, force=True)
+
+
+def test_the_workloads_own_milestone_lines_open_the_phases(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The words are the protocol's (protocol.SAY_*), written by the workload's `log` and read
+    here: one string, said once, on both sides."""
+    from envcheck.smoke import protocol, workload
+
+    workload.log(protocol.SAY_DEVICE + "gpu:0 (asked for gpu:all)")
+    workload.log(protocol.SAY_WINDOW_START + " 17.500")
+    workload.log("step 31/60, 95.2 steps/s")
+    workload.log(protocol.SAY_WINDOW_END + " 18.100")
+    seen = Recorder()
+    with activity.showing(seen):
+        activity.LineSplitter().feed(capsys.readouterr().err.encode())
+    assert seen.said == [
+        ("phase", "smoke: training on gpu:0 (asked for gpu:all)"),
+        ("phase", "smoke: training"),
+        ("detail", "step 31/60, 95.2 steps/s"),
+        ("phase", "smoke: known answers after training"),
+        ("stop", ""),
+    ]

@@ -37,13 +37,29 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 try:  # beside the script wherever it runs: the container's mount, the in-process copy
     from envcheck_smoke_protocol import (  # type: ignore[import-not-found]
         CORRUPT_ENV,
+        LOG_PREFIX,
         MAX_LINE,
         MAX_WARNINGS,
+        SAY_BUILD,
+        SAY_DEVICE,
+        SAY_WINDOW_END,
+        SAY_WINDOW_START,
         SCHEMA,
         classify_line,
     )
 except ImportError:  # imported as envcheck.smoke.workload (the host's tests)
-    from envcheck.smoke.protocol import CORRUPT_ENV, MAX_LINE, MAX_WARNINGS, SCHEMA, classify_line
+    from envcheck.smoke.protocol import (
+        CORRUPT_ENV,
+        LOG_PREFIX,
+        MAX_LINE,
+        MAX_WARNINGS,
+        SAY_BUILD,
+        SAY_DEVICE,
+        SAY_WINDOW_END,
+        SAY_WINDOW_START,
+        SCHEMA,
+        classify_line,
+    )
 
 
 # The model and task of the Paddle text-classification tutorial, shrunk to seconds:
@@ -194,7 +210,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def log(message: str) -> None:
-    print("envcheck-smoke: " + message, file=sys.stderr, flush=True)
+    print(LOG_PREFIX + message, file=sys.stderr, flush=True)
 
 
 # -- live progress for the host's display (issue 13.1): log lines only, apart from the training.
@@ -259,7 +275,7 @@ def _smoke(args: argparse.Namespace) -> Dict[str, Any]:
     out: Dict[str, Any] = {"import_s": round(time.perf_counter() - t0, 4)}
     out.update(build_info(paddle))
     log(
-        "paddle %s, compiled with CUDA: %s, GPUs seen: %s, default device %s"
+        SAY_BUILD + "%s, compiled with CUDA: %s, GPUs seen: %s, default device %s"
         % (
             out["paddle_version"],
             out["compiled_with_cuda"],
@@ -368,7 +384,7 @@ def run_on(paddle: Any, asked: str, args: argparse.Namespace) -> Dict[str, Any]:
     run: Dict[str, Any] = {"device_requested": asked, "device_error": None, "error": None}
     _, run["device_error"] = _attempt(lambda: paddle.set_device(asked))
     run["device_used"] = str(paddle.get_device())
-    log("training on %s (asked for %s)" % (run["device_used"], asked))
+    log(SAY_DEVICE + "%s (asked for %s)" % (run["device_used"], asked))
     run["checks"] = []
     dtype = amp_dtype(paddle, run["device_used"]) if args.amp else None
     phase, spent = "check", time.perf_counter()
@@ -513,7 +529,7 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
     logits: Any = None
     t_first = t_steps = t_build
     start = time.time()  # the host's NVML witness judges this span (the host's clock too)
-    log("training window start %.3f" % start)
+    log(SAY_WINDOW_START + " %.3f" % start)
     for step, (ids, labels) in enumerate(host_batches(paddle, args)):
         with paddle.amp.auto_cast(enable=amp, dtype=dtype or "float16", level="O1"):
             logits = model(ids)
@@ -533,7 +549,7 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
     curve = [float(v) for v in paddle.stack(losses).numpy().tolist()]  # one sync, at the end
     elapsed = time.perf_counter() - t_steps
     end = time.time()
-    log("training window end %.3f" % end)
+    log(SAY_WINDOW_END + " %.3f" % end)
     curve = _corrupt_curve(curve, corruptions().get("loss"))
     out = figures(args, curve, t_first - t_build, elapsed)
     out.update(
