@@ -16,6 +16,11 @@ DOCKER_GROUP_FIX = (
     "or run as root"
 )
 START_DOCKER_FIX = "start the Docker engine (`sudo systemctl start docker`)"
+REBOOT_FIX = (
+    "reboot, or reload the kernel module without rebooting: "
+    "`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia` "
+    "(the driver package was upgraded but the old module is still loaded)"
+)
 
 NO_GPU_BUILD_YET = (
     "no GPU build of Paddle runs on this host as it is: fix the driver/GPU findings above, then run "

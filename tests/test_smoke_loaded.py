@@ -30,7 +30,7 @@ from envcheck.facts import (
     from_dict,
 )
 from envcheck.findings import Finding
-from envcheck.judge import REBOOT_FIX
+from envcheck.fixes import REBOOT_FIX
 from envcheck.smoke.check import WORKLOAD
 from envcheck.smoke.loaded import NVML_UNKNOWN_FIX, loaded_findings, loaded_libraries
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result, validate

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from envcheck.facts import DriverFacts, HostFacts
-from envcheck.judge import REBOOT_FIX
+from envcheck.fixes import REBOOT_FIX
 from envcheck.smoke.check import WORKLOAD, outcome_of
 from envcheck.smoke.container import ContainerSpec, SmokeContainer
 from envcheck.smoke.loaded import loaded_findings, loaded_libraries
