@@ -108,3 +108,8 @@ def test_the_walker_sees_a_violation() -> None:
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from envcheck.probe import x\n"
     )
     assert "envcheck.probe" not in _runtime_imports(typed)
+
+
+def test_every_module_of_the_judges_rules_is_walked() -> None:
+    on_disk = {f"rules/{p.stem}" for p in (PACKAGE / "rules").glob("*.py")}
+    assert on_disk <= set(RULES), f"add {sorted(on_disk - set(RULES))} to RULES"
