@@ -9,6 +9,10 @@ Docker, PyPI's CPU Paddle 3.3.1 installed for the Paddle runs), recorded offline
   c-static-cpu-paddle      doctor --no-smoke --python P            fail, exit 1 (paddle.cpu-build)
   d-expect-gpu-cpu-paddle  doctor --in-process --expect-gpu ...    cpu-fallback, exit 6
   e-smoke-cpu-paddle       doctor --in-process --python P          fail, exit 1, cpu-trained
+  f-gpu262-expect          doctor --in-process --expect-gpu with PyPI's paddlepaddle-gpu 2.6.2
+                           (CUDA 11.8, SASS sm_61-86): the known-answer checks die with CUDA
+                           error 209 before training; fail, exit 5, nothing proven
+  witness.json             bench/witness_real.py: NVML sampled around three torch workloads
 
 Two kinds of check: a recorded report judged again (`--facts`) must give the same verdict, and
 the fake profile `h100-580-lent` (the C-level fakes answering as that machine's driver did) with
@@ -63,7 +67,7 @@ def test_the_recordings_are_what_the_docstring_says() -> None:
     seen = {
         name: (doc["verdict"], doc["exit_code"], doc["proof"])
         for name in ("a-static-nopaddle", "b-expect-gpu-nopaddle", "c-static-cpu-paddle")
-        + ("d-expect-gpu-cpu-paddle", "e-smoke-cpu-paddle")
+        + ("d-expect-gpu-cpu-paddle", "e-smoke-cpu-paddle", "f-gpu262-expect")
         for doc in [recorded(name)]
     }
     assert seen == {
@@ -72,6 +76,7 @@ def test_the_recordings_are_what_the_docstring_says() -> None:
         "c-static-cpu-paddle": ("fail", 1, "static"),
         "d-expect-gpu-cpu-paddle": ("cpu-fallback", 6, "none"),
         "e-smoke-cpu-paddle": ("fail", 1, "cpu-trained"),
+        "f-gpu262-expect": ("fail", 5, "none"),
     }
     # the real NVML and driver API, as the machine answered
     host = recorded("a-static-nopaddle")["host"]
@@ -88,6 +93,42 @@ def test_a_recorded_report_judged_again_gives_the_same_verdict(name: str, tmp_pa
     assert verdict(doctor(env, "--facts", str(REAL / f"{name}.json"), "--no-smoke")) == verdict(
         recorded(name)
     )
+
+
+def test_the_sm61_86_build_is_judged_again_without_its_smoke(tmp_path: Path) -> None:
+    """Paddle 2.6.2 cu118 on the H100: the host alone already fails it (no sm_90 in the wheel,
+    cuDNN 9 where it wants 8); the smoke that died on CUDA error 209 added the loaded libraries."""
+    real = recorded("f-gpu262-expect")
+    env = {**os.environ, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}
+    again = doctor(env, "--facts", str(REAL / "f-gpu262-expect.json"), "--no-smoke")
+    static = [(f["id"], f["severity"]) for f in real["findings"] if f["layer"] != "smoke"]
+    assert sorted((f["id"], f["severity"]) for f in again["findings"]) == sorted(static)
+    assert ("paddle.arch-missing", "fail") in static and ("cudnn.major-mismatch", "fail") in static
+    assert (again["verdict"], again["exit_code"]) == ("fail", 1)
+    smoke = {f["id"]: f["severity"] for f in real["findings"] if f["layer"] == "smoke"}
+    assert smoke["smoke.crashed"] == "fail" and smoke["smoke.loaded-cuda-mismatch"] == "fail"
+    assert real["smoke"]["runs"][0]["error"]["phase"] == "check"  # before any training step
+
+
+def test_nvml_on_the_real_h100_witnessed_each_workload_in_its_window() -> None:
+    """The sampler's record of three torch workloads on the H100, judged again: training is busy
+    (98 % SM of the process), a CUDA context computing on the CPU is idle (584 MiB, 0 %), no
+    CUDA is unseen. The same `trains` record judged on the second after its last kernel, when
+    its context still held 902 MiB, is idle: memory alone proves no training."""
+    from envcheck.smoke.witness import witness
+
+    rows = json.loads((REAL / "witness.json").read_text())
+    assert [r["case"] for r in rows] == ["trains", "context-idle", "cpu-only"]
+    for row in rows:
+        seen = witness(row["nvml"], 0, row["window"])
+        assert (seen.state, seen.as_dict()) == (row["expected"], row["witness"]), row["case"]
+    trains = rows[0]
+    # NVML's utilisation trailed the window by 0.2-0.3 s there; from 2.35 s after its start the
+    # device and the process read 0 % while the memory stayed until the process exited
+    after = trains["window"]["start"] + 2.35
+    late = witness(trains["nvml"], 0, {"start": after, "end": after})
+    assert late.samples > 0 and late.process_mem_max_bytes and late.process_sm_max == 0
+    assert late.state == "idle"
 
 
 @pytest.fixture
