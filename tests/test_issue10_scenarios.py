@@ -76,6 +76,11 @@ def test_10_1_gtx1080_never_gets_the_320_cu129_image_paddlex4682() -> None:
     # the cu126 build's own list is unknown: said in the verdict, never a silent pass
     assert ids(r)["image.arch-unverified"] == "warn" and "arch coverage unverified" in text(r)
     assert r.verdict == "warn" and int(r.exit_status) == 0
+    # said once, with what is known: the GPU is within the toolkit's reach (the H100 report read
+    # "arch coverage unverified: CUDA 12.9 can target (…); … arch coverage unverified")
+    (unverified,) = (f.message for f in r.findings if f.id == "image.arch-unverified")
+    assert unverified.count("arch coverage unverified") == 1, unverified
+    assert "every GPU's arch is among the archs CUDA 12.6 can target" in unverified
 
 
 def test_10_2_k80_gets_the_only_252_build_with_kepler_paddle55715() -> None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from envcheck.assessment import gpu_compute_capability
 from envcheck.compat import arch_supported
 from envcheck.findings import Finding, fail, warn
-from envcheck.matrix.builds import plain_archs_source, runnable_archs
+from envcheck.matrix.builds import ArchSource, plain_archs_source, runnable_archs
 from envcheck.rules.paddle import installed_build
 from envcheck.versions import VersionParseError, sm_of
 
@@ -28,15 +29,24 @@ def check_image_archs(ctx: Context) -> Iterable[Finding]:
     except (ValueError, VersionParseError):
         return
     if archs is None or not archs.verified:
-        origin = archs.origin if archs else f"CUDA {img.cuda} is unknown to the matrix"
         yield warn(
             "image.arch-unverified",
-            f"{img.tag}: arch coverage unverified: {origin}",
+            f"{img.tag}: {_unverified_text(ctx, archs, img.cuda)}",
             fix="the smoke training in this image proves it (`envcheck doctor` without --no-smoke)",
             layer="image",
             tag=img.tag,
             archs_source=archs.source if archs else None,
         )
+
+
+def _unverified_text(ctx: Context, archs: ArchSource | None, cuda: str) -> str:
+    """What is known of the image's archs: at most the toolkit's reach, said once."""
+    if archs is None:
+        return f"CUDA {cuda} is unknown to the matrix: arch coverage unverified"
+    ccs = [gpu_compute_capability(g, ctx.matrix) for g in ctx.host.gpus]
+    if ccs and all(cc and arch_supported(cc, archs.archs) for cc in ccs):
+        return f"every GPU's arch is among the archs {archs.origin}"
+    return archs.origin  # "CUDA x can target (…); … own list is unknown: arch coverage unverified"
 
 
 def check_build_archs(ctx: Context) -> Iterable[Finding]:
