@@ -24,8 +24,8 @@ from typing import Any
 from envcheck import __version__
 from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fleet import object_field, report_time
 from envcheck.report import SCHEMA_VERSION, Report
+from envcheck.saved_report import object_field, report_time
 
 BASELINE_KIND = "envcheck-baseline"
 BASELINE_VERSION = 1

@@ -15,17 +15,11 @@ from hypothesis import strategies as st
 from junitparser import JUnitXml
 
 from envcheck.findings import fail, passed, warn
-from envcheck.fleet import (
-    HostListError,
-    ReportDocumentError,
-    SavedReport,
-    compress_host_list,
-    merge_reports,
-    parse_host_list,
-    parse_report,
-)
+from envcheck.fleet import merge_reports
+from envcheck.hostlist import HostListError, compress_host_list, parse_host_list
 from envcheck.render.table import fleet_table_text, host_list, print_fleet_table
 from envcheck.report import Report
+from envcheck.saved_report import ReportDocumentError, SavedReport, parse_report
 from tests import report_samples as samples
 from tests.inprocess import run_envcheck
 

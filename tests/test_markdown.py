@@ -9,9 +9,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from envcheck.findings import fail, passed, warn
-from envcheck.fleet import SavedReport, merge_reports
+from envcheck.fleet import merge_reports
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.report import Report
+from envcheck.saved_report import SavedReport
 from tests import report_samples as samples
 
 GFM = MarkdownIt("commonmark", {"html": True}).enable("table")

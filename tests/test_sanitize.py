@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from envcheck.facts import GpuFacts, MachineFacts
 from envcheck.findings import fail, warn
-from envcheck.fleet import FleetSummary, SavedReport, merge_reports
+from envcheck.fleet import FleetSummary, merge_reports
 from envcheck.render.annotations import fleet_annotations, github_annotations
 from envcheck.render.junit import junit_xml
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
@@ -25,6 +25,7 @@ from envcheck.render.sanitize import visible
 from envcheck.render.table import fleet_table_text
 from envcheck.render.text import render_plain, render_rich
 from envcheck.report import Report
+from envcheck.saved_report import SavedReport
 from tests import report_samples as samples
 
 HOSTNAME = "host\n::error::pwned"

@@ -20,7 +20,7 @@ from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
     from envcheck.environment import Environment
-    from envcheck.fleet import HostReport
+    from envcheck.saved_report import HostReport
 
 FILE_HINT = "each FILE must be the output of `envcheck doctor --json` (or a folder of them)"
 HOSTS_HINT = (
@@ -123,7 +123,7 @@ def expand_paths(names: list[str], env: Environment) -> tuple[list[Path], list[s
 def read_expected_hosts(name: str, stdin: TextIO | None) -> list[str]:
     """The names in --expect-hosts FILE (`-`: `stdin`); an unreadable or malformed list is
     exit 2."""
-    from envcheck.fleet import HostListError, parse_host_list
+    from envcheck.hostlist import HostListError, parse_host_list
 
     try:
         data = _read_stdin(stdin) if name == "-" else Path(name).read_bytes()
@@ -150,7 +150,7 @@ def _read_stdin(stdin: TextIO | None) -> bytes:
 
 def read_reports(paths: list[Path]) -> tuple[list[HostReport], list[str]]:
     """Parse every file; return the good reports and one error line per bad file."""
-    from envcheck.fleet import ReportDocumentError, SavedReport, parse_report
+    from envcheck.saved_report import ReportDocumentError, SavedReport, parse_report
     from envcheck.userfiles import read_json
 
     hosts: list[HostReport] = []

@@ -22,9 +22,9 @@ from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
 from envcheck.findings import Finding
-from envcheck.fleet import report_time
 from envcheck.render.sanitize import visible
 from envcheck.report import Report
+from envcheck.saved_report import report_time
 from envcheck.userfiles import write_output
 
 if TYPE_CHECKING:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, TextIO
 from envcheck.render.sanitize import visible
 
 if TYPE_CHECKING:
-    from envcheck.fleet import FleetSummary, HostReport, ProblemGroup
+    from envcheck.fleet import FleetSummary, ProblemGroup
+    from envcheck.saved_report import HostReport
 
 COLUMNS = ("HOST", "GPUS", "DRIVER", "CUDA", "PADDLE", "VERDICT", "EXIT", "FIRST FAILING CHECK")
 VERDICT_COLUMN = COLUMNS.index("VERDICT")
@@ -203,7 +204,7 @@ def _prose(text: str, width: int | None, more: str = INDENT * 2) -> list[str]:
 def host_list(labels: tuple[str, ...], budget: int) -> str:
     """Slurm's notation (`gpu[001-012], login1`: what `--expect-hosts` reads back), cut between
     names, never inside one, when longer than `budget` characters."""
-    from envcheck.fleet import compressed_host_list
+    from envcheck.hostlist import compressed_host_list
 
     shown: list[str] = []
     named = 0
