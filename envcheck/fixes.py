@@ -28,6 +28,15 @@ NO_GPU_BUILD_YET = (
 )
 
 
+def cudnn_pip_command(cudnn: str, cuda: str) -> str | None:
+    """NVIDIA's cuDNN wheel of that major for that CUDA major: `python -m pip install
+    nvidia-cudnn-cu11==8.*`; None when either version has no readable major."""
+    major, cu = cudnn.split(".")[0], cuda.split(".")[0]
+    if not (major.isdigit() and cu.isdigit()):
+        return None
+    return f"python -m pip install nvidia-cudnn-cu{cu}=={major}.*"
+
+
 def gpu_pip_command(image: ImageChoice | None) -> str | None:
     """The pip command of the GPU build the doctor chose; None when it chose none (no driver, or
     only the CPU image runs here): a CPU command is never offered as "the GPU build"."""

@@ -462,6 +462,25 @@ def test_arch_mismatch_crash_gets_the_right_wheel_fix() -> None:
     crashed = only(findings, "smoke.crashed")
     assert "gpu:0 (gpu:0): RuntimeError: Unsupported GPU architecture" in crashed.message
     assert "compute capability" in (crashed.fix or "")
+    assert f"`envcheck doctor --image {GPU_IMAGE.ref}`" in (crashed.fix or "")
+
+
+def test_arch_mismatch_crash_in_process_names_the_pip_command() -> None:
+    """The real H100 with 2.6.2 (sm_61-86): CUDA error 209 in the known-answer checks. The fix is
+    the exact command of a build with sm_90, as paddle.arch-missing says, not a link alone."""
+    doc = rec.on_gpu(rec.result(), cc="9.0")
+    doc["runs"][0]["error"] = {
+        "phase": "check",
+        "type": "OSError",
+        "message": "(External) CUDA error(209), no kernel image is available for execution on "
+        "the device.",
+        "traceback": "",
+    }
+    doc["warnings"].append({"kind": "arch-mismatch", "text": rec.ARCH_NOT_SUPPORTED_H100})
+    plan = in_process_plan(gpu_host(), GPU_IMAGE, SmokeOptions(), fallback=None)
+    crashed = only(judge(plan, outcome(doc, exit_code=1)), "smoke.crashed")
+    assert f"`{GPU_IMAGE.pip_command}`" in (crashed.fix or "")
+    assert "a Paddle build with kernels for this GPU's compute capability" in (crashed.fix or "")
 
 
 def test_image_without_paddle_is_a_crash_but_a_python_without_it_is_not_run() -> None:
@@ -572,7 +591,7 @@ def test_smoke_document_status_and_log_tail_on_failure(timed_out: bool, status: 
 def test_only_an_nvidia_hook_on_a_read_only_root_drops_the_read_only_root(
     message: str, retry: bool
 ) -> None:
-    from envcheck.smoke.container import hook_needs_writable_root
+    from envcheck.smoke.container_spec import hook_needs_writable_root
 
     assert hook_needs_writable_root(message) is retry
 

@@ -376,6 +376,19 @@ def test_recorded_real_h100_cudnn_9_14_and_cublas_13_under_a_cuda_11_8_build() -
     )
     cuda = found["smoke.loaded-cuda-mismatch"]
     assert "libcublas 13.1.0.3" in cuda.message and "libcublasLt 13.1.0.3" in cuda.message
+    # each fix does what it says: cuDNN 8.6 from NVIDIA's CUDA 11 wheel, or the doctor's build
+    # (on the real H100 the Paddle command was offered as "install cuDNN 8.6.0 …")
+    assert (
+        "install cuDNN 8.6.0 (the one the build expects) in /venv/bin/python: `python -m pip install nvidia-cudnn-cu11==8.*`"
+        in (cudnn.fix or "")
+    )
+    assert (
+        f"or replace the build with the one the doctor chose, which brings matching libraries: `{IN_PROCESS.pip_command}`"
+        in (cudnn.fix or "")
+    )
+    assert "libraries the build expects in /venv/bin/python; or replace the build" in (
+        cuda.fix or ""
+    )
     shadow = found["smoke.loaded-cudnn-shadowed"]
     assert (
         "expected cuDNN 9.19.0 from /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9 (pip)"

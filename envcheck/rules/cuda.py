@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.findings import Finding, fail, passed, warn
+from envcheck.fixes import cudnn_pip_command
 from envcheck.rules.environment import devices_hidden
 from envcheck.versions import VersionParseError, release_of
 
@@ -93,14 +94,14 @@ def _release(text: str) -> tuple[int, ...]:
 
 
 def _cudnn_fix(cudnn: str, cuda: str, pip_libs: bool | None) -> str:
-    major = _release(cudnn)[0]
-    cu = _release(cuda)[0]
     if pip_libs:
         return (
             "reinstall Paddle so pip brings its pinned cuDNN: `python -m pip install --force-reinstall "
             "paddlepaddle-gpu` with the index of your CUDA build"
         )
+    command = cudnn_pip_command(cudnn, cuda)
+    get = f": `{command}` and put its lib folder on LD_LIBRARY_PATH" if command else ""
     return (
-        f"install cuDNN {cudnn} for CUDA {cu}: `python -m pip install nvidia-cudnn-cu{cu}=={major}.*` and put "
-        f"its lib folder on LD_LIBRARY_PATH, or use the official image (`envcheck pull-image`)"
+        f"install cuDNN {cudnn} for CUDA {cuda.split('.')[0]}{get}, "
+        "or use the official image (`envcheck pull-image`)"
     )

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from envcheck.findings import Finding, fail
 from envcheck.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX
 from envcheck.report import CPU_FALLBACK_ID
-from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE
+from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE, install_fix
 from envcheck.smoke.known_answers import where as _where
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.protocol import PaddleWarning, RunResult, SmokeResult, scan_paddle_warnings
@@ -163,6 +163,10 @@ def cpu_fallback(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Find
 def fix_from_warnings(warnings: list[PaddleWarning], plan: Plan | None) -> str | None:
     kinds = [w["kind"] for w in warnings]
     if "arch-mismatch" in kinds:
+        if plan is not None:
+            return install_fix(
+                plan, "a Paddle build with kernels for this GPU's compute capability"
+            )
         return (
             "this Paddle build has no kernels for this GPU's compute capability: install the wheel "
             f"built for it ({INSTALL_GPU_PADDLE})"

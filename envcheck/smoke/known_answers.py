@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from envcheck.findings import Finding, fail
+from envcheck.fixes import cudnn_pip_command
 from envcheck.report import WRONG_RESULTS_ID
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.protocol import (
@@ -143,13 +144,13 @@ def likely_cause(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> tupl
         return (
             "cudnn-mismatch",
             f"the cuDNN loaded ({loaded or 'see the Paddle warnings'}) is not the one {build} was built for",
-            install_fix(plan, f"cuDNN {result.get('cudnn_version')} (the one the build expects)"),
+            cudnn_fix(plan, result),
         )
     if "matmul" in ops and kinds & {"cuda-mismatch", "cuda-cudnn-mismatch"}:
         return (
             "cublas-mismatch",
             f"the CUDA runtime/cuBLAS loaded is not the one {build} was built for",
-            install_fix(plan, f"the CUDA {result.get('cuda_version')} libraries the build expects"),
+            library_fix(plan, f"the CUDA {result.get('cuda_version')} libraries the build expects"),
         )
     if kinds & {"driver-error"}:
         return (
@@ -182,6 +183,31 @@ def install_fix(plan: Plan, what: str) -> str:
         return f"use an image with {what}: {image}"
     command = f": `{plan.pip_command}`" if plan.pip_command else ""
     return f"install {what} in {plan.python}{command} ({INSTALL_GPU_PADDLE})"
+
+
+def cudnn_fix(plan: Plan, result: SmokeResult) -> str:
+    """The cuDNN the build was made with: NVIDIA's wheel for it, or the doctor's build."""
+    cudnn, cuda = str(result.get("cudnn_version") or ""), str(result.get("cuda_version") or "")
+    return library_fix(
+        plan, f"cuDNN {cudnn} (the one the build expects)", cudnn_pip_command(cudnn, cuda)
+    )
+
+
+def library_fix(plan: Plan, what: str, command: str | None = None) -> str:
+    """The library the build expects, or the doctor's build, which brings matching ones: the
+    doctor's Paddle command is never labelled as installing a library (on the real H100 a cuDNN
+    fix read "install cuDNN 8.6.0 …: `pip install paddlepaddle-gpu==3.3.1 …`")."""
+    if plan.mode == "container":
+        return install_fix(plan, what)
+    get = f"install {what} in {plan.python}" + (
+        f": `{command}`, its lib folder first on LD_LIBRARY_PATH" if command else ""
+    )
+    if not plan.pip_command:
+        return get
+    return (
+        f"{get}; or replace the build with the one the doctor chose, which brings matching "
+        f"libraries: `{plan.pip_command}` ({INSTALL_GPU_PADDLE})"
+    )
 
 
 def where(plan: Plan) -> str:

@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from envcheck.facts import HostFacts, LibraryFacts
 from envcheck.findings import Finding, fail, warn
 from envcheck.fixes import REBOOT_FIX
-from envcheck.smoke.known_answers import install_fix, where
+from envcheck.smoke.known_answers import cudnn_fix, library_fix, where
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.protocol import LoadedLibrary, SmokeResult
 from envcheck.versions import VersionParseError, cuda_version_from_int, cudnn_version_from_int
@@ -178,9 +178,7 @@ def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -
                     if wrong
                     else "older than the cuDNN the build was made with"
                 ),
-                fix=_library_fix(
-                    plan, (wrong or older)[0], f"cuDNN {cudnn} (the one the build expects)"
-                ),
+                fix=_library_fix(plan, (wrong or older)[0], cudnn_fix(plan, result)),
                 layer="smoke",
                 expected=cudnn,
                 loaded=wrong or older,
@@ -195,7 +193,11 @@ def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -
                 "smoke.loaded-cuda-mismatch",
                 f"{build} loaded {'; '.join(_where(lib) for lib in wrong)}: CUDA libraries of "
                 "another major version than the build's",
-                fix=_library_fix(plan, wrong[0], f"the CUDA {cuda} libraries the build expects"),
+                fix=_library_fix(
+                    plan,
+                    wrong[0],
+                    library_fix(plan, f"the CUDA {cuda} libraries the build expects"),
+                ),
                 layer="smoke",
                 expected=cuda,
                 loaded=wrong,
@@ -204,8 +206,8 @@ def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -
     return found
 
 
-def _library_fix(plan: Plan, lib: MappedLibrary, what: str) -> str:
-    """Stop the wrong copy from winning, then provide the right one."""
+def _library_fix(plan: Plan, lib: MappedLibrary, provide: str) -> str:
+    """Stop the wrong copy from winning, then `provide` the right one."""
     folder = posixpath.dirname(str(lib["path"]))
     first = {
         "LD_LIBRARY_PATH": f"remove {folder} from LD_LIBRARY_PATH",
@@ -213,8 +215,7 @@ def _library_fix(plan: Plan, lib: MappedLibrary, what: str) -> str:
         "compat": f"remove the CUDA compat folder {folder} from LD_LIBRARY_PATH",
         "system": f"the system copy in {folder} was found first: install the right one where the build looks first",
     }.get(str(lib["source"]))
-    fix = install_fix(plan, what)
-    return f"{first}; then {fix}" if first else fix
+    return f"{first}; then {provide}" if first else provide
 
 
 def _against_probe(

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from envcheck.findings import Finding, fail
-from envcheck.smoke.known_answers import errors_of, install_fix, where
+from envcheck.smoke.known_answers import cudnn_fix, errors_of, where
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.protocol import RunResult, SmokeResult, WorkloadError, classify_line
 
@@ -152,7 +152,7 @@ def _cudnn(plan: Plan, result: SmokeResult, lines: list[str]) -> Finding:
     return fail(
         CUDNN_ID,
         f"cuDNN failed in {where(plan)} at the training's convolution: {lines[0]}{tried}{loaded}",
-        fix=install_fix(plan, f"cuDNN {result.get('cudnn_version')} (the one the build expects)"),
+        fix=cudnn_fix(plan, result),
         layer="smoke",
         library=library,
         lines=lines[:3],
