@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck.smoke.protocol import LibraryOrigin
 from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
 
 Status = Literal["ok", "absent", "error", "unknown"]
@@ -76,7 +77,7 @@ class CudaDriverFacts:
 class LibraryCandidate:
     path: str  # required: a candidate is a file
     version: str | None = _checked("dotted")
-    origin: str = "system"  # "system" | "pip" | "LD_LIBRARY_PATH" | "cuda-home"
+    origin: LibraryOrigin = "system"  # where the probe found it: a saved one is checked on load
     error: str | None = None
 
 
@@ -87,7 +88,7 @@ class LibraryFacts:
     status: Status = "unknown"
     version: str | None = _checked("dotted")  # of the file that would be loaded
     path: str | None = None
-    origin: str | None = None
+    origin: LibraryOrigin | None = None
     candidates: tuple[LibraryCandidate, ...] = ()
     reason: str | None = None
 

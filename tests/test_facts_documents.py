@@ -51,6 +51,13 @@ INVALID = [
     ("paddle.cuda", float("nan"), "host.paddle.cuda: expected a string"),
     ("gpus.0.memory_total_mib", 10**40, "host.gpus[0].memory_total_mib"),
     ("driver.status", "x" * 500, "host.driver.status: expected one of"),
+    (
+        "cudnn.origin",
+        "conda",
+        "host.cudnn.origin: expected one of pip, LD_LIBRARY_PATH, system, cuda-home, got 'conda'",
+    ),
+    ("cudnn.candidates.0.origin", "PIP", "host.cudnn.candidates[0].origin: expected one of"),
+    ("cudnn.candidates.0.origin", None, "host.cudnn.candidates[0].origin: expected one of"),
 ]
 
 
@@ -96,11 +103,21 @@ def test_doctor_on_a_hostile_facts_file_is_exit_2_without_traceback(
     assert "Traceback" not in r.stderr
 
 
-def test_doctor_on_an_invalid_value_is_exit_2_naming_file_and_field(tmp_path: Path) -> None:
-    path = write(tmp_path, changed("gpus.0.compute_capability", "x"))
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("gpus.0.compute_capability", "x", "host.gpus[0].compute_capability"),
+        ("cuda_runtime.origin", "vendor", "host.cuda_runtime.origin: expected one of"),
+    ],
+    ids=["cc", "library-origin"],
+)
+def test_doctor_on_an_invalid_value_is_exit_2_naming_file_and_field(
+    tmp_path: Path, field: str, value: str, named: str
+) -> None:
+    path = write(tmp_path, changed(field, value))
     r = envcheck("doctor", "--facts", path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert f"facts file {path}: host.gpus[0].compute_capability" in r.stderr
+    assert f"facts file {path}: {named}" in r.stderr
 
 
 def test_closed_stdin_with_facts_from_stdin_is_exit_2(tmp_path: Path) -> None:

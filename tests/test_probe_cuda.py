@@ -10,7 +10,7 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import pytest
 from hypothesis import given
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from envcheck.facts import LibraryCandidate
 from envcheck.probe import _cuda_child, cuda_driver, cuda_libs
+from envcheck.smoke.protocol import LibraryOrigin
 
 if TYPE_CHECKING:
     from tests.fakenv import FakeBuild
@@ -294,7 +295,13 @@ def test_origins_come_in_the_order_a_paddle_process_tries_them(tmp_path: Path) -
     env = {"LD_LIBRARY_PATH": str(ld), "CUDA_HOME": str(home)}
     cache = [("libcudnn.so.9", str(cached / "libcudnn.so.9")), ("libcudnn_ops.so.9", "/x")]
     found = cuda_libs.find_candidates(cuda_libs.CUDNN, [str(site)], env, cache)
-    assert [c.origin for c in found][:4] == ["pip", "LD_LIBRARY_PATH", "system", "cuda-home"]
+    origins = [c.origin for c in found][:4]
+    # every word of the vocabulary a saved facts file is checked against, in the search order
+    assert (
+        origins
+        == ["pip", "LD_LIBRARY_PATH", "system", "cuda-home"]
+        == list(get_args(LibraryOrigin))
+    )
 
 
 @pytest.mark.parametrize(

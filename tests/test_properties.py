@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import get_args
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -39,6 +40,7 @@ from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.report import CPU_FALLBACK_ID, WRONG_RESULTS_ID, exit_status_of, verdict_of
 from envcheck.select import gpu_candidates, select_image
+from envcheck.smoke.protocol import LibraryOrigin
 from envcheck.versions import parse_dotted, release_of
 
 MATRIX = load_matrix(str(REPO_DIR))
@@ -264,11 +266,12 @@ DOTTED = st.one_of(
 CC = st.one_of(st.none(), st.builds(lambda a, b: f"{a}.{b}", st.integers(1, 12), st.integers(0, 9)))
 COUNT = st.one_of(st.none(), st.integers(0, 2**40))
 STATUS = st.sampled_from(["ok", "absent", "error", "unknown"])
+ORIGIN = st.sampled_from(get_args(LibraryOrigin))
 CANDIDATE = st.builds(
     LibraryCandidate,
     path=st.text(min_size=1, max_size=20),
     version=DOTTED,
-    origin=st.sampled_from(["system", "pip", "LD_LIBRARY_PATH", "cuda-home"]),
+    origin=ORIGIN,
     error=TEXT,
 )
 LIBRARY = st.builds(
@@ -276,7 +279,7 @@ LIBRARY = st.builds(
     status=STATUS,
     version=DOTTED,
     path=TEXT,
-    origin=TEXT,
+    origin=st.one_of(st.none(), ORIGIN),
     candidates=st.lists(CANDIDATE, max_size=2).map(tuple),
     reason=TEXT,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import pytest
 from hypothesis import given
@@ -15,7 +16,7 @@ from envcheck.smoke.parse import (
     log_tail,
     parse_result,
 )
-from envcheck.smoke.protocol import scan_paddle_warnings
+from envcheck.smoke.protocol import LibrarySource, scan_paddle_warnings
 from tests import smoke_samples as rec
 
 
@@ -27,6 +28,19 @@ from tests import smoke_samples as rec
 def test_recorded_lines_parse(line: str) -> None:
     doc = parse_result(line.encode() + b"\n")
     assert doc["runs"][0]["device_used"] == "cpu" and doc["uid"] == 1000
+
+
+def _mapped(source: object) -> bytes:
+    """A result whose one mapped library says it came from `source`."""
+    lib = {
+        "name": "libcudnn",
+        "path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9",
+        "source": source,
+        "call": "cudnnGetVersion",
+        "raw": 91400,
+        "call_error": None,
+    }
+    return json.dumps(rec.result() | {"loaded_libraries": [lib]}).encode()
 
 
 def _mutated(**changes: object) -> bytes:
@@ -61,6 +75,15 @@ def _mutated(**changes: object) -> bytes:
             json.dumps(rec.result() | {"shm": {"size_bytes": "64m", "free_bytes": 0}}).encode(),
             "shm.size_bytes: expected int, got str",
         ),
+        (
+            _mapped("vendor"),
+            (
+                "result.loaded_libraries[0].source: expected one of pip, LD_LIBRARY_PATH, system, "
+                "cuda-home, compat, conda, got 'vendor'"
+            ),
+        ),
+        (_mapped(None), "result.loaded_libraries[0].source: expected one of"),
+        (_mapped(["pip"]), "loaded_libraries[0].source: expected one of pip, LD_LIBRARY_PATH"),
     ],
     ids=[
         "empty",
@@ -75,12 +98,20 @@ def _mutated(**changes: object) -> bytes:
         "string-loss",
         "missing-key",
         "shm-size-text",
+        "unknown-library-source",
+        "null-library-source",
+        "list-library-source",
     ],
 )
 def test_anything_but_the_one_json_line_is_bad_output(stdout: bytes, message: str) -> None:
     with pytest.raises(BadOutput) as caught:
         parse_result(stdout)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("source", get_args(LibrarySource))
+def test_every_library_source_the_workload_writes_parses(source: str) -> None:
+    assert parse_result(_mapped(source))["loaded_libraries"][0]["source"] == source
 
 
 def test_a_failed_run_needs_only_its_error() -> None:

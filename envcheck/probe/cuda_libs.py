@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from envcheck.facts import CudaDriverFacts, LibraryCandidate, LibraryFacts
 from envcheck.probe.cuda_driver import ChildRun, driver_facts, run_cuda_child
+from envcheck.smoke.protocol import LibraryOrigin
 from envcheck.versions import VersionParseError, cuda_version_from_int, cudnn_version_from_int
 
 CUDA_HOME_DEFAULT = "/usr/local/cuda"
@@ -168,7 +169,7 @@ def _cuda_homes(env: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(h for h in homes if h))
 
 
-def _in_dir(spec: LibrarySpec, directory: str, origin: str) -> list[LibraryCandidate]:
+def _in_dir(spec: LibrarySpec, directory: str, origin: LibraryOrigin) -> list[LibraryCandidate]:
     try:
         names = [n for n in os.listdir(directory) if spec.file_name.fullmatch(n)]
     except OSError:

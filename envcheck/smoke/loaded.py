@@ -23,7 +23,7 @@ from envcheck.findings import Finding, fail, warn
 from envcheck.fixes import REBOOT_FIX
 from envcheck.smoke.known_answers import cudnn_fix, library_fix, where
 from envcheck.smoke.plan import Plan
-from envcheck.smoke.protocol import LoadedLibrary, SmokeResult
+from envcheck.smoke.protocol import LibrarySource, LoadedLibrary, SmokeResult
 from envcheck.versions import VersionParseError, cuda_version_from_int, cudnn_version_from_int
 
 # Libraries whose major version is the CUDA major they were built for (cuBLAS 11.x ships with
@@ -53,7 +53,7 @@ class _Mapped(TypedDict):
     name: str
     path: str
     version: str | None
-    source: str
+    source: LibrarySource
     version_from: str | None  # "cudnnGetVersion()", "file name", None: unknown
 
 

@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
 from envcheck.smoke.protocol import (
     SCHEMA,
@@ -166,7 +166,10 @@ def _conform(value: Any, hint: Any, where: str) -> None:
                 _conform(value[key], part, f"{where}.{key}")
         return
     origin, args = get_origin(hint), get_args(hint)
-    if origin is Union:
+    if origin is Literal:
+        if not _shallow(value, hint):
+            raise BadOutput(f"{where}: expected {_plain(hint)}, got {_short(value)}")
+    elif origin is Union:
         fits = [a for a in args if _shallow(value, a)]
         if not fits:
             raise BadOutput(f"{where}: expected {_names(args)}, got {_kind(value)}")
@@ -190,6 +193,8 @@ def _conform(value: Any, hint: Any, where: str) -> None:
 def _shallow(value: Any, hint: Any) -> bool:
     """The JSON kind alone: a bool is no number, an int is a float."""
     origin = get_origin(hint) or hint
+    if origin is Literal:  # one of the protocol's words, spelled exactly
+        return isinstance(value, str) and value in get_args(hint)
     if value is None or hint is type(None):
         return value is None and hint is type(None)
     if isinstance(value, bool):
@@ -208,7 +213,14 @@ def _names(hints: tuple[Any, ...]) -> str:
 
 def _plain(hint: Any) -> str:
     origin = get_origin(hint) or hint
+    if origin is Literal:
+        return "one of " + ", ".join(map(str, get_args(hint)))
     return "a list" if origin is list else "an object"
+
+
+def _short(value: Any) -> str:
+    """A wrong value in a one-line message: a bounded repr, or what kind of JSON it is."""
+    return repr(value[:40]) if isinstance(value, str) else _kind(value)
 
 
 def _kind(value: Any) -> str:

@@ -13,7 +13,7 @@ in-process run, as `envcheck_smoke_protocol.py`), where the workload tees Paddle
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple, TypedDict
+from typing import Dict, List, Literal, Optional, Tuple, TypedDict
 
 SCHEMA = "envcheck-smoke/1"
 # The name this file has beside the workload (unique: it must never shadow a module Paddle imports).
@@ -226,12 +226,20 @@ class RunResult(_RunRequired, TrainedRun, total=False):
     export: Export
 
 
+# Where a copy of a CUDA library comes from, spelled the same on both sides. The host probe finds
+# copies where a Paddle process looks for them (envcheck/probe/cuda_libs.py, in its search order)...
+LibraryOrigin = Literal["pip", "LD_LIBRARY_PATH", "system", "cuda-home"]
+# ... and the workload, reading a mapped path (`workload.library_source`), can also tell a CUDA
+# compat folder and the active conda environment.
+LibrarySource = Literal[LibraryOrigin, "compat", "conda"]
+
+
 class LoadedLibrary(TypedDict):
     """An NVIDIA library in the process's /proc/self/maps, and its own version call (issue 11)."""
 
     name: str
     path: str
-    source: str  # system, LD_LIBRARY_PATH, conda, compat, pip, ...
+    source: LibrarySource
     call: Optional[str]
     raw: int | List[int] | None
     call_error: Optional[str]

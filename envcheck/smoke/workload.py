@@ -32,7 +32,7 @@ import threading
 import time
 import traceback
 from functools import partial
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 try:  # beside the script wherever it runs: the container's mount, the in-process copy
     from envcheck_smoke_protocol import (  # type: ignore[import-not-found]
@@ -60,6 +60,8 @@ except ImportError:  # imported as envcheck.smoke.workload (the host's tests)
         SCHEMA,
         classify_line,
     )
+if TYPE_CHECKING:  # for mypy only: the vocabulary `library_source` must keep to
+    from envcheck.smoke.protocol import LibrarySource
 
 
 # The model and task of the Paddle text-classification tutorial, shrunk to seconds:
@@ -900,7 +902,7 @@ def loaded_libraries(maps: Optional[str] = None, env: Optional[Dict[str, str]] =
     return found
 
 
-def library_source(path: str, env: Dict[str, str]) -> str:
+def library_source(path: str, env: Dict[str, str]) -> LibrarySource:
     """compat, pip, conda, LD_LIBRARY_PATH, cuda-home or system: the most telling first."""
     if COMPAT_DIR.search(path):
         return "compat"
