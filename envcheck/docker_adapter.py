@@ -126,8 +126,8 @@ def pull_error(
 ) -> EnvcheckError:
     """One engine pull error (HTTP error or an `error` event in the stream) as an envcheck error."""
     from envcheck.image_checks import ImageRefused
-    from envcheck.pull_events import classify_engine_error
-    from envcheck.registry import (
+    from envcheck.pull.events import classify_engine_error
+    from envcheck.registry.errors import (
         ManifestNotFound,
         RegistryAuthRequired,
         RegistryUnavailable,
@@ -198,7 +198,7 @@ def inspect_distribution(
     daemon cannot hang the run); the connection's close cancels the daemon's request."""
     import requests.exceptions
 
-    from envcheck.registry import RegistryUnavailable
+    from envcheck.registry.errors import RegistryUnavailable
 
     api = client.api
     saved = api.timeout  # the client is used by this thread only while a pull runs

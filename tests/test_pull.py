@@ -28,9 +28,11 @@ import pytest
 
 from envcheck.errors import EnvcheckError, EnvironmentProblem
 from envcheck.matrix.load import load_matrix
-from envcheck.pull import PullPlan, PullResult, RetryPolicy, ensure_image, plan_pull, pull_image
+from envcheck.pull.ensure import ensure_image
+from envcheck.pull.plan import PullPlan, PullResult, plan_pull
+from envcheck.pull.run import RetryPolicy, pull_image
 from envcheck.reference import parse_reference
-from envcheck.registry import ManifestNotFound, RegistryUnavailable
+from envcheck.registry.errors import ManifestNotFound, RegistryUnavailable
 from envcheck.render.progress import PlainDisplay
 from tests.conftest import BUSYBOX, BUSYBOX_CUDA, LocalRegistry
 from tests.registry_push import PushedImage, push_index, push_random_image

@@ -8,7 +8,7 @@ import pytest
 from envcheck.docker_adapter import PullFailed, pull_error
 from envcheck.exitcodes import ExitStatus
 from envcheck.image_checks import ImageRefused
-from envcheck.registry import ManifestNotFound, RegistryAuthRequired, RegistryUnavailable
+from envcheck.registry.errors import ManifestNotFound, RegistryAuthRequired, RegistryUnavailable
 
 REF, REGISTRY = "127.0.0.1:5000/envcheck-test/busybox:1", "127.0.0.1:5000"
 

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from envcheck.environment import Environment
     from envcheck.facts import HostFacts
     from envcheck.matrix.model import Matrix
-    from envcheck.pull import PullPlan, PullResult
+    from envcheck.pull.plan import PullPlan, PullResult
     from envcheck.reference import Reference
-    from envcheck.registry import RemoteImage
+    from envcheck.registry.documents import RemoteImage
     from envcheck.report import ImageChoice
 
 JSON_SCHEMA_VERSION = 1
@@ -65,7 +65,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, env: Environment) -> int:
     """Under --json an error becomes the CLI's error document (envcheck.report.error_document)."""
-    from envcheck.pull import PullPlan, plan_pull
+    from envcheck.pull.plan import PullPlan, plan_pull
     from envcheck.reference import parse_reference
     from envcheck.render.sanitize import visible
 
@@ -147,7 +147,7 @@ def _pull(
 ) -> PullResult:
     from envcheck.docker_adapter import connect
     from envcheck.probe.endpoint import resolve_endpoint
-    from envcheck.pull import pull_image
+    from envcheck.pull.run import pull_image
     from envcheck.render.progress import make_display
 
     client = connect(

@@ -16,7 +16,7 @@ from typing import IO, Any, ClassVar, Literal, Protocol
 
 from envcheck import activity
 from envcheck.environment import isatty
-from envcheck.pull_events import LayerProgress, PullProgress
+from envcheck.pull.events import LayerProgress, PullProgress
 from envcheck.render.sanitize import rich_safe, visible
 
 DisplayKind = Literal["auto", "rich", "plain", "none"]

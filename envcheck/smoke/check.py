@@ -95,7 +95,7 @@ def _engine_words(message: str) -> str:
 def acquire_image(plan: Plan, options: SmokeOptions) -> tuple[Any, str]:
     """Connect and make sure the image is here (pulled with a progress display if allowed)."""
     from envcheck.docker_adapter import connect
-    from envcheck.pull import ensure_image
+    from envcheck.pull.ensure import ensure_image
 
     assert plan.image is not None
     client = connect(options.endpoint)  # the probed engine; one client for image and container

@@ -1,4 +1,4 @@
-"""Pull an image through the engine, carefully: checks before, retries during, proof after.
+"""One pull through the engine: checks before, retries during, proof after.
 
 Before: what the registry knows, asked through the engine (`inspect_distribution`: the daemon's
 proxy, mirrors, insecure registries and the CLI's stored logins, as `docker pull` uses them) —
@@ -15,13 +15,11 @@ a pull that broke halfway is never reported as pulled.
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from envcheck import activity
 from envcheck.docker_adapter import (
     PullFailed,
     inspect_distribution,
@@ -30,29 +28,20 @@ from envcheck.docker_adapter import (
     translate_errors,
     translate_pull_errors,
 )
-from envcheck.errors import EnvcheckError, EnvironmentProblem
+from envcheck.errors import EnvcheckError
 from envcheck.image_checks import ImageRefused, platform_refusal
 from envcheck.platforms import Platform, host_platform
-from envcheck.pull_events import PullProgress
-from envcheck.reference import Reference, parse_reference
-from envcheck.registry import (
-    REQUEST_DEADLINE_S,
-    ManifestNotFound,
-    RegistryClient,
-    RegistryError,
-    RegistryUnavailable,
-    RemoteImage,
-    env_mapping,
-    parse_distribution,
-)
+from envcheck.pull.events import PullProgress
+from envcheck.pull.images import local_image, untag
+from envcheck.pull.plan import ConfigSource, PullPlan, PullResult, nearest_tags
+from envcheck.reference import Reference
+from envcheck.registry.client import REQUEST_DEADLINE_S, RegistryClient
+from envcheck.registry.documents import RemoteImage, env_mapping, parse_distribution
+from envcheck.registry.errors import ManifestNotFound, RegistryError, RegistryUnavailable
 from envcheck.render.progress import PullDisplay, make_display
-
-if TYPE_CHECKING:
-    from envcheck.matrix.model import Matrix
 
 T = TypeVar("T")
 ImageCheck = Callable[[RemoteImage], None]  # raises ImageRefused when the host cannot run it
-ConfigSource = Literal["registry", "local image"]
 
 
 @dataclass(frozen=True)
@@ -68,87 +57,6 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         return min(self.cap, self.base * 2.0 ** (attempt - 1))
-
-
-@dataclass(frozen=True)
-class PullPlan:
-    requested: Reference
-    mirrors: tuple[Reference, ...] = ()  # the same tag on the other registries, in order
-    pinned_digest: str | None = None  # the matrix's pin: the pulled digest must be this one
-    known_tags: tuple[str, ...] = ()  # tags the matrix knows for this repository (404 hints)
-
-    @property
-    def targets(self) -> tuple[Reference, ...]:
-        return (self.requested, *self.mirrors)
-
-
-@dataclass(frozen=True)
-class PullResult:
-    reference: str  # as pulled, on the registry that served it
-    requested: str
-    registry: str  # the registry that served it
-    digest: str
-    image_id: str
-    size: int | None  # compressed bytes (registry manifest; None when it could not be read)
-    seconds: float
-    outcome: Literal["pulled", "present"]
-    attempts: int  # engine pulls started (0 when already present)
-    platform: str
-    mirror: bool = False
-    failures: tuple[str, ...] = ()  # what failed on the way (retried, or the registry given up)
-    # Where the image config's env (CUDA_VERSION, NVIDIA_REQUIRE_CUDA) was read: the registry,
-    # before the pull; the pulled image, after it; None: not read (--force, registry unreadable).
-    config_source: ConfigSource | None = "registry"
-    warnings: tuple[str, ...] = ()  # advisory reads that could not be made
-    downloaded: int = 0  # compressed bytes this pull downloaded (layers already present cost none)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "reference": self.reference,
-            "requested": self.requested,
-            "registry": self.registry,
-            "mirror": self.mirror,
-            "digest": self.digest,
-            "image_id": self.image_id,
-            "size": self.size,
-            "seconds": round(self.seconds, 3),
-            "outcome": self.outcome,
-            "attempts": self.attempts,
-            "platform": self.platform,
-            "failures": list(self.failures),
-            "config_source": self.config_source,
-            "warnings": list(self.warnings),
-            "downloaded": self.downloaded,
-        }
-
-
-# -- planning (pure) --------------------------------------------------------------------------------
-def plan_pull(ref: Reference, matrix: Matrix | None) -> PullPlan:
-    """Mirrors, pin and known tags for `ref` from the matrix; a bare plan for images it does not know."""
-    if matrix is None:
-        return PullPlan(ref)
-    homes = {name: parse_reference(value) for name, value in matrix.registries.items()}
-    home = next(
-        (
-            n
-            for n, r in homes.items()
-            if (r.registry, r.repository) == (ref.registry, ref.repository)
-        ),
-        None,
-    )
-    if home is None:
-        return PullPlan(ref)
-    row = next((i for i in matrix.images if i.tag == ref.tag and home in i.registries), None)
-    known = tuple(sorted({i.tag for i in matrix.images if home in i.registries}))
-    if row is None:
-        return PullPlan(ref, known_tags=known)
-    mirrors = tuple(homes[r].with_tag(row.tag) for r in row.registries if r != home and r in homes)
-    pin = None if ref.digest else row.digest
-    return PullPlan(ref, mirrors, pin, known)
-
-
-def nearest_tags(tag: str | None, known: tuple[str, ...], n: int = 3) -> list[str]:
-    return difflib.get_close_matches(tag or "latest", known, n=n, cutoff=0.5) if known else []
 
 
 # -- pulling ----------------------------------------------------------------------------------------
@@ -206,14 +114,14 @@ def pull_image(
 def _pull_from(target: Reference, plan: PullPlan, run: _Run, *, mirror: bool) -> PullResult:
     remote, config_read = _inspect(target, plan, run)
     want = plan.pinned_digest or target.digest or remote.digest
-    image_id = _local_image(run.client, target, want)
+    image_id = local_image(run.client, target, want)
     if image_id:
         config = _checked_locally(run, remote, image_id, config_read, pulled=())
         return _result(target, plan, run, remote, want, image_id, "present", mirror, config)
     source = target.with_digest(want) if plan.pinned_digest or target.digest else target
     progress = _retrying(lambda: _stream(run, source, remote), f"pull from {target.registry}", run)
     digest = want if source.digest else (progress.digest or want)
-    image_id = _local_image(run.client, target, digest)
+    image_id = local_image(run.client, target, digest)
     if not image_id:
         # The stream ended without an error event, yet no image carries the digest: a broken pull.
         raise PullFailed(
@@ -308,24 +216,12 @@ def _checked_locally(
         run.check(local)
     except ImageRefused as e:
         for ref in pulled:
-            _untag(run.client, ref)
+            untag(run.client, ref)
         whose = "the pulled image's config, removed again" if pulled else "the local image's config"
         raise ImageRefused(
             f"{e.message} (read from {whose}: the registry's could not be read)", hint=e.hint
         ) from e
     return "local image"
-
-
-def _untag(client: Any, ref: Reference) -> None:
-    """`docker rmi REF`: the name goes; the image too when no other name holds it."""
-    import docker.errors
-
-    try:
-        with translate_errors(f"removing {ref}"):
-            client.api.remove_image(str(ref))
-    except EnvcheckError as e:
-        if not isinstance(e.__cause__, docker.errors.NotFound):
-            raise
 
 
 def _stream(run: _Run, source: Reference, remote: RemoteImage) -> PullProgress:
@@ -366,24 +262,6 @@ def _retrying(action: Callable[[], T], what: str, run: _Run) -> T:
             )
             run.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _local_image(client: Any, ref: Reference, digest: str) -> str | None:
-    """The engine's image id for `ref` if it holds that exact digest, else None."""
-    import docker.errors
-
-    try:
-        with translate_errors(f"inspecting {ref}"):
-            info = client.api.inspect_image(f"{ref.name}@{digest}")
-    except EnvcheckError as e:
-        if isinstance(e.__cause__, docker.errors.NotFound):
-            return None
-        raise
-    names = {ref.familiar_name, ref.name}
-    digests = {
-        d.rpartition("@")[2] for d in info.get("RepoDigests") or [] if d.rpartition("@")[0] in names
-    }
-    return str(info["Id"]) if digest in digests else None
 
 
 def _result(
@@ -444,47 +322,3 @@ def _registry_tags(ref: Reference) -> list[str]:
     except EnvcheckError:
         return []
     return nearest_tags(ref.tag, tags)
-
-
-# -- the smoke's entry point ------------------------------------------------------------------------
-def ensure_image(ref: str, *, allow_pull: bool, quiet: bool, client: Any = None) -> str:
-    """The engine's image id for `ref`, pulling it (with a progress display on stderr unless
-    `quiet`) when it is missing and `allow_pull`. `client`: a connected docker.DockerClient
-    (default: a new one). Raises EnvcheckError subclasses only."""
-    from envcheck.docker_adapter import connect
-
-    parsed = parse_reference(ref)  # InvalidReference (exit 2) before any engine call
-    client = client if client is not None else connect()
-    image_id = _present(client, ref)
-    if image_id:
-        return image_id
-    if not allow_pull:
-        raise EnvironmentProblem(
-            f"image {ref} is not present and pulling is off (--no-pull)",
-            hint=f"pull it first: `envcheck pull-image --image {ref}`",
-        )
-    plan = plan_pull(parsed, _shipped_matrix())
-    activity.phase(f"image {ref} is not here: asking {parsed.registry} for it")
-    result = pull_image(plan, client=client, display=make_display("none" if quiet else "auto"))
-    return result.image_id
-
-
-def _present(client: Any, ref: str) -> str | None:
-    import docker.errors
-
-    try:
-        with translate_errors(f"inspecting {ref}"):
-            return str(client.api.inspect_image(ref)["Id"])
-    except EnvcheckError as e:
-        if isinstance(e.__cause__, docker.errors.NotFound):
-            return None
-        raise
-
-
-def _shipped_matrix() -> Matrix | None:
-    from envcheck.matrix.load import load_matrix
-
-    try:
-        return load_matrix(None)
-    except EnvcheckError:
-        return None  # mirrors and pins are a bonus here: the pull itself does not need them

@@ -1,0 +1,47 @@
+"""The smoke's entry point: the engine's image for a reference, pulled when it is missing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from envcheck import activity
+from envcheck.errors import EnvcheckError, EnvironmentProblem
+from envcheck.pull.images import present
+from envcheck.pull.plan import plan_pull
+from envcheck.pull.run import pull_image
+from envcheck.reference import parse_reference
+from envcheck.render.progress import make_display
+
+if TYPE_CHECKING:
+    from envcheck.matrix.model import Matrix
+
+
+def ensure_image(ref: str, *, allow_pull: bool, quiet: bool, client: Any = None) -> str:
+    """The engine's image id for `ref`, pulling it (with a progress display on stderr unless
+    `quiet`) when it is missing and `allow_pull`. `client`: a connected docker.DockerClient
+    (default: a new one). Raises EnvcheckError subclasses only."""
+    from envcheck.docker_adapter import connect
+
+    parsed = parse_reference(ref)  # InvalidReference (exit 2) before any engine call
+    client = client if client is not None else connect()
+    image_id = present(client, ref)
+    if image_id:
+        return image_id
+    if not allow_pull:
+        raise EnvironmentProblem(
+            f"image {ref} is not present and pulling is off (--no-pull)",
+            hint=f"pull it first: `envcheck pull-image --image {ref}`",
+        )
+    plan = plan_pull(parsed, _shipped_matrix())
+    activity.phase(f"image {ref} is not here: asking {parsed.registry} for it")
+    result = pull_image(plan, client=client, display=make_display("none" if quiet else "auto"))
+    return result.image_id
+
+
+def _shipped_matrix() -> Matrix | None:
+    from envcheck.matrix.load import load_matrix
+
+    try:
+        return load_matrix(None)
+    except EnvcheckError:
+        return None  # mirrors and pins are a bonus here: the pull itself does not need them
