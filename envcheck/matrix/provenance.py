@@ -2,14 +2,27 @@
 
 The rows cite source keys (`D-2.6`, `3P`, `NV-RN`, `Paddle#76558`; matrix/README.md). Those keys
 stay in `--json` and `--explain`; messages a person reads say what kind of source it is.
+
+The keys stay `str`: a row's `source` is a list of citation tags that grows with the fact sheet
+(each new issue, PR or docs page is a new tag: `Paddle#78924`, `PR79314`, `NV-curanddx`), and
+`archs_source` is a sentence quoting the evidence. What is closed is the kind a key names.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Literal
+
+SourceKind = Literal[
+    "measured from the wheel",
+    "NVIDIA's documentation",
+    "Paddle's install docs",
+    "Paddle's issue tracker",
+    "build files",
+]
 
 # Key prefix -> what it is. Checked in order; the first match names the kind.
-_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
+_KINDS: tuple[tuple[re.Pattern[str], SourceKind], ...] = (
     (re.compile(r"^(W-\d+|MEASURED)"), "measured from the wheel"),
     (re.compile(r"^NV"), "NVIDIA's documentation"),
     (re.compile(r"^(D-|PD-|OCR-|PX-|ERNIE|PFORM|DOCS#|CONDA|SETUP)"), "Paddle's install docs"),
@@ -18,8 +31,8 @@ _KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def _kinds(source: str) -> list[str]:
-    kinds: list[str] = []
+def _kinds(source: str) -> list[SourceKind]:
+    kinds: list[SourceKind] = []
     for key in (k.strip() for k in source.split(",")):
         for pattern, kind in _KINDS:
             if pattern.match(key) and kind not in kinds:
