@@ -36,7 +36,8 @@ from envcheck.docker_adapter import connect
 from envcheck.facts import EngineFacts, HostFacts, PaddleFacts
 from envcheck.report import ImageChoice
 from envcheck.smoke.check import WORKLOAD, smoke_check
-from envcheck.smoke.container import ContainerSpec, SmokeContainer
+from envcheck.smoke.container import SmokeContainer
+from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import parse_result
 

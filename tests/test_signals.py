@@ -22,7 +22,8 @@ import pytest
 
 from envcheck.signals import Interrupted, deferred, unwind_on_signals
 from envcheck.smoke import ownership
-from envcheck.smoke.container import ContainerSpec, SmokeContainer
+from envcheck.smoke.container import SmokeContainer
+from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.ownership import OWNER_LABEL
 from tests.smoke_host import SCRIPTS
 

@@ -17,7 +17,8 @@ import pytest
 
 from envcheck.report import exit_status_of, verdict_of
 from envcheck.smoke.check import WORKLOAD, outcome_of, smoke_check
-from envcheck.smoke.container import ContainerSpec, Limits, SmokeContainer
+from envcheck.smoke.container import SmokeContainer
+from envcheck.smoke.container_spec import ContainerSpec, Limits
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.pieces import CUDNN_ID, SHM_ID, WORKER_ID
 from envcheck.smoke.protocol import CORRUPT_ENV

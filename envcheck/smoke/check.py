@@ -125,7 +125,7 @@ def workload_args(plan: Plan, options: SmokeOptions) -> list[str]:
 
 
 def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str | None) -> Outcome:
-    from envcheck.smoke.container import ContainerSpec, describe, hook_needs_writable_root
+    from envcheck.smoke.container_spec import ContainerSpec, describe, hook_needs_writable_root
 
     assert plan.image is not None
     spec = ContainerSpec(

@@ -1,4 +1,4 @@
-"""The smoke container: locked down, bounded in time and output, and always removed.
+"""The smoke container: created, run and always removed, through the docker SDK.
 
 `SmokeContainer` is a context manager in the manner of cibuildwheel's `OCIContainer`
 (https://github.com/pypa/cibuildwheel/blob/main/cibuildwheel/oci_container.py): whatever happens
@@ -9,11 +9,10 @@ that died harder than that (SIGKILL, power loss) are swept before each new one �
 `envcheck.smoke.ownership` proves are ours, stopped, past a grace period and abandoned by their
 owner; never a running one, never a volume — and each removal is printed on stderr.
 
-The workload runs as `python /envcheck/workload.py ARGS` with: the script bind-mounted read-only,
-no network, a read-only root file system with a small tmpfs on /tmp, uid 1000, no new privileges,
-every capability dropped, memory/pids/shm limits, and the GPUs requested with `device_requests`
-(the SDK's `--gpus`). stdout and stderr are read from the attach stream as they come, stdout up to
-a bound; past the timeout or the bound the container is killed.
+What it is made with (image, arguments, limits, GPU request, labels) is
+`envcheck.smoke.container_spec`; its stdout and stderr are read from the attach stream as they
+come (`envcheck.smoke.attach`), stdout up to a bound; past the timeout or the bound the container
+is killed.
 """
 
 from __future__ import annotations
@@ -24,69 +23,26 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envcheck import activity, signals
-from envcheck.docker_adapter import LABEL, translate_errors
+from envcheck.docker_adapter import translate_errors
 from envcheck.errors import EnvcheckError
 from envcheck.smoke import ownership
-from envcheck.smoke.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
+from envcheck.smoke.attach import pump
+from envcheck.smoke.container_spec import ContainerSpec, create_kwargs
+from envcheck.smoke.ownership import MARK_LABEL
 from envcheck.smoke.parse import OutputCollector, RawRun
-from envcheck.smoke.protocol import PLACED_AS, PROTOCOL
 
 if TYPE_CHECKING:
     import docker
     from docker.models.containers import Container
     from typing_extensions import Self
 
-SCRIPT_TARGET = "/envcheck/workload.py"
-PROTOCOL_TARGET = f"/envcheck/{PLACED_AS}"  # beside the workload, which imports it
-SWEEP_GRACE_S = 30.0  # past the smoke's timeout, before its owner stops waiting for it
 KILL_WAIT_S = 10.0
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource bounds. Memory is generous: a CUDA process maps GBs of cuDNN/cuBLAS."""
-
-    memory: str = "8g"
-    pids: int = 1024  # OpenMP starts a thread per core, and threads count as pids
-    shm: str = "256m"
-    tmpfs: str = "256m"  # /tmp: HOME, the --export model (~3 MB), Paddle's caches
-    user: str = "1000:1000"
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    image: str
-    args: tuple[str, ...]  # the workload's arguments
-    script: Path  # host file, mounted read-only at SCRIPT_TARGET
-    timeout: float
-    gpu_ids: tuple[str, ...] | None = None  # None: no GPU request; ("all",): every GPU
-    environment: Mapping[str, str] = field(default_factory=dict)
-    binds: tuple[
-        tuple[str, str], ...
-    ] = ()  # more (host path, target) read-only binds: tests' fake driver
-    limits: Limits = field(default_factory=Limits)
-    read_only: bool = (
-        True  # False only when an NVIDIA hook must write the root (hook_needs_writable_root)
-    )
-
-
-BASE_ENVIRONMENT = {
-    "HOME": "/tmp",  # uid 1000 may have no home, and / is read-only
-    "TMPDIR": "/tmp",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONUNBUFFERED": "1",  # the log arrives live, so a killed run still shows its last lines
-    # CUDA numbers devices fastest-first by default; PCI order matches NVML and nvidia-smi:
-    # https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars
-    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-}
 
 
 class SmokeContainer:
@@ -136,7 +92,7 @@ class SmokeContainer:
         with translate_errors("attaching to the smoke container"):
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
         reader = threading.Thread(
-            target=_pump,
+            target=pump,
             args=(stream, collector, attention, failures, activity.LineSplitter()),
             name="envcheck-smoke-io",
             daemon=True,
@@ -170,86 +126,6 @@ class SmokeContainer:
             # exit_code None without a timeout: the container vanished under us
             extra={"container": container.short_id, "run_id": self.run_id, "swept": self.swept},
         )
-
-
-def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
-    """The `containers.create` arguments: every restriction of the smoke in one place."""
-    from docker.types import DeviceRequest, LogConfig, Mount
-
-    limits = spec.limits
-    kwargs: dict[str, Any] = {
-        "image": spec.image,
-        "name": ownership.container_name(run_id),
-        "entrypoint": ["python", SCRIPT_TARGET],  # no image entrypoint banner on our stdout
-        "command": list(spec.args),
-        "labels": labels(run_id, spec.timeout),
-        "environment": {**BASE_ENVIRONMENT, **spec.environment},
-        "user": limits.user,
-        "working_dir": "/tmp",
-        "network_mode": "none",
-        "read_only": spec.read_only,
-        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs},mode=1777"},
-        "security_opt": ["no-new-privileges"],
-        "cap_drop": ["ALL"],
-        "mem_limit": limits.memory,
-        "memswap_limit": limits.memory,  # no swap: an OOM is reported, not crawled through
-        "pids_limit": limits.pids,
-        "shm_size": limits.shm,
-        "mounts": [
-            Mount(target, source, type="bind", read_only=True)
-            for source, target in (
-                (str(spec.script.resolve()), SCRIPT_TARGET),
-                (str(PROTOCOL), PROTOCOL_TARGET),
-                *spec.binds,
-            )
-        ],
-        # The engine keeps its own copy of the output; megabytes of it must not fill the disk.
-        "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-    }
-    if spec.gpu_ids is not None:
-        every = spec.gpu_ids == ("all",)
-        kwargs["device_requests"] = [
-            DeviceRequest(
-                count=-1 if every else None,
-                device_ids=None if every else list(spec.gpu_ids),
-                capabilities=[["gpu"]],
-            )
-        ]
-    return kwargs
-
-
-def describe(spec: ContainerSpec) -> dict[str, Any]:
-    """The restrictions, for the report."""
-    return {
-        "network": "none",
-        "read_only_rootfs": spec.read_only,
-        "no_new_privileges": True,
-        "cap_drop": ["ALL"],
-        "timeout_s": spec.timeout,
-        "gpu_request": list(spec.gpu_ids) if spec.gpu_ids is not None else None,
-        **asdict(spec.limits),
-    }
-
-
-def hook_needs_writable_root(message: str) -> bool:
-    """Did an NVIDIA OCI hook fail because the container's root is read-only? Some toolkit
-    versions write into it at create time (ldcache, application profiles):
-    https://github.com/NVIDIA/nvidia-container-toolkit/issues/2026,
-    https://github.com/kserve/kserve/pull/5711"""
-    text = message.lower()
-    return "read-only file system" in text and "hook" in text
-
-
-def labels(run_id: str, timeout: float, now: float | None = None) -> dict[str, str]:
-    now = time.time() if now is None else now
-    owner = f"{socket.gethostname()}:{os.getpid()}"
-    deadline = str(int(now + timeout + SWEEP_GRACE_S))
-    return {
-        LABEL: run_id,
-        OWNER_LABEL: owner,
-        DEADLINE_LABEL: deadline,
-        MARK_LABEL: ownership.mark(ownership.owner_key(), run_id, owner, deadline),
-    }
 
 
 def sweep_leftovers(
@@ -315,57 +191,6 @@ def _by_name(client: docker.DockerClient, name: str) -> Container | None:
     except EnvcheckError:
         return None
     return found[0] if found else None
-
-
-def _pump(
-    stream: Iterator[tuple[bytes | None, bytes | None]],
-    sink: OutputCollector,
-    attention: threading.Event,
-    failures: list[Exception],
-    lines: activity.LineSplitter,
-) -> None:
-    """Read to the end of the stream (the workload's log lines to the activity display too). Past the stdout bound keep draining (the collector drops
-    it): an attach stream nobody reads blocks dockerd, and then even `kill` hangs (measured).
-    The stream breaking is its end; any other exception is a bug, handed to the main thread."""
-    import requests.exceptions
-    import urllib3.exceptions
-
-    try:
-        for out, err in _frames(
-            stream,
-            (
-                OSError,
-                ValueError,
-                requests.exceptions.RequestException,
-                urllib3.exceptions.HTTPError,
-            ),
-        ):
-            if out:
-                sink.feed_stdout(out)
-                if sink.overflow.is_set():
-                    attention.set()  # the main thread kills the container
-            if err:
-                sink.feed_stderr(err)
-                lines.feed(err)
-    except Exception as e:  # noqa: BLE001 - not swallowed: re-raised by run() in the main thread
-        failures.append(e)
-    finally:
-        attention.set()
-
-
-def _frames(
-    stream: Iterator[tuple[bytes | None, bytes | None]], ends: tuple[type[Exception], ...]
-) -> Iterator[tuple[bytes | None, bytes | None]]:
-    """The stream's frames until it ends or breaks (`ends`: the socket closed under us when the
-    container was killed, or the stream was closed) — only the read is guarded."""
-    while True:
-        try:
-            frame = next(stream)
-        except StopIteration:
-            return
-        except ends:
-            return
-        yield frame
 
 
 def _host_pid(container: Container) -> int | None:
