@@ -4,15 +4,17 @@ documents are validated against it (issue #13 item 7)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import jsonschema
 import pytest
 
+from envcheck.smoke.protocol import LibraryOrigin, LibrarySource
 from tests import scenarios as s
 from tests.inprocess import envcheck, envcheck_process
 
@@ -22,6 +24,7 @@ SCHEMA = json.loads(
     (Path(__file__).parent.parent / "schema" / "doctor-report.schema.json").read_text()
 )
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+REAL_H100 = sorted((Path(__file__).parent / "data" / "real-h100").glob("[a-z]-*.json"))
 
 
 def _doctor(*args: str, fake: dict[str, str] | None = None) -> dict[str, Any]:
@@ -85,3 +88,46 @@ def test_error_documents(args: list[str]) -> None:
     doc = _doctor(*args)
     assert doc["verdict"] == "error"
     _valid(doc)
+
+
+def test_the_schema_names_every_library_origin_and_source() -> None:
+    """The published enums are the ones a saved facts file and the workload's line are checked
+    against (envcheck/smoke/protocol.py)."""
+    assert SCHEMA["$defs"]["library_origin"]["enum"] == list(get_args(LibraryOrigin))
+    assert SCHEMA["$defs"]["library_source"]["enum"] == list(get_args(LibrarySource))
+
+
+@pytest.mark.parametrize("path", REAL_H100, ids=[p.stem for p in REAL_H100])
+def test_the_real_h100_reports(path: Path) -> None:
+    _valid(json.loads(path.read_text()))
+
+
+def _gpu262() -> dict[str, Any]:
+    """The real H100 run of paddlepaddle-gpu 2.6.2: origins, distributions, mapped libraries."""
+    return dict(json.loads(next(p for p in REAL_H100 if p.stem == "f-gpu262-expect").read_text()))
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        (("host", "cudnn", "origin"), "conda"),
+        (("host", "cudnn", "candidates", 0, "origin"), "vendor"),
+        (("host", "paddle", "distributions"), "paddlepaddle-gpu"),
+        (("smoke", "loaded_libraries", 0, "source"), "vendor"),
+    ],
+    ids=["origin", "candidate-origin", "distributions-not-a-list", "loaded-source"],
+)
+def test_the_schema_rejects_an_unknown_origin_or_source(
+    where: tuple[str | int, ...], value: Any
+) -> None:
+    report = _gpu262()
+    assert report["host"]["paddle"]["distributions"] == ["paddlepaddle-gpu"]
+    assert report["smoke"]["loaded_libraries"] and report["host"]["cudnn"]["candidates"]
+    _valid(report)
+    broken = copy.deepcopy(report)
+    node: Any = broken
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    with pytest.raises(jsonschema.ValidationError):
+        _valid(broken)
