@@ -209,12 +209,13 @@ def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -
 def _library_fix(plan: Plan, lib: MappedLibrary, provide: str) -> str:
     """Stop the wrong copy from winning, then `provide` the right one."""
     folder = posixpath.dirname(str(lib["path"]))
-    first = {
+    stop: dict[LibrarySource, str] = {  # pip, cuda-home: only the right copy to provide
         "LD_LIBRARY_PATH": f"remove {folder} from LD_LIBRARY_PATH",
         "conda": f"remove the conda copy in {folder} (`conda remove cudnn cudatoolkit`) or run outside that conda environment",
         "compat": f"remove the CUDA compat folder {folder} from LD_LIBRARY_PATH",
         "system": f"the system copy in {folder} was found first: install the right one where the build looks first",
-    }.get(str(lib["source"]))
+    }
+    first = stop.get(lib["source"])
     return f"{first}; then {provide}" if first else provide
 
 
