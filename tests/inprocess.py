@@ -10,12 +10,14 @@ stdio, a reader that leaves, `/dev/stdout`, the entry point itself, and a fake N
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from envcheck.cli import main
 from envcheck.environment import PROCESS_CWD, Environment
@@ -76,3 +78,14 @@ def envcheck_process(
         timeout=timeout,
         check=False,
     )
+
+
+def doctor_process(
+    env: Mapping[str, str], *args: str, timeout: float = 300
+) -> tuple[int, dict[str, Any], str]:
+    """`python -m envcheck doctor --json ARGS` on the host `env` describes (a fake driver needs a
+    process of its own): (exit code, the JSON document, stderr), and never a traceback."""
+    run = envcheck_process("doctor", "--json", *args, env=dict(env), timeout=timeout)
+    assert "Traceback" not in run.stderr, run.stderr
+    doc: dict[str, Any] = json.loads(run.stdout)
+    return run.returncode, doc, run.stderr

@@ -7,14 +7,13 @@ itself the `paddle.cpu-build` failure users hit when they `pip install paddlepad
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
 
@@ -22,16 +21,8 @@ pytestmark = pytest.mark.fakegpu
 
 
 def doctor(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    run = subprocess.run(
-        [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert "Traceback" not in run.stderr, run.stderr
-    return run.returncode, json.loads(run.stdout)
+    code, doc, _ = doctor_process(env, "--no-smoke", *args)
+    return code, doc
 
 
 def findings(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

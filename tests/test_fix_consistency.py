@@ -4,32 +4,21 @@ expected, so the smoke's own fixes meet the judge's."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 
 import pytest
 
 from tests.fakenv import profile_names
 from tests.fix_consistency import contradictions
+from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)
 pytestmark = pytest.mark.fakegpu
 
 
 def _findings(env: dict[str, str], *args: str) -> list[dict[str, object]]:
-    run = subprocess.run(
-        [sys.executable, "-m", "envcheck", "doctor", "--json", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert "Traceback" not in run.stderr, run.stderr
-    return list(json.loads(run.stdout)["findings"])
+    return list(doctor_process(env, *args)[1]["findings"])
 
 
 def test_the_checker_sees_a_contradiction() -> None:

@@ -3,7 +3,6 @@ nothing trained on a GPU. Issue #8 items 1 and 5."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.proof import UNPROVEN_ID, expect_gpu_unproven, proof_of
+from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -56,19 +56,6 @@ def test_an_existing_smoke_failure_is_not_said_twice() -> None:
     assert expect_gpu_unproven([crashed], "none") is None
 
 
-def _doctor(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], str]:
-    run = subprocess.run(
-        [sys.executable, "-m", "envcheck", "doctor", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert "Traceback" not in run.stderr, run.stderr
-    return run.returncode, json.loads(run.stdout), run.stderr
-
-
 @pytest.fixture
 def h100(fake_nvidia: Callable[[str], dict[str, str]]) -> dict[str, str]:
     fake = fake_nvidia("h100-580")
@@ -82,12 +69,12 @@ def test_expect_gpu_when_no_smoke_could_run_is_a_failure(
 ) -> None:
     """A healthy H100 host, but no engine and no Paddle in the target: before, WARN and exit 0."""
     python = str(sibling_venv / "bin" / "python")
-    code, doc, _ = _doctor(h100, "--json", "--expect-gpu", "--python", python)
+    code, doc, _ = doctor_process(h100, "--expect-gpu", "--python", python)
     ids = {f["id"]: f for f in doc["findings"]}
     assert ids[UNPROVEN_ID]["severity"] == "fail", ids
     assert doc["proof"] == "none" and doc["verdict"] == "fail" and code == 5
     # without --expect-gpu the same run is an honest warning, and says it proved nothing
-    code, doc, _ = _doctor(h100, "--json", "--python", python)
+    code, doc, _ = doctor_process(h100, "--python", python)
     assert (
         code == 0
         and doc["proof"] == "none"
@@ -97,7 +84,7 @@ def test_expect_gpu_when_no_smoke_could_run_is_a_failure(
 
 @pytest.mark.fakegpu
 def test_no_smoke_keeps_the_static_tier_and_says_so(h100: dict[str, str]) -> None:
-    _, doc, _ = _doctor(h100, "--json", "--expect-gpu", "--no-smoke")
+    _, doc, _ = doctor_process(h100, "--expect-gpu", "--no-smoke")
     assert doc["proof"] == "static" and UNPROVEN_ID not in {f["id"] for f in doc["findings"]}
     run = subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--no-color"],
@@ -137,6 +124,6 @@ def test_a_demanded_image_is_tested_or_the_run_fails(
     args: list[str], env: dict[str, str], words: str
 ) -> None:
     """#8.5: never a quiet move of the smoke into the host's Python."""
-    code, doc, err = _doctor(ENV | env, "--json", *args)
+    code, doc, err = doctor_process(ENV | env, *args)
     assert code == 4 and doc["verdict"] == "error", doc
     assert words in doc["error"]["message"] and words in err

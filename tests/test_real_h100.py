@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
 
@@ -43,17 +44,8 @@ def recorded(name: str) -> dict[str, Any]:
 
 
 def doctor(env: dict[str, str], *args: str) -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, "-m", "envcheck", "doctor", "--json", "--quiet", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert "Traceback" not in run.stderr, run.stderr
-    doc: dict[str, Any] = json.loads(run.stdout)
-    assert doc["exit_code"] == run.returncode
+    code, doc, _ = doctor_process(env, "--quiet", *args)
+    assert doc["exit_code"] == code
     return doc
 
 

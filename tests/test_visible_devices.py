@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +17,7 @@ from envcheck.facts import CudaDriverFacts, host_from_document
 from envcheck.judge import Context, judge
 from envcheck.matrix.load import load_matrix
 from envcheck.visible_devices import read_visible_devices
+from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -29,16 +28,7 @@ REAL_HOST = (
 
 
 def _doctor(env: dict[str, str]) -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert "Traceback" not in run.stderr, run.stderr
-    return dict(json.loads(run.stdout))
+    return doctor_process(env, "--no-smoke")[1]
 
 
 def _problems(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
