@@ -27,6 +27,19 @@ REGISTRY_ADDR = os.environ.get("ENVCHECK_REGISTRY_ADDR", "127.0.0.1:5000")
 CONTAINER_LABEL = "envcheck"  # envcheck.docker_adapter.LABEL
 SETUP_HINT = "run `scripts/dev setup` (as root) to start dockerd and the local registry"
 
+# A test that asks for one of these needs what `scripts/dev setup` starts: it carries the marker
+# whether or not its author wrote it, so `-m "not docker and not registry"` selects exactly the
+# tests a machine without them can run (the lent GPU machine, a developer's workstation).
+NEEDS = {"docker_client": "docker", "registry": "registry", "registry_factory": "registry"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in NEEDS:
+                item.add_marker(NEEDS[fixture])
+
+
 # Images `scripts/dev setup` builds offline and pushes to the local registry.
 BUSYBOX = "envcheck-test/busybox:1"
 BUSYBOX_LAYERS = "envcheck-test/busybox:layers"  # 4 layers, 12 MiB incompressible

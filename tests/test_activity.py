@@ -22,6 +22,11 @@ from envcheck.render.activity import PlainActivity, heartbeat_interval, make_act
 from tests.silence import Watched, watch
 
 IMAGE = "envcheck-test/paddle-cpu:3.3.1"
+
+pytest_plugins = ("tests.fakenv",)  # no_driver
+# The CPU image and CPU Paddle train on the CPU: a pass only where no GPU is expected, so every
+# doctor here runs on a host without a driver, even on a GPU machine (the lent H100 said exit 1/6).
+pytestmark = pytest.mark.usefixtures("no_driver")
 HANG = os.path.join(os.path.dirname(__file__), "smoke_scripts", "hang.py")
 
 
@@ -40,6 +45,7 @@ def _in_order(text: str, *needles: str) -> None:
         at = found + len(needle)
 
 
+@pytest.mark.docker  # --image: the real engine
 def test_container_smoke_in_a_log_says_each_phase_and_json_stays_alone_on_stdout() -> None:
     run = doctor("--image", IMAGE, "--json", tty=False)
     assert run.code == 0, run.stderr
@@ -61,6 +67,7 @@ def test_container_smoke_in_a_log_says_each_phase_and_json_stays_alone_on_stdout
     assert "\x1b[" not in run.stderr  # plain lines in a log
 
 
+@pytest.mark.docker  # --image: the real engine
 def test_container_smoke_on_a_terminal_is_a_live_line() -> None:
     run = doctor("--image", IMAGE, "--json", tty=True)
     assert run.code == 0, run.stderr
@@ -75,6 +82,7 @@ def test_container_smoke_on_a_terminal_is_a_live_line() -> None:
     assert "✓" in run.stderr  # finished phases stay above the live line
 
 
+@pytest.mark.docker  # --image: the real engine
 def test_a_hung_smoke_in_a_log_keeps_a_heartbeat_until_its_timeout() -> None:
     run = doctor(
         "--image",

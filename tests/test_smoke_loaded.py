@@ -41,7 +41,7 @@ from tests import smoke_samples as rec
 
 pytest_plugins = ("tests.fakenv",)
 
-REAL_HOST = Path("/work/shared/facts/hosts/h100-580-nopaddle.host.json")
+REAL_HOST = Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"  # shared/facts
 IN_PROCESS = Plan(
     mode="in-process",
     gpu_expected=True,
@@ -120,7 +120,8 @@ def by_id(findings: list[Finding]) -> dict[str, Finding]:
     return {f.id: f for f in findings}
 
 
-def test_the_cpu_paddle_run_maps_no_nvidia_library_and_the_report_says_so() -> None:
+def test_the_cpu_paddle_run_maps_no_nvidia_library_and_the_report_says_so(no_driver: Path) -> None:
+    """No driver: on a GPU machine the CPU build is paddle.cpu-build, exit 1 (the lent H100)."""
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--in-process", "--explain"],
         capture_output=True,
