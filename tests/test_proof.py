@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.proof import UNPROVEN_ID, expect_gpu_unproven, proof_of
+from envcheck.proof import UNPROVEN_ID, expect_gpu_unproven, proof_of, proof_words
 from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)
@@ -127,3 +127,18 @@ def test_a_demanded_image_is_tested_or_the_run_fails(
     code, doc, err = doctor_process(ENV | env, *args)
     assert code == 4 and doc["verdict"] == "error", doc
     assert words in doc["error"]["message"] and words in err
+
+
+def test_the_proof_line_says_why_nothing_was_proven() -> None:
+    """On the real H100 the CPU wheel's run under --expect-gpu trained (loss 0.694 -> 0.217) and
+    the report said "Proof: none: no smoke training completed"."""
+    fallback = fail("smoke.cpu-fallback", "trained on the CPU", fix="install", layer="smoke")
+    crashed = fail("smoke.crashed", "error 209", fix="install", layer="smoke")
+    unproven = fail(UNPROVEN_ID, "nothing trained", fix="start docker", layer="smoke")
+    assert proof_words("none", "cpu-fallback", [fallback]) == (
+        "none: the smoke trained on the CPU, not on the GPU it was meant to use"
+    )
+    assert proof_words("none", "wrong-results", [crashed]) == "none: the smoke's results were wrong"
+    assert proof_words("none", "fail", [crashed]) == "none: the smoke training failed"
+    assert proof_words("none", "fail", [unproven]) == "none: no smoke training ran"
+    assert proof_words("cpu-trained", "pass", []) == "the smoke trained on the CPU only"

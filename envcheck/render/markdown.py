@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck.facts import HostFacts
 from envcheck.findings import Finding
-from envcheck.proof import PROOF_WORDS
+from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
 from envcheck.report import ImageChoice, Report
 
@@ -39,7 +39,7 @@ def render_markdown(report: Report) -> str:
     parts = [
         f"## {headline(report.verdict, problems, int(report.exit_status))}",
         host_line(report.host, report.image),
-        f"Proof: {PROOF_WORDS[report.proof]}.",
+        f"Proof: {proof_words(report.proof, report.verdict, report.findings)}.",
     ]
     if problems:
         parts.append(_problem_table(problems))

@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING
 from envcheck import __version__
 from envcheck.facts import HostFacts
 from envcheck.findings import LAYERS, Finding
-from envcheck.proof import PROOF_WORDS
+from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
 from envcheck.render.wrap import COMMAND, wrap
 from envcheck.report import ImageChoice, Report
@@ -114,7 +114,7 @@ def render_plain(
                 w(line + "\n")
             _plain_loaded(report, w, explain)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
-    w(f"Proof: {PROOF_WORDS[report.proof]}\n")
+    w(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}\n")
 
 
 Span = tuple[int, int, str]  # start, end, rich style
@@ -285,7 +285,7 @@ def render_rich(
             style=_VERDICT_STYLE[report.verdict],
         )
     )
-    console.print(Text(f"Proof: {PROOF_WORDS[report.proof]}"))
+    console.print(Text(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}"))
 
 
 def message_text(text: str) -> str:
