@@ -2,7 +2,8 @@
 
 `tests/data/real-h100/` holds what envcheck said on a real H100 (driver 580.159.04, CUDA 13.0, no
 Docker, PyPI's CPU Paddle 3.3.1 installed for the Paddle runs), recorded offline with
-`bench/real_gpu_host.sh` on 2026-11-23:
+`bench/real_gpu_host.sh` on 2026-11-23 (a-e at commit 636d3c8, f from the working tree between 854e002 and aaae7ca, the
+witness at 854e002; messages are as those commits wrote them, so the replays compare ids):
 
   a-static-nopaddle        doctor --no-smoke                       warn, exit 0
   b-expect-gpu-nopaddle    doctor --in-process --expect-gpu        fail, exit 5 (nothing ran)
