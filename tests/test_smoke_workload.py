@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from envcheck.report import exit_status_of, verdict_of
-from envcheck.smoke import workload
+from envcheck.smoke import protocol, workload
 from envcheck.smoke.check import WORKLOAD
 from envcheck.smoke.parse import RawRun, parse_result
 from envcheck.smoke.plan import Outcome, Plan
@@ -179,7 +179,7 @@ def test_each_op_class_corrupted_after_paddle_computed_it_is_detected_and_named(
     monkeypatch: pytest.MonkeyPatch, corrupt: str, problem: str
 ) -> None:
     op = corrupt.split(":")[0]
-    monkeypatch.setenv(workload.CORRUPT_ENV, corrupt)
+    monkeypatch.setenv(protocol.CORRUPT_ENV, corrupt)
     proc, doc = run_workload("--device", "cpu", "--steps", "2")
     run = doc["runs"][0]
     assert proc.returncode == 0 and run["error"] is None  # Paddle raised nothing: only numbers
@@ -204,7 +204,7 @@ def test_each_op_class_corrupted_after_paddle_computed_it_is_detected_and_named(
 def test_a_zero_or_frozen_training_loss_is_wrong_results(
     monkeypatch: pytest.MonkeyPatch, corrupt: str, words: str
 ) -> None:
-    monkeypatch.setenv(workload.CORRUPT_ENV, corrupt)
+    monkeypatch.setenv(protocol.CORRUPT_ENV, corrupt)
     _, doc = run_workload("--device", "cpu", "--steps", "3")
     findings = judge(CPU_PLAN, Outcome(raw_of(doc), doc, None, NVML_ABSENT))
     (finding,) = [f for f in findings if f.id == "smoke.wrong-results"]
@@ -214,7 +214,7 @@ def test_a_zero_or_frozen_training_loss_is_wrong_results(
 def test_doctor_exits_7_with_a_wrong_results_verdict_when_the_smoke_computes_wrong_numbers() -> (
     None
 ):
-    env = {**os.environ, workload.CORRUPT_ENV: "matmul:zero"}
+    env = {**os.environ, protocol.CORRUPT_ENV: "matmul:zero"}
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--in-process", "--json"],
         check=False,

@@ -34,34 +34,14 @@ import traceback
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
-try:  # beside the script wherever it runs: the container's mount, the in-process copy
-    from envcheck_smoke_protocol import (  # type: ignore[import-not-found]
-        CORRUPT_ENV,
-        LOG_PREFIX,
-        MAX_LINE,
-        MAX_WARNINGS,
-        SAY_BUILD,
-        SAY_DEVICE,
-        SAY_WINDOW_END,
-        SAY_WINDOW_START,
-        SCHEMA,
-        classify_line,
-    )
-except ImportError:  # imported as envcheck.smoke.workload (the host's tests)
-    from envcheck.smoke.protocol import (
-        CORRUPT_ENV,
-        LOG_PREFIX,
-        MAX_LINE,
-        MAX_WARNINGS,
-        SAY_BUILD,
-        SAY_DEVICE,
-        SAY_WINDOW_END,
-        SAY_WINDOW_START,
-        SCHEMA,
-        classify_line,
-    )
-if TYPE_CHECKING:  # for mypy only: the vocabulary `library_source` must keep to
-    from envcheck.smoke.protocol import LibrarySource
+if TYPE_CHECKING:
+    from envcheck.smoke import protocol
+    from envcheck.smoke.protocol import LibrarySource, PaddleWarning
+else:
+    try:  # beside the script wherever it runs: the container's mount, the in-process copy
+        import envcheck_smoke_protocol as protocol
+    except ImportError:  # imported as envcheck.smoke.workload (the host's tests)
+        from envcheck.smoke import protocol
 
 
 # The model and task of the Paddle text-classification tutorial, shrunk to seconds:
@@ -164,7 +144,7 @@ class StderrTee:
         if stdout_too:
             os.dup2(write, 1)
         os.close(write)
-        self.warnings: List[Dict[str, str]] = []
+        self.warnings: List[PaddleWarning] = []
         self._seen: Set[Tuple[str, str]] = set()
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
@@ -177,21 +157,21 @@ class StderrTee:
                 break
             _write_all(self._saved, chunk)
             lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()[-MAX_LINE * 4 :]
+            pending = lines.pop()[-protocol.MAX_LINE * 4 :]
             for raw in lines:
                 self._note(raw.decode("utf-8", "replace"))
         self._note(pending.decode("utf-8", "replace"))
 
     def _note(self, line: str) -> None:
-        hit = classify_line(line)
-        if hit is None or len(self.warnings) >= MAX_WARNINGS:
+        hit = protocol.classify_line(line)
+        if hit is None or len(self.warnings) >= protocol.MAX_WARNINGS:
             return
         key = (hit["kind"], hit["text"])
         if key not in self._seen:
             self._seen.add(key)
             self.warnings.append(hit)
 
-    def stop(self) -> List[Dict[str, str]]:
+    def stop(self) -> List[PaddleWarning]:
         """Give the descriptors back (closing every write end of the pipe) and drain it."""
         sys.stdout.flush()
         sys.stderr.flush()
@@ -212,7 +192,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def log(message: str) -> None:
-    print(LOG_PREFIX + message, file=sys.stderr, flush=True)
+    print(protocol.LOG_PREFIX + message, file=sys.stderr, flush=True)
 
 
 # -- live progress for the host's display (issue 13.1): log lines only, apart from the training.
@@ -255,7 +235,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     tee = StderrTee(stdout_too=True)  # stray prints from Paddle go to the log, not our JSON line
     threading.excepthook = _record_thread_error
-    result: Dict[str, Any] = {"schema": SCHEMA, "error": None, "runs": []}
+    result: Dict[str, Any] = {"schema": protocol.SCHEMA, "error": None, "runs": []}
     try:
         result.update(_smoke(args))
     except BaseException as e:  # noqa: BLE001 - report it in the JSON line, then exit non-zero
@@ -277,7 +257,7 @@ def _smoke(args: argparse.Namespace) -> Dict[str, Any]:
     out: Dict[str, Any] = {"import_s": round(time.perf_counter() - t0, 4)}
     out.update(build_info(paddle))
     log(
-        SAY_BUILD + "%s, compiled with CUDA: %s, GPUs seen: %s, default device %s"
+        protocol.SAY_BUILD + "%s, compiled with CUDA: %s, GPUs seen: %s, default device %s"
         % (
             out["paddle_version"],
             out["compiled_with_cuda"],
@@ -386,7 +366,7 @@ def run_on(paddle: Any, asked: str, args: argparse.Namespace) -> Dict[str, Any]:
     run: Dict[str, Any] = {"device_requested": asked, "device_error": None, "error": None}
     _, run["device_error"] = _attempt(lambda: paddle.set_device(asked))
     run["device_used"] = str(paddle.get_device())
-    log(SAY_DEVICE + "%s (asked for %s)" % (run["device_used"], asked))
+    log(protocol.SAY_DEVICE + "%s (asked for %s)" % (run["device_used"], asked))
     run["checks"] = []
     dtype = amp_dtype(paddle, run["device_used"]) if args.amp else None
     phase, spent = "check", time.perf_counter()
@@ -475,10 +455,10 @@ class HostBatches:
 
 
 def worker_fault(mode: str) -> None:
-    """Tests only (CORRUPT_ENV `worker`): a worker that raises, or dies as the OOM killer does."""
+    """Tests only (protocol.CORRUPT_ENV `worker`): a worker that raises, or dies as the OOM killer does."""
     if mode == "kill":
         os.kill(os.getpid(), 9)
-    raise RuntimeError("envcheck test fault: the DataLoader worker raised (%s)" % CORRUPT_ENV)
+    raise RuntimeError("envcheck test fault: the DataLoader worker raised (%s)" % protocol.CORRUPT_ENV)
 
 
 def host_batches(paddle: Any, args: argparse.Namespace) -> Iterator[Tuple[Any, Any]]:
@@ -531,7 +511,7 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
     logits: Any = None
     t_first = t_steps = t_build
     start = time.time()  # the host's NVML witness judges this span (the host's clock too)
-    log(SAY_WINDOW_START + " %.3f" % start)
+    log(protocol.SAY_WINDOW_START + " %.3f" % start)
     for step, (ids, labels) in enumerate(host_batches(paddle, args)):
         with paddle.amp.auto_cast(enable=amp, dtype=dtype or "float16", level="O1"):
             logits = model(ids)
@@ -551,7 +531,7 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
     curve = [float(v) for v in paddle.stack(losses).numpy().tolist()]  # one sync, at the end
     elapsed = time.perf_counter() - t_steps
     end = time.time()
-    log(SAY_WINDOW_END + " %.3f" % end)
+    log(protocol.SAY_WINDOW_END + " %.3f" % end)
     curve = _corrupt_curve(curve, corruptions().get("loss"))
     out = figures(args, curve, t_first - t_build, elapsed)
     out.update(
@@ -568,7 +548,7 @@ def train(paddle: Any, args: argparse.Namespace, amp: bool) -> Tuple[Any, Dict[s
 
 
 def _corrupt_curve(curve: List[float], mode: Optional[str]) -> List[float]:
-    """Tests only (CORRUPT_ENV `loss`): a loss that reads 0.0 (`loss:zero`) or never moves."""
+    """Tests only (protocol.CORRUPT_ENV `loss`): a loss that reads 0.0 (`loss:zero`) or never moves."""
     if mode is None:
         return curve
     return [0.0 if mode == "zero" else curve[0]] * len(curve)
@@ -671,9 +651,9 @@ def export(paddle: Any, model: Any, device: str) -> Dict[str, Any]:
 
 
 def corruptions() -> Dict[str, str]:
-    """{op: mode} from CORRUPT_ENV (tests only); mode is "off" (default), "zero" or "nan"."""
+    """{op: mode} from protocol.CORRUPT_ENV (tests only); mode is "off" (default), "zero" or "nan"."""
     found: Dict[str, str] = {}
-    for item in os.environ.get(CORRUPT_ENV, "").split(","):
+    for item in os.environ.get(protocol.CORRUPT_ENV, "").split(","):
         op, _, mode = item.strip().partition(":")
         if op:
             found[op] = mode or "off"
@@ -859,7 +839,7 @@ def _attempt(fn: Callable[[], Any]) -> Tuple[Any, Optional[str]]:
 
 def _one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
-    return ("%s: %s" % (type(e).__name__, text[0] if text else ""))[:MAX_LINE]
+    return ("%s: %s" % (type(e).__name__, text[0] if text else ""))[:protocol.MAX_LINE]
 
 
 def _error_of(e: BaseException, phase: str) -> Dict[str, Any]:
