@@ -67,9 +67,8 @@ class SmokeContainer:
                     **create_kwargs(self.spec, self.run_id)
                 )
         except BaseException:
-            self._remove(
-                quiet=True
-            )  # a timeout or a signal may have cut the answer, not the create
+            # a timeout or a signal may have cut the answer, not the create: remove by run id
+            self._remove(quiet=True)
             raise
         return self
 
