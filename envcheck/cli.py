@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> int:
     """Run one command line; `env=None`: in this process's environment, its stdio guarded."""
+    own_process = env is None
     if env is None:
         guard_stdio()  # closed, unencodable or full stdout/stderr: never a traceback (#9.7)
         env = Environment.from_process()
@@ -74,7 +75,9 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> i
             return _failed(
                 env, ExitStatus.USAGE, "no command given", "see `envcheck --help`", wants_json
             )
-        with unwind_on_signals():  # SIGTERM unwinds like Ctrl-C, from before anything is made
+        # SIGTERM unwinds like Ctrl-C, from before anything is made; once the verdict is written,
+        # a late one no longer cuts the exit status short
+        with unwind_on_signals(process_ends_after=own_process):
             status = int(args.run(args, env))
         env.stdout.flush()  # a full disk under stdout is exit 4 here, not at interpreter exit
         return status

@@ -11,6 +11,12 @@ creates something wraps that step in `deferred()`: a signal arriving inside is r
 block ends, once the handle is kept and its cleanup armed. After the first signal has raised,
 further ones are ignored: the run is already unwinding (each cleanup step has its own timeout),
 and a second Ctrl-C must not cut a removal in half.
+
+When the run is the process itself (`envcheck.cli.main` with no environment given), leaving the
+block does not bring back the default action: the verdict is decided and written, and a signal
+landing between there and the interpreter's exit (flushing stdout, its shutdown) would otherwise
+end the process as "killed by SIGTERM" (-15) instead of with its verdict's exit status. Nothing
+is left to clean up by then, so the signal is ignored until the process ends.
 """
 
 from __future__ import annotations
@@ -50,9 +56,10 @@ def _handler(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def unwind_on_signals() -> Iterator[None]:
+def unwind_on_signals(*, process_ends_after: bool = False) -> Iterator[None]:
     """SIGTERM/SIGINT raise `Interrupted` inside the block. Re-entrant; a no-op off the main
-    thread (only it may set handlers)."""
+    thread (only it may set handlers). `process_ends_after`: the block is the process's whole
+    run, and the signals are ignored after it instead of given back their previous handlers."""
     if _State.installed or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -62,7 +69,7 @@ def unwind_on_signals() -> Iterator[None]:
         yield
     finally:
         for s, handler in previous.items():
-            signal.signal(s, handler)
+            signal.signal(s, signal.SIG_IGN if process_ends_after else handler)
         _State.installed, _State.pending, _State.raised = False, None, False
 
 

@@ -63,6 +63,30 @@ def test_a_second_signal_while_unwinding_does_not_cut_the_cleanup() -> None:
     assert cleaned == [True]
 
 
+def test_a_signal_after_the_verdict_leaves_the_exit_status_alone(tmp_path: Path) -> None:
+    """CI at 8890a38: SIGTERM landed after "removing the smoke container", once the handler was
+    given back, and the run ended as killed (-15) instead of with the verdict it had written."""
+    script = (
+        "import os, signal, sys\n"
+        "from envcheck.cli import main\n"
+        f"status = main(['report', {str(tmp_path / 'missing.json')!r}])\n"
+        "os.kill(os.getpid(), signal.SIGTERM)  # after the command, before the interpreter's exit\n"
+        "sys.exit(status)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, (done.returncode, done.stderr)  # the report's own usage error
+    assert "Traceback" not in done.stderr
+
+
+def test_a_run_inside_another_program_gives_the_handlers_back() -> None:
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    with unwind_on_signals():
+        assert signal.getsignal(signal.SIGTERM) is not before[signal.SIGTERM]
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
 @pytest.mark.docker
 def test_a_create_whose_answer_was_lost_is_found_by_its_run_id(
     docker_client: Any, paddle_image: str
