@@ -231,12 +231,12 @@ def test_the_workloads_own_milestone_lines_open_the_phases(
 ) -> None:
     """The words are the protocol's (protocol.SAY_*), written by the workload's `log` and read
     here: one string, said once, on both sides."""
-    from envcheck.smoke import protocol, workload
+    from envcheck.smoke import protocol, workload_output
 
-    workload.log(protocol.SAY_DEVICE + "gpu:0 (asked for gpu:all)")
-    workload.log(protocol.SAY_WINDOW_START + " 17.500")
-    workload.log("step 31/60, 95.2 steps/s")
-    workload.log(protocol.SAY_WINDOW_END + " 18.100")
+    workload_output.log(protocol.SAY_DEVICE + "gpu:0 (asked for gpu:all)")
+    workload_output.log(protocol.SAY_WINDOW_START + " 17.500")
+    workload_output.log("step 31/60, 95.2 steps/s")
+    workload_output.log(protocol.SAY_WINDOW_END + " 18.100")
     seen = Recorder()
     with activity.showing(seen):
         activity.LineSplitter().feed(capsys.readouterr().err.encode())

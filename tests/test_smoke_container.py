@@ -22,10 +22,11 @@ from envcheck.exitcodes import ExitStatus
 from envcheck.findings import Finding
 from envcheck.report import exit_status_of, verdict_of
 from envcheck.signals import Interrupted
-from envcheck.smoke.check import WORKLOAD, smoke_check
+from envcheck.smoke.check import smoke_check
 from envcheck.smoke.container import SmokeContainer, _oom_killed
 from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.payload import WORKLOAD
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, envcheck_containers
 from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS
 

@@ -31,9 +31,9 @@ from envcheck.facts import (
 )
 from envcheck.findings import Finding
 from envcheck.fixes import REBOOT_FIX
-from envcheck.smoke.check import WORKLOAD
 from envcheck.smoke.loaded import NVML_UNKNOWN_FIX, loaded_findings, loaded_libraries
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result, validate
+from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.verdict import judge
 from tests import fakenv
@@ -63,9 +63,9 @@ CONTAINER = Plan(
 LISTING = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import workload
-libs = workload.loaded_libraries()
-print(json.dumps({"loaded_libraries": libs, "driver_check": workload.driver_check(libs)}))
+import workload_libraries as libraries
+libs = libraries.loaded_libraries()
+print(json.dumps({"loaded_libraries": libs, "driver_check": libraries.driver_check(libs)}))
 """
 
 
@@ -416,7 +416,7 @@ def test_a_malformed_loaded_list_is_bad_output(bad: dict[str, Any]) -> None:
 
 
 def test_maps_lines_name_each_library_once_in_load_order_and_ignore_look_alikes() -> None:
-    from envcheck.smoke import workload
+    from envcheck.smoke import workload_libraries
 
     maps = "\n".join(
         [
@@ -429,7 +429,7 @@ def test_maps_lines_name_each_library_once_in_load_order_and_ignore_look_alikes(
             "7f06-7f07 rw-p 00000000 00:00 0 ",
         ]
     )
-    libs = workload.loaded_libraries(maps, {"CONDA_PREFIX": "/opt/conda"})
+    libs = workload_libraries.loaded_libraries(maps, {"CONDA_PREFIX": "/opt/conda"})
     assert [(lib["name"], lib["source"]) for lib in libs] == [
         ("libcudnn_ops", "system"),
         ("libnccl", "conda"),

@@ -16,10 +16,11 @@ import pytest
 
 from envcheck.facts import DriverFacts, HostFacts
 from envcheck.fixes import REBOOT_FIX
-from envcheck.smoke.check import WORKLOAD, outcome_of
+from envcheck.smoke.check import outcome_of
 from envcheck.smoke.container import SmokeContainer
 from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.loaded import loaded_findings, loaded_libraries
+from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Plan
 from tests.smoke_host import CPU_CHOICE
 

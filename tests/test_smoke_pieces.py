@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from envcheck.report import exit_status_of, verdict_of
-from envcheck.smoke.check import WORKLOAD, outcome_of, smoke_check
+from envcheck.smoke.check import outcome_of, smoke_check
 from envcheck.smoke.container import SmokeContainer
 from envcheck.smoke.container_spec import ContainerSpec, Limits
 from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.pieces import CUDNN_ID, SHM_ID, WORKER_ID
 from envcheck.smoke.protocol import CORRUPT_ENV
 from envcheck.smoke.verdict import judge

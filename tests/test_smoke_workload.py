@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from envcheck.report import exit_status_of, verdict_of
-from envcheck.smoke import protocol, workload
-from envcheck.smoke.check import WORKLOAD
+from envcheck.smoke import protocol, workload, workload_classifier
 from envcheck.smoke.parse import RawRun, parse_result
+from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.verdict import judge
 from tests import smoke_samples as rec
@@ -95,7 +95,7 @@ def test_stderr_tee_sees_lines_written_below_python(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import os, sys, json
         sys.path.insert(0, {str(WORKLOAD.parent)!r})
-        from workload import StderrTee
+        from workload_output import StderrTee
         tee = StderrTee()
         os.write(2, {rec.CUDA_MISMATCH!r}.encode() + b"\\n")  # as glog does, bypassing sys.stderr
         print(json.dumps(tee.stop()))
@@ -148,7 +148,7 @@ def test_the_real_cpu_paddle_passes_every_known_answer_check_before_and_after(
     _, doc = exported  # under --amp: matmul and conv1d inside auto_cast, as in training
     run = doc["runs"][0]
     phases = {(c["op"], c["phase"]) for c in run["checks"]}
-    assert phases == {(op, p) for op in workload.CHECK_OPS for p in ("before", "after")}
+    assert phases == {(op, p) for op in workload_classifier.CHECK_OPS for p in ("before", "after")}
     assert [c for c in run["checks"] if not c["ok"]] == []
     assert run["loss_check"] == {
         "start": run["loss_check"]["start"],

@@ -23,6 +23,7 @@ from envcheck.smoke.document import smoke_document
 from envcheck.smoke.loaded import loaded_findings
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result
+from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Fallback, Outcome, Plan, in_process_plan, plan_smoke
 from envcheck.smoke.verdict import gpu_refused, image_unavailable, judge
 from envcheck.smoke.witness import NvmlSummary
@@ -30,7 +31,6 @@ from envcheck.smoke.witness import NvmlSummary
 # Tests only: run another script file instead of workload.py (a crash, garbage, megabytes, a
 # hang), in a real container or subprocess, to prove each failure path end to end.
 SCRIPT_ENV = "ENVCHECK_SMOKE_SCRIPT"
-WORKLOAD = Path(__file__).with_name("workload.py")
 
 
 def smoke_check(

@@ -15,16 +15,15 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from envcheck.docker_adapter import LABEL
 from envcheck.smoke import ownership
 from envcheck.smoke.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
-from envcheck.smoke.protocol import PLACED_AS, PROTOCOL
+from envcheck.smoke.payload import COMPANIONS
 
 SCRIPT_TARGET = "/envcheck/workload.py"
-PROTOCOL_TARGET = f"/envcheck/{PLACED_AS}"  # beside the workload, which imports it
 SWEEP_GRACE_S = 30.0  # past the smoke's timeout, before its owner stops waiting for it
 
 
@@ -92,7 +91,7 @@ def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
             Mount(target, source, type="bind", read_only=True)
             for source, target in (
                 (str(spec.script.resolve()), SCRIPT_TARGET),
-                (str(PROTOCOL), PROTOCOL_TARGET),
+                *((str(source), _beside_script(placed)) for source, placed in COMPANIONS),
                 *spec.binds,
             )
         ],
@@ -143,3 +142,7 @@ def labels(run_id: str, timeout: float, now: float | None = None) -> dict[str, s
         DEADLINE_LABEL: deadline,
         MARK_LABEL: ownership.mark(ownership.owner_key(), run_id, owner, deadline),
     }
+
+
+def _beside_script(placed: str) -> str:
+    return str(PurePosixPath(SCRIPT_TARGET).with_name(placed))

@@ -26,7 +26,7 @@ from typing import IO
 from envcheck import activity, signals
 from envcheck.errors import EnvironmentProblem
 from envcheck.smoke.parse import OutputCollector, RawRun
-from envcheck.smoke.protocol import PLACED_AS, PROTOCOL
+from envcheck.smoke.payload import COMPANIONS
 
 KILL_WAIT_S = 10.0
 
@@ -53,9 +53,8 @@ def run_subprocess(
     with tempfile.TemporaryDirectory(prefix="envcheck-smoke-") as workdir:
         copy = Path(workdir) / "workload.py"
         shutil.copyfile(script, copy)
-        shutil.copyfile(
-            PROTOCOL, Path(workdir) / PLACED_AS
-        )  # the workload imports it from beside it
+        for source, placed in COMPANIONS:  # the workload imports them from beside it
+            shutil.copyfile(source, Path(workdir) / placed)
         return _run([python, str(copy), *args], workdir, timeout, on_start, child_environment(env))
 
 

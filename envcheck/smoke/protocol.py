@@ -3,12 +3,12 @@ schema and its types (`SmokeResult`), the progress lines, Paddle's log lines wor
 how they are classified, the test hook's name.
 
 It runs in two places: beside the workload (mounted into the container, copied for the
-in-process run, as `envcheck_smoke_protocol.py`), where the workload tees Paddle's stderr through
+in-process run, as `envcheck_smoke_protocol.py`: envcheck/smoke/payload.py), where the workload tees Paddle's stderr through
 `classify_line`; and in envcheck, where the verdict reads the same lines with the same patterns.
 """
 
-# Python 3.8 syntax on purpose (typing.Dict): old Paddle images run this file.
-# ruff: noqa: UP006, UP035, UP045
+# Python 3.8 syntax on purpose (typing.Dict, %-formatting): old Paddle images run this file.
+# ruff: noqa: UP006, UP031, UP035, UP045
 
 from __future__ import annotations
 
@@ -16,9 +16,6 @@ import re
 from typing import Dict, List, Literal, Optional, Tuple, TypedDict
 
 SCHEMA = "envcheck-smoke/1"
-# The name this file has beside the workload (unique: it must never shadow a module Paddle imports).
-PLACED_AS = "envcheck_smoke_protocol.py"
-PROTOCOL = __file__  # this file, for the runners to place
 
 # Paddle's own stderr lines worth reporting, first match wins per line. Texts from
 # Paddle's gpu_resources.cc, place.cc, gpu_info.cc, dynamic_loader.cc and enforce.h, collected in
@@ -84,6 +81,13 @@ WARNING_PATTERNS: Tuple[Tuple[str, str], ...] = (
 _COMPILED = tuple((kind, re.compile(pattern)) for kind, pattern in WARNING_PATTERNS)
 MAX_WARNINGS = 40
 MAX_LINE = 400
+
+
+def one_line(e: BaseException) -> str:
+    """`Type: the message's first line`, at most MAX_LINE characters: an error in a field."""
+    text = str(e).strip().splitlines()
+    return ("%s: %s" % (type(e).__name__, text[0] if text else ""))[:MAX_LINE]
+
 
 # Tests only: corrupt one result after Paddle computed it (the workload's `corruptions`).
 CORRUPT_ENV = "ENVCHECK_SMOKE_CORRUPT"
