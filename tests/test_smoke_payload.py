@@ -32,6 +32,21 @@ def stage(folder: Path) -> Path:
     return script
 
 
+def run_staged(folder: Path, missing: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Three CPU steps of the staged workload with `envcheck` unimportable (`missing`: one
+    module left out of the payload)."""
+    script = stage(folder)
+    if missing:
+        (folder / missing).unlink()
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_ENVCHECK, str(script), "--device", "cpu", "--steps", "3"],
+        cwd=folder,
+        check=False,
+        capture_output=True,
+        timeout=180,
+    )
+
+
 @pytest.mark.parametrize(
     "path", [WORKLOAD, *(source for source, _ in COMPANIONS)], ids=lambda p: p.name
 )
@@ -47,14 +62,7 @@ def test_the_placed_names_are_unique_and_never_a_standard_module() -> None:
 
 
 def test_the_staged_workload_trains_without_envcheck(tmp_path: Path) -> None:
-    script = stage(tmp_path)
-    proc = subprocess.run(
-        [sys.executable, "-c", WITHOUT_ENVCHECK, str(script), "--device", "cpu", "--steps", "3"],
-        cwd=tmp_path,
-        check=False,
-        capture_output=True,
-        timeout=180,
-    )
+    proc = run_staged(tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     run = parse_result(proc.stdout)["runs"][0]
     assert run["device_used"] == "cpu" and run["error"] is None
@@ -65,13 +73,5 @@ def test_the_staged_workload_trains_without_envcheck(tmp_path: Path) -> None:
 def test_a_payload_missing_a_module_fails_there(tmp_path: Path, missing: str) -> None:
     """The check above can fail: without one companion, the import falls back to envcheck,
     which is not there."""
-    script = stage(tmp_path)
-    (tmp_path / missing).unlink()
-    proc = subprocess.run(
-        [sys.executable, "-c", WITHOUT_ENVCHECK, str(script), "--device", "cpu", "--steps", "3"],
-        cwd=tmp_path,
-        check=False,
-        capture_output=True,
-        timeout=180,
-    )
+    proc = run_staged(tmp_path, missing)
     assert proc.returncode != 0 and b"ModuleNotFoundError" in proc.stderr
