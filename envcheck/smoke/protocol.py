@@ -3,8 +3,9 @@ schema and its types (`SmokeResult`), the progress lines, Paddle's log lines wor
 how they are classified, the test hook's name.
 
 It runs in two places: beside the workload (mounted into the container, copied for the
-in-process run, as `envcheck_smoke_protocol.py`: envcheck/smoke/payload.py), where the workload tees Paddle's stderr through
-`classify_line`; and in envcheck, where the verdict reads the same lines with the same patterns.
+in-process run, as `envcheck_smoke_protocol.py`; see envcheck/smoke/payload.py), where the workload
+tees Paddle's stderr through `classify_line`; and in envcheck, where the verdict reads the same
+lines with the same patterns.
 """
 
 # Python 3.8 syntax on purpose (typing.Dict, %-formatting): old Paddle images run this file.

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set
 
 if TYPE_CHECKING:
     from envcheck.smoke import protocol
+    from envcheck.smoke.protocol import LibrarySource
 else:
     try:  # beside the workload wherever it runs: the container's mount, the in-process copy
         import envcheck_smoke_protocol as protocol
     except ImportError:  # imported from the envcheck package (the host's tests)
         from envcheck.smoke import protocol
 
-if TYPE_CHECKING:
-    from envcheck.smoke.protocol import LibrarySource
 
 # What the process really mapped (issue 11), read from /proc/self/maps after the first training
 # step: Paddle dlopen()s the CUDA runtime, cuBLAS and cuDNN lazily, on first use. A whole file name

@@ -14,14 +14,12 @@ from typing import TYPE_CHECKING, List, Set, Tuple
 
 if TYPE_CHECKING:
     from envcheck.smoke import protocol
+    from envcheck.smoke.protocol import PaddleWarning
 else:
     try:  # beside the workload wherever it runs: the container's mount, the in-process copy
         import envcheck_smoke_protocol as protocol
     except ImportError:  # imported from the envcheck package (the host's tests)
         from envcheck.smoke import protocol
-
-if TYPE_CHECKING:
-    from envcheck.smoke.protocol import PaddleWarning
 
 
 class StderrTee:
