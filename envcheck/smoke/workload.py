@@ -250,7 +250,7 @@ def _extra(fn: Callable[[], Dict[str, Any]], phase: str) -> Dict[str, Any]:
     """--compare-cpu and --export fail on their own, keeping the training figures."""
     try:
         return dict(fn(), error=None)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001 - Paddle's error, kept in the JSON line as the extra's
         return {"error": _error_of(e, phase=phase)}
 
 
