@@ -58,6 +58,13 @@ def _mutated(**changes: object) -> bytes:
         (b"Traceback (most recent call last):", "stdout is not JSON"),
         (b"[1, 2]", "not an object: list"),
         (b'{"schema": "other/1", "error": null, "runs": [], "warnings": []}', "unknown schema"),
+        (  # another version's runs are not walked with this version's types first
+            (
+                b'{"schema": "envcheck-smoke/2", "error": null, "runs": [{"device": "gpu:0"}],'
+                b' "warnings": []}'
+            ),
+            "unknown schema 'envcheck-smoke/2'",
+        ),
         (
             rec.RECORDED_CPU_PASS.replace('"loss_end":0.21678', '"loss_end":NaN').encode(),
             "non-finite number NaN",
@@ -92,6 +99,7 @@ def _mutated(**changes: object) -> bytes:
         "traceback",
         "array",
         "schema",
+        "next-schema",
         "nan",
         "bool-steps",
         "no-places",

@@ -8,6 +8,7 @@ the `envcheck-smoke/1` shape that `workload.py` writes, and says precisely what 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -130,7 +131,8 @@ def validate(doc: Any) -> SmokeResult:
     types (`envcheck.smoke.protocol`): the rules never meet a wrong-typed field."""
     if not isinstance(doc, dict):
         raise BadOutput(f"stdout is JSON but not an object: {type(doc).__name__}")
-    _conform(doc, _ResultRequired, "result")
+    _present(doc, _ResultRequired, "result")  # the schema is judged before the rest is walked
+    _conform(doc["schema"], str, "result.schema")
     if doc["schema"] != SCHEMA:
         raise BadOutput(f"unknown schema {doc['schema']!r} (expected {SCHEMA!r})")
     _conform(doc, SmokeResult, "result")
@@ -148,7 +150,22 @@ def validate(doc: Any) -> SmokeResult:
 
 def _require(obj: dict[str, Any], part: Any, where: str) -> None:
     """Every key of `part` present (its types were checked with the whole)."""
-    missing = [key for key in get_type_hints(part) if key not in obj]
+    missing = [key for key in _hints(part) if key not in obj]
+    if missing:
+        raise BadOutput(f"{where}: missing {missing[0]!r}")
+
+
+@functools.cache
+def _hints(typed: Any) -> dict[str, Any]:
+    """A protocol TypedDict's fields and their types, worked out once per class."""
+    return get_type_hints(typed)
+
+
+def _present(value: Any, typed: Any, where: str) -> None:
+    """`value` is an object holding every required key of the TypedDict `typed`."""
+    if not isinstance(value, dict):
+        raise BadOutput(f"{where}: expected an object, got {_kind(value)}")
+    missing = sorted(typed.__required_keys__ - value.keys())
     if missing:
         raise BadOutput(f"{where}: missing {missing[0]!r}")
 
@@ -156,12 +173,8 @@ def _require(obj: dict[str, Any], part: Any, where: str) -> None:
 def _conform(value: Any, hint: Any, where: str) -> None:
     """`value` has the type `hint` (a protocol TypedDict, list, dict, union, or a JSON scalar)."""
     if is_typeddict(hint):
-        if not isinstance(value, dict):
-            raise BadOutput(f"{where}: expected an object, got {_kind(value)}")
-        missing = sorted(hint.__required_keys__ - value.keys())
-        if missing:
-            raise BadOutput(f"{where}: missing {missing[0]!r}")
-        for key, part in get_type_hints(hint).items():
+        _present(value, hint, where)
+        for key, part in _hints(hint).items():
             if key in value:
                 _conform(value[key], part, f"{where}.{key}")
         return
