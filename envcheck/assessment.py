@@ -121,7 +121,7 @@ def _platform_problem(host: HostFacts, image: ImageTag) -> str | None:
 def _arch_text(gpus: tuple[GpuFacts, ...], matrix: Matrix, archs: ArchSource | None) -> str:
     if archs is None or not any(gpu_compute_capability(g, matrix) for g in gpus):
         return "GPU architectures not checked (unknown)"
-    return f"every GPU's arch is among the archs {archs.origin}"
+    return archs.covered
 
 
 def _driver_text(host: HostFacts, cuda: str, support: DriverSupport | None) -> tuple[bool, str]:

@@ -24,6 +24,7 @@ from typing import Any
 from envcheck import __version__
 from envcheck.facts import FactsError, HostFacts, host_from_document
 from envcheck.findings import Finding, fail, passed, warn
+from envcheck.fixes import RELOAD_MODULE
 from envcheck.report import SCHEMA_VERSION, Report
 from envcheck.saved_report import object_field, report_time
 
@@ -44,8 +45,8 @@ FACTS: tuple[Fact, ...] = (
     Fact(
         "driver",
         "NVIDIA driver",
-        "a driver upgrade needs a reboot (or `sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset "
-        f"nvidia && sudo modprobe nvidia`) before CUDA works again; {REBASELINE}",
+        f"a driver upgrade needs a reboot (or {RELOAD_MODULE}) before CUDA works again; "
+        f"{REBASELINE}",
     ),
     Fact(
         "kernel-module",

@@ -16,9 +16,9 @@ DOCKER_GROUP_FIX = (
     "or run as root"
 )
 START_DOCKER_FIX = "start the Docker engine (`sudo systemctl start docker`)"
+RELOAD_MODULE = "`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia`"
 REBOOT_FIX = (
-    "reboot, or reload the kernel module without rebooting: "
-    "`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia` "
+    f"reboot, or reload the kernel module without rebooting: {RELOAD_MODULE} "
     "(the driver package was upgraded but the old module is still loaded)"
 )
 

@@ -33,6 +33,11 @@ class ArchSource:
     absent: tuple[int, ...] = ()  # archs a report shows missing from the build
     source: str = ""  # the source keys, for --json / --explain
 
+    @property
+    def covered(self) -> str:
+        """Said when every GPU's arch is among these (the image choice and the judge)."""
+        return f"every GPU's arch is among the archs {self.origin}"
+
 
 def runnable_archs(matrix: Matrix, paddle: str, cuda: str) -> ArchSource | None:
     """The build's own compiled archs when known (§4b, measured or observed); otherwise every arch

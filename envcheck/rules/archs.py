@@ -45,7 +45,7 @@ def _unverified_text(ctx: Context, archs: ArchSource | None, cuda: str) -> str:
         return f"CUDA {cuda} is unknown to the matrix: arch coverage unverified"
     ccs = [gpu_compute_capability(g, ctx.matrix) for g in ctx.host.gpus]
     if ccs and all(cc and arch_supported(cc, archs.archs) for cc in ccs):
-        return f"every GPU's arch is among the archs {archs.origin}"
+        return archs.covered
     return archs.origin  # "CUDA x can target (…); … own list is unknown: arch coverage unverified"
 
 

@@ -5,8 +5,9 @@ had. `paddle` is imported by the child only; a crash there (`std::exit(-1)` from
 place.cc, compat_facts 7 row 3) cannot take envcheck down. The child runs in its own session so
 a timeout kills it together with anything it started (Paddle shells out to `grep`).
 
-The script is copied (with its protocol module, nothing else) into a fresh directory and run from there: `python path/to/script`
-puts the script's directory first on `sys.path`, and envcheck/smoke/ holds modules
+The script is copied, with the modules that travel with it (`payload.COMPANIONS`) and nothing
+else, into a fresh directory and run from there: `python path/to/script` puts the script's
+directory first on `sys.path`, and envcheck/smoke/ holds modules
 (`parse`, `check`, `options`…) that must not shadow anything the target environment imports.
 """
 
