@@ -150,9 +150,8 @@ def _pull(
     from envcheck.pull.run import pull_image
     from envcheck.render.progress import make_display
 
-    client = connect(
-        resolve_endpoint(env.env)
-    )  # daemon down or socket denied: exit 4 before any registry traffic
+    # daemon down or socket denied: exit 4 before any registry traffic
+    client = connect(resolve_endpoint(env.env))
     check = None if args.force else _cuda_check(args, plan, matrix, host, env)
     return pull_image(
         plan,

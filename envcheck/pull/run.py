@@ -131,9 +131,8 @@ def _pull_from(target: Reference, plan: PullPlan, run: _Run, *, mirror: bool) ->
     made = [source.with_digest(digest)]
     if source.digest and target.tag:
         with translate_errors(f"tagging {target}"):
-            run.client.api.tag(
-                image_id, target.name, target.tag
-            )  # so the tag finds the pinned image
+            # so the tag finds the pinned image
+            run.client.api.tag(image_id, target.name, target.tag)
     if target.tag:
         made.append(target.with_tag(target.tag))
     config = _checked_locally(run, remote, image_id, config_read, pulled=tuple(made))
