@@ -205,7 +205,7 @@ def read_json(
     """The JSON document at `path` (`-` = `env`'s stdin, None: the process's); any failure is a
     UsageError naming `what`."""
     shown = path if path != "-" else "- (stdin)"
-    data = _read_bytes(shown, what, hint, env.stdin if env else sys.stdin)
+    data = _read_bytes(path, what, hint, env.stdin if env else sys.stdin)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -235,24 +235,34 @@ def stdin_bytes(stdin: TextIO, limit: int = -1) -> bytes:
     return raw.read(limit) if raw else stdin.read(limit).encode()
 
 
-def _read_bytes(path: str, what: str, hint: str | None, stdin: TextIO | None) -> bytes:
+def read_bytes(path: str, stdin: TextIO | None, limit: int = MAX_DOCUMENT) -> bytes:
+    """The bytes of a file the user named, `-` being `stdin` (a command's `env.stdin`; None:
+    closed): the one reader of them, whose callers word the errors. Raises OSError: the file's
+    own, EBADF for a closed stdin (or one closed under us), EFBIG over `limit` bytes."""
     try:
-        if path == "- (stdin)":
+        if path == "-":
             if stdin is None:
-                raise UsageError(f"{what} {path}: stdin is closed", hint=hint)
-            data = stdin_bytes(stdin, MAX_DOCUMENT + 1)
+                raise OSError(errno.EBADF, "stdin is closed")
+            data = stdin_bytes(stdin, limit + 1)
         else:
             with open(path, "rb") as f:
                 # A regular file's size first: read(16 MiB) allocates 16 MiB, per report (#13.4).
                 size = os.fstat(f.fileno()).st_size
-                data = f.read(size + 1) if 0 < size <= MAX_DOCUMENT else b""
+                data = f.read(size + 1) if 0 < size <= limit else b""
                 if len(data) > size or not data:  # it grew, or no size (a FIFO, /dev/stdin)
-                    data += f.read(MAX_DOCUMENT + 1 - len(data))
-    except FileNotFoundError as e:
-        raise UsageError(f"cannot read {what} {path}: no such file", hint=hint) from e
-    except (OSError, ValueError) as e:  # ValueError: stdin closed under us
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise UsageError(f"cannot read {what} {path}: {reason}", hint=hint) from e
-    if len(data) > MAX_DOCUMENT:
-        raise UsageError(f"{what} {path}: larger than {MAX_DOCUMENT // 2**20} MiB", hint=hint)
+                    data += f.read(limit + 1 - len(data))
+    except ValueError as e:  # stdin closed under us, or a NUL in the path
+        raise OSError(errno.EBADF if path == "-" else errno.EINVAL, str(e)) from e
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MiB")
     return data
+
+
+def _read_bytes(path: str, what: str, hint: str | None, stdin: TextIO | None) -> bytes:
+    shown = path if path != "-" else "- (stdin)"
+    try:
+        return read_bytes(path, stdin)
+    except FileNotFoundError as e:
+        raise UsageError(f"cannot read {what} {shown}: no such file", hint=hint) from e
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {shown}: {e.strerror or e}", hint=hint) from e

@@ -743,6 +743,15 @@ def test_expect_hosts_from_stdin_and_in_the_json(tmp_path, capsys, monkeypatch):
     ]
 
 
+def test_report_dash_reads_the_commands_stdin_not_the_process(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # the process's: never the one read
+    failing = samples.driver_upgraded_without_reboot()
+    from_file = _run(capsys, str(_write(tmp_path, failing)))
+    from_stdin = _run(capsys, "-", stdin=json.dumps(failing.to_json()))
+    assert from_file[0] == 1 and from_file[2] == ""
+    assert from_stdin == from_file
+
+
 def test_no_report_at_all_with_expected_hosts_names_every_host(tmp_path, capsys):
     expected = tmp_path / "nodes"
     expected.write_text("n1 n2", encoding="utf-8")

@@ -10,10 +10,9 @@ With `--expect-hosts`, every listed host without a report is a named failure (ex
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
@@ -68,11 +67,9 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.fleet import merge_reports
     from envcheck.render.annotations import emit_fleet_ci_outputs
 
-    expected = (
-        read_expected_hosts(env.path(args.expect_hosts), env.stdin) if args.expect_hosts else None
-    )
+    expected = read_expected_hosts(env.path(args.expect_hosts), env) if args.expect_hosts else None
     paths, errors = expand_paths(args.files, env)
-    hosts, unreadable = read_reports(paths)
+    hosts, unreadable = read_reports(paths, env)
     errors += unreadable
     for error in errors:
         print(f"envcheck: error: {error}", file=env.stderr)
@@ -106,12 +103,12 @@ def _exit_code(worst: int, errors: list[str]) -> int:
 
 def expand_paths(names: list[str], env: Environment) -> tuple[list[Path], list[str]]:
     """A folder stands for its `*.json` files: thousands of node reports overflow a command
-    line. Relative names are under `env.cwd`."""
+    line. Relative names are under `env.cwd`; `-` is `env.stdin`."""
     paths: list[Path] = []
     errors: list[str] = []
     for name in names:
         path = Path(env.path(name))
-        if not path.is_dir():
+        if name == "-" or not path.is_dir():
             paths.append(path)
         elif found := sorted(path.glob("*.json")):
             paths += found
@@ -120,14 +117,14 @@ def expand_paths(names: list[str], env: Environment) -> tuple[list[Path], list[s
     return paths, errors
 
 
-def read_expected_hosts(name: str, stdin: TextIO | None) -> list[str]:
-    """The names in --expect-hosts FILE (`-`: `stdin`); an unreadable or malformed list is
+def read_expected_hosts(name: str, env: Environment) -> list[str]:
+    """The names in --expect-hosts FILE (`-`: `env.stdin`); an unreadable or malformed list is
     exit 2."""
     from envcheck.hostlist import HostListError, parse_host_list
+    from envcheck.userfiles import read_bytes
 
     try:
-        data = _read_stdin(stdin) if name == "-" else Path(name).read_bytes()
-        return parse_host_list(data.decode("utf-8"))
+        return parse_host_list(read_bytes(name, env.stdin).decode("utf-8"))
     except OSError as e:
         raise UsageError(
             f"--expect-hosts {name}: cannot read it: {e.strerror or e}", hint=HOSTS_HINT
@@ -140,16 +137,9 @@ def read_expected_hosts(name: str, stdin: TextIO | None) -> list[str]:
         raise UsageError(f"--expect-hosts {name}: {e}", hint=HOSTS_HINT) from e
 
 
-def _read_stdin(stdin: TextIO | None) -> bytes:
-    if stdin is None:
-        raise OSError(errno.EBADF, "stdin is closed")
-    from envcheck.userfiles import stdin_bytes
-
-    return stdin_bytes(stdin)
-
-
-def read_reports(paths: list[Path]) -> tuple[list[HostReport], list[str]]:
-    """Parse every file; return the good reports and one error line per bad file."""
+def read_reports(paths: list[Path], env: Environment) -> tuple[list[HostReport], list[str]]:
+    """Parse every file (`-`: `env.stdin`, which has no mtime); return the good reports and one
+    error line per bad file."""
     from envcheck.saved_report import ReportDocumentError, SavedReport, parse_report
     from envcheck.userfiles import read_json
 
@@ -157,8 +147,8 @@ def read_reports(paths: list[Path]) -> tuple[list[HostReport], list[str]]:
     errors: list[str] = []
     for path in paths:
         try:
-            document = read_json(str(path), what="report")
-            mtime = path.stat().st_mtime
+            document = read_json(str(path), what="report", env=env)
+            mtime = None if str(path) == "-" else path.stat().st_mtime
             hosts.append(parse_report(SavedReport(str(path), document, mtime)))
         except OSError as e:
             errors.append(f"{path}: cannot read it: {e.strerror or e}")
