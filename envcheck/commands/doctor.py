@@ -227,7 +227,7 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
         from envcheck.smoke.check import smoke_check
 
         smoke_doc, smoke_findings = smoke_check(
-            host, image, _smoke_options(args, gpus, target, endpoint)
+            host, image, _smoke_options(args, gpus, target, endpoint, matrix, env.stderr)
         )
         findings += smoke_findings
     proof = proof_of(findings, smoke_asked=smoke_runs)
@@ -293,7 +293,12 @@ def _smoke_options(
     gpus: tuple[int, ...] | None,
     target: Interpreter | None,
     endpoint: Endpoint | None,
+    matrix: Any,  # the loaded Matrix (typed as _choose_image types it)
+    stderr: TextIO,
 ) -> SmokeOptions:
+    """The smoke's options, carrying the targets resolved once: the interpreter, the engine, the
+    loaded matrix (a missing image is pulled with the mirrors of the matrix it was chosen from)
+    and the command's stderr (for the pull's progress)."""
     python = target.python if target else args.python
     return SmokeOptions(
         image=args.image,
@@ -308,6 +313,8 @@ def _smoke_options(
         export=args.export,
         timeout=args.smoke_timeout,
         quiet=args.quiet,
+        matrix=matrix,
+        stderr=stderr,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from envcheck import activity
 from envcheck.errors import EnvcheckError, EnvironmentProblem
@@ -16,10 +16,20 @@ if TYPE_CHECKING:
     from envcheck.matrix.model import Matrix
 
 
-def ensure_image(ref: str, *, allow_pull: bool, quiet: bool, client: Any = None) -> str:
-    """The engine's image id for `ref`, pulling it (with a progress display on stderr unless
+def ensure_image(
+    ref: str,
+    *,
+    allow_pull: bool,
+    quiet: bool,
+    client: Any = None,
+    matrix: Matrix | None = None,
+    stream: IO[str] | None = None,
+) -> str:
+    """The engine's image id for `ref`, pulling it (with a progress display on `stream` unless
     `quiet`) when it is missing and `allow_pull`. `client`: a connected docker.DockerClient
-    (default: a new one). Raises EnvcheckError subclasses only."""
+    (default: a new one). `matrix`: the caller's loaded matrix, whose mirrors and pin plan the
+    pull (default: the shipped one, loaded here). `stream`: the command's stderr (default:
+    sys.stderr). Raises EnvcheckError subclasses only."""
     from envcheck.docker_adapter import connect
 
     parsed = parse_reference(ref)  # InvalidReference (exit 2) before any engine call
@@ -32,9 +42,10 @@ def ensure_image(ref: str, *, allow_pull: bool, quiet: bool, client: Any = None)
             f"image {ref} is not present and pulling is off (--no-pull)",
             hint=f"pull it first: `envcheck pull-image --image {ref}`",
         )
-    plan = plan_pull(parsed, _shipped_matrix())
+    plan = plan_pull(parsed, matrix if matrix is not None else _shipped_matrix())
     activity.phase(f"image {ref} is not here: asking {parsed.registry} for it")
-    result = pull_image(plan, client=client, display=make_display("none" if quiet else "auto"))
+    display = make_display("none" if quiet else "auto", stream)
+    result = pull_image(plan, client=client, display=display)
     return result.image_id
 
 

@@ -100,7 +100,12 @@ def acquire_image(plan: Plan, options: SmokeOptions) -> tuple[Any, str]:
     assert plan.image is not None
     client = connect(options.endpoint)  # the probed engine; one client for image and container
     return client, ensure_image(
-        plan.image, allow_pull=options.pull, quiet=options.quiet, client=client
+        plan.image,
+        allow_pull=options.pull,
+        quiet=options.quiet,
+        client=client,
+        matrix=options.matrix,
+        stream=options.stderr,
     )
 
 

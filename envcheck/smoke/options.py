@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from envcheck.matrix.model import Matrix
     from envcheck.probe.endpoint import Endpoint
 
 
@@ -24,3 +25,8 @@ class SmokeOptions:
     steps: int = 60
     quiet: bool = False  # no progress display
     endpoint: Endpoint | None = None  # the engine the doctor probed (None: resolve it)
+    # The matrix the doctor loaded (--matrix, ENVCHECK_MATRIX of the command's variables) and
+    # chose the image with: a missing image's pull plans its mirrors and pin with this one
+    # (None: the shipped matrix).
+    matrix: Matrix | None = None
+    stderr: IO[str] | None = None  # the command's stderr: the pull's progress (None: sys.stderr)
