@@ -151,3 +151,18 @@ def test_the_doctors_pull_uses_the_commands_matrix_and_stderr(
     _assert_pulled_the_pin(run.stderr, mirrored, via_mirror=False)
     assert docker_client.images.get(mirrored.mirror).id == mirrored.pinned.config_digest
     assert capsys.readouterr().err == ""
+
+
+def test_a_mirrors_image_is_the_one_the_smoke_container_runs(
+    mirrored: Mirrored, docker_client: Any
+) -> None:
+    """The home registry lacks the tag and the mirror serves it: the engine holds the image under
+    the mirror's name only, and the container is made from the pulled image's id, never from the
+    name the doctor asked for ("No such image")."""
+    run = run_envcheck(
+        ["doctor", "--image", mirrored.home, "--json"],
+        env={**ENV, "ENVCHECK_MATRIX": str(mirrored.matrix_dir)},
+    )
+    _assert_pulled_the_pin(run.stderr, mirrored, via_mirror=True)
+    assert "No such image" not in run.stderr, run.stderr
+    assert "starting the smoke container" in run.stderr, run.stderr  # made; no Python to run

@@ -134,7 +134,8 @@ def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str 
 
     assert plan.image is not None
     spec = ContainerSpec(
-        image=plan.image,
+        # the image checked or pulled, by its id: a mirror's pull leaves no `plan.image` name
+        image=image_id or plan.image,
         args=tuple(workload_args(plan, options)),
         script=script_path(),
         timeout=options.timeout,
