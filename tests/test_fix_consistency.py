@@ -69,9 +69,9 @@ def test_a_socket_that_refuses_us_gets_the_docker_group_fix_everywhere() -> None
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
     from envcheck.select import select_image
+    from envcheck.smoke.failures import image_unavailable
     from envcheck.smoke.options import SmokeOptions
     from envcheck.smoke.plan import plan_smoke
-    from envcheck.smoke.verdict import image_unavailable
     from tests import scenarios as s
 
     denied = {

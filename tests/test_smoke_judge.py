@@ -17,10 +17,11 @@ from envcheck.facts import HostFacts, host_from_document
 from envcheck.findings import Finding
 from envcheck.report import ImageChoice, exit_status_of, verdict_of
 from envcheck.smoke.document import smoke_document
+from envcheck.smoke.failures import image_unavailable
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
 from envcheck.smoke.plan import Fallback, FallbackKind, Outcome, Plan, in_process_plan, plan_smoke
-from envcheck.smoke.verdict import host_gpu, image_unavailable, judge
+from envcheck.smoke.verdict import host_gpu, judge
 from tests import scenarios as s
 from tests import smoke_samples as rec
 

@@ -199,9 +199,8 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
     endpoint = None if args.facts else resolve_endpoint(env.env)
     if not args.facts:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
-    probe = (
-        None if target is None else start_host_probe(target, engine=endpoint)
-    )  # CUDA child first
+    # the CUDA child starts first
+    probe = None if target is None else start_host_probe(target, engine=endpoint)
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
 
@@ -342,9 +341,8 @@ def _meta(matrix_path: str, started: float) -> dict[str, Any]:
 def _render(args: argparse.Namespace, report: Report, env: Environment) -> None:
     from envcheck.streams import reader_may_leave
 
-    with reader_may_leave(
-        env.stdout
-    ):  # `| head -1`: the files below are still written, the code kept
+    # `| head -1`: the files below are still written, the code kept
+    with reader_may_leave(env.stdout):
         _render_stdout(args, report, env.stdout, color=not args.no_color and env.color())
     if args.junit:
         from envcheck.render.junit import write_junit

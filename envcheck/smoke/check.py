@@ -20,12 +20,13 @@ from envcheck.facts import HostFacts
 from envcheck.findings import Finding
 from envcheck.report import ImageChoice
 from envcheck.smoke.document import smoke_document
+from envcheck.smoke.failures import gpu_refused, image_unavailable
 from envcheck.smoke.loaded import loaded_findings
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result
 from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Fallback, Outcome, Plan, in_process_plan, plan_smoke
-from envcheck.smoke.verdict import gpu_refused, image_unavailable, judge
+from envcheck.smoke.verdict import judge
 from envcheck.smoke.witness import NvmlSummary
 
 # Tests only: run another script file instead of workload.py (a crash, garbage, megabytes, a

@@ -1,8 +1,7 @@
 """Judging the smoke (pure): the findings for a plan and what its run printed.
 
 The decisions are here; the causes of a CPU fallback are in `causes.py`, the findings of a smoke
-that did not train in `failures.py` (`gpu_refused` and `image_unavailable` re-exported for the
-runner). All are built from the plan and the recorded outputs, so the unit tests replay real
+that did not train in `failures.py`. All are built from the plan and the recorded outputs, so the unit tests replay real
 results without an engine.
 """
 
@@ -16,8 +15,6 @@ from envcheck.smoke.failures import (
     bad_output,
     crashed,
     first_line,
-    gpu_refused,
-    image_unavailable,
     not_learning,
     not_run,
     run_crashed,
@@ -291,14 +288,3 @@ def _warning_findings(warnings: list[PaddleWarning]) -> list[Finding]:
             warnings=serious,
         )
     ]
-
-
-__all__ = [
-    "gpu_refused",
-    "host_gpu",
-    "image_unavailable",
-    "judge",
-    "judge_runs",
-    "on_gpu",
-    "witnesses",
-]
