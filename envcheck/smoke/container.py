@@ -109,8 +109,8 @@ class SmokeContainer:
                 done = attention.wait(
                     timeout=max(0.0, started + self.spec.timeout - time.monotonic())
                 )
-                if not done or collector.overflow.is_set():
-                    _kill(container)
+                if not done or collector.overflow.is_set() or failures:
+                    _kill(container)  # a reader's failure ends the run at once
                 reader.join(timeout=KILL_WAIT_S)  # the stream ends with the container
                 exit_code = _exit_code(container)
         finally:
