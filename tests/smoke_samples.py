@@ -114,7 +114,7 @@ BAD_SCRIPTS = [
 BAD_SCRIPT_IDS = ["crash", "garbage", "megabytes"]
 
 
-# Paddle 2.6.2 (sm_61-86) on the real H100 (/work/shared/facts/real-gpu-host.md): its run_check line.
+# Paddle 2.6.2 (sm_61-86) on the real H100 (docs/facts/real-gpu-host.md): its run_check line.
 ARCH_NOT_SUPPORTED_H100 = (
     "W1122 10:00:00.000000  1234 gpu_resources.cc:106] The GPU compute capability in your current "
     "machine is 90, which is not supported by Paddle, it is recommended to install the "

@@ -41,7 +41,7 @@ from tests import smoke_samples as rec
 
 pytest_plugins = ("tests.fakenv",)
 
-REAL_HOST = Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"  # shared/facts
+REAL_HOST = Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"  # docs/facts/real-gpu-host.md
 IN_PROCESS = Plan(
     mode="in-process",
     gpu_expected=True,
@@ -309,7 +309,7 @@ def test_nvml_unknown_error_in_the_container_is_a_finding_with_the_cgroup_fix(
     assert "NVML: Unknown Error in the container" in finding.message
 
 
-# The real H100 (shared/facts/real-gpu-host.md): PyPI paddlepaddle-gpu 2.6.2 (CUDA 11.8, cuDNN 8.6)
+# The real H100 (docs/facts/real-gpu-host.md): PyPI paddlepaddle-gpu 2.6.2 (CUDA 11.8, cuDNN 8.6)
 # mapped the system cuDNN 9.14 and a CUDA 13 cuBLAS, while the host probe named the pip cuDNN 9.19.
 # Paths as recorded there; no version call was recorded, so versions come from the file names.
 REAL_H100_LOADED = [

@@ -1,7 +1,7 @@
 """The compatibility matrix as typed, validated data, with the queries the rules need.
 
 Loaded from `matrix/*.toml` by `envcheck.matrix.load`. Every row cites its source (a tag from
-`../shared/facts/compat_facts.md` §0) and says whether that source confirms it.
+`docs/facts/compat_facts.md` §0) and says whether that source confirms it.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ CUDNN_BUILDS: dict[str, tuple[str, int]] = {
 }
 
 PROC_VERSION_TEXT = {
-    # Formats from real /proc/driver/nvidia/version files (shared/facts/compat_facts.md §9).
+    # Formats from real /proc/driver/nvidia/version files (docs/facts/compat_facts.md §9).
     "proprietary": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {v}  Sat Aug 19 01:15:15 UTC 2023\n",
     "open": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build"
     "  (dvs-builder@U16-I3-B03-4-3)  Tue Jul 22 18:46:37 UTC 2025\n",
