@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from envcheck.exitcodes import ExitStatus
 from envcheck.facts import HostFacts, to_dict
 from envcheck.findings import Finding
-from envcheck.proof import Proof
+
+if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
+    from envcheck.proof import Proof
 
 # 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
 SCHEMA_VERSION = 2
