@@ -161,6 +161,7 @@ def _run_spec(client: Any, spec: Any) -> tuple[RawRun, NvmlSummary]:
     with NvmlSampler() as sampler, SmokeContainer(client, spec) as box:
         watch = sampler.watch if sampler.status == "ok" else None  # skip the extra inspect
         raw = box.run(on_start=watch)
+    raw.extra["removed"] = box.removed  # asked of the engine after the removal, not assumed
     return raw, sampler.summary()
 
 

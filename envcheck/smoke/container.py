@@ -54,6 +54,7 @@ class SmokeContainer:
         self.run_id = uuid.uuid4().hex[:12]
         self.container: Container | None = None
         self.swept: list[str] = []
+        self.removed = False  # the engine, asked on the way out, has no container of this run
 
     def __enter__(self) -> Self:
         activity.phase(f"creating the smoke container from {self.spec.image}")
@@ -79,9 +80,11 @@ class SmokeContainer:
         self._remove(quiet=t is not None)
 
     def _remove(self, quiet: bool) -> None:
-        container = self.container or _by_name(self.client, ownership.container_name(self.run_id))
+        name = ownership.container_name(self.run_id)
+        container = self.container or _by_name(self.client, name)
         if container is not None:
             remove(container, quiet=quiet)
+        self.removed = _named(self.client, name) == []  # the engine answered: none left
 
     def run(self, on_start: Callable[[int | None], None] | None = None) -> RawRun:
         """Start, stream the output until exit, timeout or overflow; the container's verdict."""
@@ -184,12 +187,20 @@ def remove(container: Container, quiet: bool = False, volumes: bool = True) -> b
 
 def _by_name(client: docker.DockerClient, name: str) -> Container | None:
     """The container called `name`, if the engine has one (after a create whose answer we lost)."""
+    found = _named(client, name)
+    return found[0] if found else None
+
+
+def _named(client: docker.DockerClient, name: str) -> list[Container] | None:
+    """The engine's containers called `name`; None when the engine could not be asked."""
     try:
         with translate_errors(f"looking up smoke container {name}"):
-            found = client.containers.list(all=True, sparse=True, filters={"name": f"^/{name}$"})
+            found: list[Container] = client.containers.list(
+                all=True, sparse=True, filters={"name": f"^/{name}$"}
+            )
     except EnvcheckError:
         return None
-    return found[0] if found else None
+    return found
 
 
 def _host_pid(container: Container) -> int | None:

@@ -125,7 +125,7 @@ def _run(
     if failures:
         raise failures[0]
     return collector.raw_run(
-        exit_code, started, timed_out=not done, pid=proc.pid, extra={"python": argv[0]}
+        exit_code, started, timed_out=not done, extra={"python": argv[0]}
     )
 
 
