@@ -124,9 +124,7 @@ def _run(
             proc.wait(timeout=KILL_WAIT_S)
     if failures:
         raise failures[0]
-    return collector.raw_run(
-        exit_code, started, timed_out=not done, extra={"python": argv[0]}
-    )
+    return collector.raw_run(exit_code, started, timed_out=not done, extra={"python": argv[0]})
 
 
 def _both(
