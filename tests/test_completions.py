@@ -169,7 +169,7 @@ def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(name, ca
 
 
 def test_the_wheel_installs_every_generated_file_where_its_shell_looks():
-    import tomllib
+    from envcheck.matrix.toml import tomllib
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     shared = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["shared-data"]
