@@ -29,7 +29,9 @@ def _load(path: Path) -> JUnitXml:
     [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
     ids=[i for i, *_ in samples.BY_VERDICT],
 )
-def test_one_testcase_per_check_with_layer_as_classname(tmp_path: Path, builder, verdict, exit_code) -> None:
+def test_one_testcase_per_check_with_layer_as_classname(
+    tmp_path: Path, builder: samples.Builder, verdict: str, exit_code: int
+) -> None:
     report: Report = builder()
     out = tmp_path / "envcheck.xml"
     write_junit(report, str(out))
@@ -42,10 +44,11 @@ def test_one_testcase_per_check_with_layer_as_classname(tmp_path: Path, builder,
     assert suite.failures == xml.failures == sum(f.severity == "fail" for f in report.findings)
     assert suite.errors == suite.skipped == 0
     assert suite.hostname == report.host.machine.hostname
-    props = {p.name: p.value for p in suite.properties()}
+    # junitparser leaves properties() unannotated
+    props = {p.name: p.value for p in suite.properties()}  # type: ignore[no-untyped-call]
     assert props["verdict"] == verdict
     assert props["exit_code"] == str(exit_code)
-    assert props["image_digest"] == report.image.digest
+    assert report.image and props["image_digest"] == report.image.digest
 
 
 @pytest.mark.parametrize(
@@ -53,7 +56,7 @@ def test_one_testcase_per_check_with_layer_as_classname(tmp_path: Path, builder,
     [samples.driver_upgraded_without_reboot, samples.cpu_wheel_in_image],
     ids=["driver-upgraded-without-reboot", "cpu-wheel-in-image"],
 )
-def test_failure_carries_message_and_fix(tmp_path: Path, builder) -> None:
+def test_failure_carries_message_and_fix(tmp_path: Path, builder: samples.Builder) -> None:
     report = builder()
     out = tmp_path / "r.xml"
     write_junit(report, str(out))
@@ -103,7 +106,7 @@ def test_follows_the_common_junit_schema_shape() -> None:
     for suite in root:
         assert suite.tag == "testsuite"
         assert {"name", "tests", "failures", "errors", "time"} <= set(suite.attrib)
-        float(suite.get("time"))
+        float(suite.attrib["time"])
         children = [child.tag for child in suite]
         assert children[0] == "properties" and set(children[1:]) == {"testcase"}
         for case in suite.iter("testcase"):
@@ -141,7 +144,7 @@ def test_no_temp_file_left_behind(tmp_path: Path) -> None:
 # XML 1.0 cannot carry most C0 controls at all, so the file must stay parseable whatever comes.
 @settings(max_examples=200, deadline=None)
 @given(message=st.text(), fix=st.text())
-def test_any_text_gives_parseable_xml_and_readable_message(message, fix) -> None:
+def test_any_text_gives_parseable_xml_and_readable_message(message: str, fix: str) -> None:
     report = Report(
         host=samples.host(),
         findings=(
@@ -163,4 +166,4 @@ def test_control_characters_are_shown_not_dropped() -> None:
         findings=(fail("smoke.crashed", "\x1b[31mKilled\x00", fix=None, layer="smoke"),),
     )
     failure = ET.fromstring(junit_xml([report])).find("./testsuite/testcase/failure")
-    assert failure.get("message") == "\\x1b[31mKilled\\x00"
+    assert failure is not None and failure.get("message") == "\\x1b[31mKilled\\x00"
