@@ -72,7 +72,7 @@ def test_check_catches_a_stale_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.parametrize("kind", list(COMPLETIONS))
-def test_every_subcommand_and_flag_is_there(kind) -> None:
+def test_every_subcommand_and_flag_is_there(kind: str) -> None:
     text = COMPLETIONS[kind].read_text(encoding="utf-8")
     if kind == "man":
         text = text.replace("\\-", "-")
@@ -126,7 +126,7 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
         "a-folder",
     ],
 )
-def test_bash_completes_for_real(words, offered) -> None:
+def test_bash_completes_for_real(words: tuple[str, ...], offered: list[str]) -> None:
     assert _bash_complete(*words) == offered
 
 
@@ -149,7 +149,9 @@ def _examples(parser: argparse.ArgumentParser) -> list[str]:
 
 
 @pytest.mark.parametrize("name", ["doctor", "pull-image", "report"])
-def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(name, capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     parser = _commands()[name]
     examples = _examples(parser)
     assert len(examples) >= 4

@@ -66,7 +66,9 @@ def test_unchanged_host_is_one_passing_drift_none(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
 @pytest.mark.parametrize("key", FACT_KEYS)
-def test_each_fact_changed_in_the_saved_baseline_is_reported(tmp_path: Path, key, strict) -> None:
+def test_each_fact_changed_in_the_saved_baseline_is_reported(
+    tmp_path: Path, key: str, strict: bool
+) -> None:
     baseline = _saved(tmp_path)
     current = baseline["facts"][key]
     baseline["facts"][key] = "an-older-value"
@@ -81,7 +83,7 @@ def test_each_fact_changed_in_the_saved_baseline_is_reported(tmp_path: Path, key
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
-def test_drift_sets_the_verdict(tmp_path: Path, strict) -> None:
+def test_drift_sets_the_verdict(tmp_path: Path, strict: bool) -> None:
     baseline = _saved(tmp_path)
     baseline["facts"]["driver"] = "530.30.02"
     report = samples.healthy()
@@ -134,7 +136,9 @@ def test_drift_sets_the_verdict(tmp_path: Path, strict) -> None:
         "driver-uninstalled",
     ],
 )
-def test_real_changes_on_the_host(tmp_path: Path, change, key, was, now) -> None:
+def test_real_changes_on_the_host(
+    tmp_path: Path, change: dict[str, Any], key: str, was: str, now: str
+) -> None:
     findings = compare_baseline(samples.healthy(**change), _saved(tmp_path), strict=False)
     by_id = {f.id: f for f in findings}
     assert f"drift.{key}" in by_id
@@ -145,7 +149,9 @@ def test_real_changes_on_the_host(tmp_path: Path, change, key, was, now) -> None
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
-def test_a_gpu_that_disappeared_is_a_failure_even_without_strict(tmp_path: Path, strict) -> None:
+def test_a_gpu_that_disappeared_is_a_failure_even_without_strict(
+    tmp_path: Path, strict: bool
+) -> None:
     one_left = samples.healthy(
         gpus=(GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),)
     )
@@ -175,7 +181,7 @@ def test_same_tag_new_digest_says_pin_by_digest(tmp_path: Path) -> None:
     moved = dataclasses.replace(samples.IMAGE, digest="sha256:" + "cd" * 32)
     report = dataclasses.replace(samples.healthy(), image=moved)
     (finding,) = compare_baseline(report, _saved(tmp_path), strict=False)
-    assert finding.id == "drift.image-digest" and "pin the image by digest" in finding.fix
+    assert finding.id == "drift.image-digest" and "pin the image by digest" in (finding.fix or "")
 
 
 def test_facts_not_observed_now_are_not_compared(tmp_path: Path) -> None:
@@ -242,7 +248,9 @@ def test_a_saved_good_report_serves_as_a_baseline(tmp_path: Path) -> None:
         "not-utf8",
     ],
 )
-def test_bad_baseline_files_are_usage_errors_naming_the_file(tmp_path: Path, content, error) -> None:
+def test_bad_baseline_files_are_usage_errors_naming_the_file(
+    tmp_path: Path, content: str | None, error: str
+) -> None:
     path = tmp_path / "baseline.json"
     if content == "\udcff":
         path.write_bytes(b"\xff\xfe{")

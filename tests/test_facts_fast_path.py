@@ -47,7 +47,9 @@ def _outcome(build: Any) -> Any:
     "cls", [DriverFacts, GpuFacts, PaddleFacts, MachineFacts], ids=lambda c: c.__name__
 )
 @given(data=st.data())
-def test_the_fast_path_builds_and_refuses_what_coerce_does(cls, data) -> None:
+def test_the_fast_path_builds_and_refuses_what_coerce_does(
+    cls: type[Any], data: st.DataObject
+) -> None:
     names = [f.name for f in dataclasses.fields(cls)]
     doc = data.draw(st.dictionaries(st.sampled_from(names), VALUES, max_size=len(names)))
     assert _outcome(lambda: from_dict(cls, doc)) == _outcome(lambda: _slow(cls, doc))
