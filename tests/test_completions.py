@@ -41,7 +41,7 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
     }
 
 
-def test_committed_files_are_what_the_parser_generates_now():
+def test_committed_files_are_what_the_parser_generates_now() -> None:
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "--check"],
         capture_output=True,
@@ -54,7 +54,7 @@ def test_committed_files_are_what_the_parser_generates_now():
     )
 
 
-def test_check_catches_a_stale_file(tmp_path, monkeypatch):
+def test_check_catches_a_stale_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gen_completions", SCRIPT)
@@ -72,7 +72,7 @@ def test_check_catches_a_stale_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", list(COMPLETIONS))
-def test_every_subcommand_and_flag_is_there(kind):
+def test_every_subcommand_and_flag_is_there(kind: str) -> None:
     text = COMPLETIONS[kind].read_text(encoding="utf-8")
     if kind == "man":
         text = text.replace("\\-", "-")
@@ -126,11 +126,11 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
         "a-folder",
     ],
 )
-def test_bash_completes_for_real(words, offered):
+def test_bash_completes_for_real(words: tuple[str, ...], offered: list[str]) -> None:
     assert _bash_complete(*words) == offered
 
 
-def test_envcheck_never_imports_shtab():
+def test_envcheck_never_imports_shtab() -> None:
     code = "import sys, envcheck.cli; envcheck.cli.build_parser(); print('shtab' in sys.modules)"
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
@@ -149,7 +149,9 @@ def _examples(parser: argparse.ArgumentParser) -> list[str]:
 
 
 @pytest.mark.parametrize("name", ["doctor", "pull-image", "report"])
-def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(name, capsys):
+def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     parser = _commands()[name]
     examples = _examples(parser)
     assert len(examples) >= 4
@@ -168,8 +170,8 @@ def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(name, ca
     assert examples[0] in out  # printed as written (RawDescriptionHelpFormatter)
 
 
-def test_the_wheel_installs_every_generated_file_where_its_shell_looks():
-    import tomllib
+def test_the_wheel_installs_every_generated_file_where_its_shell_looks() -> None:
+    from envcheck.matrix.toml import tomllib
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     shared = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["shared-data"]

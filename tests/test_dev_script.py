@@ -15,6 +15,7 @@ import http.server
 import json
 import os
 import shutil
+import socket
 import socketserver
 import subprocess
 import sys
@@ -102,7 +103,7 @@ class _Ping(http.server.BaseHTTPRequestHandler):
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
-    def get_request(self) -> tuple[object, tuple[str, int]]:
+    def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
         request, _ = super().get_request()
         return request, ("local", 0)  # BaseHTTPRequestHandler wants an address pair
 

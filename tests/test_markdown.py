@@ -40,12 +40,14 @@ def _tables(markdown: str) -> list[list[list[str]]]:
     [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
     ids=[i for i, *_ in samples.BY_VERDICT],
 )
-def test_summary_for_each_verdict(builder, verdict, exit_code):
+def test_summary_for_each_verdict(builder: samples.Builder, verdict: str, exit_code: int) -> None:
     report: Report = builder()
     md = render_markdown(report)
     headline = md.splitlines()[0]
     assert headline.startswith("## ")
     assert f"**{verdict}**" in headline and f"(exit {exit_code})" in headline
+    # every sample names its host and its image
+    assert report.host.machine.hostname and report.image and report.image.ref
     assert report.host.machine.hostname in md
     assert report.image.ref in md
 
@@ -73,14 +75,14 @@ def test_summary_for_each_verdict(builder, verdict, exit_code):
     ],
     ids=["pass", "warn", "fail", "cpu-fallback"],
 )
-def test_headline_says_what_the_verdict_means(verdict, icon, words):
+def test_headline_says_what_the_verdict_means(verdict: str, icon: str, words: str) -> None:
     builder = {v: b for _, b, v, _ in samples.BY_VERDICT}[verdict]
     headline = render_markdown(builder()).splitlines()[0]
     assert headline.startswith(f"## {icon} envcheck: **{verdict}**")
     assert words in headline
 
 
-def test_failures_come_before_warnings():
+def test_failures_come_before_warnings() -> None:
     report = samples.report(
         (
             warn("image.unconfirmed", "tag not in the docs", fix="pin a tag", layer="image"),
@@ -97,7 +99,7 @@ def test_failures_come_before_warnings():
     assert ids == ["driver.too-old", "image.unconfirmed"]
 
 
-def test_hostile_text_stays_in_its_cell_and_reads_the_same():
+def test_hostile_text_stays_in_its_cell_and_reads_the_same() -> None:
     message = (
         "ld.so: libcudnn.so.9 | not found <script>alert(1)</script> *bold* [link](x)\nsecond line"
     )
@@ -112,14 +114,14 @@ def test_hostile_text_stays_in_its_cell_and_reads_the_same():
     assert "<script>" not in GFM.render(render_markdown(report))
 
 
-def test_smoke_details_show_scalars_only():
+def test_smoke_details_show_scalars_only() -> None:
     md = render_markdown(samples.healthy())
     smoke = next(t for t in _tables(md) if t[0] == ["Field", "Value"])
     assert ["loss_last", "0.42"] in smoke
     assert all(row[0] != "trace" for row in smoke)
 
 
-def test_no_passed_block_when_nothing_passed():
+def test_no_passed_block_when_nothing_passed() -> None:
     report = samples.report(
         (fail("driver.absent", "no NVIDIA driver", fix="install it", layer="driver"),)
     )
@@ -127,7 +129,7 @@ def test_no_passed_block_when_nothing_passed():
     assert "passed</summary>" not in md and "All 0 checks" not in md
 
 
-def test_fleet_summary_has_a_row_per_host_and_layer_columns():
+def test_fleet_summary_has_a_row_per_host_and_layer_columns() -> None:
     docs = [
         samples.healthy(),
         samples.driver_upgraded_without_reboot(),
@@ -146,7 +148,7 @@ def test_fleet_summary_has_a_row_per_host_and_layer_columns():
     assert node3[-1].startswith("driver.version-mismatch: NVML: Driver/library version mismatch")
 
 
-def test_fleet_summary_names_duplicates():
+def test_fleet_summary_names_duplicates() -> None:
     old = samples.healthy(meta={"generated_at": "2026-03-01T09:00:00Z"})
     new = samples.driver_upgraded_without_reboot(hostname="gpu-node-1")
     summary = merge_reports(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from envcheck.matrix import location as load_module
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import ENV_VAR, REPO_DIR, matrix_dir
 from envcheck.matrix.model import Matrix
+from envcheck.matrix.toml import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,6 +9,7 @@ from envcheck.pull.events import PullProgress
 from envcheck.render.progress import (
     NullDisplay,
     PlainDisplay,
+    PullDisplay,
     RichDisplay,
     human_bytes,
     make_display,
@@ -19,11 +20,11 @@ from tests.test_pull_events import EVENTS
 LAYERS = ("3355b48ca0d4", "1e332d71d083", "e46a45083e9a", "c1555271ee9d")
 
 
-def feed(display: object, progress: PullProgress) -> None:
-    display.start("127.0.0.1:5000/envcheck-test/busybox:layers", progress)  # type: ignore[attr-defined]
+def feed(display: PullDisplay, progress: PullProgress) -> None:
+    display.start("127.0.0.1:5000/envcheck-test/busybox:layers", progress)
     for event in EVENTS:
-        display.update(progress, progress.apply(event))  # type: ignore[attr-defined]
-    display.stop()  # type: ignore[attr-defined]
+        display.update(progress, progress.apply(event))
+    display.stop()
 
 
 def test_plain_lines_name_every_layer_once_per_milestone() -> None:

@@ -13,6 +13,7 @@ machine; the examples are derandomized so a failure reproduces).
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
 from typing import get_args
 
@@ -397,11 +398,11 @@ FINDINGS = st.builds(
     st.randoms(use_true_random=False),
 )
 def test_verdict_and_exit_are_the_worst_of_their_parts(
-    a: list[Finding], b: list[Finding], rnd: object
+    a: list[Finding], b: list[Finding], rnd: random.Random
 ) -> None:
     both = a + b
     shuffled = list(both)
-    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    rnd.shuffle(shuffled)
     assert verdict_of(shuffled) == verdict_of(both)
     assert exit_status_of(shuffled) == exit_status_of(both)
     assert VERDICT_RANK[verdict_of(both)] == max(

@@ -353,7 +353,8 @@ def test_a_pinned_digest_is_what_gets_pulled(fresh: Fresh, docker_client: Any) -
     ref = parse_reference(fresh.registry.ref(f"{repo}:1"))
     result = pull_image(PullPlan(ref, pinned_digest=old.digest), client=docker_client, retry=FAST)
     assert result.digest == old.digest and result.image_id == old.config_digest
-    assert fresh.local(str(ref))["Id"] == old.config_digest  # type: ignore[index]  # tag → pinned image
+    tagged = fresh.local(str(ref))
+    assert tagged and tagged["Id"] == old.config_digest  # tag → pinned image
     missing = "sha256:" + "0" * 64
     with pytest.raises(ManifestNotFound):
         pull_image(

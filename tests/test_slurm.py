@@ -27,6 +27,7 @@ STATE = Path(os.environ.get("ENVCHECK_DEV_STATE", "/var/tmp/envcheck-dev"))
 SLURM_DIR = STATE / "slurm"
 SHARED_VENV = SLURM_DIR / "shared" / "envcheck-venv"  # hidden on the no-shared-fs node
 JOB_TIMEOUT = 300  # seconds: a stuck cluster fails the test instead of hanging the suite
+Job = tuple[int, str, Path]  # sbatch's exit code, the job id, the job's folder
 
 pytestmark = pytest.mark.slurm
 
@@ -57,7 +58,9 @@ def nodes(slurm_env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def job(slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pytest.TempPathFactory):
+def job(
+    slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Job:
     """Submit the sbatch to every node and wait for it: (sbatch exit code, job id, job folder)."""
     work = tmp_path_factory.mktemp("slurm-job")
     env = slurm_env | {
@@ -78,7 +81,7 @@ def job(slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pyte
     return done.returncode, job_id, work
 
 
-def test_every_node_that_could_run_wrote_its_own_report(job, nodes):
+def test_every_node_that_could_run_wrote_its_own_report(job: Job, nodes: dict[str, str]) -> None:
     _, job_id, work = job
     reports = work / "envcheck-reports" / job_id
     for node, feature in nodes.items():
@@ -108,7 +111,9 @@ def _expected_exit(reports: Path, nodes: dict[str, str]) -> int:
     return max(codes)
 
 
-def test_the_job_exits_with_the_worst_nodes_code(job, nodes, slurm_env):
+def test_the_job_exits_with_the_worst_nodes_code(
+    job: Job, nodes: dict[str, str], slurm_env: dict[str, str]
+) -> None:
     code, job_id, work = job
     expected = _expected_exit(work / "envcheck-reports" / job_id, nodes)
     assert code == expected  # sbatch --wait exits with the job's exit code
@@ -116,7 +121,9 @@ def test_the_job_exits_with_the_worst_nodes_code(job, nodes, slurm_env):
     assert f"ExitCode={expected}:0" in show and "JobState=FAILED" in show
 
 
-def test_the_merged_table_names_the_node_that_never_reported(job, nodes):
+def test_the_merged_table_names_the_node_that_never_reported(
+    job: Job, nodes: dict[str, str]
+) -> None:
     code, job_id, work = job
     log = (work / f"envcheck-{job_id}.out").read_text(encoding="utf-8")
     broken = next(n for n, f in nodes.items() if f == "no-shared-fs")
@@ -131,7 +138,7 @@ def test_the_merged_table_names_the_node_that_never_reported(job, nodes):
     assert f"--- {broken}: no report; its stderr" in log and "envcheck: command not found" in log
 
 
-def test_markdown_summary_and_junit_cover_every_node(job, nodes):
+def test_markdown_summary_and_junit_cover_every_node(job: Job, nodes: dict[str, str]) -> None:
     code, job_id, work = job
     reports = work / "envcheck-reports" / job_id
     markdown = (reports / "summary.md").read_text(encoding="utf-8")

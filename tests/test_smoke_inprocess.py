@@ -84,7 +84,9 @@ def test_hanging_script_is_killed_at_the_timeout_with_its_children(
     doc, findings = check(timeout=4.0)
     assert [f.id for f in findings] == ["smoke.timeout"]
     assert "waiting for a GPU that never answers" in findings[0].message  # the log tail
-    child = int(re.search(r"child pid (\d+)", "\n".join(doc["log_tail"]) if doc else "").group(1))  # type: ignore[union-attr]
+    said = re.search(r"child pid (\d+)", "\n".join(doc["log_tail"]) if doc else "")
+    assert said, doc
+    child = int(said.group(1))
     deadline = time.monotonic() + 5
     while pid_alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -70,12 +70,12 @@ def _parses(argv: list[str]) -> Any:
 # ----------------------------------------------------------------------------- actionlint
 
 
-def test_workflows_pass_actionlint():
+def test_workflows_pass_actionlint() -> None:
     assert {p.name for p in WORKFLOWS} >= {"ci.yml", "gpu-gate.yml"}
     _lint(*WORKFLOWS)
 
 
-def test_composite_action_steps_pass_actionlint(tmp_path):
+def test_composite_action_steps_pass_actionlint(tmp_path: Path) -> None:
     """actionlint reads action.yml only for the inputs a workflow passes it; its steps (every
     expression, every `steps.*` reference, the outputs) are linted as the job they become."""
     action = _yaml(ACTION)
@@ -101,7 +101,7 @@ def test_composite_action_steps_pass_actionlint(tmp_path):
     _lint(folder / "action.yml", cwd=tmp_path)
 
 
-def test_actionlint_catches_a_broken_workflow(tmp_path):
+def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     """The lint is not vacuous: an undefined step output is an error."""
     bad = tmp_path / "bad.yml"
     bad.write_text(
@@ -119,7 +119,7 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
     assert done.returncode == 1 and "nope" in done.stdout
 
 
-def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
+def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path: Path) -> None:
     """The YAML a team copies from the README's CI gate section is valid (a trigger added where it shows none)."""
     blocks = re.findall(
         r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL
@@ -141,7 +141,7 @@ def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
 # ----------------------------------------------------------------------------- ci.yml
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_test_command() -> None:
     ci = _yaml(ROOT / ".github" / "workflows" / "ci.yml")
     runs = [step.get("run", "").strip() for job in ci["jobs"].values() for step in job["steps"]]
     assert README_TEST_COMMAND in runs
@@ -151,7 +151,7 @@ def test_ci_runs_the_readme_test_command():
     assert {"push", "pull_request"} <= set(ci["on"])
 
 
-def test_ci_dogfoods_the_composite_action():
+def test_ci_dogfoods_the_composite_action() -> None:
     ci = _yaml(ROOT / ".github" / "workflows" / "ci.yml")
     uses = [step.get("uses") for job in ci["jobs"].values() for step in job["steps"]]
     assert "./.github/actions/envcheck" in uses
@@ -170,14 +170,14 @@ def _run_scripts(doc: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-def test_scripts_take_inputs_through_env_only(path):
+def test_scripts_take_inputs_through_env_only(path: Path) -> None:
     """No `${{ … }}` inside a script: an input with quotes or `$(…)` must stay data."""
     for name, script in _run_scripts(_yaml(path)).items():
         assert "${{" not in script, f"{path.name} step {name!r} interpolates an expression"
         subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
 
 
-def test_gate_inputs_and_outputs():
+def test_gate_inputs_and_outputs() -> None:
     gate = _yaml(GATE)
     call = gate["on"]["workflow_call"]
     assert {"paddle-version", "image", "registry", "extra-flags", "runs-on"} <= set(call["inputs"])
@@ -188,7 +188,7 @@ def test_gate_inputs_and_outputs():
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-def test_reports_are_uploaded_even_when_the_doctor_fails_and_then_the_job_fails(path):
+def test_reports_are_uploaded_even_when_the_doctor_fails_and_then_the_job_fails(path: Path) -> None:
     doc = _yaml(path)
     steps = doc["runs"]["steps"] if "runs" in doc else doc["jobs"]["doctor"]["steps"]
     names = [s.get("uses", s.get("id", s["name"])) for s in steps]
@@ -252,7 +252,7 @@ def _run_doctor_step(
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-def test_doctor_step_builds_a_command_line_envcheck_accepts(path, tmp_path):
+def test_doctor_step_builds_a_command_line_envcheck_accepts(path: Path, tmp_path: Path) -> None:
     baseline = tmp_path / "state" / "baseline.json"
     argv, outputs = _run_doctor_step(
         path,
@@ -290,7 +290,7 @@ def test_doctor_step_builds_a_command_line_envcheck_accepts(path, tmp_path):
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-def test_doctor_step_compares_with_an_existing_baseline(path, tmp_path):
+def test_doctor_step_compares_with_an_existing_baseline(path: Path, tmp_path: Path) -> None:
     baseline = tmp_path / "baseline.json"
     baseline.write_text("{}", encoding="utf-8")
     argv, outputs = _run_doctor_step(path, tmp_path, 0, BASELINE=str(baseline), STRICT_DRIFT="true")
@@ -299,7 +299,7 @@ def test_doctor_step_compares_with_an_existing_baseline(path, tmp_path):
     assert outputs["exit-code"] == "0"
 
 
-def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path):
+def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path: Path) -> None:
     argv, outputs = _run_doctor_step(
         ACTION,
         tmp_path,
@@ -318,7 +318,7 @@ def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path):
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
 @pytest.mark.parametrize("code", ["1", "6", ""], ids=["incompatible", "cpu-fallback", "no-output"])
-def test_fail_step_exits_with_envchecks_code(path, code):
+def test_fail_step_exits_with_envchecks_code(path: Path, code: str) -> None:
     script = _run_scripts(_yaml(path))["Fail on a broken runner"]
     done = subprocess.run(
         ["bash", "-c", script],
@@ -374,7 +374,7 @@ def _shellcheck(script: str, name: str) -> None:
 
 
 @pytest.mark.parametrize("version", ["1.27", "1.37"], ids=["k8s-1.27", "k8s-1.37"])
-def test_every_kubernetes_manifest_validates_against_the_schema_offline(version):
+def test_every_kubernetes_manifest_validates_against_the_schema_offline(version: str) -> None:
     import kubernetes_validate
 
     manifests = _manifests()
@@ -385,7 +385,7 @@ def test_every_kubernetes_manifest_validates_against_the_schema_offline(version)
         )  # raises on any unknown or bad field
 
 
-def test_the_schema_check_rejects_a_misspelt_field():
+def test_the_schema_check_rejects_a_misspelt_field() -> None:
     import kubernetes_validate
 
     _, daemonset = next(m for m in _manifests() if m[1]["kind"] == "DaemonSet")
@@ -398,7 +398,7 @@ def _daemonset() -> dict[str, Any]:
     return next(doc for _, doc in _manifests() if doc["kind"] == "DaemonSet")
 
 
-def test_daemonset_runs_on_gpu_nodes_with_a_gpu_and_tolerates_their_taint():
+def test_daemonset_runs_on_gpu_nodes_with_a_gpu_and_tolerates_their_taint() -> None:
     pod = _daemonset()["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod[
@@ -415,7 +415,7 @@ def test_daemonset_runs_on_gpu_nodes_with_a_gpu_and_tolerates_their_taint():
     assert selector.items() <= _daemonset()["spec"]["template"]["metadata"]["labels"].items()
 
 
-def test_daemonset_doctor_script_is_clean_shell_and_a_real_command():
+def test_daemonset_doctor_script_is_clean_shell_and_a_real_command() -> None:
     (doctor,) = _daemonset()["spec"]["template"]["spec"]["initContainers"]
     script = doctor["args"][0]
     _shellcheck(script, "the DaemonSet's doctor script")
@@ -425,7 +425,7 @@ def test_daemonset_doctor_script_is_clean_shell_and_a_real_command():
     assert "(paddle-envcheck)" in script  # refuses to report with someone else's envcheck
 
 
-def test_fleet_script_is_clean_shell_and_merges_with_expect_hosts():
+def test_fleet_script_is_clean_shell_and_merges_with_expect_hosts() -> None:
     text = K8S_FLEET.read_text(encoding="utf-8")
     _shellcheck(text, str(K8S_FLEET))
     (report,) = _envcheck_commands(text.replace("\\\n", " "))
@@ -435,7 +435,7 @@ def test_fleet_script_is_clean_shell_and_merges_with_expect_hosts():
     assert f"gpu_nodes={selector}" in text  # the nodes expected are the nodes the DaemonSet selects
 
 
-def test_slurm_script_is_valid_bash_with_sbatch_directives():
+def test_slurm_script_is_valid_bash_with_sbatch_directives() -> None:
     text = SBATCH.read_text(encoding="utf-8")
     _shellcheck(text, str(SBATCH))
     assert text.startswith("#!/bin/bash\n")
@@ -444,7 +444,7 @@ def test_slurm_script_is_valid_bash_with_sbatch_directives():
     assert any("--ntasks-per-node=1" in d for d in directives)
 
 
-def test_slurm_script_runs_the_doctor_per_node_and_merges():
+def test_slurm_script_runs_the_doctor_per_node_and_merges() -> None:
     text = SBATCH.read_text(encoding="utf-8")
     assert re.search(r"^srun .*bash -c", text, flags=re.MULTILINE)
     doctor, report = _envcheck_commands(text.replace("\\\n", " "))

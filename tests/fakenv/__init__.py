@@ -12,13 +12,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from envcheck.matrix.toml import tomllib
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -77,7 +78,8 @@ def profile_names() -> tuple[str, ...]:
 
 def load_profile(name: str) -> dict[str, Any]:
     with open(PROFILES / f"{name}.toml", "rb") as f:
-        return tomllib.load(f)
+        profile: dict[str, Any] = tomllib.load(f)
+    return profile
 
 
 def build(root: Path) -> FakeBuild:
