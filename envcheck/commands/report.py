@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     if not hosts and expected is None:
         raise UsageError(f"no report could be read ({len(errors)} file(s) failed)", hint=FILE_HINT)
     if errors:
-        print(f"hint: {FILE_HINT}; the other reports were merged", file=env.stderr)
+        print(f"envcheck: hint: {FILE_HINT}; the other reports were merged", file=env.stderr)
     summary = merge_reports(hosts, expected)
     for name in summary.missing:
         print(f"envcheck: error: {name}: expected, but no report from it", file=env.stderr)
