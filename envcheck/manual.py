@@ -9,14 +9,18 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("ENVCHECK_MATRIX", "the compatibility matrix folder, as --matrix (default: the shipped one)"),
     (
         "ENVCHECK_CACHE_DIR",
-        "where the parsed matrix is cached (default: $XDG_CACHE_HOME/envcheck, else "
-        "~/.cache/envcheck); empty turns the cache off",
+        (
+            "where the parsed matrix is cached (default: $XDG_CACHE_HOME/envcheck, else "
+            "~/.cache/envcheck); empty turns the cache off"
+        ),
     ),
     ("ENVCHECK_HEARTBEAT_S", "seconds between `still …` lines in a log (default: 10)"),
     (
         "ENVCHECK_DRIVER_ROOT",
-        "read the NVIDIA driver from this folder (lib/libnvidia-ml.so.1, lib/libcuda.so.1, "
-        "proc/driver/nvidia/version) instead of the system's",
+        (
+            "read the NVIDIA driver from this folder (lib/libnvidia-ml.so.1, lib/libcuda.so.1, "
+            "proc/driver/nvidia/version) instead of the system's"
+        ),
     ),
     (
         "ENVCHECK_AUTH_HOSTS",
@@ -52,8 +56,10 @@ FILES: tuple[tuple[str, str], ...] = (
     ),
     ("/proc/driver/nvidia/version", "the loaded NVIDIA kernel module, read"),
     (
-        "share/bash-completion/completions/envcheck, share/zsh/site-functions/_envcheck, "
-        "share/fish/vendor_completions.d/envcheck.fish",
+        (
+            "share/bash-completion/completions/envcheck, share/zsh/site-functions/_envcheck, "
+            "share/fish/vendor_completions.d/envcheck.fish"
+        ),
         "the shell completions the package installs (also printed by `envcheck completion SHELL`)",
     ),
 )

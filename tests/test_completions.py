@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from envcheck import manual
 from envcheck.cli import build_parser
 from envcheck.errors import UsageError
-from envcheck import manual
 from envcheck.exitcodes import EXIT_CODES, EXIT_CODES_HELP
 from tests.inprocess import envcheck
 
