@@ -811,3 +811,23 @@ def test_a_bad_expect_hosts_file_is_exit_2(tmp_path, capsys, content, error):
     )
     assert code == 2 and out == ""
     assert f"envcheck: error: {error.format(path=path)}" in err
+
+
+def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all():
+    """#24.6: the Slurm recipe asked for one GPU per node: 1 of 2 proven on each node."""
+    one_of_two = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"])
+    both = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0", "gpu:1"])
+    fleet = [
+        samples.report((one_of_two,), hostname="gpu001"),
+        samples.report((one_of_two,), hostname="gpu002"),
+        samples.report((both,), hostname="gpu003"),
+    ]
+    summary = merge_reports([_saved(r) for r in fleet])
+    assert summary.gpus_proven() == (4, 6, ("gpu001", "gpu002"))
+    text = fleet_table_text(summary)
+    assert "GPUs proven by a smoke: 4 of 6; fewer than all on gpu[001-002]" in text.splitlines()
+    assert summary.to_json()["gpus"] == {
+        "proven": 4,
+        "total": 6,
+        "not_all_proven": ["gpu001", "gpu002"],
+    }

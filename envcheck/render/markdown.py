@@ -43,7 +43,7 @@ def render_markdown(report: Report) -> str:
     parts = [
         f"## {headline(report.verdict, problems, int(report.exit_status))}",
         host_line(report.host, report.image),
-        f"Proof: {proof_words(report.proof, report.verdict, report.findings)}.",
+        f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}.",
     ]
     if problems:
         parts += [_finding_item(f) for f in problems]
@@ -105,6 +105,10 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     parts = [
         f"## {icon} envcheck fleet: {hosts} — {counts or 'no reports'} (exit {summary.exit_code})"
     ]
+    proven, total, partial = summary.gpus_proven()
+    if total:
+        short = f", fewer than all on {_prose(', '.join(partial))}" if partial else ""
+        parts.append(f"GPUs proven by a smoke: {proven} of {total}{short}.")
     parts += [_group_item(group) for group in summary.problem_groups()]
     if summary.hosts:
         parts.append(_fleet_table(summary))

@@ -85,7 +85,7 @@ def fleet_lines(summary: FleetSummary, width: int | None) -> list[Line]:
     rows = [host_cells(host) for host in summary.hosts]
     lines += _grid([list(COLUMNS), *rows], width, [h.verdict for h in summary.hosts])
     lines.append([])
-    lines += [[(text, "")] for text in _footer(summary)]
+    lines += [[(text, "")] for text in _footer(summary, width)]
     return lines
 
 
@@ -275,10 +275,25 @@ def host_list(labels: tuple[str, ...], budget: int) -> str:
     return ", ".join(shown) + (f" and {left} more (`--json` lists them all)" if left else "")
 
 
-def _footer(summary: FleetSummary) -> list[str]:
+def _gpu_proof_lines(summary: FleetSummary, width: int | None) -> list[str]:
+    """`GPUs proven by a smoke: 14 of 16; fewer than all on gpu[001-002]` (#24.6): the hosts are
+    named only when some GPU was proven (a static run proves none, on every host)."""
+    proven, total, partial = summary.gpus_proven()
+    if not total:
+        return []
+    line = f"GPUs proven by a smoke: {proven} of {total}"
+    if not (proven and partial):
+        return [line]
+    line += "; fewer than all on "
+    budget = HOST_LIST_CHARS if width is None else max(width - len(line), 20)
+    return [line + host_list(partial, budget)]
+
+
+def _footer(summary: FleetSummary, width: int | None) -> list[str]:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary.counts.items())
     hosts = len(summary.hosts)
-    lines = [f"{hosts} host{'' if hosts == 1 else 's'}: {counts}; exit {summary.exit_code}"]
+    lines = _gpu_proof_lines(summary, width)
+    lines.append(f"{hosts} host{'' if hosts == 1 else 's'}: {counts}; exit {summary.exit_code}")
     lines += [
         visible(f"duplicate {d.hostname}: kept {d.kept} (newest), ignored {', '.join(d.ignored)}")
         for d in summary.duplicates

@@ -115,7 +115,9 @@ def render_plain(
                 w(line + "\n")
             _plain_loaded(report, w, explain)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
-    w(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}\n")
+    w(
+        f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}\n"
+    )
 
 
 Span = tuple[int, int, str]  # start, end, rich style
@@ -255,7 +257,11 @@ def render_rich(
             style=_VERDICT_STYLE[report.verdict],
         )
     )
-    console.print(Text(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}"))
+    console.print(
+        Text(
+            f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}"
+        )
+    )
 
 
 def message_text(text: str) -> str:
