@@ -17,10 +17,10 @@ from importlib import import_module
 from typing import NoReturn
 
 from envcheck import __version__
+from envcheck.commands.manual import ENVIRONMENT_HELP, FILES_HELP
 from envcheck.environment import Environment
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
-from envcheck.manual import ENVIRONMENT_HELP, FILES_HELP
 from envcheck.signals import unwind_on_signals
 from envcheck.streams import discard_stdout, guard_stdio
 

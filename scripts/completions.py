@@ -21,8 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from envcheck import __version__, manual
+from envcheck import __version__
 from envcheck.cli import build_parser
+from envcheck.commands import manual
 from envcheck.exitcodes import EXIT_CODES, EXIT_CODES_HELP
 from envcheck.matrix.load import load_matrix
 

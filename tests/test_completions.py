@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck import manual
 from envcheck.cli import build_parser
+from envcheck.commands import manual
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES, EXIT_CODES_HELP
 from tests.inprocess import envcheck
