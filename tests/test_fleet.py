@@ -826,6 +826,11 @@ def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all():
     assert summary.gpus_proven() == (4, 6, ("gpu001", "gpu002"))
     text = fleet_table_text(summary)
     assert "GPUs proven by a smoke: 4 of 6; fewer than all on gpu[001-002]" in text.splitlines()
+    from envcheck.render.markdown import render_fleet_markdown
+
+    assert "GPUs proven by a smoke: 4 of 6; fewer than all on gpu\\[001-002\\]." in (
+        render_fleet_markdown(summary)
+    )
     assert summary.to_json()["gpus"] == {
         "proven": 4,
         "total": 6,

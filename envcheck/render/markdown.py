@@ -105,10 +105,11 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     parts = [
         f"## {icon} envcheck fleet: {hosts} — {counts or 'no reports'} (exit {summary.exit_code})"
     ]
-    proven, total, partial = summary.gpus_proven()
-    if total:
-        short = f", fewer than all on {_prose(', '.join(partial))}" if partial else ""
-        parts.append(f"GPUs proven by a smoke: {proven} of {total}{short}.")
+    from envcheck.render.table import gpu_proof_words
+
+    proof = gpu_proof_words(summary)
+    if proof:
+        parts.append(_prose(proof) + ".")
     parts += [_group_item(group) for group in summary.problem_groups()]
     if summary.hosts:
         parts.append(_fleet_table(summary))

@@ -275,18 +275,24 @@ def host_list(labels: tuple[str, ...], budget: int) -> str:
     return ", ".join(shown) + (f" and {left} more (`--json` lists them all)" if left else "")
 
 
-def _gpu_proof_lines(summary: FleetSummary, width: int | None) -> list[str]:
-    """`GPUs proven by a smoke: 14 of 16; fewer than all on gpu[001-002]` (#24.6): the hosts are
-    named only when some GPU was proven (a static run proves none, on every host)."""
+def gpu_proof_words(summary: FleetSummary, width: int | None = None) -> str | None:
+    """`GPUs proven by a smoke: 14 of 16; fewer than all on gpu[001-002]` (#24.6), None when
+    the hosts have no GPU; the hosts are named only when some GPU was proven (a static run
+    proves none, on every host)."""
     proven, total, partial = summary.gpus_proven()
     if not total:
-        return []
+        return None
     line = f"GPUs proven by a smoke: {proven} of {total}"
     if not (proven and partial):
-        return [line]
+        return line
     line += "; fewer than all on "
     budget = HOST_LIST_CHARS if width is None else max(width - len(line), 20)
-    return [line + host_list(partial, budget)]
+    return line + host_list(partial, budget)
+
+
+def _gpu_proof_lines(summary: FleetSummary, width: int | None) -> list[str]:
+    words = gpu_proof_words(summary, width)
+    return [words] if words else []
 
 
 def _footer(summary: FleetSummary, width: int | None) -> list[str]:
