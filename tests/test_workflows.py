@@ -127,6 +127,10 @@ def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
     assert len(blocks) >= 3
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
+    # An example may call the gate as this repository does (`uses: ./.github/…`): actionlint
+    # then reads the real workflow and action, and checks the example's inputs against them.
+    shutil.copy(GATE, folder / GATE.name)
+    shutil.copytree(ACTION.parent, tmp_path / ".github" / "actions" / ACTION.parent.name)
     paths = []
     for i, block in enumerate(blocks):
         path = folder / f"example-{i}.yml"
