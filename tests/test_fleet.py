@@ -355,7 +355,11 @@ def test_a_fleet_of_26_takes_one_line_per_host_problems_first(monkeypatch, colum
 def test_long_host_names_wait_for_their_group_lists_to_be_read_whole(monkeypatch):
     summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET * 2, LONG_NAMES)])
     lines = _terminal(summary, monkeypatch, 120)
-    assert len(_table("\n".join(lines))) == 1 + 10
+    table = _table("\n".join(lines))
+    assert len(table) == 1 + 10
+    # a DNS name is cut at its end: its first label, the node's own name, stays readable
+    assert [row.split()[0][:8] for row in table[1:]] == [n[:8] for n in LONG_NAMES]
+    assert all(row.split()[0].endswith("…") for row in table[1:])
     for name in LONG_NAMES:  # shortened in its row, whole in each of its groups' host lists
         groups = sum(name in g.hosts for g in summary.problem_groups())
         assert sum(line.strip().rstrip(",") == name for line in lines) == groups

@@ -150,7 +150,9 @@ def _grid(rows: list[list[str]], width: int | None, verdicts: list[str]) -> list
         shown = [c for c in range(len(row)) if widths[c]]
         line: Line = []
         for c in shown:
-            text = shorten(row[c], widths[c], middle=c == HOST_COLUMN and r > 0)
+            # a DNS name keeps its first label (`gpu004.rack-07.…`); another, both ends
+            middle = c == HOST_COLUMN and r > 0 and "." not in row[c]
+            text = shorten(row[c], widths[c], middle=middle)
             if c != shown[-1]:
                 text = text.ljust(widths[c]) + gap
             line.append((text, styles.get(c, "")))
@@ -193,8 +195,8 @@ def _shrunk(widths: list[int], width: int, gap: str, shortenable: tuple[int, ...
 
 
 def shorten(text: str, width: int, *, middle: bool = False) -> str:
-    """`text` in `width` columns, the cut marked `…`: at the end, or in the middle (a host name:
-    `gpu0007.rack-07.…corp.internal1` keeps both the node's number and its domain's end)."""
+    """`text` in `width` columns, the cut marked `…`: at the end, or in the middle (a host name
+    without dots: `a-very-long-…ack12-gpu07` keeps both its start and its node's number)."""
     if len(text) <= width:
         return text
     if width <= 1:
