@@ -5,6 +5,7 @@ complete -c envcheck -n __fish_use_subcommand -l version -d 'show program\'s ver
 complete -c envcheck -n __fish_use_subcommand -a doctor -d 'inspect the GPU stack, judge it, choose the image, run the smoke training'
 complete -c envcheck -n __fish_use_subcommand -a pull-image -d 'pull the Paddle image the doctor selects for this host (or --image REF)'
 complete -c envcheck -n __fish_use_subcommand -a report -d 'merge saved `doctor --json` reports into one fleet dashboard'
+complete -c envcheck -n __fish_use_subcommand -a completion -d 'print the completion script for bash, zsh or fish'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -s h -l help -d 'show this help message and exit'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l json -d 'print one JSON document on stdout, nothing else'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l no-color -d 'plain text even on a terminal (also NO_COLOR)'
@@ -46,3 +47,4 @@ complete -c envcheck -n '__fish_seen_subcommand_from report' -l json -d 'print t
 complete -c envcheck -n '__fish_seen_subcommand_from report' -l markdown -r -F -d 'also write the summary as Markdown'
 complete -c envcheck -n '__fish_seen_subcommand_from report' -l junit -r -F -d 'also write JUnit XML: a test suite per host'
 complete -c envcheck -n '__fish_seen_subcommand_from report' -l expect-hosts -r -F -d 'hosts that must have reported, one or more a line (Slurm ranges like gpu[001-064] allowed; \'-\' = stdin): each one without a report is a failure'
+complete -c envcheck -n '__fish_seen_subcommand_from completion' -s h -l help -d 'show this help message and exit'

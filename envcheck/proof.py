@@ -29,10 +29,19 @@ PROOF_WORDS: dict[Proof, str] = {
 }
 
 
-def proof_words(proof: Proof, verdict: str, findings: Sequence[Finding]) -> str:
+def proof_words(
+    proof: Proof, verdict: str, findings: Sequence[Finding], gpus: int | None = None
+) -> str:
     """The `Proof:` line. "none" says why: a run that trained on the CPU where a GPU was
     expected did complete (the real H100 with the CPU wheel read "no smoke training completed"
-    under a loss that fell from 0.694 to 0.217)."""
+    under a loss that fell from 0.694 to 0.217). `gpus`: how many the host has; a GPU proof
+    says how many of them trained (a Slurm step given 1 GPU of 8 proves 1, #24.6)."""
+    trained = proven_gpus(findings)
+    if proof == "gpu-trained" and gpus and trained:
+        return (
+            f"the smoke trained on {len(trained)} of {gpus} GPUs ({', '.join(trained)}) "
+            "and its checks passed"
+        )
     if proof != "none":
         return PROOF_WORDS[proof]
     if verdict == "cpu-fallback":
@@ -42,6 +51,13 @@ def proof_words(proof: Proof, verdict: str, findings: Sequence[Finding]) -> str:
     if any(f.family == "smoke" and f.severity == "fail" and f.id != UNPROVEN_ID for f in findings):
         return "none: the smoke training failed"
     return PROOF_WORDS["none"]
+
+
+def proven_gpus(findings: Sequence[Finding]) -> list[str]:
+    """The GPUs (`gpu:0`, as the smoke's Paddle numbered them) a passing smoke trained on."""
+    passed = next((f for f in findings if f.id == SMOKE_PASS_ID and f.severity == "pass"), None)
+    devices = (passed.observed.get("devices") or []) if passed else []
+    return list(dict.fromkeys(str(d) for d in devices if str(d).startswith("gpu")))
 
 
 def proof_of(findings: Sequence[Finding], *, smoke_asked: bool) -> Proof:

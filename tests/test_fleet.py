@@ -6,7 +6,6 @@ import io
 import json
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from junitparser import JUnitXml
 
+from envcheck.facts import DriverFacts
 from envcheck.findings import fail, passed, warn
 from envcheck.fleet import merge_reports
 from envcheck.hostlist import HostListError, compress_host_list, parse_host_list
@@ -46,7 +46,7 @@ def _write(folder: Path, report: Report, name: str | None = None) -> Path:
 # ----------------------------------------------------------------------------- merge (pure)
 
 
-def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code() -> None:
+def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code():
     summary = merge_reports([_saved(build()) for build in FLEET])
     assert [h.hostname for h in summary.hosts] == [f"gpu-node-{i}" for i in range(1, 6)]
     assert summary.counts == {
@@ -78,14 +78,12 @@ def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code() -> None:
         "cpu-fallback-worst",
     ],
 )
-def test_summary_exit_code_is_the_highest(
-    builders: list[samples.Builder], verdict: str, exit_code: int
-) -> None:
+def test_summary_exit_code_is_the_highest(builders, verdict, exit_code):
     summary = merge_reports([_saved(b()) for b in builders])
     assert (summary.verdict, summary.exit_code) == (verdict, exit_code)
 
 
-def test_layer_cell_is_the_worst_severity_of_that_layer() -> None:
+def test_layer_cell_is_the_worst_severity_of_that_layer():
     report = samples.report(
         (
             passed("smoke.trained", "ok", layer="smoke"),
@@ -120,9 +118,7 @@ def test_layer_cell_is_the_worst_severity_of_that_layer() -> None:
         "no-clue-last-given",
     ],
 )
-def test_duplicate_host_keeps_the_newest_report(
-    older: dict[str, Any], newer: dict[str, Any], kept: str
-) -> None:
+def test_duplicate_host_keeps_the_newest_report(older, newer, kept):
     def saved(name: str, spec: dict[str, Any], build: Any) -> SavedReport:
         meta = spec.get("meta", {})
         report = build(hostname="gpu-node-7")
@@ -147,7 +143,7 @@ def test_duplicate_host_keeps_the_newest_report(
     )
 
 
-def test_reports_without_hostname_are_never_merged_together() -> None:
+def test_reports_without_hostname_are_never_merged_together():
     doc = samples.healthy().to_json()
     doc["host"]["machine"]["hostname"] = None
     summary = merge_reports([SavedReport("x.json", doc), SavedReport("y.json", doc)])
@@ -195,13 +191,13 @@ def _doc(**changes: Any) -> dict[str, Any]:
         "bad-image",
     ],
 )
-def test_invalid_documents_say_what_is_wrong(document: object, error: str) -> None:
+def test_invalid_documents_say_what_is_wrong(document, error):
     with pytest.raises(ReportDocumentError) as info:
         parse_report(SavedReport("r.json", document))
     assert error in str(info.value)
 
 
-def test_fleet_json_document() -> None:
+def test_fleet_json_document():
     doc = merge_reports([_saved(b()) for b in FLEET[:3]]).to_json()
     assert doc["kind"] == "envcheck-fleet" and doc["exit_code"] == 1 and doc["verdict"] == "fail"
     node3 = doc["hosts"][2]
@@ -218,9 +214,16 @@ def test_fleet_json_document() -> None:
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def test_plain_table_has_the_dashboard_columns_one_line_per_host() -> None:
-    text = fleet_table_text(merge_reports([_saved(b()) for b in FLEET]))
+def _table(text: str) -> list[str]:
+    """The host table of a dashboard: from its header to the blank line after the last host."""
     lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("HOST "))
+    return lines[head : lines.index("", head)]
+
+
+def test_plain_table_has_the_dashboard_columns_one_line_per_host():
+    text = fleet_table_text(merge_reports([_saved(b()) for b in FLEET]))
+    lines = _table(text)
     assert lines[0].split() == [
         "HOST",
         "GPUS",
@@ -229,9 +232,7 @@ def test_plain_table_has_the_dashboard_columns_one_line_per_host() -> None:
         "PADDLE",
         "VERDICT",
         "EXIT",
-        "FIRST",
-        "FAILING",
-        "CHECK",
+        "PROBLEM",
     ]
     assert lines[1].split() == [
         "gpu-node-1",
@@ -248,7 +249,7 @@ def test_plain_table_has_the_dashboard_columns_one_line_per_host() -> None:
         "gpu-node-3",
         "2x",
         "A100-SXM4-80GB",
-        "error",
+        "535.104.05",  # NVML failed: the loaded kernel module says which driver runs
         "-",
         "3.0.0",
         "cu12.6",
@@ -257,7 +258,9 @@ def test_plain_table_has_the_dashboard_columns_one_line_per_host() -> None:
         "driver.version-mismatch",
     ]
     assert lines[4].split()[-3:] == ["cpu-fallback", "6", "paddle.cpu-build"]
-    assert lines[-1] == "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback, 0 wrong-results; exit 6"
+    assert text.splitlines()[-1] == (
+        "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback, 0 wrong-results; exit 6"
+    )
     at = lines[0].index("VERDICT")  # the verdict column is aligned
     assert [line[at:].split()[0] for line in lines[1:6]] == [
         "pass",
@@ -268,7 +271,7 @@ def test_plain_table_has_the_dashboard_columns_one_line_per_host() -> None:
     ]
 
 
-def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation() -> None:
+def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation():
     fleet = [samples.driver_upgraded_without_reboot(hostname=f"gpu{i:03d}") for i in range(1, 13)]
     fleet += [samples.healthy(hostname="gpu013"), samples.smoke_crashed(hostname="login1")]
     summary = merge_reports([_saved(r) for r in fleet])
@@ -295,7 +298,7 @@ def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation() -> N
     assert groups[0]["hosts"] == [f"gpu{i:03d}" for i in range(1, 13)]
 
 
-def test_hosts_that_never_reported_are_one_group() -> None:
+def test_hosts_that_never_reported_are_one_group():
     summary = merge_reports(
         [_saved(samples.healthy(hostname="gpu001"))], expected=[f"gpu{i:03d}" for i in range(1, 5)]
     )
@@ -315,48 +318,72 @@ LONG_NAMES = [
 ]
 
 
-@pytest.mark.parametrize("columns", [120, 80])
-def test_readable_at_the_terminal_width_with_60_character_host_names(
-    monkeypatch: pytest.MonkeyPatch, columns: int
-) -> None:
+def _terminal(summary: Any, monkeypatch: pytest.MonkeyPatch, columns: int) -> list[str]:
     monkeypatch.setenv("COLUMNS", str(columns))
-    assert {len(name) for name in LONG_NAMES} == {60}
-    summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET * 2, LONG_NAMES)])
-    assert {len(g.hosts) for g in summary.problem_groups()} == {2}  # host lists to wrap
     stream = _Tty()
     print_fleet_table(summary, stream)
     out = stream.getvalue()
     assert "\x1b[" in out  # coloured: it went through rich
-    lines = ANSI.sub("", out).splitlines()
+    return ANSI.sub("", out).splitlines()
+
+
+@pytest.mark.parametrize("columns", [120, 80])
+def test_a_fleet_of_26_takes_one_line_per_host_problems_first(monkeypatch, columns):
+    """#24.3: at 80 columns 26 hosts took 2 lines each (3 with long names), and one 37-character
+    name stacked every row at 120; as `sinfo`, one line per host, long names cut with `…`."""
+    long_name = "a-very-long-node-name-in-rack12-gpu07"
+    names = [f"gpu{i:03d}" for i in range(25)] + [long_name]
+    summary = merge_reports([_saved(FLEET[i % 5](hostname=n)) for i, n in enumerate(names)])
+    lines = _terminal(summary, monkeypatch, columns)
+    table = _table("\n".join(lines))
+    assert len(table) == 1 + 26  # the header, then one line per host
     fixes = {f"→ {g.fix}" for g in summary.problem_groups()}
     for line in lines:  # only a fix may run past the edge (printed whole, never broken)
         assert len(line) <= columns or any(line.endswith(fix) for fix in fixes), line
-    for name in LONG_NAMES:
-        assert name in lines  # a host name whole, on its own line
-    for (
-        name
-    ) in LONG_NAMES:  # its row, and the host list of each of its groups: whole, between commas
-        groups = sum(name in g.hosts for g in summary.problem_groups())
-        assert sum(line.strip().rstrip(",") == name for line in lines) == 1 + groups
-    rows = {name: lines[lines.index(name) + 1].split() for name in LONG_NAMES}
-    assert (
-        rows[LONG_NAMES[2]][-3:] == ["fail", "1", "driver.version-mismatch"]
-        if columns == 120
-        else True
-    )
-    for host in summary.hosts:  # every check id whole, once in its host's row, once per group
-        first = host.first_problem()
-        if first:
-            assert any(line.split() and line.split()[-1] == first.id for line in lines), first.id
+    (row,) = [line for line in table if line.startswith("a-")]
+    shown = row.split()[0]
+    assert "…" in shown and shown.endswith("gpu07") and len(shown) < len(long_name)
+    # the problems, grouped, come before the table, each id and host list whole
+    first_group = lines.index(next(line for line in lines if line.startswith("5 hosts: ")))
+    assert first_group < lines.index(table[0])
     for group in summary.problem_groups():
-        assert any(
-            line.startswith(f"{len(group.hosts)} host")
-            and line.endswith(f"{group.id} → {group.fix}")
-            for line in lines
-        )
+        assert any(line.endswith(f"{group.id} → {group.fix}") for line in lines)
+    for i, host in enumerate(summary.hosts):  # each row's verdict and exit code are whole
+        assert host.verdict in table[i + 1].split() and str(host.exit_code) in table[i + 1].split()
 
 
-def test_wide_terminal_keeps_one_line_per_host(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_long_host_names_wait_for_their_group_lists_to_be_read_whole(monkeypatch):
+    summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET * 2, LONG_NAMES)])
+    lines = _terminal(summary, monkeypatch, 120)
+    table = _table("\n".join(lines))
+    assert len(table) == 1 + 10
+    # a DNS name is cut at its end: its first label, the node's own name, stays readable
+    assert [row.split()[0][:8] for row in table[1:]] == [n[:8] for n in LONG_NAMES]
+    assert all(row.split()[0].endswith("…") for row in table[1:])
+    for name in LONG_NAMES:  # shortened in its row, whole in each of its groups' host lists
+        groups = sum(name in g.hosts for g in summary.problem_groups())
+        assert sum(line.strip().rstrip(",") == name for line in lines) == groups
+
+
+def test_the_driver_column_shows_the_loaded_kernel_module_when_user_space_differs():
+    upgraded = samples.healthy(
+        hostname="gpu001",
+        driver=DriverFacts(status="error", version="550.54.14", kernel_module="535.104.05"),
+    )
+    same = samples.healthy(
+        hostname="gpu002",
+        driver=DriverFacts(
+            status="ok", version="535.104.05", cuda="12.2", kernel_module="535.104.05"
+        ),
+    )
+    text = fleet_table_text(merge_reports([_saved(upgraded), _saved(same)]))
+    rows = {line.split()[0]: line.split() for line in _table(text)[1:]}
+    assert rows["gpu001"][3] == "535.104.05*" and "550.54.14" not in rows["gpu001"]
+    assert rows["gpu002"][3] == "535.104.05"
+    assert "* the loaded kernel module's version: the user-space driver differs" in text
+
+
+def test_wide_terminal_keeps_one_line_per_host(monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     stream = _Tty()
     summary = merge_reports([_saved(b()) for b in FLEET])
@@ -365,7 +392,7 @@ def test_wide_terminal_keeps_one_line_per_host(monkeypatch: pytest.MonkeyPatch) 
     assert lines[:6] == fleet_table_text(summary).splitlines()[:6]
 
 
-def test_hostile_values_are_escaped_on_the_terminal_too(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_values_are_escaped_on_the_terminal_too(monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
     report = samples.driver_upgraded_without_reboot(hostname="evil\x1b]0;pwned\x07\n::error::x")
     stream = _Tty()
@@ -386,9 +413,7 @@ NAME = st.from_regex(r"[a-z]{1,4}(-[a-z]{1,3})?", fullmatch=True)
         max_size=40,
     )
 )
-def test_compressed_host_lists_read_back_as_the_same_hosts(
-    parts: list[tuple[str, int, int, str]],
-) -> None:
+def test_compressed_host_lists_read_back_as_the_same_hosts(parts):
     names = [f"{p}{str(n).zfill(w)}{suffix}" for p, n, w, suffix in parts] + ["login"]
     compressed = compress_host_list(names)
     assert sorted(parse_host_list(",".join(compressed))) == sorted(set(names))
@@ -405,11 +430,11 @@ def test_compressed_host_lists_read_back_as_the_same_hosts(
     ],
     ids=["padded-and-plain", "unpadded", "padding-kept-across-a-digit", "last-number-ranged"],
 )
-def test_host_lists_are_written_like_slurm(names: list[str], compressed: list[str]) -> None:
+def test_host_lists_are_written_like_slurm(names, compressed):
     assert compress_host_list(names) == compressed
 
 
-def test_a_long_host_list_is_cut_between_names_with_the_count_left() -> None:
+def test_a_long_host_list_is_cut_between_names_with_the_count_left():
     names = tuple(f"node-{c}{i}" for c in "abcdefghij" for i in range(3))  # no common range
     text = host_list(names, 60)
     assert text.endswith(" more (`--json` lists them all)") and len(text) <= 60
@@ -431,22 +456,18 @@ def _run(
 
 
 @pytest.fixture(autouse=True)
-def _not_on_github(monkeypatch: pytest.MonkeyPatch) -> None:
+def _not_on_github(monkeypatch):
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
 
 
-def test_report_command_merges_files_and_exits_with_the_worst(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_report_command_merges_files_and_exits_with_the_worst(tmp_path, capsys):
     paths = [str(_write(tmp_path, b())) for b in FLEET]
     code, out, err = _run(capsys, *paths)
     assert code == 6 and err == ""
     assert all(f"gpu-node-{i}" in out for i in range(1, 6))
 
 
-def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(tmp_path, capsys):
     good = [str(_write(tmp_path, b())) for b in FLEET[:2]]
     corrupt = tmp_path / "gpu-node-9.json"
     corrupt.write_text(
@@ -464,26 +485,20 @@ def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(
     assert "2 hosts: 1 pass, 1 warn" in out
 
 
-def test_wrong_document_is_named_with_the_reason(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_wrong_document_is_named_with_the_reason(tmp_path, capsys):
     other = tmp_path / "package.json"
     other.write_text('{"name": "left-pad"}', encoding="utf-8")
     code, _, err = _run(capsys, str(_write(tmp_path, samples.healthy())), str(other))
     assert code == 2 and f'{other}: not an envcheck report (no integer "schema_version")' in err
 
 
-def test_nothing_readable_is_a_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_nothing_readable_is_a_usage_error(tmp_path, capsys):
     code, out, err = _run(capsys, str(tmp_path / "a.json"), str(tmp_path / "b.json"))
     assert code == 2 and out == ""
     assert "envcheck: error: no report could be read (2 file(s) failed)" in err
 
 
-def test_duplicates_are_listed_under_the_table(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_duplicates_are_listed_under_the_table(tmp_path, capsys):
     old = _write(
         tmp_path,
         samples.healthy(hostname="gpu-node-1", meta={"generated_at": "2026-01-01T00:00:00Z"}),
@@ -495,9 +510,7 @@ def test_duplicates_are_listed_under_the_table(
     assert f"duplicate gpu-node-1: kept {new} (newest), ignored {old}" in out
 
 
-def test_a_folder_stands_for_its_json_reports(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_folder_stands_for_its_json_reports(tmp_path, capsys):
     for b in FLEET:
         _write(tmp_path, b())
     (tmp_path / "notes.txt").write_text("not a report", encoding="utf-8")
@@ -508,9 +521,7 @@ def test_a_folder_stands_for_its_json_reports(
     assert "5 hosts" in out
 
 
-def test_json_output_is_one_document_with_errors(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_json_output_is_one_document_with_errors(tmp_path, capsys):
     good = _write(tmp_path, samples.driver_upgraded_without_reboot())
     bad = tmp_path / "bad.json"
     bad.write_text("", encoding="utf-8")
@@ -521,7 +532,7 @@ def test_json_output_is_one_document_with_errors(
     assert doc["errors"] == [f"report {bad} is not JSON: Expecting value at line 1 column 1"]
 
 
-def test_junit_and_markdown_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_junit_and_markdown_files(tmp_path, capsys):
     paths = [str(_write(tmp_path, b())) for b in FLEET[:3]]
     junit, md = tmp_path / "fleet.xml", tmp_path / "fleet.md"
     code, *_ = _run(capsys, "--junit", str(junit), "--markdown", str(md), *paths)
@@ -536,8 +547,8 @@ def test_junit_and_markdown_files(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_github_actions_gets_annotations_per_failing_host_and_the_summary(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+    tmp_path, capsys, monkeypatch
+):
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -556,7 +567,7 @@ def test_github_actions_gets_annotations_per_failing_host_and_the_summary(
     assert (tmp_path / "output").read_text(encoding="utf-8") == "verdict=cpu-fallback\n"
 
 
-def test_mixed_reports_from_fail_findings_only() -> None:
+def test_mixed_reports_from_fail_findings_only():
     report = samples.report(
         (
             fail(
@@ -568,8 +579,7 @@ def test_mixed_reports_from_fail_findings_only() -> None:
         )
     )
     (host,) = merge_reports([_saved(report)]).hosts
-    problem = host.first_problem()
-    assert problem and problem.id == "env.cuda-visible-devices"
+    assert host.first_problem().id == "env.cuda-visible-devices"
 
 
 # ------------------------------------------------------------ hostile files among good ones (#9.7)
@@ -603,12 +613,8 @@ def _nested_just_under_the_parser_limit(path: Path) -> None:
 )
 @pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
 def test_one_hostile_file_is_named_and_the_others_still_merged(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    write: Callable[[Path], object],
-    error: str,
-    as_json: bool,
-) -> None:
+    tmp_path, capsys, write, error, as_json
+):
     bad = tmp_path / "gpu-node-9.json"
     write(bad)
     good = [str(_write(tmp_path, b())) for b in FLEET[:2]]
@@ -618,9 +624,7 @@ def test_one_hostile_file_is_named_and_the_others_still_merged(
     assert "gpu-node-1" in out and "gpu-node-2" in out
 
 
-def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(tmp_path, capsys):
     deep = tmp_path / "deep.json"
     _nested_just_under_the_parser_limit(deep)
     md, junit = tmp_path / "fleet.md", tmp_path / "fleet.xml"
@@ -654,7 +658,7 @@ def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(
         "empty",
     ],
 )
-def test_host_lists_read_like_slurm_writes_them(text: str, names: list[str]) -> None:
+def test_host_lists_read_like_slurm_writes_them(text, names):
     assert parse_host_list(text) == names
 
 
@@ -681,12 +685,12 @@ def test_host_lists_read_like_slurm_writes_them(text: str, names: list[str]) -> 
         "range-too-big",
     ],
 )
-def test_bad_host_lists_say_where(text: str, error: str) -> None:
+def test_bad_host_lists_say_where(text, error):
     with pytest.raises(HostListError, match=re.escape(error)):
         parse_host_list(text)
 
 
-def test_expected_hosts_without_a_report_are_named_failures() -> None:
+def test_expected_hosts_without_a_report_are_named_failures():
     summary = merge_reports(
         [_saved(samples.healthy())], expected=["gpu-node-1", "gpu-node-2", "gpu-node-2"]
     )
@@ -695,8 +699,7 @@ def test_expected_hosts_without_a_report_are_named_failures() -> None:
         ("gpu-node-1", "pass", 0, True),
         ("gpu-node-2", "fail", 1, False),
     ]
-    problem = summary.hosts[1].first_problem()
-    assert problem and problem.id == "fleet.not-reported"
+    assert summary.hosts[1].first_problem().id == "fleet.not-reported"
     assert (summary.verdict, summary.exit_code) == ("fail", 1)
     assert summary.counts["missing"] == 1 and summary.counts["fail"] == 0
 
@@ -710,14 +713,12 @@ def test_expected_hosts_without_a_report_are_named_failures() -> None:
     ],
     ids=["pass+missing=1", "smoke+missing=5", "cpu-fallback+missing=6"],
 )
-def test_missing_counts_as_a_failure_and_a_worse_reported_exit_wins(
-    builders: list[samples.Builder], exit_code: int
-) -> None:
+def test_missing_counts_as_a_failure_and_a_worse_reported_exit_wins(builders, exit_code):
     summary = merge_reports([_saved(b(hostname="a")) for b in builders], expected=["a", "b"])
     assert summary.exit_code == exit_code
 
 
-def test_expected_names_match_reports_by_short_name_without_case() -> None:
+def test_expected_names_match_reports_by_short_name_without_case():
     reports = [
         _saved(samples.healthy(hostname="GPU001.cluster.example")),
         _saved(samples.healthy(hostname="gpu002")),
@@ -726,9 +727,7 @@ def test_expected_names_match_reports_by_short_name_without_case() -> None:
     assert summary.missing == () and summary.exit_code == 0
 
 
-def test_expect_hosts_on_the_command_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_expect_hosts_on_the_command_line(tmp_path, capsys):
     reports = tmp_path / "reports"
     reports.mkdir()
     _write(reports, samples.healthy(hostname="gpu001"))
@@ -760,9 +759,7 @@ def test_expect_hosts_on_the_command_line(
     assert [s.hostname for s in xml] == ["gpu001", "gpu002", "gpu003"] and xml.failures == 1
 
 
-def test_expect_hosts_from_stdin_and_in_the_json(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_expect_hosts_from_stdin_and_in_the_json(tmp_path, capsys, monkeypatch):
     code, out, _ = _run(
         capsys,
         "--json",
@@ -780,9 +777,7 @@ def test_expect_hosts_from_stdin_and_in_the_json(
     ]
 
 
-def test_report_dash_reads_the_commands_stdin_not_the_process(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_report_dash_reads_the_commands_stdin_not_the_process(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # the process's: never the one read
     failing = samples.driver_upgraded_without_reboot()
     from_file = _run(capsys, str(_write(tmp_path, failing)))
@@ -791,9 +786,7 @@ def test_report_dash_reads_the_commands_stdin_not_the_process(
     assert from_stdin == from_file
 
 
-def test_no_report_at_all_with_expected_hosts_names_every_host(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_no_report_at_all_with_expected_hosts_names_every_host(tmp_path, capsys):
     expected = tmp_path / "nodes"
     expected.write_text("n1 n2", encoding="utf-8")
     bad = tmp_path / "n1.json"
@@ -813,9 +806,7 @@ def test_no_report_at_all_with_expected_hosts_names_every_host(
     ],
     ids=["malformed", "not-utf8", "no-file"],
 )
-def test_a_bad_expect_hosts_file_is_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, error: str
-) -> None:
+def test_a_bad_expect_hosts_file_is_exit_2(tmp_path, capsys, content, error):
     path = tmp_path / "nodes"
     if content is not None:
         path.write_bytes(content)
@@ -824,3 +815,28 @@ def test_a_bad_expect_hosts_file_is_exit_2(
     )
     assert code == 2 and out == ""
     assert f"envcheck: error: {error.format(path=path)}" in err
+
+
+def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all():
+    """#24.6: the Slurm recipe asked for one GPU per node: 1 of 2 proven on each node."""
+    one_of_two = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"])
+    both = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0", "gpu:1"])
+    fleet = [
+        samples.report((one_of_two,), hostname="gpu001"),
+        samples.report((one_of_two,), hostname="gpu002"),
+        samples.report((both,), hostname="gpu003"),
+    ]
+    summary = merge_reports([_saved(r) for r in fleet])
+    assert summary.gpus_proven() == (4, 6, ("gpu001", "gpu002"))
+    text = fleet_table_text(summary)
+    assert "GPUs proven by a smoke: 4 of 6; fewer than all on gpu[001-002]" in text.splitlines()
+    from envcheck.render.markdown import render_fleet_markdown
+
+    assert "GPUs proven by a smoke: 4 of 6; fewer than all on gpu\\[001-002\\]." in (
+        render_fleet_markdown(summary)
+    )
+    assert summary.to_json()["gpus"] == {
+        "proven": 4,
+        "total": 6,
+        "not_all_proven": ["gpu001", "gpu002"],
+    }

@@ -27,7 +27,6 @@ STATE = Path(os.environ.get("ENVCHECK_DEV_STATE", "/var/tmp/envcheck-dev"))
 SLURM_DIR = STATE / "slurm"
 SHARED_VENV = SLURM_DIR / "shared" / "envcheck-venv"  # hidden on the no-shared-fs node
 JOB_TIMEOUT = 300  # seconds: a stuck cluster fails the test instead of hanging the suite
-Job = tuple[int, str, Path]  # sbatch's exit code, the job id, the job's folder
 
 pytestmark = pytest.mark.slurm
 
@@ -58,9 +57,7 @@ def nodes(slurm_env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def job(
-    slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> Job:
+def job(slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pytest.TempPathFactory):
     """Submit the sbatch to every node and wait for it: (sbatch exit code, job id, job folder)."""
     work = tmp_path_factory.mktemp("slurm-job")
     env = slurm_env | {
@@ -81,7 +78,7 @@ def job(
     return done.returncode, job_id, work
 
 
-def test_every_node_that_could_run_wrote_its_own_report(job: Job, nodes: dict[str, str]) -> None:
+def test_every_node_that_could_run_wrote_its_own_report(job, nodes):
     _, job_id, work = job
     reports = work / "envcheck-reports" / job_id
     for node, feature in nodes.items():
@@ -111,9 +108,30 @@ def _expected_exit(reports: Path, nodes: dict[str, str]) -> int:
     return max(codes)
 
 
-def test_the_job_exits_with_the_worst_nodes_code(
-    job: Job, nodes: dict[str, str], slurm_env: dict[str, str]
-) -> None:
+def test_the_recipe_asks_for_every_gpu_of_each_node():
+    """#24.6: `--gpus-per-node=1` proved one GPU of eight. Whole nodes, and a step that asks for
+    all the GPUs Slurm gave the job on its node (a step gets no GPU it does not ask for)."""
+    text = SBATCH.read_text(encoding="utf-8")
+    directives = re.findall(r"^#SBATCH (\S+)", text, flags=re.MULTILINE)
+    assert "--exclusive" in directives
+    assert not [d for d in directives if d.startswith(("--gpus", "--gres"))], directives
+    assert 'gpus="${ENVCHECK_GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-0}}"' in text
+    assert 'srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${step_gpus[@]}"' in text
+
+
+def test_each_doctor_saw_every_gpu_of_its_node(job, nodes, slurm_env):
+    _, job_id, work = job
+    for node, feature in nodes.items():
+        if feature != "shared-fs":
+            continue
+        show = _slurm(slurm_env, "scontrol", "show", "node", node)
+        have = int(re.search(r"Gres=gpu:(\d+)", show)[1])  # type: ignore[index]
+        doc = json.loads((work / "envcheck-reports" / job_id / f"{node}.json").read_text())
+        visible = doc["host"]["env"].get("CUDA_VISIBLE_DEVICES") or ""
+        assert len(visible.split(",")) == have, (node, visible, have)
+
+
+def test_the_job_exits_with_the_worst_nodes_code(job, nodes, slurm_env):
     code, job_id, work = job
     expected = _expected_exit(work / "envcheck-reports" / job_id, nodes)
     assert code == expected  # sbatch --wait exits with the job's exit code
@@ -121,9 +139,7 @@ def test_the_job_exits_with_the_worst_nodes_code(
     assert f"ExitCode={expected}:0" in show and "JobState=FAILED" in show
 
 
-def test_the_merged_table_names_the_node_that_never_reported(
-    job: Job, nodes: dict[str, str]
-) -> None:
+def test_the_merged_table_names_the_node_that_never_reported(job, nodes):
     code, job_id, work = job
     log = (work / f"envcheck-{job_id}.out").read_text(encoding="utf-8")
     broken = next(n for n, f in nodes.items() if f == "no-shared-fs")
@@ -138,7 +154,7 @@ def test_the_merged_table_names_the_node_that_never_reported(
     assert f"--- {broken}: no report; its stderr" in log and "envcheck: command not found" in log
 
 
-def test_markdown_summary_and_junit_cover_every_node(job: Job, nodes: dict[str, str]) -> None:
+def test_markdown_summary_and_junit_cover_every_node(job, nodes):
     code, job_id, work = job
     reports = work / "envcheck-reports" / job_id
     markdown = (reports / "summary.md").read_text(encoding="utf-8")

@@ -127,6 +127,10 @@ def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path: Path) -> None:
     assert len(blocks) >= 3
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
+    # An example may call the gate as this repository does (`uses: ./.github/…`): actionlint
+    # then reads the real workflow and action, and checks the example's inputs against them.
+    shutil.copy(GATE, folder / GATE.name)
+    shutil.copytree(ACTION.parent, tmp_path / ".github" / "actions" / ACTION.parent.name)
     paths = []
     for i, block in enumerate(blocks):
         path = folder / f"example-{i}.yml"
@@ -440,7 +444,7 @@ def test_slurm_script_is_valid_bash_with_sbatch_directives() -> None:
     _shellcheck(text, str(SBATCH))
     assert text.startswith("#!/bin/bash\n")
     directives = [line.split("#", 2)[1] for line in text.splitlines() if line.startswith("#SBATCH")]
-    assert directives and all(re.fullmatch(r"SBATCH --[a-z-]+=\S+\s*", d) for d in directives)
+    assert directives and all(re.fullmatch(r"SBATCH --[a-z-]+(=\S+)?\s*", d) for d in directives)
     assert any("--ntasks-per-node=1" in d for d in directives)
 
 
@@ -455,3 +459,118 @@ def test_slurm_script_runs_the_doctor_per_node_and_merges() -> None:
     assert r.command == "report" and r.files == ["$REPORTS"] and r.markdown and r.junit
     assert r.expect_hosts == "$REPORTS/expected-hosts.txt"
     assert text.rstrip().splitlines()[-1] == 'exit "$status"', "the merge's exit code is the job's"
+
+
+# ----------------------------------------------------------------- an action anyone can adopt (#24.4)
+
+ACTION_README = ACTION.parent / "README.md"
+THIRD_PARTY = re.compile(r"^\s*-?\s*uses:\s*(\S+)(.*)$", re.MULTILINE)
+
+
+def _gate_files() -> list[Path]:
+    return [*WORKFLOWS, ACTION]
+
+
+def test_third_party_actions_are_pinned_by_commit_sha():
+    """A tag can be moved under a CI gate; a commit cannot. The tag stays in a comment."""
+    seen = 0
+    for path in _gate_files():
+        for target, rest in THIRD_PARTY.findall(path.read_text(encoding="utf-8")):
+            if target.startswith("./"):
+                continue
+            seen += 1
+            assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", target), (path.name, target)
+            assert re.fullmatch(r"\s*# v\d+\.\d+\.\d+", rest), (path.name, target, rest)
+    assert seen >= 4  # checkout, setup-python and upload-artifact in ci, the gate and the action
+
+
+def _fake_python(tmp_path: Path) -> Path:
+    """Stands in for the runner's python3: its venv's pip records what it was asked to install,
+    and its envcheck says it is paddle-envcheck."""
+    fake = tmp_path / "python3"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'venv="$3"; mkdir -p "$venv/bin"\n'
+        f'printf \'#!/bin/sh\\nprintf "%%s\\\\n" "$@" > "{tmp_path}/pip"\\n\' > "$venv/bin/python"\n'
+        'printf \'#!/bin/sh\\necho "envcheck 0.1.0 (paddle-envcheck)"\\n\' > "$venv/bin/envcheck"\n'
+        'chmod +x "$venv/bin/python" "$venv/bin/envcheck"\n',
+        encoding="utf-8",
+    )
+    fake.chmod(0o755)
+    return fake
+
+
+def _install(path: Path, tmp_path: Path, **env: str) -> list[str]:
+    script = _run_scripts(_yaml(path))["install"]
+    (tmp_path / "temp").mkdir()
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", script],
+        check=False,
+        env={
+            "PATH": os.environ["PATH"],
+            "RUNNER_TEMP": str(tmp_path / "temp"),
+            "GITHUB_OUTPUT": str(tmp_path / "output"),
+            "ENVCHECK_SPEC": "",
+            "ENVCHECK_PYTHON": str(_fake_python(tmp_path)),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return (tmp_path / "pip").read_text(encoding="utf-8").splitlines()
+
+
+def test_the_action_installs_envcheck_from_its_own_checkout(tmp_path):
+    """`paddle-envcheck==0.1.0` (the old default) finds nothing on PyPI: the action installs the
+    repository `github.action_path` sits in, whatever version the caller pinned."""
+    step = next(s for s in _yaml(ACTION)["runs"]["steps"] if s.get("id") == "install")
+    assert step["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    assert _yaml(ACTION)["inputs"]["envcheck-spec"]["default"] == ""
+    pip = _install(ACTION, tmp_path, ACTION_PATH=str(ACTION.parent))
+    assert pip[-1] == str(ROOT) and pip[:2] == ["-m", "pip"]
+
+
+def test_the_reusable_workflow_installs_envcheck_from_its_own_ref(tmp_path):
+    gate = _yaml(GATE)
+    assert gate["on"]["workflow_call"]["inputs"]["envcheck-spec"]["default"] == ""
+    steps = gate["jobs"]["doctor"]["steps"]
+    checkout = steps[0]
+    assert checkout["uses"].startswith("actions/checkout@")
+    assert checkout["if"] == "inputs.envcheck-spec == ''"
+    assert checkout["with"]["repository"] == "${{ job.workflow_repository }}"
+    assert checkout["with"]["ref"] == "${{ job.workflow_sha }}"  # never the caller's github.sha
+    source = tmp_path / "workspace"
+    pip = _install(GATE, tmp_path, GITHUB_WORKSPACE=str(source))
+    assert pip[-1] == str(source / checkout["with"]["path"])
+
+
+def test_no_owner_placeholder_is_left():
+    files = [*_gate_files(), ACTION_README, ROOT / "CONTRIBUTING.md"]
+    files += [*sorted((ROOT / "schema").glob("*")), *sorted((ROOT / "deploy").rglob("*.*"))]
+    for path in files:
+        assert "OWNER/" not in path.read_text(encoding="utf-8"), path
+
+
+def test_the_action_docs_list_every_exit_code():
+    from envcheck.exitcodes import EXIT_CODES
+
+    readme = ACTION_README.read_text(encoding="utf-8")
+    for code, words in EXIT_CODES:
+        assert f"| {int(code)} | {words} |" in readme
+    for path, outputs in (
+        (ACTION, _yaml(ACTION)["outputs"]),
+        (GATE, _yaml(GATE)["on"]["workflow_call"]["outputs"]),
+    ):
+        said = outputs["exit-code"]["description"]
+        assert [int(n) for n in re.findall(r"\b(\d+) [a-z]", said)] == [*range(8), 130], path
+
+
+def test_contributing_says_how_a_release_is_cut():
+    from envcheck import __version__
+
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("## Cutting a release", 1)[1].split("\n## ", 1)[0]
+    assert f"v{__version__}" in section and "git tag -a" in section
+    assert "twine upload" in section and "paddle-envcheck" in section

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck import __version__
-from envcheck.commands import add_choice_arguments
+from envcheck.commands import add_choice_arguments, stdout_format
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
 from envcheck.facts import FactsError, HostFacts, host_from_document
@@ -159,11 +159,12 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.render.activity import make_activity_display
 
     _resolve_paths(args, env)
+    to_stdout = stdout_format(args, env, ("junit", "markdown", "save_baseline"))
     # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
     # heartbeat in a log, under --json too); stopped before the report takes stdout.
     with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
         report = _diagnose(args, env)
-    _render(args, report, env)
+    _render(args, report, env, text=to_stdout is None)
     _save_baseline(args, report, env)
     return int(report.exit_status)
 
@@ -187,11 +188,6 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
     from envcheck.proof import expect_gpu_unproven, proof_of
 
     started = time.perf_counter()
-    if args.json and args.markdown == "-":
-        raise UsageError(
-            "--json and --markdown - both write to stdout",
-            hint="give --markdown a file path, or drop --json",
-        )
     gpus = parse_gpus(args.gpus)
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
@@ -338,12 +334,15 @@ def _meta(matrix_path: str, started: float) -> dict[str, Any]:
     }
 
 
-def _render(args: argparse.Namespace, report: Report, env: Environment) -> None:
+def _render(args: argparse.Namespace, report: Report, env: Environment, *, text: bool) -> None:
+    """The report on stdout (JSON, or the text report when `text`: no file flag took stdout),
+    then the files."""
     from envcheck.streams import reader_may_leave
 
     # `| head -1`: the files below are still written, the code kept
     with reader_may_leave(env.stdout):
-        _render_stdout(args, report, env.stdout, color=not args.no_color and env.color())
+        if args.json or text:
+            _render_stdout(args, report, env.stdout, color=not args.no_color and env.color())
     if args.junit:
         from envcheck.render.junit import write_junit
 

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from envcheck.reference import short_id
+
 Phase = Literal[
     "waiting", "downloading", "verifying", "downloaded", "extracting", "complete", "exists"
 ]
@@ -148,10 +150,6 @@ class PullProgress:
         if layer.done and layer.size:
             layer.downloaded = layer.extracted = layer.size
         return layer
-
-
-def short_id(digest: str) -> str:
-    return digest.removeprefix("sha256:")[:12]
 
 
 # -- what the engine's error words mean ----------------------------------------------------------

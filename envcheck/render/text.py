@@ -14,6 +14,7 @@ from envcheck.facts import HostFacts
 from envcheck.findings import LAYERS, Finding
 from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
+from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
 from envcheck.render.wrap import COMMAND, wrap
 from envcheck.report import ImageChoice, Report
 
@@ -114,7 +115,9 @@ def render_plain(
                 w(line + "\n")
             _plain_loaded(report, w, explain)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
-    w(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}\n")
+    w(
+        f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}\n"
+    )
 
 
 Span = tuple[int, int, str]  # start, end, rich style
@@ -146,16 +149,13 @@ def _fix_spans(line: str, first: bool) -> list[Span]:
 def smoke_extra_lines(report: Report) -> list[str]:
     """What --amp and --compare-cpu measured per run, or why they were skipped (issue 13.6)."""
     lines = []
-    runs = (report.smoke or {}).get("runs")
-    for run in runs if isinstance(runs, list) else []:
-        if not isinstance(run, dict):
-            continue
+    for run in smoke_runs(report.smoke):
         device = visible(str(run.get("device_used") or run.get("device_requested") or "?"))
         amp = run.get("amp")
         if isinstance(amp, dict) and amp.get("enabled"):
             lines.append(
                 f"  amp on {device}: trained under auto_cast ({visible(str(amp.get('dtype') or 'float16'))}), "
-                f"loss {_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}"
+                f"loss {number(run.get('loss_start'))} → {number(run.get('loss_end'))}"
             )
         cpu = run.get("compare_cpu")
         if isinstance(cpu, dict):
@@ -171,7 +171,7 @@ def _compare_cpu_text(run: dict[str, object], cpu: dict[str, object]) -> str:
         return f"failed: {visible(str(error.get('type') or 'error'))}: {visible(str(error.get('message') or ''))}"
     speedup = cpu.get("speedup")
     times = f"{speedup:.1f}× the CPU" if isinstance(speedup, (int, float)) else "speedup unknown"
-    return f"{_num(run.get('steps_per_s'))} steps/s here, {_num(cpu.get('steps_per_s'))} on the CPU: {times}"
+    return f"{number(run.get('steps_per_s'))} steps/s here, {number(cpu.get('steps_per_s'))} on the CPU: {times}"
 
 
 def _plain_image(report: Report, write: Callable[[str], object], explain: bool) -> None:
@@ -191,41 +191,13 @@ def explain_lines(img: ImageChoice) -> list[str]:
     return [*why_lines(img), *rejected_lines(img)]
 
 
-SMOKE_COLUMNS = (
-    "device asked",
-    "device used",
-    "loss start → end",
-    "steps/s",
-    "first step s",
-    "peak GPU MiB",
-)
-
-
-def smoke_row(run: dict[str, object]) -> tuple[str, ...]:
-    """One smoke run (per device) as table cells; `-` where the run did not measure it."""
-    peak = run.get("peak_gpu_mem_bytes")
-    return (
-        visible(run.get("device_requested", "-")),
-        visible(run.get("device_used", "-")),
-        f"{_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}",
-        _num(run.get("steps_per_s")),
-        _num(run.get("first_step_s")),
-        f"{peak / 2**20:.0f}" if isinstance(peak, (int, float)) and peak else "-",
-    )
-
-
-def _num(value: object) -> str:
-    return f"{value:.3g}" if isinstance(value, (int, float)) else "-"
-
-
 def _plain_smoke(report: Report, write: Callable[[str], object]) -> None:
-    runs = (report.smoke or {}).get("runs")
-    if not isinstance(runs, list) or not runs:
+    runs = smoke_runs(report.smoke)
+    if not runs:
         return
     write("\n  " + " | ".join(SMOKE_COLUMNS) + "\n")
     for run in runs:
-        if isinstance(run, dict):
-            write("  " + " | ".join(smoke_row(run)) + "\n")
+        write("  " + " | ".join(smoke_row(run)) + "\n")
 
 
 def loaded_lines(report: Report, explain: bool) -> list[str]:
@@ -285,7 +257,11 @@ def render_rich(
             style=_VERDICT_STYLE[report.verdict],
         )
     )
-    console.print(Text(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}"))
+    console.print(
+        Text(
+            f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}"
+        )
+    )
 
 
 def message_text(text: str) -> str:
@@ -314,13 +290,12 @@ def _rich_image(report: Report, console: Console, explain: bool) -> None:
 def _rich_smoke(report: Report, console: Console) -> None:
     from rich.table import Table
 
-    runs = (report.smoke or {}).get("runs")
-    if not isinstance(runs, list) or not runs:
+    runs = smoke_runs(report.smoke)
+    if not runs:
         return
     table = Table(title="Smoke runs", title_justify="left")
     for col in SMOKE_COLUMNS:
         table.add_column(col)
     for run in runs:
-        if isinstance(run, dict):
-            table.add_row(*smoke_row(run))
+        table.add_row(*smoke_row(run))
     console.print(table)

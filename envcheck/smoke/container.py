@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from envcheck import activity, signals
 from envcheck.docker_adapter import translate_errors
 from envcheck.errors import EnvcheckError
+from envcheck.reference import shown_image
 from envcheck.smoke import ownership
 from envcheck.smoke.attach import pump
 from envcheck.smoke.container_spec import ContainerSpec, create_kwargs
@@ -57,12 +58,12 @@ class SmokeContainer:
         self.removed = False  # the engine, asked on the way out, has no container of this run
 
     def __enter__(self) -> Self:
-        activity.phase(f"creating the smoke container from {self.spec.image}")
+        activity.phase(f"creating the smoke container from {self.image_words}")
         self.swept = sweep_leftovers(self.client)
         try:
             with (
                 signals.deferred(),
-                translate_errors(f"creating the smoke container from {self.spec.image}"),
+                translate_errors(f"creating the smoke container from {self.image_words}"),
             ):
                 self.container = self.client.containers.create(
                     **create_kwargs(self.spec, self.run_id)
@@ -72,6 +73,16 @@ class SmokeContainer:
             self._remove(quiet=True)
             raise
         return self
+
+    @property
+    def image_words(self) -> str:
+        """`paddlepaddle/paddle:3.3.1-… (image 4f0c1a2b3c4d)`: the id as `docker images` shows
+        it, beside the name it was checked or pulled under (#24.7)."""
+        image, label = self.spec.image, self.spec.label
+        shown = shown_image(image)
+        if label and label != image:
+            return f"{label} (image {shown})"
+        return shown
 
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
