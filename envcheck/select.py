@@ -91,11 +91,13 @@ def _select_release(
         return _cpu_choice(matrix, release, registry, _why_no_gpu(host), host)
     candidates = gpu_candidates(matrix, release.version)
     assessed = [assess_image(host, gpus, image, matrix, release, registry) for image in candidates]
-    rejected: list[Rejected] = []
-    for a in assessed:
-        if not a.problems:
-            return _choice(matrix, a.image, registry, a.reason, rejected)
-        rejected.append(Rejected(matrix.image_ref(a.image, registry), "; ".join(a.problems)))
+    runnable = [a for a in assessed if not a.problems]
+    if runnable:
+        chosen = next((a for a in runnable if a.arch_known), runnable[0])
+        return _choice(matrix, chosen, registry, _passed_over(assessed, chosen, matrix, registry))
+    rejected = [
+        Rejected(matrix.image_ref(a.image, registry), "; ".join(a.problems)) for a in assessed
+    ]
     return ImageChoice(
         ref=None,
         registry=registry,
@@ -121,7 +123,32 @@ def gpu_candidates(matrix: Matrix, paddle: str) -> tuple[ImageTag, ...]:
 # -- results ---------------------------------------------------------------------------------------
 
 
+def _passed_over(
+    assessed: list[Assessment], chosen: Assessment, matrix: Matrix, registry: str
+) -> list[Rejected]:
+    """The tags tried before the chosen one, each with why: its problems, or, for a tag that runs
+    here, that nothing shows its build holds the GPU's arch while the chosen one's does
+    (issue 22.2: a Pascal card on a CUDA 12 variant that dropped sm_61)."""
+    passed: list[Rejected] = []
+    for a in assessed[: assessed.index(chosen)]:
+        why = "; ".join(a.problems) or (
+            f"{a.arch_note}; preferred: {chosen.image.tag}, whose build is known to hold it"
+        )
+        passed.append(Rejected(matrix.image_ref(a.image, registry), why))
+    return passed
+
+
 def _choice(
+    matrix: Matrix, chosen: Assessment, registry: str, rejected: Iterable[Rejected]
+) -> ImageChoice:
+    return dataclasses.replace(
+        _image_choice(matrix, chosen.image, registry, chosen.reason, rejected),
+        arch_known=chosen.arch_known,
+        arch_note=chosen.arch_note,
+    )
+
+
+def _image_choice(
     matrix: Matrix, image: ImageTag, registry: str, reason: str, rejected: Iterable[Rejected]
 ) -> ImageChoice:
     build = build_for(matrix, image.paddle, image.cuda)
@@ -150,7 +177,7 @@ def _cpu_choice(
     runnable = [i for i in images if platform is None or platform in i.platforms]
     for image in runnable:
         if registry in image.registries:
-            return _choice(matrix, image, registry, f"{why}: the CPU image", ())
+            return _image_choice(matrix, image, registry, f"{why}: the CPU image", ())
     if images and not runnable:
         where = f" for {platform} ({_what_exists_for(platform)})"
     elif images:

@@ -216,8 +216,8 @@ def test_sourced_arch_lists_from_the_issue(shipped: Matrix) -> None:
     # 10.2: the floor is per build: 2.5.2 cu102 keeps Kepler, its CUDA 11 wheels start at Volta
     release = shipped.release("2.5.2")
     assert release is not None
-    assert build("2.5.2", "10.2").floor(release) == "3.5"
-    assert build("2.5.2", "11.2").floor(release) == "7.0"
+    assert build("2.5.2", "10.2").floor(release, "linux/amd64") == "3.5"
+    assert build("2.5.2", "11.2").floor(release, "linux/amd64") == "7.0"
 
 
 def test_build_driver_floors_follow_nvidia_not_papers(shipped: Matrix) -> None:
@@ -411,7 +411,8 @@ BROKEN_PROBLEMS = [
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
         "(known: paddle, package, cuda, cudnn, archs, archs_source, archs_unknown, archs_absent, "
-        "min_compute_capability, pip, paddle_min_driver, source, confirmed, note)"
+        "archs_present, archs_platform, min_compute_capability, pip, paddle_min_driver, source, "
+        "confirmed, note)"
     ),
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle_min_driver: "

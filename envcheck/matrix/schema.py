@@ -54,6 +54,7 @@ class Table:
         return self.own | COMMON
 
 
+WHEEL_PLATFORMS = ("linux/amd64", "linux/arm64", "windows/amd64")  # where a wheel's list was seen
 _DOCKER_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _REPOSITORY = r"[a-z0-9]+([.-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
 
@@ -100,6 +101,8 @@ TABLES: dict[str, Table] = {
             "archs_source": Field(text, False),
             "archs_unknown": Field(text, False),
             "archs_absent": Field(archs, False),
+            "archs_present": Field(archs, False),
+            "archs_platform": Field(one_of(*WHEEL_PLATFORMS), False),
             "min_compute_capability": Field(cc, False),
             "pip": Field(text),
             "paddle_min_driver": Field(dotted, False),
