@@ -411,8 +411,8 @@ BROKEN_PROBLEMS = [
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
         "(known: paddle, package, cuda, cudnn, archs, archs_source, archs_unknown, archs_absent, "
-        "archs_present, archs_platform, min_compute_capability, pip, paddle_min_driver, source, "
-        "confirmed, note)"
+        "archs_present, archs_platform, min_compute_capability, pip, paddle_min_driver, "
+        "cudart_static, source, confirmed, note)"
     ),
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle_min_driver: "

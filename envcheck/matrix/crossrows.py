@@ -81,6 +81,7 @@ def _kind_problems(row: Row) -> list[str]:
                 "archs_absent",
                 "archs_present",
                 "archs_platform",
+                "cudart_static",
             )
             if k in v
         ]

@@ -92,6 +92,7 @@ class PaddleBuild:
         None  # this build's floor, where it differs (Kepler: cu102)
     )
     paddle_min_driver: str | None = None  # Paddle docs' own (stricter) floor, a note only
+    cudart_static: bool = False  # measured: the CUDA runtime is linked in (no libcudart needed)
 
     def archs_on(self, platform: str | None) -> tuple[int, ...] | None:
         """The compiled archs where they were seen on `platform` (`"linux/amd64"`), else None:

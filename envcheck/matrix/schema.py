@@ -106,6 +106,7 @@ TABLES: dict[str, Table] = {
             "min_compute_capability": Field(cc, False),
             "pip": Field(text),
             "paddle_min_driver": Field(dotted, False),
+            "cudart_static": Field(boolean, False),
         },
         ("paddle", "package", "cuda"),
         PaddleBuild,

@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion, Version
+
 from envcheck.compat import arch_supported, wheel_platform
 from envcheck.findings import Finding, fail, warn
 from envcheck.matrix.builds import plain_archs_source
+from envcheck.proof import ARCH_UNVERIFIED_ID
 from envcheck.rules.paddle import installed_build
 from envcheck.versions import VersionParseError, sm_of
 
@@ -56,16 +59,35 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
             )
         elif not verified:
             yield warn(
-                "paddle.arch-unverified",
+                ARCH_UNVERIFIED_ID,
                 f"GPU {g.index} {g.name} (sm_{sm}): arch coverage unverified: Paddle {p.version} "
                 f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
-                f"for it; {origin} includes sm_{sm}, the build itself may not",
+                f"for it{_newer_than_known(ctx, sm)}; {origin} includes sm_{sm}, the build itself "
+                "may not: only the smoke training can prove it",
                 fix=f"prove it with the smoke training (`envcheck doctor`), or install a build with a "
                 f"known list: `{ctx.pip_fix}`",
                 layer="paddle",
                 index=g.index,
                 compute_capability=cc,
             )
+
+
+def _newer_than_known(ctx: Context, sm: int) -> str:
+    """ ", and sm_120 is newer than every arch in the lists it has of Paddle 3.1 builds (up to
+    sm_90)": a nightly or unknown build on a new architecture (issue 22.7)."""
+    p = ctx.host.paddle
+    try:
+        base = Version(p.version or "").base_version
+        lists = [b.archs for b in ctx.matrix.builds_for(base) if b.archs]
+    except InvalidVersion:
+        return ""
+    newest = max((max(archs) for archs in lists), default=None)
+    if newest is None or sm <= newest:
+        return ""
+    return (
+        f", and sm_{sm} is newer than every arch in its lists of Paddle {base} builds "
+        f"(up to sm_{newest})"
+    )
 
 
 def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
