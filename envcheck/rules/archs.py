@@ -31,14 +31,16 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
         return
     archs, origin, verified = _installed_archs(ctx)
     build = installed_build(ctx, p.cuda)
-    absent = build.archs_absent if build and not p.compiled_cuda_archs else ()
+    own_list = p.compiled_cuda_archs or p.fatbin_archs
+    absent = build.archs_absent if build and not own_list else ()
     for g in gpus:
         cc = g.compute_capability or ""
         try:
             sm = sm_of(cc)
         except VersionParseError:  # saved facts may hold anything; the GPU check reports it
             continue
-        missing = sm in absent or (archs is not None and not arch_supported(cc, archs))
+        jit = any(a <= sm for a in p.fatbin_ptx or ())  # PTX compiles for any newer GPU
+        missing = sm in absent or (archs is not None and not arch_supported(cc, archs) and not jit)
         if missing:
             listed = " ".join(map(str, archs or ()))
             because = (
@@ -97,6 +99,12 @@ def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
         return (
             tuple(p.compiled_cuda_archs),
             "was compiled for (its own paddle/version record)",
+            True,
+        )
+    if p.fatbin_archs:
+        return (
+            tuple(p.fatbin_archs),
+            "was compiled for (read from the .nv_fatbin of its libpaddle.so/libphi.so)",
             True,
         )
     build = installed_build(ctx, p.cuda or "")
