@@ -250,3 +250,49 @@ def test_22_7_under_expect_gpu_a_static_verdict_is_not_a_pass(tmp_path: Path) ->
     # without --expect-gpu the same facts stay a warning
     plain = run_envcheck(["doctor", "--facts", str(facts), "--no-smoke", "--json"], cwd=tmp_path)
     assert json.loads(plain.stdout)["verdict"] == "warn" and plain.returncode == 0
+
+
+# -- 22.8-22.11: a current matrix ---------------------------------------------------------------------
+
+
+def test_22_8_340_has_its_cuda13_builds_and_drops_python_39_pr79378_pr79269() -> None:
+    from envcheck.matrix.builds import build_for
+
+    cudas = {b.cuda for b in MATRIX.builds_for("3.4.0") if b.package == "paddlepaddle-gpu"}
+    assert cudas == {"12.6", "12.9", "13.0", "13.2"}
+    cu132 = build_for(MATRIX, "3.4.0", "13.2")
+    assert cu132 is not None and "/stable/cu132/" in cu132.pip and "PR79154" in cu132.source
+    release = MATRIX.release("3.4.0")
+    assert release is not None and release.python == ">=3.10,<3.14"  # PaddleFleet#1995, PR79269
+
+
+def test_22_9_the_322_cuda13_image_has_a_build_and_a_pip_command_paddle76558() -> None:
+    # Paddle#76558: the 3.2.2-gpu-cuda13.0-cudnn9.13 image runs on driver 580.65.06.
+    host = host_from_document(s.host(driver=s.driver("580.65.06", "13.0"), gpus=[s.A100]))
+    choice = select_image(host, MATRIX, paddle="3.2.2", registry="baidu")
+    assert choice.tag == "3.2.2-gpu-cuda13.0-cudnn9.13"
+    assert choice.pip_command == (
+        "python -m pip install paddlepaddle-gpu==3.2.2 "
+        "-i https://www.paddlepaddle.org.cn/packages/stable/cu130/"
+    )
+
+
+def test_22_10_330_is_confirmed_by_its_install_docs_docs7684() -> None:
+    from envcheck.matrix.builds import build_for
+
+    for cuda in ("12.6", "12.9", "13.0"):
+        build = build_for(MATRIX, "3.3.0", cuda)
+        assert build is not None and build.confirmed and "DOCS#7684" in build.source
+
+
+def test_22_11_explain_says_how_current_the_matrix_is(tmp_path: Path) -> None:
+    facts = tmp_path / "host.json"
+    facts.write_text(json.dumps(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100])))
+    run = run_envcheck(
+        ["doctor", "--facts", str(facts), "--no-smoke", "--explain", "--no-color"], cwd=tmp_path
+    )
+    assert "the newest source it has read is from 2026-09-08" in run.stdout, run.stdout
+    doc = json.loads(
+        run_envcheck(["doctor", "--facts", str(facts), "--no-smoke", "--json"], cwd=tmp_path).stdout
+    )
+    assert doc["meta"]["matrix_newest_source"] == "2026-09-08"

@@ -155,6 +155,7 @@ class Matrix:
     registries: dict[str, str]  # "dockerhub" -> "docker.io/paddlepaddle/paddle"
     path: str = ""
     defects: tuple[Defect, ...] = ()
+    newest_source: str | None = None  # "2026-09-08": the newest source the matrix has read
 
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:
