@@ -30,8 +30,11 @@ SOURCE_TAGS = {
     # matrix-audit.md §0a
     "NV-CC", "NV-DEP13", "NVCC13", "NVCC12.8", "DOCS#7159", "DOCS#7426", "DOCS#7684", "PR79269",
 }  # fmt: skip
-# A cited public issue or pull request of an official repository: "Paddle#76558", "PaddleX#4682".
-ISSUE_TAG = re.compile(r"(Paddle|PaddleX|PaddleOCR|PaddleMIX|PaddleSeg|PaddleDetection)#\d+")
+# A cited public issue or pull request of an official repository: "Paddle#76558", "PaddleX#4682",
+# or a Paddle pull request as the fact sheet writes it: "PR79378".
+ISSUE_TAG = re.compile(
+    r"(Paddle|PaddleX|PaddleOCR|PaddleMIX|PaddleSeg|PaddleDetection|PaddleFleet)#\d+|PR\d+"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -170,8 +173,7 @@ def test_shipped_matrix_says_what_the_fact_sheet_says(
 # Images whose wheel has no pip flavour of its own: their arch coverage is unknown by construction.
 IMAGES_WITHOUT_PIP_BUILD = {
     "3.0.0-gpu-cuda12.3-cudnn9.0-trt8.6",  # official docs (DOCS#7159); no 3.0.0 cu123 wheel
-    "3.2.2-gpu-cuda13.0-cudnn9.13",  # Paddle#76558; no cu130 wheel of 3.2.x seen
-}
+}  # 3.2.2-gpu-cuda13.0-cudnn9.13 has its cu130 build since issue 22.9 (Paddle#76558)
 
 
 def test_every_gpu_image_has_its_pip_build(shipped: Matrix) -> None:
