@@ -137,6 +137,7 @@ def test_22_2_nothing_known_is_said_on_the_image_line_not_as_a_warning() -> None
 
 
 def test_22_3_h20_with_a_3x_cu118_wheel_lacks_sm90_paddleocr15791() -> None:
+    # PaddleMIX#312, a maintainer: "h100/h800 need the CUDA 12 Paddle build".
     # PaddleOCR#15791: an H20 outputs no text with the cu118 wheel and works with cu126;
     # PaddleX#3853 (H800, 3.0.0rc0 cu118) and PaddleOCR#16198 (H100, 3.1 + CUDA 11.8) the same.
     r = doctor(
