@@ -297,3 +297,26 @@ def test_22_11_explain_says_how_current_the_matrix_is(tmp_path: Path) -> None:
         run_envcheck(["doctor", "--facts", str(facts), "--no-smoke", "--json"], cwd=tmp_path).stdout
     )
     assert doc["meta"]["matrix_newest_source"] == "2026-09-08"
+
+
+# -- 22.6: aarch64 ------------------------------------------------------------------------------------
+
+ARM64 = {"hostname": "arm", "os": "Ubuntu 22.04", "arch": "aarch64"}
+
+
+def test_22_6_a_gb10_gets_no_jetson_advice_paddle79186() -> None:
+    # GB10 (DGX Spark, sm_121, aarch64): no arm64 CUDA build of Paddle exists (Paddle#79186 asks).
+    gb10 = {"index": 0, "name": "NVIDIA GB10", "compute_capability": "12.1"}
+    r = doctor(s.host(driver=s.driver("580.95.05", "13.0"), gpus=[gb10], machine=ARM64))
+    reason = (r.image.reason or "") if r.image else ""
+    assert "no GPU build of Paddle exists" in reason and "Paddle#79186" in reason
+    assert "Jetson" not in reason and "JetPack" not in reason
+
+
+def test_22_6_an_orin_hears_which_jetpack_has_a_wheel_paddle72578_paddle74126() -> None:
+    orin = {"index": 0, "name": "Orin (nvgpu)", "compute_capability": "8.7"}
+    r = doctor(s.host(driver=s.driver("540.4.0", "12.6"), gpus=[orin], machine=ARM64))
+    reason = (r.image.reason or "") if r.image else ""
+    assert "for JetPack 5.1.2 there is Paddle Inference's Paddle 3.0.0 wheel" in reason
+    assert "jetpack5.1.2_gcc9.4/all/paddlepaddle_gpu-3.0.0-cp38-cp38-linux_aarch64.whl" in reason
+    assert "for JetPack 6 no GPU build of Paddle exists (Paddle#74126)" in reason

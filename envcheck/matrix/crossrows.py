@@ -55,6 +55,8 @@ def _keys(row: Row) -> list[Any]:
         return []
     if row.table == "gpu":
         return [n.upper() for n in v["names"]]
+    if row.table == "arm64_build":
+        return [(v["device"], v.get("jetpack"))]
     if row.table == "build":
         cuda = (*cached_version(v["cuda"]).release, 0)[:2] if "cuda" in v else None
         return [(cached_version(v["paddle"]), v["package"], cuda)]

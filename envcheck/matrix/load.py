@@ -136,6 +136,7 @@ def _build(rows: list[Row], root: Path) -> Matrix:
         path=str(root),
         defects=tuple(made["defect"]),
         newest_source=newest_source_read(root),
+        arm64_builds=tuple(made["arm64_build"]),
     )
 
 

@@ -126,6 +126,23 @@ class ImageTag:
 
 
 @dataclass(frozen=True)
+class Arm64Build:
+    """What exists for a linux/arm64 GPU: Paddle publishes no arm64 image and no arm64 GPU wheel on
+    its indexes; a Jetson wheel exists per JetPack (Paddle#72578), or nothing (`pip` None:
+    Paddle#74126 for JetPack 6, the server GPUs such as GB10)."""
+
+    device: str  # "jetson" | "server"
+    source: str
+    confirmed: bool = True
+    jetpack: str | None = None  # "5.1.2"
+    sm: tuple[int, ...] = ()  # the GPUs it is for (87: Orin); () = every other arm64 GPU
+    paddle: str | None = None
+    cuda: str | None = None
+    python: str | None = None  # "3.8"
+    pip: str | None = None  # the exact install command; None: no build exists
+
+
+@dataclass(frozen=True)
 class Defect:
     """A known runtime defect of some images on some drivers: the choice avoids it.
 
@@ -156,6 +173,7 @@ class Matrix:
     path: str = ""
     defects: tuple[Defect, ...] = ()
     newest_source: str | None = None  # "2026-09-08": the newest source the matrix has read
+    arm64_builds: tuple[Arm64Build, ...] = ()
 
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:

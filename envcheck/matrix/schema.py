@@ -24,6 +24,7 @@ from envcheck.matrix.fields import (
 )
 from envcheck.matrix.model import (
     ArchSet,
+    Arm64Build,
     Defect,
     GpuModel,
     ImageTag,
@@ -124,6 +125,19 @@ TABLES: dict[str, Table] = {
         },
         ("tag",),
         ImageTag,
+    ),
+    "arm64_build": Table(
+        {
+            "device": Field(one_of("jetson", "server")),
+            "jetpack": Field(text, False),
+            "sm": Field(archs, False),
+            "paddle": Field(pep440, False),
+            "cuda": Field(dotted, False),
+            "python": Field(text, False),
+            "pip": Field(text, False),
+        },
+        ("device", "jetpack"),
+        Arm64Build,
     ),
     "defect": Table(
         {
