@@ -95,8 +95,13 @@ def assess_image(
     registry_problem = None
     if registry not in image.registries:
         registry_problem = f"not published on {registry} (known on: {', '.join(image.registries)})"
-    arch_text = _arch_text(gpus, matrix, archs)
     unknown = _unknown_archs(gpus, matrix, archs)
+    arch_text = _arch_text(gpus, matrix, archs)
+    if archs is not None and not archs.verified and not unknown:
+        arch_text = (
+            f"a report shows every GPU's arch running on Paddle {release.version} "
+            f"cu{cuda.replace('.', '')} (its full list is unknown)"
+        )
     return Assessment(
         image,
         support,

@@ -118,6 +118,7 @@ def test_22_2_a_gtx1080_gets_the_320_cu118_image_and_wheel_paddlex4682() -> None
     assert r.image is not None and r.image.tag == "3.2.0-gpu-cuda11.8-cudnn8.9"
     assert r.image.pip_command is not None and "/stable/cu118/" in r.image.pip_command
     assert r.image.arch_known is True
+    assert "a report shows every GPU's arch running on Paddle 3.2.0 cu118" in (r.image.reason or "")
     passed_over = {x.ref.rsplit(":", 1)[1]: x.reason for x in r.image.rejected}
     assert "sm_61 missing" in passed_over["3.2.0-gpu-cuda12.9-cudnn9.9"]
     assert "preferred: 3.2.0-gpu-cuda11.8-cudnn8.9" in passed_over["3.2.0-gpu-cuda12.6-cudnn9.5"]
