@@ -37,6 +37,15 @@ def cudnn_pip_command(cudnn: str, cuda: str) -> str | None:
     return f"python -m pip install nvidia-cudnn-cu{cu}=={major}.*"
 
 
+def cudart_pip_command(cuda: str) -> str | None:
+    """NVIDIA's CUDA runtime wheel of that CUDA major (its `lib/libcudart.so.11.0` or `.so.12`):
+    `python -m pip install nvidia-cuda-runtime-cu11==11.*`; None before CUDA 11 (no such wheel)."""
+    major = cuda.split(".")[0]
+    if not major.isdigit() or int(major) < 11:
+        return None
+    return f"python -m pip install nvidia-cuda-runtime-cu{major}=={major}.*"
+
+
 def gpu_pip_command(image: ImageChoice | None) -> str | None:
     """The pip command of the GPU build the doctor chose; None when it chose none (no driver, or
     only the CPU image runs here): a CPU command is never offered as "the GPU build"."""

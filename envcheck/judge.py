@@ -15,7 +15,7 @@ from envcheck.findings import Finding
 from envcheck.fixes import gpu_pip_command
 from envcheck.matrix.model import Matrix
 from envcheck.report import ImageChoice
-from envcheck.rules.archs import check_build_archs, check_image_archs
+from envcheck.rules.archs import check_build_archs
 from envcheck.rules.container import check_engine, check_image
 from envcheck.rules.cuda import check_cuda_driver_api, check_cuda_libraries
 from envcheck.rules.driver import check_driver
@@ -51,7 +51,6 @@ CHECKS: tuple[Check, ...] = (
     check_gpus,
     check_cuda_driver_api,
     check_cuda_libraries,
-    check_image_archs,
     check_paddle,
     check_build_archs,
     check_visible_devices,

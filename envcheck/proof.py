@@ -19,6 +19,9 @@ from envcheck.findings import Finding, fail
 Proof = Literal["gpu-trained", "cpu-trained", "static", "none"]
 SMOKE_PASS_ID = "smoke.pass"
 UNPROVEN_ID = "smoke.gpu-unproven"
+# The installed build's arch list is unknown (a nightly, or a build the matrix has no list of):
+# only a training run on the GPU can prove it.
+ARCH_UNVERIFIED_ID = "paddle.arch-unverified"
 
 
 PROOF_WORDS: dict[Proof, str] = {
@@ -74,7 +77,9 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
     """Under --expect-gpu with a smoke asked for, nothing trained on a GPU is a failure, never a
     warning: the smoke's own failure when it has one, else this finding, which carries the
     smoke's reasons (no engine, image unavailable, no Paddle) and their fixes."""
-    if proof in ("gpu-trained", "static"):
+    if proof == "static":
+        return _static_unproven(findings)
+    if proof == "gpu-trained":
         return None
     if any(f.family == "smoke" and f.severity == "fail" for f in findings):
         return None  # the smoke already failed, with its own cause and exit code
@@ -92,4 +97,22 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
         layer="smoke",
         proof=proof,
         reasons=[f.id for f in why],
+    )
+
+
+def _static_unproven(findings: Sequence[Finding]) -> Finding | None:
+    """--expect-gpu without a smoke: a static verdict is not a pass when the installed build's arch
+    coverage is unverified (issue 22.7): nothing but a training run on the GPU can prove it."""
+    unverified = [f for f in findings if f.id == ARCH_UNVERIFIED_ID and f.severity == "warn"]
+    if not unverified:
+        return None
+    return fail(
+        UNPROVEN_ID,
+        "--expect-gpu: no smoke ran, and static checks cannot prove this build runs on the GPU "
+        f"(arch coverage unverified: {'; '.join(f.message for f in unverified)})",
+        fix="run `envcheck doctor --expect-gpu` on the host without --no-smoke: its smoke training "
+        "on the GPU is the proof",
+        layer="smoke",
+        proof="static",
+        reasons=[f.id for f in unverified],
     )

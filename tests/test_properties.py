@@ -140,7 +140,7 @@ def test_the_chosen_tag_runs_on_the_driver_and_every_gpu(
     build = build_for(MATRIX, paddle, choice.cuda)
     release = MATRIX.release(paddle)
     assert release is not None
-    floor = build.floor(release) if build else release.min_compute_capability
+    floor = build.floor(release, "linux/amd64") if build else release.min_compute_capability
     for gpu in gpus:
         cc = gpu.compute_capability or ""
         assert not cc_below(cc, floor), (cc, floor, choice.ref)

@@ -237,7 +237,7 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
         image=image,
         smoke=smoke_doc,
         proof=proof,
-        meta=_meta(matrix.path, started),
+        meta=_meta(matrix.path, started, matrix.newest_source),
     )
 
 
@@ -325,10 +325,11 @@ def _drift(
     )
 
 
-def _meta(matrix_path: str, started: float) -> dict[str, Any]:
+def _meta(matrix_path: str, started: float, newest_source: str | None = None) -> dict[str, Any]:
     return {
         "envcheck_version": __version__,
         "matrix": matrix_path,
+        "matrix_newest_source": newest_source,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "elapsed_s": round(time.perf_counter() - started, 3),
     }

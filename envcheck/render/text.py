@@ -180,8 +180,21 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
         return
     if img.pip_command:
         write(f"  pip:   {visible(img.pip_command)}\n")
-    for line in explain_lines(img) if explain else []:
+    for line in [*explain_lines(img), *matrix_lines(report)] if explain else []:
         write(f"  {line}\n")
+
+
+def matrix_lines(report: Report) -> list[str]:
+    """--explain: how current the matrix behind the verdict is (matrix/README.md, issue 22.11)."""
+    newest = report.meta.get("matrix_newest_source")
+    if not newest:
+        return []
+    when = visible(str(newest))
+    line = (
+        f"matrix: the newest source it has read is from {when}; releases, builds and images "
+        "published later are unknown to this verdict"
+    )
+    return [line]
 
 
 def explain_lines(img: ImageChoice) -> list[str]:
@@ -279,7 +292,7 @@ def _rich_image(report: Report, console: Console, explain: bool) -> None:
     img = report.image
     if img and img.pip_command:  # a command: on one line whatever the width
         console.print(f"  pip: [cyan]{escape(img.pip_command)}[/cyan]", soft_wrap=True)
-    for line in explain_lines(img) if img and explain else []:
+    for line in [*explain_lines(img), *matrix_lines(report)] if img and explain else []:
         console.print(
             f"  {escape(line)}",
             style="dim" if line.startswith("rejected") else None,

@@ -56,9 +56,10 @@ def check_image(ctx: Context) -> Iterable[Finding]:
         )
         return
     note = "" if img.confirmed else f" (tag {plain_source(img.source or '', False)})"
+    archs = f"; {img.arch_note}" if img.arch_note else ""
     yield passed(
         "image.selected",
-        f"{img.ref}{note}",
+        f"{img.ref}{note}{archs}",
         layer="image",
         ref=img.ref,
         kind=img.kind,
