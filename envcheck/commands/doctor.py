@@ -168,6 +168,13 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     return int(report.exit_status)
 
 
+def diagnose(args: argparse.Namespace, env: Environment) -> Report:
+    """The report of a parsed `doctor` command line, not rendered (`envcheck fix` plans from it
+    and verifies with it)."""
+    _resolve_paths(args, env)
+    return _diagnose(args, env)
+
+
 PATH_FLAGS = ("facts", "matrix", "junit", "markdown", "baseline", "save_baseline")
 
 
