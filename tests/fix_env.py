@@ -72,7 +72,7 @@ def serve(root: Path) -> Iterator[str]:
     """http://127.0.0.1:PORT serving `root` until the block ends."""
 
     class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
@@ -94,9 +94,7 @@ def stub_wheel(folder: Path, name: str, version: str) -> Path:
         f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: envcheck-tests\n"
         "Root-Is-Purelib: true\nTag: py3-none-any\n",
     }
-    record = [
-        f"{path},sha256={_digest(text)},{len(text.encode())}" for path, text in files.items()
-    ]
+    record = [f"{path},sha256={_digest(text)},{len(text.encode())}" for path, text in files.items()]
     files[f"{dist}.dist-info/RECORD"] = "\n".join([*record, f"{dist}.dist-info/RECORD,,"]) + "\n"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{dist}-py3-none-any.whl"

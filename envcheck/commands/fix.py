@@ -125,12 +125,19 @@ def _doctor_args(args: argparse.Namespace, python: str, *, smoke: bool) -> argpa
     argv += ["--paddle", args.paddle] if args.paddle else []
     argv += ["--matrix", args.matrix] if args.matrix else []
     argv += ["--image", args.image] if args.image else []
-    argv += ["--in-process", "--smoke-timeout", str(args.smoke_timeout)] if smoke else ["--no-smoke"]
+    argv += (
+        ["--in-process", "--smoke-timeout", str(args.smoke_timeout)] if smoke else ["--no-smoke"]
+    )
     return parser.parse_args(argv)
 
 
 def _diagnose(
-    args: argparse.Namespace, env: Environment, python: str, *, smoke: bool, expect_gpu: bool = False
+    args: argparse.Namespace,
+    env: Environment,
+    python: str,
+    *,
+    smoke: bool,
+    expect_gpu: bool = False,
 ) -> Report:
     from envcheck.commands.doctor import diagnose
 
@@ -183,10 +190,10 @@ def _apply(
 
     pip_flags = (PIP_OVERRIDE,) if args.break_system_packages else ()
     if any(s.kind in ("install", "uninstall") for s in plan.runs):
-        apply.refuse_externally_managed(plan.python, pip_flags)
+        apply.refuse_externally_managed(plan.python, pip_flags, env.env)
     folder = apply.state_dir(env.env)
     with apply.target_lock(prefix, folder / "locks"):
-        rec = apply.record(plan.python, prefix, folder / "records")
+        rec = apply.record(plan.python, prefix, folder / "records", env.env)
         return _apply_locked(args, env, plan, report, rec, base, pip_flags)
 
 
@@ -206,14 +213,18 @@ def _apply_locked(
     result: dict[str, Any] = {"record": rec.to_json()}
 
     def back(failed: str, code: int) -> dict[str, Any]:
-        rb = apply.roll_back(plan.python, rec, runner, paddle_source=source, pip_flags=pip_flags)
+        rb = apply.roll_back(
+            plan.python, rec, runner, env.env, paddle_source=source, pip_flags=pip_flags
+        )
         after = _diagnose(args, env, plan.python, smoke=False)
         return result | _rolled_back(rb, failed, code, after)
 
     try:
         done, failed = apply.run_steps(plan.runs, runner)
     except KeyboardInterrupt:
-        rb = apply.roll_back(plan.python, rec, runner, paddle_source=source, pip_flags=pip_flags)
+        rb = apply.roll_back(
+            plan.python, rec, runner, env.env, paddle_source=source, pip_flags=pip_flags
+        )
         _say(env, _interrupted_words(rb))
         raise
     result["applied"] = [r.to_json() for r in done]
@@ -224,8 +235,11 @@ def _apply_locked(
     try:
         verified = _diagnose(args, env, plan.python, smoke=True, expect_gpu=plan.expect == "gpu")
     except KeyboardInterrupt:
-        _say(env, "envcheck fix: interrupted during the verification: the environment is as planned "
-             "(every step applied), not verified; run `envcheck doctor` to verify it")
+        _say(
+            env,
+            "envcheck fix: interrupted during the verification: the environment is as planned "
+            "(every step applied), not verified; run `envcheck doctor` to verify it",
+        )
         raise
     result["verification"] = _summary(verified)
     want = "gpu-trained" if plan.expect == "gpu" else "cpu-trained"
@@ -282,7 +296,7 @@ def _runner(args: argparse.Namespace, env: Environment) -> Any:
 
     def run(argv: Any) -> Ran:
         _say(env, f"envcheck fix: $ {shlex.join(argv)}", quiet=args.quiet)
-        return apply.run_command(argv, None if args.quiet else echo)
+        return apply.run_command(argv, env.env, None if args.quiet else echo)
 
     return run
 

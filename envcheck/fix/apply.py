@@ -16,7 +16,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,10 +76,12 @@ class Rollback:
 Runner = Callable[[Sequence[str]], Ran]
 
 
-def refuse_externally_managed(python: str, pip_flags: Sequence[str]) -> None:
+def refuse_externally_managed(
+    python: str, pip_flags: Sequence[str], variables: Mapping[str, str]
+) -> None:
     """PEP 668: a distribution's interpreter outside a venv is its package manager's; pip's own
     override (`--break-system-packages`) is the user's to give, never ours."""
-    info = _ask(python)
+    info = _ask(python, variables)
     if info["venv"] or not info["marker"] or PIP_OVERRIDE in pip_flags:
         return
     raise UsageError(
@@ -90,11 +92,7 @@ def refuse_externally_managed(python: str, pip_flags: Sequence[str]) -> None:
     )
 
 
-def target_prefix(python: str) -> str:
-    return str(_ask(python)["prefix"])
-
-
-def _ask(python: str) -> dict[str, Any]:
+def _ask(python: str, variables: Mapping[str, str]) -> dict[str, Any]:
     try:
         out = subprocess.run(
             [python, "-c", _ASK],
@@ -103,6 +101,7 @@ def _ask(python: str) -> dict[str, Any]:
             timeout=ASK_TIMEOUT_S,
             check=True,
             stdin=subprocess.DEVNULL,
+            env=dict(variables),
         ).stdout
         answer: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
@@ -110,7 +109,7 @@ def _ask(python: str) -> dict[str, Any]:
     return answer
 
 
-def state_dir(variables: dict[str, str]) -> Path:
+def state_dir(variables: Mapping[str, str]) -> Path:
     base = variables.get("XDG_STATE_HOME") or os.path.join(
         variables.get("HOME") or os.path.expanduser("~"), ".local", "state"
     )
@@ -144,7 +143,9 @@ def _key(prefix: str) -> str:
     return hashlib.sha256(prefix.encode()).hexdigest()[:16]
 
 
-def run_command(argv: Sequence[str], echo: Callable[[str], None] | None = None) -> Ran:
+def run_command(
+    argv: Sequence[str], variables: Mapping[str, str], echo: Callable[[str], None] | None = None
+) -> Ran:
     """Run one step to its end: its own session, output kept (its tail) and echoed line by line."""
     started = time.perf_counter()
     lines: list[str] = []
@@ -157,7 +158,7 @@ def run_command(argv: Sequence[str], echo: Callable[[str], None] | None = None) 
             text=True,
             errors="replace",
             start_new_session=True,
-            env={**os.environ, "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+            env={**variables, "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
         )
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -170,7 +171,7 @@ def run_command(argv: Sequence[str], echo: Callable[[str], None] | None = None) 
     return Ran(tuple(argv), code, round(time.perf_counter() - started, 3), tail)
 
 
-def capture(argv: Sequence[str]) -> str:
+def capture(argv: Sequence[str], variables: Mapping[str, str]) -> str:
     """A read-only pip command's stdout, exactly (`pip freeze`, `pip config list`)."""
     run = subprocess.run(
         list(argv),
@@ -178,7 +179,7 @@ def capture(argv: Sequence[str]) -> str:
         text=True,
         check=False,
         stdin=subprocess.DEVNULL,
-        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        env={**variables, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
     )
     if run.returncode != 0:
         raise EnvironmentProblem(
@@ -189,14 +190,14 @@ def capture(argv: Sequence[str]) -> str:
     return run.stdout
 
 
-def freeze(python: str) -> str:
-    return capture([python, "-m", "pip", "freeze", "--all"])
+def freeze(python: str, variables: Mapping[str, str]) -> str:
+    return capture([python, "-m", "pip", "freeze", "--all"], variables)
 
 
-def record(python: str, prefix: str, folder: Path) -> Record:
+def record(python: str, prefix: str, folder: Path, variables: Mapping[str, str]) -> Record:
     """The state to come back to, on disk before anything changes."""
-    frozen = freeze(python)
-    config = capture([python, "-m", "pip", "config", "list"])
+    frozen = freeze(python, variables)
+    config = capture([python, "-m", "pip", "config", "list"], variables)
     where = folder / f"{_key(prefix)}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     where.mkdir(parents=True, mode=0o700)
     (where / "freeze.txt").write_text(frozen)
@@ -264,14 +265,21 @@ def restore_commands(
 
 
 def roll_back(
-    python: str, rec: Record, run: Runner, *, paddle_source: Wheel | None, pip_flags: Sequence[str]
+    python: str,
+    rec: Record,
+    run: Runner,
+    variables: Mapping[str, str],
+    *,
+    paddle_source: Wheel | None,
+    pip_flags: Sequence[str],
 ) -> Rollback:
     """Back to the recorded freeze; `freeze_matches` says whether it is, byte for byte."""
     result = Rollback()
+    now = freeze(python, variables)
     commands = restore_commands(
-        python, rec.freeze, freeze(python), paddle_source=paddle_source, pip_flags=pip_flags
+        python, rec.freeze, now, paddle_source=paddle_source, pip_flags=pip_flags
     )
     for argv in commands:
         result.ran.append(run(argv))
-    result.freeze_matches = freeze(python) == rec.freeze
+    result.freeze_matches = freeze(python, variables) == rec.freeze
     return result

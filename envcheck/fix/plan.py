@@ -9,7 +9,7 @@ Container Toolkit) is never a command we run: it is a manual step, in the report
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -72,7 +72,12 @@ class Step:
     argv: tuple[str, ...] = ()  # the exact command; () for a manual step
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "why": self.why, "changes": self.changes, "argv": list(self.argv)}
+        return {
+            "kind": self.kind,
+            "why": self.why,
+            "changes": self.changes,
+            "argv": list(self.argv),
+        }
 
 
 @dataclass(frozen=True)
@@ -108,12 +113,12 @@ class FixPlan:
         }
 
 
-def paddle_index_base(variables: dict[str, str]) -> str:
+def paddle_index_base(variables: Mapping[str, str]) -> str:
     return (variables.get(PADDLE_INDEX_ENV) or PADDLE_INDEX).rstrip("/")
 
 
 def cuda_tag(cuda: str) -> str:
-    """"12.6" → "126", the CUDA variant in Paddle's index paths and `.post` versions."""
+    """ "12.6" → "126", the CUDA variant in Paddle's index paths and `.post` versions."""
     return "".join(cuda.split(".")[:2])
 
 
@@ -127,12 +132,16 @@ def paddle_wheel(paddle: str, cuda: str | None, base: str = PADDLE_INDEX) -> Whe
         return Wheel("paddlepaddle", paddle, "cpu", index=index)
     cu = cuda_tag(cuda)
     if release.major >= 3:
-        return Wheel("paddlepaddle-gpu", paddle, "gpu", cuda, index=f"{base}/packages/stable/cu{cu}/")
+        return Wheel(
+            "paddlepaddle-gpu", paddle, "gpu", cuda, index=f"{base}/packages/stable/cu{cu}/"
+        )
     if cu == "118":
         return Wheel("paddlepaddle-gpu", paddle, "gpu", cuda)
     version = f"{paddle}.post{cu}"
     if release >= Version("2.6"):
-        return Wheel("paddlepaddle-gpu", version, "gpu", cuda, index=f"{base}/packages/stable/cu{cu}/")
+        return Wheel(
+            "paddlepaddle-gpu", version, "gpu", cuda, index=f"{base}/packages/stable/cu{cu}/"
+        )
     links = f"{base}/whl/linux/mkl/avx/stable.html"
     return Wheel("paddlepaddle-gpu", version, "gpu", cuda, find_links=links)
 

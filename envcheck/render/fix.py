@@ -50,9 +50,13 @@ def render_fix(doc: dict[str, Any]) -> str:
 def _applied(doc: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     if "record" in doc:
-        lines.append(f"recorded before: {doc['record']['freeze']} and {doc['record']['pip_config']}")
+        lines.append(
+            f"recorded before: {doc['record']['freeze']} and {doc['record']['pip_config']}"
+        )
     for ran in doc.get("applied", []):
-        lines.append(f"ran: {shlex.join(ran['argv'])} -> exit {ran['exit_code']} ({ran['seconds']} s)")
+        lines.append(
+            f"ran: {shlex.join(ran['argv'])} -> exit {ran['exit_code']} ({ran['seconds']} s)"
+        )
     if "verification" in doc:
         v = doc["verification"]
         lines.append(f"verification: {v['verdict']} (exit {v['exit_code']}), proof {v['proof']}")
