@@ -108,7 +108,7 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
 @pytest.mark.parametrize(
     ("words", "offered"),
     [
-        (("envcheck", ""), ["doctor", "pull-image", "report"]),
+        (("envcheck", ""), ["doctor", "fix", "pull-image", "report"]),
         (("envcheck", "pu"), ["pull-image"]),
         (("envcheck", "report", "--ex"), ["--expect-hosts"]),
         (("envcheck", "doctor", "--registry", ""), ["baidu", "baidu-legacy", "dockerhub"]),
@@ -148,7 +148,7 @@ def _examples(parser: argparse.ArgumentParser) -> list[str]:
     return [line.strip() for line in block]
 
 
-@pytest.mark.parametrize("name", ["doctor", "pull-image", "report"])
+@pytest.mark.parametrize("name", ["doctor", "fix", "pull-image", "report"])
 def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(name, capsys):
     parser = _commands()[name]
     examples = _examples(parser)

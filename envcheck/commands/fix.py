@@ -31,12 +31,7 @@ EXAMPLES = """examples:
   envcheck fix --yes                            # apply it, verify with a smoke, roll back on failure
   envcheck fix --python /opt/venv/bin/python --yes --json > fix.json
   envcheck fix --paddle 2.6.2 --pull --yes      # that release, and pull its image too
-  ENVCHECK_PADDLE_INDEX=https://mirror.example/paddle envcheck fix   # a mirror of Paddle's index"""
-
-EXIT_HELP = EXIT_CODES_HELP.replace(
-    "exit codes:\n",
-    "exit codes (a dry run: 0 nothing to fix, 1 only manual steps, else the doctor's code):\n",
-)
+  envcheck fix --paddle-index https://mirror.example/paddle   # a mirror of Paddle's index"""
 
 
 def register(sub: Any) -> None:
@@ -47,8 +42,10 @@ def register(sub: Any) -> None:
         "builds, install the pinned build for this host's driver and GPUs, pull the image; "
         "root-only steps printed, never run). Nothing changes without --yes; then the target is "
         "locked, its `pip freeze` recorded, the plan applied, a smoke run in it again, and the "
-        "recorded state restored if the smoke does not prove the expected result.",
-        epilog=f"{EXAMPLES}\n\n{EXIT_HELP}",
+        "recorded state restored if the smoke does not prove the expected result. A dry run "
+        "exits 0 when there is nothing to fix, 1 when only manual steps are left, else with the "
+        "doctor's code.",
+        epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_argument_group("what to fix")

@@ -1,0 +1,88 @@
+"""`envcheck fix`'s plan, pure: the recorded real H100 (tests/data), every build of the matrix,
+and the rollback's commands (issue #25)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from envcheck.facts import host_from_document
+from envcheck.fix.apply import restore_commands
+from envcheck.fix.plan import PADDLE_INDEX, paddle_index_base, paddle_wheel, plan_fix
+from envcheck.judge import Context, judge
+from envcheck.matrix.load import load_matrix
+from envcheck.report import Report
+from envcheck.select import select_image
+
+DATA = Path(__file__).parent / "data"
+MATRIX = load_matrix(None, {})
+PY = "/srv/venv/bin/python"
+
+
+def report_of(path: Path) -> Report:
+    doc = json.loads(path.read_text())
+    host = host_from_document(doc)
+    image = select_image(host, MATRIX)
+    return Report(host=host, findings=tuple(judge(Context(host, MATRIX, image))), image=image)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "first"),
+    [
+        ("real-h100/c-static-cpu-paddle.json", [PY, "-m", "pip", "uninstall", "-y", "paddlepaddle"]),
+        ("hosts/h100-580-nopaddle.host.json", None),
+    ],
+)
+def test_the_real_h100_gets_the_gpu_build_of_its_image_from_its_index(
+    recorded: str, first: list[str] | None
+) -> None:
+    """Driver 580 (CUDA 13.0), sm_90: the build of the image the doctor chose there (recorded:
+    3.3.1-gpu-cuda12.9-cudnn9.9), from Paddle's cu129 index."""
+    plan = plan_fix(report_of(DATA / recorded), PY)
+    runs = [list(s.argv) for s in plan.runs]
+    install = [PY, "-m", "pip", "install", "paddlepaddle-gpu==3.3.1", "--index-url"]
+    assert runs[-1] == [*install, f"{PADDLE_INDEX}/packages/stable/cu129/"]
+    assert runs[:-1] == ([first] if first else [])
+    assert plan.expect == "gpu" and plan.wheel is not None and plan.wheel.cuda == "12.9"
+
+
+def test_every_matrix_build_is_derived_as_its_row_says() -> None:
+    """The pip command each matrix row cites and the requirement + index derived from the row's
+    data (release, CUDA) name the same thing: no string of the matrix is parsed by `fix`."""
+    for build in MATRIX.builds:
+        wheel = paddle_wheel(build.paddle, build.cuda)
+        words = build.pip.split()
+        requirement = next(w for w in words if w.startswith("paddlepaddle"))
+        where = re.search(r"(?:-i|-f)\s+(\S+)", build.pip)
+        assert wheel.requirement == requirement, build
+        assert (wheel.index or wheel.find_links) == (where.group(1) if where else None), build
+
+
+def test_a_mirror_replaces_the_index_base() -> None:
+    base = paddle_index_base({"ENVCHECK_PADDLE_INDEX": "https://mirror.example/paddle/"})
+    wheel = paddle_wheel("3.3.1", "12.6", base)
+    assert wheel.index == "https://mirror.example/paddle/packages/stable/cu126/"
+    assert paddle_index_base({}) == PADDLE_INDEX
+
+
+def test_the_rollback_removes_what_came_and_brings_back_what_went() -> None:
+    before = "numpy==1.26.4\npaddlepaddle-gpu==3.3.1\npip==24.0\nsix @ file:///w/six.whl\n"
+    after = "numpy==2.4.6\npaddlepaddle==3.3.1\npip==24.0\nprotobuf==7.36.2\n"
+    source = paddle_wheel("3.3.1", "12.6", "https://m.example")
+    pip = (PY, "-m", "pip")
+    assert restore_commands(PY, before, after, paddle_source=source) == [
+        (*pip, "uninstall", "-y", "numpy", "paddlepaddle", "protobuf"),
+        (*pip, "install", "--no-deps", "numpy==1.26.4", "six @ file:///w/six.whl"),
+        (
+            *pip,
+            "install",
+            "--no-deps",
+            "paddlepaddle-gpu==3.3.1",
+            "--index-url",
+            "https://m.example/packages/stable/cu126/",
+        ),
+    ]
+    assert restore_commands(PY, before, before, paddle_source=source) == []
