@@ -57,7 +57,15 @@ def test_a_venv_without_paddle_gets_the_pinned_cpu_build_and_a_passing_smoke(
     code, doc = fix(variables, "--python", python, "--paddle", "3.3.1")
     assert (code, doc["outcome"], doc["dry_run"]) == (0, "planned", True)
     assert argvs(doc) == [
-        [python, "-m", "pip", "install", "paddlepaddle==3.3.1", "--index-url", f"{index}/{CPU_INDEX}/"]
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "paddlepaddle==3.3.1",
+            "--index-url",
+            f"{index}/{CPU_INDEX}/",
+        ]
     ]
     assert doc["plan"]["steps"][0]["why"] == "paddle.missing" and doc["plan"]["expect"] == "cpu"
     assert fix_env.freeze(python) == before  # a dry run changes nothing

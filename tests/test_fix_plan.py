@@ -32,7 +32,10 @@ def report_of(path: Path) -> Report:
 @pytest.mark.parametrize(
     ("recorded", "first"),
     [
-        ("real-h100/c-static-cpu-paddle.json", [PY, "-m", "pip", "uninstall", "-y", "paddlepaddle"]),
+        (
+            "real-h100/c-static-cpu-paddle.json",
+            [PY, "-m", "pip", "uninstall", "-y", "paddlepaddle"],
+        ),
         ("hosts/h100-580-nopaddle.host.json", None),
     ],
 )
