@@ -41,9 +41,7 @@ from tests import smoke_samples as rec
 
 pytest_plugins = ("tests.fakenv",)
 
-REAL_HOST = (
-    Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"
-)  # docs/facts/real-gpu-host.md
+REAL_HOST = Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"  # docs/facts/real-gpu-host.md
 IN_PROCESS = Plan(
     mode="in-process",
     gpu_expected=True,
