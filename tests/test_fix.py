@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+from referencing import Registry, Resource
 
 from envcheck.fix import apply
 from envcheck.smoke.protocol import CORRUPT_ENV
@@ -23,6 +25,19 @@ from tests.inprocess import ENV, envcheck_process, run_envcheck
 pytest_plugins = ("tests.fakenv",)
 
 CPU_INDEX = "packages/stable/cpu"
+SCHEMAS = Path(__file__).resolve().parent.parent / "schema"
+
+
+def _validator() -> jsonschema.Draft202012Validator:
+    """The published schema, its reference to the doctor's error document resolved locally."""
+    docs = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.schema.json")}
+    registry: Registry = Registry().with_resources(
+        (doc["$id"], Resource.from_contents(doc)) for doc in docs.values()
+    )
+    return jsonschema.Draft202012Validator(docs["fix-report.schema.json"], registry=registry)
+
+
+VALIDATOR = _validator()
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +57,9 @@ def variables(index: str, tmp_path: Path) -> dict[str, str]:
 def fix(variables: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
     run = run_envcheck(["fix", "--json", "--quiet", *args], env=variables)
     assert "Traceback" not in run.stderr, run.stderr
-    return run.returncode, json.loads(run.stdout)
+    doc = json.loads(run.stdout)
+    VALIDATOR.validate(doc)
+    return run.returncode, doc
 
 
 def argvs(doc: dict[str, Any]) -> list[list[str]]:
@@ -171,7 +188,9 @@ def gpu_host(fake_nvidia: Callable[[str], dict[str, str]], variables: dict[str, 
 def fix_process(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
     run = envcheck_process("fix", "--json", "--quiet", *args, env=env, timeout=600)
     assert "Traceback" not in run.stderr, run.stderr
-    return run.returncode, json.loads(run.stdout)
+    doc = json.loads(run.stdout)
+    VALIDATOR.validate(doc)
+    return run.returncode, doc
 
 
 @pytest.mark.fakegpu
