@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import sysconfig
 from collections.abc import Callable, Iterator
@@ -242,4 +244,32 @@ def test_a_failed_gpu_install_is_rolled_back(gpu_host: Any, tmp_path: Path) -> N
     code, doc = fix_process(gpu_host("a100x2-535"), "--python", python, "--yes")
     assert code == 4 and doc["outcome"] == "rolled-back", doc
     assert "paddlepaddle-gpu==3.3.1" in doc["failed"]
+    assert fix_env.freeze(python) == before
+
+
+def test_sigterm_while_pip_installs_waits_for_it_then_rolls_back(
+    tmp_path: Path, variables: dict[str, str]
+) -> None:
+    """A signal never cuts pip half-way: the running step ends, then the recorded freeze comes
+    back and the run says so, with the interrupted exit status (130)."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    before = fix_env.freeze(python)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "fix", "--python", python, "--paddle", "3.3.1", "--yes"],
+        env=variables,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("envcheck fix: $ ") and " install " in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest = proc.communicate(timeout=600)[1]
+    said = "".join(seen) + (rest or "")
+    assert proc.returncode == 130, said
+    assert "rolled back, the environment is as it was" in said
     assert fix_env.freeze(python) == before
