@@ -273,3 +273,23 @@ def test_sigterm_while_pip_installs_waits_for_it_then_rolls_back(
     assert proc.returncode == 130, said
     assert "rolled back, the environment is as it was" in said
     assert fix_env.freeze(python) == before
+
+
+@pytest.mark.fakegpu
+def test_on_every_fake_host_only_the_target_runs_and_never_sudo(gpu_host: Any) -> None:
+    """Whatever a host needs, a step run by `fix` is the target's pip (or envcheck's own pull);
+    root's work (driver, module, docker group, toolkit) is a manual step with no argv."""
+    from tests import fakenv
+
+    python = os.path.abspath(sys.executable)
+    for profile in fakenv.profile_names():
+        _, doc = fix_process(gpu_host(profile), "--pull")
+        for step in doc["plan"]["steps"]:
+            argv = step["argv"]
+            assert "sudo" not in argv, (profile, step)
+            if step["kind"] == "manual":
+                assert argv == [], (profile, step)
+            elif step["kind"] == "pull":
+                assert argv[1:4] == ["-m", "envcheck", "pull-image"], (profile, step)
+            else:
+                assert argv[:3] == [python, "-m", "pip"], (profile, step)

@@ -89,3 +89,25 @@ def test_the_rollback_removes_what_came_and_brings_back_what_went() -> None:
         ),
     ]
     assert restore_commands(PY, before, before, paddle_source=source) == []
+
+
+def test_root_work_is_manual_in_order_and_advice_is_not_a_step() -> None:
+    from envcheck.facts import HostFacts
+    from envcheck.findings import fail, warn
+
+    findings = (
+        warn(
+            "engine.no-nvidia-runtime",
+            "no NVIDIA runtime",
+            fix="install the toolkit",
+            layer="engine",
+        ),
+        warn("driver.minor-compat", "minor compat", fix="upgrade for full support", layer="driver"),
+        fail("driver.version-mismatch", "module older", fix="reboot", layer="driver"),
+    )
+    plan = plan_fix(Report(host=HostFacts(), findings=findings), PY)
+    assert [(s.kind, s.why, s.argv) for s in plan.steps] == [
+        ("manual", "driver.version-mismatch", ()),
+        ("manual", "engine.no-nvidia-runtime", ()),
+    ]
+    assert plan.expect is None and not plan.runs

@@ -36,6 +36,9 @@ PADDLE_FINDINGS = (
     "paddle.arch-missing",  # the chosen build was checked against every GPU's arch
 )
 CUDNN_FINDINGS = ("cudnn.missing", "cudnn.major-mismatch")
+# Warnings that are still a person's job: the container path needs them (docker group or a
+# started engine, the NVIDIA Container Toolkit); other warnings are advice, not repairs.
+MANUAL_WARNINGS = ("engine.unreachable", "engine.no-nvidia-runtime")
 NOT_MANUAL = ("smoke", "drift", "fleet")  # judged again by the verification, or not the host's
 _BOTH = ("paddlepaddle", "paddlepaddle-gpu")
 
@@ -269,13 +272,16 @@ def _cudnn_step(
 
 
 def _manual(findings: Sequence[Finding], resolved: set[str]) -> list[Step]:
-    """Failures a person must fix (root, a reboot), in the report's layer order: the driver
-    before the GPUs before the engine."""
+    """What a person must fix (root, a reboot), in the report's layer order: the driver (and its
+    kernel module) before the GPUs before the engine (docker group, then the toolkit)."""
     rank = {layer: i for i, (layer, _) in enumerate(LAYERS)}
     todo = [
         f
         for f in findings
-        if f.severity == "fail" and f.fix and f.id not in resolved and f.family not in NOT_MANUAL
+        if (f.severity == "fail" or f.id in MANUAL_WARNINGS)
+        and f.fix
+        and f.id not in resolved
+        and f.family not in NOT_MANUAL
     ]
     todo.sort(key=lambda f: rank.get(f.layer, len(rank)))
     return [Step("manual", f.id, f.fix or "") for f in todo]

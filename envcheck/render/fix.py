@@ -10,7 +10,7 @@ from envcheck.render.sanitize import visible
 
 OUTCOME_WORDS = {
     "nothing-to-fix": "nothing to fix: the doctor found nothing this command repairs",
-    "manual-only": "only a person can fix what is left: the manual steps above (exit 1)",
+    "manual-only": "only a person can fix what is left: the manual steps above",
     "planned": "dry run: nothing was changed; `--yes` applies the plan and verifies it",
     "fixed": "fixed: the plan was applied and the smoke proved it",
     "rolled-back": "rolled back: the environment is back as it was (pip freeze matches the record "
