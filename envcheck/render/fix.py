@@ -25,7 +25,7 @@ def render_fix(doc: dict[str, Any]) -> str:
     lines = [f"envcheck fix for {plan['python']}"]
     doctor = doc["doctor"]
     lines.append(f"doctor: {doctor['verdict']} (exit {doctor['exit_code']})")
-    lines += [f"  {f['severity']}  {f['id']}: {visible(f['message'])}" for f in doctor["findings"]]
+    lines += _findings(doctor)
     runs = [s for s in plan["steps"] if s["kind"] != "manual"]
     manual = [s for s in plan["steps"] if s["kind"] == "manual"]
     if runs:
@@ -60,7 +60,7 @@ def _applied(doc: dict[str, Any]) -> list[str]:
     if "verification" in doc:
         v = doc["verification"]
         lines.append(f"verification: {v['verdict']} (exit {v['exit_code']}), proof {v['proof']}")
-        lines += [f"  {f['severity']}  {f['id']}: {visible(f['message'])}" for f in v["findings"]]
+        lines += _findings(v)
     if "failed" in doc:
         lines.append(f"failed: {visible(doc['failed'])}")
     if "rollback" in doc:
@@ -70,4 +70,9 @@ def _applied(doc: dict[str, Any]) -> list[str]:
             )
         after = doc["after_rollback"]
         lines.append(f"doctor after the rollback: {after['verdict']} (exit {after['exit_code']})")
+        lines += _findings(after)
     return lines
+
+
+def _findings(summary: dict[str, Any]) -> list[str]:
+    return [f"  {f['severity']}  {f['id']}: {visible(f['message'])}" for f in summary["findings"]]
