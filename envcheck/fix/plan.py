@@ -203,9 +203,8 @@ def plan_fix(
             )
         )
     steps += _manual(report.findings, resolved)
-    changed = any(s.kind in ("install", "uninstall") for s in steps)
     expect: Expect | None = None
-    if changed:
+    if any(s.kind != "manual" for s in steps):
         expect = wheel.kind if wheel is not None and why else _expected(report)
     return FixPlan(python, tuple(steps), wheel if why else None, expect)
 
