@@ -111,3 +111,22 @@ def test_root_work_is_manual_in_order_and_advice_is_not_a_step() -> None:
         ("manual", "engine.no-nvidia-runtime", ()),
     ]
     assert plan.expect is None and not plan.runs
+
+
+def test_a_2x_gpu_build_gets_the_cudnn_it_does_not_bundle() -> None:
+    """Paddle 2.6's GPU wheels load the system's cuDNN: none here, so NVIDIA's cuDNN wheel of the
+    build's major for its CUDA major comes after Paddle (3.x wheels bring theirs through pip)."""
+    from tests import scenarios as s
+
+    host = host_from_document(
+        s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle={"status": "absent"})
+    )
+    image = select_image(host, MATRIX, paddle="2.6.2")
+    report = Report(host=host, findings=tuple(judge(Context(host, MATRIX, image))), image=image)
+    plan = plan_fix(report, PY)
+    assert image.cuda and image.cudnn
+    assert [s.argv[3:5] for s in plan.runs] == [
+        ("install", paddle_wheel("2.6.2", image.cuda).requirement),
+        ("install", f"nvidia-cudnn-cu{image.cuda.split('.')[0]}=={image.cudnn.split('.')[0]}.*"),
+    ]
+    assert {s.why for s in plan.runs} == {"paddle.missing"}

@@ -189,7 +189,7 @@ def plan_fix(
                 (*pip, "install", *pip_flags, *wheel.pip_args),
             )
         )
-    cudnn = _cudnn_step(report, wheel if why else None, bad, pip, pip_flags)
+    cudnn = _cudnn_step(report, wheel if why else None, bad, pip, pip_flags, why)
     if cudnn is not None:
         steps.append(cudnn)
         resolved.add(cudnn.why)
@@ -241,6 +241,7 @@ def _cudnn_step(
     bad: dict[str, Finding],
     pip: tuple[str, ...],
     flags: Sequence[str],
+    paddle_why: str | None,
 ) -> Step | None:
     """NVIDIA's cuDNN wheel where a 2.x GPU build (which bundles no CUDA libraries) finds none of
     its major. A 3.x build brings its own through pip's dependencies."""
@@ -253,7 +254,7 @@ def _cudnn_step(
         have = report.host.cudnn.version if report.host.cudnn.status == "ok" else None
         if have and cudnn and have.split(".")[0] == cudnn.split(".")[0]:
             return None
-        why = why or "paddle.build"
+        why = why or paddle_why
     else:
         if why is None or p.with_pip_cuda_libraries:
             return None
