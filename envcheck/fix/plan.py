@@ -259,7 +259,7 @@ def _cudnn_step(
         if why is None or p.with_pip_cuda_libraries:
             return None
         cudnn, cuda = p.cudnn, p.cuda
-    if not (cudnn and cuda and cudnn.split(".")[0].isdigit()):
+    if not (why and cudnn and cuda and cudnn.split(".")[0].isdigit()):
         return None
     requirement = f"nvidia-cudnn-cu{cuda.split('.')[0]}=={cudnn.split('.')[0]}.*"
     return Step(
