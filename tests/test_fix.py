@@ -170,9 +170,13 @@ def test_two_fixes_of_one_target_cannot_interleave(
     assert fix_env.freeze(python) == before
 
 
-def test_paddle_index_mirror_is_checked() -> None:
+def test_bad_flags_are_usage_errors() -> None:
     run = run_envcheck(["fix", "--paddle-index", "not a url"], env=ENV)
     assert run.returncode == 2 and "--paddle-index" in run.stderr
+    run = run_envcheck(["fix", "--smoke-timeout", "-1"], env=ENV)
+    assert run.returncode == 2 and "--smoke-timeout" in run.stderr
+    run = run_envcheck(["fix", "--yes", "--dry-run"], env=ENV)
+    assert run.returncode == 2 and "not allowed with" in run.stderr
 
 
 # -- GPU hosts: fake drivers (a process of their own) -----------------------------------------

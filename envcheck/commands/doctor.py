@@ -113,7 +113,7 @@ def register(sub: Any) -> None:
     smoke.add_argument(
         "--smoke-timeout",
         metavar="SECONDS",
-        type=_positive_float,
+        type=positive_seconds,
         default=300.0,
         help="kill the smoke after this many seconds (default: 300)",
     )
@@ -132,7 +132,7 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _positive_float(text: str) -> float:
+def positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:

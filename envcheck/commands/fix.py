@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck import __version__
 from envcheck.commands import add_choice_arguments
+from envcheck.commands.doctor import positive_seconds
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
@@ -74,7 +75,7 @@ def register(sub: Any) -> None:
     how.add_argument(
         "--smoke-timeout",
         metavar="SECONDS",
-        type=float,
+        type=positive_seconds,
         default=300.0,
         help="the verification smoke's limit (default: 300)",
     )
