@@ -251,13 +251,11 @@ def test_a_failed_gpu_install_is_rolled_back(gpu_host: Any, tmp_path: Path) -> N
     assert fix_env.freeze(python) == before
 
 
-def test_sigterm_while_pip_installs_waits_for_it_then_rolls_back(
-    tmp_path: Path, variables: dict[str, str]
-) -> None:
-    """A signal never cuts pip half-way: the running step ends, then the recorded freeze comes
-    back and the run says so, with the interrupted exit status (130)."""
-    python = fix_env.make_venv(tmp_path / "venv")
-    before = fix_env.freeze(python)
+def _fix_until(
+    variables: dict[str, str], python: str, start: str, words: str
+) -> tuple[int | None, str]:
+    """`fix --yes` in a process of its own, sent SIGTERM at the first stderr line that starts
+    with `start` and holds `words`: (its exit status, all it said on stderr)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "envcheck", "fix", "--python", python, "--paddle", "3.3.1", "--yes"],
         env=variables,
@@ -269,14 +267,34 @@ def test_sigterm_while_pip_installs_waits_for_it_then_rolls_back(
     seen = []
     for line in proc.stderr:
         seen.append(line)
-        if line.startswith("envcheck fix: $ ") and " install " in line:
+        if line.startswith(start) and words in line:
             proc.send_signal(signal.SIGTERM)
             break
     rest = proc.communicate(timeout=600)[1]
-    said = "".join(seen) + (rest or "")
-    assert proc.returncode == 130, said
+    return proc.returncode, "".join(seen) + (rest or "")
+
+
+def test_sigterm_while_pip_installs_waits_for_it_then_rolls_back(
+    tmp_path: Path, variables: dict[str, str]
+) -> None:
+    """A signal never cuts pip half-way: the running step ends, then the recorded freeze comes
+    back and the run says so, with the interrupted exit status (130)."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    before = fix_env.freeze(python)
+    code, said = _fix_until(variables, python, "envcheck fix: $ ", " install ")
+    assert code == 130, said
     assert "rolled back, the environment is as it was" in said
     assert fix_env.freeze(python) == before
+
+
+def test_sigterm_during_the_verification_leaves_the_plan_applied_and_says_so(
+    tmp_path: Path, variables: dict[str, str]
+) -> None:
+    python = fix_env.make_venv(tmp_path / "venv")
+    code, said = _fix_until(variables, python, "envcheck fix: verifying", "smoke training")
+    assert code == 130, said
+    assert "the environment is as planned (every step applied), not verified" in said
+    assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()
 
 
 @pytest.mark.fakegpu

@@ -231,6 +231,12 @@ def _apply_locked(
         what = f"`{shlex.join(failed.argv)}` exited {failed.code}: {last}"
         return back(what, int(ExitStatus.ENVIRONMENT))
     try:
+        _say(
+            env,
+            f"envcheck fix: verifying: a smoke training under {plan.python} (on the "
+            f"{(plan.expect or 'cpu').upper()})",
+            quiet=args.quiet,
+        )
         verified = _diagnose(args, env, plan.python, smoke=True, expect_gpu=plan.expect == "gpu")
     except KeyboardInterrupt:
         _say(
