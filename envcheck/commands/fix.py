@@ -210,20 +210,20 @@ def _apply_locked(
     source = _installed_source(report, base)
     result: dict[str, Any] = {"record": rec.to_json()}
 
-    def back(failed: str, code: int) -> dict[str, Any]:
-        rb = apply.roll_back(
+    def restore() -> Rollback:
+        return apply.roll_back(
             plan.python, rec, runner, env.env, paddle_source=source, pip_flags=pip_flags
         )
-        after = _diagnose(args, env, plan.python, smoke=False)
+
+    def back(failed: str, code: int) -> dict[str, Any]:
+        rb = restore()
+        after = _diagnose(args, env, plan.python, smoke=False)  # the doctor, once more
         return result | _rolled_back(rb, failed, code, after)
 
     try:
         done, failed = apply.run_steps(plan.runs, runner)
-    except KeyboardInterrupt:
-        rb = apply.roll_back(
-            plan.python, rec, runner, env.env, paddle_source=source, pip_flags=pip_flags
-        )
-        _say(env, _interrupted_words(rb))
+    except KeyboardInterrupt:  # after the running pip ended (deferred): undo what ran
+        _say(env, _interrupted_words(restore()))
         raise
     result["applied"] = [r.to_json() for r in done]
     if failed is not None:
