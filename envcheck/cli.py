@@ -24,10 +24,11 @@ from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 from envcheck.signals import unwind_on_signals
 from envcheck.streams import discard_stdout, guard_stdio
 
-COMMANDS = ("doctor", "pull_image", "report", "completion")
+COMMANDS = ("doctor", "fix", "pull_image", "report", "completion")
 EXAMPLES = """examples:
   envcheck doctor                       the report, the image for this host, the smoke, the proof
   envcheck doctor --expect-gpu --json   a GPU CI gate: nothing trained on a GPU is a failure
+  envcheck fix                          the repair plan; --yes applies, verifies, rolls back
   envcheck pull-image --dry-run         which image this host should train in, and why
   envcheck report reports/*.json        merge a fleet's reports into one table
   envcheck completion bash              the bash completion script (zsh, fish too)

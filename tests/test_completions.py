@@ -110,7 +110,7 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
 @pytest.mark.parametrize(
     ("words", "offered"),
     [
-        (("envcheck", ""), ["doctor", "pull-image", "report", "completion"]),
+        (("envcheck", ""), ["doctor", "fix", "pull-image", "report", "completion"]),
         (("envcheck", "pu"), ["pull-image"]),
         (("envcheck", "report", "--ex"), ["--expect-hosts"]),
         (("envcheck", "doctor", "--registry", ""), ["baidu", "baidu-legacy", "dockerhub"]),
@@ -150,7 +150,7 @@ def _examples(parser: argparse.ArgumentParser) -> list[str]:
     return [line.strip() for line in block]
 
 
-@pytest.mark.parametrize("name", ["doctor", "pull-image", "report"])
+@pytest.mark.parametrize("name", ["doctor", "fix", "pull-image", "report"])
 def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"envcheck\.docker_adapter",
             r"envcheck\.pull\.(ensure|images|run)",
             r"envcheck\.registry\.(client|transport)",
+            r"envcheck\.fix\.apply",  # runs the target's pip
         ),
     ),
     (
@@ -59,6 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"envcheck\.(judge|select|compat|image_checks|assessment|drift|fleet|fixes|proof)",
             r"envcheck\.(platforms|visible_devices|hostlist|reference|one_plan)",
             r"envcheck\.rules(\..*)?",
+            r"envcheck\.fix(\.plan)?",
             r"envcheck\.smoke(\.(causes|document|failures|known_answers|loaded|options))?",
             r"envcheck\.smoke\.(ownership_rules|parse|pieces|plan|verdict|witness)",
             r"envcheck\.pull(\.(events|plan))?",

@@ -113,7 +113,7 @@ def register(sub: Any) -> None:
     smoke.add_argument(
         "--smoke-timeout",
         metavar="SECONDS",
-        type=_positive_float,
+        type=positive_seconds,
         default=300.0,
         help="kill the smoke after this many seconds (default: 300)",
     )
@@ -132,7 +132,7 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _positive_float(text: str) -> float:
+def positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -167,6 +167,13 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     _render(args, report, env, text=to_stdout is None)
     _save_baseline(args, report, env)
     return int(report.exit_status)
+
+
+def diagnose(args: argparse.Namespace, env: Environment) -> Report:
+    """The report of a parsed `doctor` command line, not rendered (`envcheck fix` plans from it
+    and verifies with it)."""
+    _resolve_paths(args, env)
+    return _diagnose(args, env)
 
 
 PATH_FLAGS = ("facts", "matrix", "junit", "markdown", "baseline", "save_baseline")
