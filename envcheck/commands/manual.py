@@ -14,6 +14,13 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
             "~/.cache/envcheck); empty turns the cache off"
         ),
     ),
+    (
+        "ENVCHECK_PADDLE_INDEX",
+        (
+            "the base URL of Paddle's package index for `envcheck fix`, as --paddle-index (a "
+            "mirror; default: https://www.paddlepaddle.org.cn)"
+        ),
+    ),
     ("ENVCHECK_HEARTBEAT_S", "seconds between `still …` lines in a log (default: 10)"),
     (
         "ENVCHECK_DRIVER_ROOT",
@@ -45,6 +52,11 @@ FILES: tuple[tuple[str, str], ...] = (
     (
         "$XDG_STATE_HOME/envcheck/owner.key (default: ~/.local/state/envcheck/owner.key)",
         "marks the smoke containers this user made, so that only their owner removes leftovers",
+    ),
+    (
+        "$XDG_STATE_HOME/envcheck/fix/records/ (default: ~/.local/state/envcheck/fix/records/)",
+        "what `envcheck fix --yes` recorded before changing an interpreter (pip freeze, pip "
+        "config): the state a rollback restores",
     ),
     (
         "$ENVCHECK_CACHE_DIR (default: ~/.cache/envcheck)",
