@@ -17,8 +17,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     (
         "ENVCHECK_PADDLE_INDEX",
         (
-            "the base URL of Paddle's package index for `envcheck fix`, as --paddle-index (a "
-            "mirror; default: https://www.paddlepaddle.org.cn)"
+            "the base URL of the Paddle package index `envcheck fix` installs from, a mirror "
+            "(default: https://www.paddlepaddle.org.cn); its flag takes precedence"
         ),
     ),
     ("ENVCHECK_HEARTBEAT_S", "seconds between `still …` lines in a log (default: 10)"),
