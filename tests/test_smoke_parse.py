@@ -226,3 +226,9 @@ def test_ordinary_noise_is_not_a_warning_and_repeats_are_reported_once() -> None
         ]
     )
     assert [w["kind"] for w in scan_paddle_warnings(text)] == ["cuda-mismatch"]
+
+
+def test_stdout_nested_past_the_recursion_limit_is_bad_output() -> None:
+    """#23.3: `[[[[…` a hundred thousand deep was a RecursionError out of the smoke."""
+    with pytest.raises(BadOutput, match="nested too deeply"):
+        parse_result(b"[" * 100_000 + b"]" * 100_000)

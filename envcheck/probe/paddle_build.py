@@ -11,7 +11,7 @@ import ast
 import os
 import re
 
-from envcheck.facts import PaddleFacts
+from envcheck.facts import FactsError, PaddleFacts, from_dict, to_dict
 from envcheck.probe.interpreter import Interpreter
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
@@ -97,16 +97,25 @@ def probe_paddle(target: Interpreter) -> PaddleFacts:
             tuple(dists),
         )
         if facts.version is None and len(dists) <= 1:
-            return PaddleFacts(
-                status="error",
-                python=python,
-                location=facts.location,
-                reason=f"unreadable {version_file}",
-            )
-        return facts
+            return _unreadable(facts, f"unreadable {version_file}")
+        return validated(facts, version_file)
     return PaddleFacts(
         status="absent", python=python, reason="Paddle is not installed for this interpreter"
     )
+
+
+def validated(facts: PaddleFacts, version_file: str) -> PaddleFacts:
+    """`facts` checked as `--facts` checks a saved document (`cuda_version = 'abc'`, seven
+    parts, `1e400`, `١٢.٦`): the judge parses these fields, so a bad one is an error fact here."""
+    try:
+        from_dict(PaddleFacts, to_dict(facts), "paddle")
+    except FactsError as e:
+        return _unreadable(facts, f"unreadable {version_file}: {e}")
+    return facts
+
+
+def _unreadable(facts: PaddleFacts, reason: str) -> PaddleFacts:
+    return PaddleFacts(status="error", python=facts.python, location=facts.location, reason=reason)
 
 
 def _package(dists: list[str], text: str) -> str | None:

@@ -115,6 +115,8 @@ def parse_result(stdout: bytes) -> SmokeResult:
         doc = json.loads(lines[0], parse_constant=_reject_constant)
     except (json.JSONDecodeError, ValueError) as e:
         raise BadOutput(f"stdout is not JSON ({e}): {_preview(lines[0])}") from e
+    except RecursionError as e:  # `[[[[…` deeper than the parser's recursion limit
+        raise BadOutput(f"stdout is JSON nested too deeply: {_preview(lines[0])}") from e
     return validate(doc)
 
 
