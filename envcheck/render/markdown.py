@@ -105,8 +105,8 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
         parts.append(_fleet_table(summary))
     for dup in summary.duplicates:
         parts.append(
-            f"Duplicate host `{dup.hostname}`: kept `{dup.kept}` (newest), "
-            f"ignored {', '.join(f'`{s}`' for s in dup.ignored)}."
+            f"Duplicate host {_code(dup.hostname)}: kept {_code(dup.kept)} (newest), "
+            f"ignored {', '.join(_code(s) for s in dup.ignored)}."
         )
     return "\n\n".join(parts) + "\n"
 
@@ -125,7 +125,7 @@ def _fleet_table(summary: FleetSummary) -> str:
                     SEVERITY_ICON.get(layers.get(layer, ""), NOT_CHECKED)
                     for layer in summary.layers
                 ),
-                f"`{first.id}`: {_text(first.message)}" if first else "",
+                f"{_code(first.id)}: {_text(first.message)}" if first else "",
             ]
         )
     return _table(header, rows)
@@ -135,7 +135,7 @@ def _problem_table(findings: list[Finding]) -> str:
     rows = [
         [
             SEVERITY_ICON[f.severity],
-            f"`{f.id}`",
+            _code(f.id),
             _text(f.layer),
             _text(f.message),
             _text(f.fix or ""),
@@ -146,14 +146,14 @@ def _problem_table(findings: list[Finding]) -> str:
 
 
 def _passed_table(findings: list[Finding]) -> str:
-    rows = [[f"`{f.id}`", _text(f.layer), _text(f.message)] for f in findings]
+    rows = [[_code(f.id), _text(f.layer), _text(f.message)] for f in findings]
     return _table(["Check", "Layer", "What was found"], rows)
 
 
 def _key_values(data: Mapping[str, Any]) -> str:
     """Scalar entries only: the smoke's nested traces belong in the JSON report, not a summary."""
     rows = [
-        [f"`{key}`", _text(str(value))]
+        [_code(key), _text(str(value))]
         for key, value in data.items()
         if isinstance(value, (str, int, float, bool)) or value is None
     ]
@@ -189,6 +189,19 @@ def _text(text: str) -> str:
         part.replace("|", "\\|") if part.startswith("`") else _SPECIAL.sub(r"\\\1", part)
         for part in parts
     )
+
+
+_TICKS = re.compile(r"`+")
+
+
+def _code(text: str) -> str:
+    """`text` (a finding id, a file or host name from a report) as one code span in a table cell,
+    whatever it holds: a backtick in it can neither close the span nor open raw HTML (GFM: the
+    span's fence is a backtick run longer than any inside, padded with a space)."""
+    text = " ".join(visible(text).split()).replace("|", "\\|")
+    fence = "`" * (1 + max((len(run) for run in _TICKS.findall(text)), default=0))
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _plural(n: int, word: str) -> str:
