@@ -184,6 +184,13 @@ def translate_pull_errors(ref: str, registry: str) -> Iterator[None]:
         raise _unreachable(f"pulling {ref}", e) from e
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, PermissionError) as e:
         raise _unreachable(f"pulling {ref}", e) from e
+    except (ValueError, docker.errors.StreamParseError, RecursionError) as e:
+        # An answer that is not a stream of JSON objects (docker-py decodes a non-chunked one
+        # whole, raising JSONDecodeError): not an engine we can read; a retry will not fix it.
+        raise PullFailed(
+            f"pulling {ref}: the engine's answer is not a stream of JSON events: {str(e)[:200]}",
+            hint="check `docker info` and the engine's log (is DOCKER_HOST a Docker engine?)",
+        ) from e
 
 
 def inspect_distribution(

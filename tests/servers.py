@@ -430,3 +430,91 @@ def _pings(path: Path) -> bool:
             return s.recv(64).split(b" ")[1:2] == [b"200"]  # "HTTP/1.x 200 OK"
         except OSError:
             return False
+
+
+@dataclass
+class Answer:
+    """One canned HTTP answer of `FakeEngine`: `chunked` streams the body as one chunk."""
+
+    status: int = 200
+    body: bytes = b"{}"
+    content_type: str = "application/json"
+    chunked: bool = False
+
+
+class FakeEngine:
+    """A misbehaving Engine API on a unix socket, a *peer* for the real docker SDK (never a mock
+    of it): each request is answered by the first route whose `(method, path part)` matches, else
+    404. `requests` records `METHOD path` of every request."""
+
+    def __init__(self, path: Path, routes: dict[tuple[str, str], Answer]) -> None:
+        import socketserver
+
+        self.path, self.routes, self.requests = path, routes, list[str]()
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self) -> None:
+                engine.requests.append(f"{self.command} {self.path}")
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                answer = next(
+                    (
+                        a
+                        for (m, part), a in engine.routes.items()
+                        if m == self.command and part in self.path
+                    ),
+                    Answer(404, b'{"message": "no such route in the fake engine"}'),
+                )
+                self.send_response(answer.status)
+                self.send_header("Content-Type", answer.content_type)
+                self.send_header("Api-Version", "1.45")
+                if answer.chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    body = answer.body
+                    self.wfile.write(f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+                else:
+                    self.send_header("Content-Length", str(len(answer.body)))
+                    self.end_headers()
+                    self.wfile.write(answer.body)
+
+            do_GET = do_POST = do_HEAD = do_DELETE = _answer
+
+            def address_string(self) -> str:
+                return "unix"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+        self.server = Server(str(path), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def host(self) -> str:
+        return f"unix://{self.path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+ENGINE_VERSION = Answer(
+    body=json.dumps(
+        {
+            "Version": "27.3.1",
+            "ApiVersion": "1.45",
+            "MinAPIVersion": "1.24",
+            "Os": "linux",
+            "Arch": "amd64",
+        }
+    ).encode()
+)
