@@ -80,14 +80,17 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     summary = merge_reports(hosts, expected)
     for name in summary.missing:
         print(f"envcheck: error: {name}: expected, but no report from it", file=env.stderr)
-    if args.json:
-        doc = summary.to_json() | {"errors": errors}
-        doc["exit_code"] = _exit_code(summary.exit_code, errors)
-        print(json.dumps(doc, indent=2), file=env.stdout)
-    else:
-        from envcheck.render.table import print_fleet_table
+    from envcheck.streams import reader_may_leave
 
-        print_fleet_table(summary, env.stdout)
+    with reader_may_leave(env.stdout):  # `| head -1`: the fleet's exit code stands
+        if args.json:
+            doc = summary.to_json() | {"errors": errors}
+            doc["exit_code"] = _exit_code(summary.exit_code, errors)
+            print(json.dumps(doc, indent=2), file=env.stdout)
+        else:
+            from envcheck.render.table import print_fleet_table
+
+            print_fleet_table(summary, env.stdout)
     if args.junit:
         from envcheck.render.junit import write_fleet_junit
 
