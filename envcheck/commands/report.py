@@ -104,17 +104,18 @@ def _exit_code(worst: int, errors: list[str]) -> int:
     return int(ExitStatus.USAGE) if errors else worst
 
 
-def expand_paths(names: list[str], env: Environment) -> tuple[list[Path], list[str]]:
+def expand_paths(names: list[str], env: Environment) -> tuple[list[tuple[Path, bool]], list[str]]:
     """A folder stands for its `*.json` files: thousands of node reports overflow a command
-    line. Relative names are under `env.cwd`; `-` is `env.stdin`."""
-    paths: list[Path] = []
+    line. Relative names are under `env.cwd`; `-` is `env.stdin`. Each path comes with whether
+    it was found in a folder (read only if a regular file: a FIFO there would hang the run)."""
+    paths: list[tuple[Path, bool]] = []
     errors: list[str] = []
     for name in names:
         path = Path(env.path(name))
         if name == "-" or not path.is_dir():
-            paths.append(path)
+            paths.append((path, False))
         elif found := sorted(path.glob("*.json")):
-            paths += found
+            paths += [(p, True) for p in found]
         else:
             errors.append(f"{path}: a folder with no *.json report in it")
     return paths, errors
@@ -140,7 +141,9 @@ def read_expected_hosts(name: str, env: Environment) -> list[str]:
         raise UsageError(f"--expect-hosts {name}: {e}", hint=HOSTS_HINT) from e
 
 
-def read_reports(paths: list[Path], env: Environment) -> tuple[list[HostReport], list[str]]:
+def read_reports(
+    paths: list[tuple[Path, bool]], env: Environment
+) -> tuple[list[HostReport], list[str]]:
     """Parse every file (`-`: `env.stdin`, which has no mtime); return the good reports and one
     error line per bad file."""
     from envcheck.saved_report import ReportDocumentError, SavedReport, parse_report
@@ -148,9 +151,9 @@ def read_reports(paths: list[Path], env: Environment) -> tuple[list[HostReport],
 
     hosts: list[HostReport] = []
     errors: list[str] = []
-    for path in paths:
+    for path, in_folder in paths:
         try:
-            document = read_json(str(path), what="report", env=env)
+            document = read_json(str(path), what="report", env=env, regular=in_folder)
             mtime = None if str(path) == "-" else path.stat().st_mtime
             hosts.append(parse_report(SavedReport(str(path), document, mtime)))
         except OSError as e:

@@ -13,8 +13,10 @@ import re
 
 from envcheck.facts import FactsError, PaddleFacts, from_dict, to_dict
 from envcheck.probe.interpreter import Interpreter
+from envcheck.userfiles import read_regular
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
+_MAX_VERSION_FILE = 256 * 1024  # the real ones are about 1 KB
 _DISTS = {"paddlepaddle_gpu": "paddlepaddle-gpu", "paddlepaddle": "paddlepaddle"}
 
 
@@ -84,10 +86,16 @@ def probe_paddle(target: Interpreter) -> PaddleFacts:
     for site_dir in target.paths:
         version_file = os.path.join(site_dir, "paddle", "version", "__init__.py")
         try:
-            with open(version_file, encoding="utf-8", errors="replace") as f:
-                text = f.read(256 * 1024)
-        except OSError:
+            text = read_regular(version_file, _MAX_VERSION_FILE).decode("utf-8", "replace")
+        except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError as e:  # a FIFO, a folder, a huge file, no permission: not a version file
+            return PaddleFacts(
+                status="error",
+                python=python,
+                location=os.path.dirname(os.path.dirname(version_file)),
+                reason=f"cannot read {version_file}: {e.strerror or e}",
+            )
         dists = installed_distributions(site_dir)
         facts = build_facts(
             parse_version_file(text),

@@ -136,11 +136,11 @@ def append_step_outputs(
     path = (environ if environ is not None else os.environ).get("GITHUB_OUTPUT")
     if not path:
         return None
+    text = "".join(f"{key}={' '.join(value.split())}\n" for key, value in outputs.items())
     try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.writelines(f"{key}={' '.join(value.split())}\n" for key, value in outputs.items())
-    except OSError as e:
-        return f"cannot write the step outputs {path}: {e.strerror or e}"
+        append_output(path, text, what="the step outputs")
+    except EnvcheckError as e:
+        return e.message
     return None
 
 

@@ -113,7 +113,8 @@ def _stored_key(path: Path) -> bytes:
             out.write(secrets.token_bytes(KEY_BYTES))
             out.flush()
             os.fsync(out.fileno())
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    # O_NONBLOCK: a FIFO planted there is refused by the fstat below, not waited on (#23.9)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as found:
         _private_fd(found.fileno())
         key = found.read(KEY_BYTES + 1)
