@@ -638,7 +638,11 @@ def test_host_lists_read_like_slurm_writes_them(text, names):
         ("-rf", "line 1: '-rf' is not a host name"),
         ("n[]", "line 1: '' is not a range like 001-004"),
         ("r[1-999]n[1-999]", "line 1: 'r[1-999]n[1-999]' names more than 100000 hosts"),
-        ("n[0-999999999]", "line 1: the range 0-999999999 has too many hosts"),
+        ("n[0-999999999]", "line 1: 'n[0-999999999]' names more than 100000 hosts"),
+        # #23.4: each range under the limit, together 30 million names (2.1 GB before a check)
+        ("n[" + ",".join(["0-99999"] * 300) + "]", "names more than 100000 hosts"),
+        ("x" * 254, "is longer than a host name"),
+        ("x" * 250 + "[1-99999]", "is longer than a host name"),
     ],
     ids=[
         "reversed",
@@ -649,6 +653,9 @@ def test_host_lists_read_like_slurm_writes_them(text, names):
         "empty-range",
         "product-too-big",
         "range-too-big",
+        "many-ranges",
+        "long-name",
+        "long-names-ranged",
     ],
 )
 def test_bad_host_lists_say_where(text, error):
@@ -781,3 +788,14 @@ def test_a_bad_expect_hosts_file_is_exit_2(tmp_path, capsys, content, error):
     )
     assert code == 2 and out == ""
     assert f"envcheck: error: {error.format(path=path)}" in err
+
+
+def test_a_host_list_asking_for_gigabytes_is_exit_2(tmp_path: Path) -> None:
+    """#23.4: `n[0-99999,0-99999,…]` in a 2.4 KB file ended in MemoryError."""
+    hosts = tmp_path / "nodes.txt"
+    hosts.write_text("n[" + ",".join(["0-99999"] * 300) + "]\n")
+    (tmp_path / "reports").mkdir()
+    _write(tmp_path / "reports", samples.healthy())
+    run = run_envcheck(["report", "--expect-hosts", str(hosts), str(tmp_path / "reports")])
+    assert run.returncode == 2, run.stderr
+    assert "names more than 100000 hosts" in run.stderr and "Traceback" not in run.stderr
