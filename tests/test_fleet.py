@@ -799,3 +799,13 @@ def test_a_host_list_asking_for_gigabytes_is_exit_2(tmp_path: Path) -> None:
     run = run_envcheck(["report", "--expect-hosts", str(hosts), str(tmp_path / "reports")])
     assert run.returncode == 2, run.stderr
     assert "names more than 100000 hosts" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_bad_files_name_is_shown_never_obeyed(tmp_path: Path) -> None:
+    """#23.2: report's per-file errors printed the file name raw (ESC, a `::warning::` line)."""
+    _write(tmp_path, samples.healthy())
+    (tmp_path / "x\n::warning::forged\x1b[2J.json").write_text("not json")
+    run = run_envcheck(["report", str(tmp_path)])
+    assert run.returncode == 2
+    assert "forged" in run.stderr and "\x1b" not in run.stderr
+    assert not any(line.startswith("::") for line in run.stderr.splitlines())

@@ -71,15 +71,17 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     paths, errors = expand_paths(args.files, env)
     hosts, unreadable = read_reports(paths, env)
     errors += unreadable
-    for error in errors:
-        print(f"envcheck: error: {error}", file=env.stderr)
+    from envcheck.render.sanitize import visible
+
+    for error in errors:  # a file name or a report's text: shown, never obeyed (#23.2)
+        print(f"envcheck: error: {visible(error)}", file=env.stderr)
     if not hosts and expected is None:
         raise UsageError(f"no report could be read ({len(errors)} file(s) failed)", hint=FILE_HINT)
     if errors:
         print(f"hint: {FILE_HINT}; the other reports were merged", file=env.stderr)
     summary = merge_reports(hosts, expected)
     for name in summary.missing:
-        print(f"envcheck: error: {name}: expected, but no report from it", file=env.stderr)
+        print(f"envcheck: error: {visible(name)}: expected, but no report from it", file=env.stderr)
     from envcheck.streams import reader_may_leave
 
     with reader_may_leave(env.stdout):  # `| head -1`: the fleet's exit code stands

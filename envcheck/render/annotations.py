@@ -136,7 +136,7 @@ def append_step_outputs(
     path = (environ if environ is not None else os.environ).get("GITHUB_OUTPUT")
     if not path:
         return None
-    text = "".join(f"{key}={' '.join(value.split())}\n" for key, value in outputs.items())
+    text = "".join(f"{key}={' '.join(visible(value).split())}\n" for key, value in outputs.items())
     try:
         append_output(path, text, what="the step outputs")
     except EnvcheckError as e:
@@ -180,9 +180,11 @@ def _capped(problems: list[tuple[str, str, str, str]]) -> list[str]:
 
 def workflow_command(command: str, message: str, **properties: str) -> str:
     """`::command key=value,…::message` with GitHub's escaping (actions/toolkit `command.ts`):
-    data escapes `%`, CR and LF; property values also `:` and `,`."""
+    data escapes `%`, CR and LF; property values also `:` and `,`. Both pass `visible()` first
+    (idempotent): a hostname's ESC, BEL or bidi control never reaches the log (#23.2)."""
     props = ",".join(f"{k}={escape_property(visible(v))}" for k, v in properties.items() if v)
-    return f"::{command}{' ' + props if props else ''}::{escape_data(message)}"
+    shown = escape_data(visible(message, keep_lines=True))
+    return f"::{command}{' ' + props if props else ''}::{shown}"
 
 
 def escape_data(text: str) -> str:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from envcheck import activity, signals
 from envcheck.docker_adapter import translate_errors
 from envcheck.errors import EnvcheckError
+from envcheck.render.sanitize import visible
 from envcheck.smoke import ownership
 from envcheck.smoke.attach import pump
 from envcheck.smoke.container_spec import ContainerSpec, create_kwargs
@@ -152,8 +153,10 @@ def sweep_leftovers(
         if reason is not None and remove(container, quiet=True, volumes=False):
             removed.append(container.short_id)
             print(
-                f"envcheck: removed leftover smoke container {container.short_id} "
-                f"({container.name}: {reason})",
+                visible(
+                    f"envcheck: removed leftover smoke container {container.short_id} "
+                    f"({container.name}: {reason})"
+                ),
                 file=sys.stderr,
             )
     return removed
