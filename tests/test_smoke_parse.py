@@ -232,3 +232,18 @@ def test_stdout_nested_past_the_recursion_limit_is_bad_output() -> None:
     """#23.3: `[[[[…` a hundred thousand deep was a RecursionError out of the smoke."""
     with pytest.raises(BadOutput, match="nested too deeply"):
         parse_result(b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_the_host_stamps_when_it_started_and_reaped_the_run() -> None:
+    """#23.1: the interval a training window must lie in, on the clock the window uses."""
+    import time
+
+    from envcheck.smoke.check import outcome_of
+    from envcheck.smoke.parse import OutputCollector
+
+    before = time.time()
+    raw = OutputCollector().raw_run(0, time.monotonic(), timed_out=False)
+    assert raw.started_at is not None and raw.ended_at is not None
+    assert before - 1 <= raw.started_at <= raw.ended_at <= time.time()
+    nvml = outcome_of(raw, {"status": "unavailable"}).nvml
+    assert nvml.get("run_window") == {"start": raw.started_at, "end": raw.ended_at}

@@ -69,11 +69,14 @@ class OutputCollector:
         self, exit_code: int | None, started: float, *, timed_out: bool, **more: Any
     ) -> RawRun:
         """What the streams held when the run ended (`started` from time.monotonic())."""
+        duration, now = time.monotonic() - started, time.time()
         return RawRun(
             exit_code=exit_code,
             stdout=self.stdout(),
             stderr=self.stderr(),
-            duration_s=round(time.monotonic() - started, 3),
+            duration_s=round(duration, 3),
+            started_at=now - duration,
+            ended_at=now,
             stdout_bytes=self.stdout_bytes,
             stdout_overflow=self.overflow.is_set(),
             timed_out=timed_out,
@@ -94,6 +97,10 @@ class RawRun:
     timed_out: bool = False
     oom_killed: bool = False
     pid: int | None = None  # host pid of the workload (NVML's per-process accounting key)
+    # The host's wall clock (the clock `train_window` uses) when it started and reaped the run:
+    # a training window outside them was not this run's (#23.1).
+    started_at: float | None = None
+    ended_at: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # container id, limits, image id...
 
 
