@@ -442,32 +442,31 @@ class Answer:
     chunked: bool = False
 
 
-class FakeEngine:
-    """A misbehaving Engine API on a unix socket, a *peer* for the real docker SDK (never a mock
-    of it): each request is answered by the first route whose `(method, path part)` matches, else
-    404. `requests` records `METHOD path` of every request."""
+class _Routes:
+    """Answers each request with the first route whose `(method, path part)` matches, else 404;
+    `requests` records `METHOD path` of every request."""
 
-    def __init__(self, path: Path, routes: dict[tuple[str, str], Answer]) -> None:
-        import socketserver
+    def __init__(self, routes: dict[tuple[str, str], Answer]) -> None:
+        self.routes, self.requests = routes, list[str]()
 
-        self.path, self.routes, self.requests = path, routes, list[str]()
-        engine = self
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        owner = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def _answer(self) -> None:
-                engine.requests.append(f"{self.command} {self.path}")
+                owner.requests.append(f"{self.command} {self.path}")
                 length = int(self.headers.get("Content-Length") or 0)
                 if length:
                     self.rfile.read(length)
                 answer = next(
                     (
                         a
-                        for (m, part), a in engine.routes.items()
+                        for (m, part), a in owner.routes.items()
                         if m == self.command and part in self.path
                     ),
-                    Answer(404, b'{"message": "no such route in the fake engine"}'),
+                    Answer(404, b'{"message": "no such route in the fake server"}'),
                 )
                 self.send_response(answer.status)
                 self.send_header("Content-Type", answer.content_type)
@@ -480,26 +479,60 @@ class FakeEngine:
                 else:
                     self.send_header("Content-Length", str(len(answer.body)))
                     self.end_headers()
-                    self.wfile.write(answer.body)
+                    if self.command != "HEAD":
+                        self.wfile.write(answer.body)
 
             do_GET = do_POST = do_HEAD = do_DELETE = _answer
 
             def address_string(self) -> str:
-                return "unix"
+                return "peer"
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
+        return Handler
+
+
+class FakeEngine(_Routes):
+    """A misbehaving Engine API on a unix socket, a *peer* for the real docker SDK (never a mock
+    of it)."""
+
+    def __init__(self, path: Path, routes: dict[tuple[str, str], Answer]) -> None:
+        import socketserver
+
+        super().__init__(routes)
+        self.path = path
+
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
 
-        self.server = Server(str(path), Handler)
+        self.server = Server(str(path), self.handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     @property
     def host(self) -> str:
         return f"unix://{self.path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+class FakeRegistry(_Routes):
+    """A misbehaving registry on 127.0.0.1 (plain HTTP, as envcheck speaks to a loopback one)."""
+
+    def __init__(self, routes: dict[tuple[str, str], Answer]) -> None:
+        super().__init__(routes)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
         self.server.shutdown()
