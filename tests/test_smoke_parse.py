@@ -247,3 +247,11 @@ def test_the_host_stamps_when_it_started_and_reaped_the_run() -> None:
     assert before - 1 <= raw.started_at <= raw.ended_at <= time.time()
     nvml = outcome_of(raw, {"status": "unavailable"}).nvml
     assert nvml.get("run_window") == {"start": raw.started_at, "end": raw.ended_at}
+
+
+def test_a_number_past_a_floats_range_is_bad_output() -> None:
+    """#23.11's campaign: `max_abs_diff: 1e400` written as an integer raised OverflowError."""
+    doc = rec.on_gpu(rec.result())
+    doc["runs"][0]["checks"][0]["max_abs_diff"] = 10**400
+    with pytest.raises(BadOutput, match="not a finite number"):
+        parse_result(json.dumps(doc).encode())

@@ -208,8 +208,16 @@ def _conform(value: Any, hint: Any, where: str) -> None:
             _conform(item, args[1], f"{where}.{key}")
     elif not _shallow(value, hint):
         raise BadOutput(f"{where}: expected {_names((hint,))}, got {_kind(value)}")
-    elif hint is float and not math.isfinite(value):
-        raise BadOutput(f"{where}: not a finite number: {value!r}")
+    elif hint is float and not _finite(value):
+        raise BadOutput(f"{where}: not a finite number: {_short(value)}")
+
+
+def _finite(value: float) -> bool:
+    """An int past a float's range (10**400) is no finite number either (#23.3: OverflowError)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _shallow(value: Any, hint: Any) -> bool:
