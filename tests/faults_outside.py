@@ -38,6 +38,7 @@ from tests import report_samples as samples
 from tests.faults import Tally, field_paths, snapshot, with_value
 from tests.inprocess import ENV
 from tests.servers import ENGINE_VERSION, Answer, FakeEngine, FakeRegistry
+from tests.smoke_host import processes_mentioning
 
 SURFACES = (
     "live-probes",
@@ -701,7 +702,7 @@ def signal_case(signum: signal.Signals, tmp: Path) -> None:
         _, err = proc.communicate()
         hung = True
     left = [p.name for p in tmp.iterdir() if p.name.startswith("envcheck")]
-    children = _processes_mentioning(str(tmp))
+    children = processes_mentioning(str(tmp))
     TALLIES["signals"].record(
         f"in-process-{signum.name}",
         traceback_seen="Traceback" in err,
@@ -710,21 +711,6 @@ def signal_case(signum: signal.Signals, tmp: Path) -> None:
         hung=hung,
         detail=f"exit {proc.returncode}; left {left}; children {children}; {err[-300:]!r}",
     )
-
-
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            try:
-                cmdline = (
-                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                )
-            except OSError:
-                continue
-            if text in cmdline:
-                found.append(f"{proc.name}: {cmdline[:80]}")
-    return found
 
 
 SIGNALS = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import socketserver
 import subprocess
 import tempfile
 import threading
@@ -449,6 +450,16 @@ class _Routes:
     def __init__(self, routes: dict[tuple[str, str], Answer]) -> None:
         self.routes, self.requests = routes, list[str]()
 
+    def serve(self, server: socketserver.BaseServer) -> None:
+        self.server = server
+        self.thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
     def handler(self) -> type[BaseHTTPRequestHandler]:
         owner = self
 
@@ -498,26 +509,16 @@ class FakeEngine(_Routes):
     of it)."""
 
     def __init__(self, path: Path, routes: dict[tuple[str, str], Answer]) -> None:
-        import socketserver
-
-        super().__init__(routes)
-        self.path = path
-
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
 
-        self.server = Server(str(path), self.handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        super().__init__(routes)
+        self.path = path
+        self.serve(Server(str(path), self.handler()))
 
     @property
     def host(self) -> str:
         return f"unix://{self.path}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
 
 
 class FakeRegistry(_Routes):
@@ -525,19 +526,13 @@ class FakeRegistry(_Routes):
 
     def __init__(self, routes: dict[tuple[str, str], Answer]) -> None:
         super().__init__(routes)
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
+        server.daemon_threads = True
+        self.serve(server)
 
     @property
     def addr(self) -> str:
         return f"127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
 
 
 ENGINE_VERSION = Answer(

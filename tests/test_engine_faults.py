@@ -12,49 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults_outside import PULL_ANSWERS, REF, engine_routes
 from tests.inprocess import envcheck
-from tests.servers import ENGINE_VERSION, Answer, FakeEngine
-
-REF = "127.0.0.1:5000/envcheck-test/busybox:1"
-# What the real dockerd answered to GET /distribution/{REF}/json for the test registry's image.
-DISTRIBUTION = {
-    "Descriptor": {
-        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-        "digest": "sha256:eefa0937cd87770e2a6d55f7fb8c4fbe89953f6f4e406bfff57395c74aa0d16c",
-        "size": 527,
-    },
-    "Platforms": [{"architecture": "amd64", "os": "linux"}],
-}
-
-
-def engine_routes(pull: Answer) -> dict[tuple[str, str], Answer]:
-    return {
-        ("GET", "/_ping"): Answer(body=b"OK", content_type="text/plain"),
-        ("GET", "/version"): ENGINE_VERSION,
-        ("GET", "/distribution/"): Answer(body=json.dumps(DISTRIBUTION).encode()),
-        ("POST", "/images/create"): pull,
-    }
+from tests.servers import Answer, FakeEngine
 
 
 @pytest.fixture
-def engine_at(tmp_path: Path) -> Iterator[list[FakeEngine]]:
+def engine_at() -> Iterator[list[FakeEngine]]:
     started: list[FakeEngine] = []
     yield started
     for engine in started:
         engine.close()
-
-
-PULL_ANSWERS = {
-    "not-chunked-not-json": Answer(body=b"not json at all"),
-    "not-chunked-html": Answer(body=b"<html>proxy error</html>", content_type="text/html"),
-    "chunked-not-json": Answer(body=b"{broken", chunked=True),
-    "chunked-not-objects": Answer(body=b'[1]\n"x"\n3\n', chunked=True),
-    "error-detail-a-list": Answer(body=b'{"errorDetail": [1]}\n', chunked=True),
-    "progress-detail-a-list": Answer(
-        body=b'{"id": "a", "status": "Downloading", "progressDetail": [1]}\n', chunked=True
-    ),
-    "nested-too-deep": Answer(body=b"[" * 100_000 + b"]" * 100_000),
-}
 
 
 @pytest.mark.parametrize("answer", PULL_ANSWERS.values(), ids=PULL_ANSWERS.keys())

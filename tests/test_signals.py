@@ -25,7 +25,7 @@ from envcheck.smoke import ownership
 from envcheck.smoke.container import SmokeContainer
 from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.ownership import OWNER_LABEL
-from tests.smoke_host import SCRIPTS
+from tests.smoke_host import SCRIPTS, processes_mentioning
 
 pytest_plugins = ("tests.smoke_fixtures",)
 
@@ -122,21 +122,6 @@ def _wait_until_in_charge(proc: subprocess.Popen[str]) -> None:
         time.sleep(0.01)
 
 
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            try:
-                cmdline = (
-                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                )
-            except OSError:
-                continue  # gone meanwhile
-            if text in cmdline:
-                found.append(f"{proc.name}: {cmdline}")
-    return found
-
-
 @pytest.mark.docker
 @pytest.mark.parametrize(
     ("mode", "signum", "after"),
@@ -175,7 +160,7 @@ def test_a_signal_at_a_random_moment_leaves_nothing(
     assert proc.returncode in (0, 130), (proc.returncode, err[-2000:])
     left = docker_client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
     assert not left, f"containers left: {[c.name for c in left]}"
-    assert not _processes_mentioning(str(tmp_path)), "the training child survived"
+    assert not processes_mentioning(str(tmp_path)), "the training child survived"
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("envcheck")]
     if proc.returncode == 130:
         assert "interrupted" in (out + err)
@@ -230,5 +215,5 @@ def test_a_hangup_quit_or_user_signal_mid_smoke_leaves_nothing(
     assert proc.returncode == 130, (proc.returncode, err[-2000:])
     left = docker_client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
     assert not left, f"containers left: {[c.name for c in left]}"
-    assert not _processes_mentioning(str(tmp_path)), "the training child survived"
+    assert not processes_mentioning(str(tmp_path)), "the training child survived"
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("envcheck")]
