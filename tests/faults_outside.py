@@ -26,6 +26,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -222,15 +223,32 @@ def _docker_config(kind: str) -> Callable[[Path], dict[str, str]]:
     return setup
 
 
+def _fake_gpu(tmp: Path) -> dict[str, str]:
+    """The variables of a fake two-A100 host (tests/fakenv, the C-ABI fakes), so the judge
+    compares the Paddle build with a driver and a GPU."""
+    from tests import fakenv
+
+    if "build" not in fakenv._BUILDS:
+        fakenv._BUILDS["build"] = fakenv.build(Path(tempfile.mkdtemp(prefix="fakenv-")))
+    return fakenv.make_host(fakenv._BUILDS["build"], "a100x2-535", tmp / "fake-host")
+
+
 def live_probe_cases() -> Iterator[ProcessCase]:
-    for name, text in VERSION_FILES.items():
-        yield ProcessCase(
-            "live-probes",
-            f"paddle-{name}",
-            ("doctor", "--no-smoke", "--python", "{tmp}/python"),
-            (0, 1),
-            setup=lambda tmp, text=text: _paddle_site(tmp, text),
-        )
+    for gpu in (False, True):
+        for name, text in VERSION_FILES.items():
+
+            def setup(
+                tmp: Path, text: str | bytes | None = text, gpu: bool = gpu
+            ) -> dict[str, str]:
+                return {**_paddle_site(tmp, text), **(_fake_gpu(tmp) if gpu else {})}
+
+            yield ProcessCase(
+                "live-probes",
+                f"paddle-{name}{'-a100' if gpu else ''}",
+                ("doctor", "--no-smoke", "--python", "{tmp}/python"),
+                (0, 1),
+                setup=setup,
+            )
     for kind in ("config-fifo", "config-deep", "config-forged", "meta-fifo", "meta-forged"):
         yield ProcessCase(
             "live-probes",
@@ -684,6 +702,7 @@ def signal_case(signum: signal.Signals, tmp: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "envcheck", "doctor", "--json", "--in-process"],
         env={**ENV, "TMPDIR": str(tmp)},
+        cwd=tmp,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
