@@ -296,3 +296,26 @@ def test_a_first_run_on_a_full_disk_leaves_no_empty_key(tmp_path: Any) -> None:
     assert "refused" in run.stdout, run.stdout + run.stderr
     assert not path.exists()
     assert len(ownership._stored_key(path)) == ownership.KEY_BYTES
+
+
+@pytest.mark.parametrize(("planted", "provable"), [(b"", True), (b"x" * 33, False)])
+def test_a_run_says_when_it_cannot_prove_ownership(
+    tmp_path: Any, planted: bytes, provable: bool
+) -> None:
+    """#23.7: an empty key is remade (ownership provable again); a key that is not ours is
+    left alone and the run says it cannot prove ownership (the sweep prints why)."""
+    folder = tmp_path / "envcheck"
+    folder.mkdir(mode=0o700)
+    (folder / "owner.key").write_bytes(planted)
+    (folder / "owner.key").chmod(0o600)
+    code = "from envcheck.smoke import ownership; print(ownership.unprovable())"
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+    )
+    assert (run.stdout.strip() == "None") == provable, run.stdout + run.stderr
+    assert provable or "not an envcheck owner key" in run.stdout

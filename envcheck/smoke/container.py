@@ -141,6 +141,14 @@ def sweep_leftovers(
         )
     removed = []
     host, now = socket.gethostname(), time.time() if now is None else now
+    if found and (why := ownership.unprovable()):
+        print(
+            visible(
+                f"envcheck: {len(found)} stopped smoke container(s) of earlier runs left alone: "
+                f"this run cannot prove ownership without its owner key ({why})"
+            ),
+            file=sys.stderr,
+        )
     for container in found:
         reason = ownership.leftover_reason(
             container.attrs,

@@ -86,13 +86,23 @@ def leftover_reason(
     return f"{status} {age} s ago, owner {labels.get(OWNER_LABEL) or '?'} {'gone' if not owner_waits else 'past its deadline'}"
 
 
-@functools.cache
 def owner_key() -> bytes:
     """This user's owner key, created on first use; a process-only key when it cannot be kept."""
+    return _owner_key()[0]
+
+
+def unprovable() -> str | None:
+    """Why this process holds a process-only key (None: the stored one): no leftover of an
+    earlier run can then be proven ours, and the sweep says so instead of keeping quiet."""
+    return _owner_key()[1]
+
+
+@functools.cache
+def _owner_key() -> tuple[bytes, str | None]:
     try:
-        return _stored_key(_key_path())
-    except OSError:
-        return secrets.token_bytes(KEY_BYTES)
+        return _stored_key(_key_path()), None
+    except OSError as e:
+        return secrets.token_bytes(KEY_BYTES), f"{_key_path()}: {e.strerror or e}"
 
 
 def _key_path() -> Path:
