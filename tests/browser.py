@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import markdown as python_markdown
+import markdown as python_markdown  # type: ignore[import-untyped]  # it ships no types
 
 WIDTH = 900  # CSS pixels: the content width of a job summary on a laptop-sized window
 CHROMIUM_FLAGS = (

@@ -528,11 +528,12 @@ class FakeRegistry(_Routes):
         super().__init__(routes)
         server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         server.daemon_threads = True
+        self.port = server.server_port
         self.serve(server)
 
     @property
     def addr(self) -> str:
-        return f"127.0.0.1:{self.server.server_address[1]}"
+        return f"127.0.0.1:{self.port}"
 
 
 ENGINE_VERSION = Answer(

@@ -233,7 +233,7 @@ HOSTILE = "\x1b]0;pwned\x07\x1b[2J\u202egpu\x07"
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def test_fleet_annotations_show_hostile_hostnames_never_obey_them():
+def test_fleet_annotations_show_hostile_hostnames_never_obey_them() -> None:
     """#23.2: hostnames carried ESC/BEL/bidi into the "N more" annotation of a fleet."""
     from envcheck.fleet import merge_reports
     from envcheck.render.annotations import fleet_annotations
@@ -248,7 +248,9 @@ def test_fleet_annotations_show_hostile_hostnames_never_obey_them():
         assert "\\x1b" in line  # shown, escaped
 
 
-def test_step_outputs_carry_no_control_characters(monkeypatch, tmp_path):
+def test_step_outputs_carry_no_control_characters(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
     assert ann.append_step_outputs({"image": f"img{HOSTILE}"}) is None

@@ -186,7 +186,7 @@ def test_the_wheel_installs_every_generated_file_where_its_shell_looks() -> None
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_envcheck_completion_prints_the_committed_script(shell):
+def test_envcheck_completion_prints_the_committed_script(shell: str) -> None:
     """`envcheck completion SHELL`, as `gh` and `pip` do: a pipx install has no share/ on the
     shell's path, but it has the command."""
     run = envcheck("completion", shell)
@@ -194,13 +194,13 @@ def test_envcheck_completion_prints_the_committed_script(shell):
     assert run.stdout == COMPLETIONS[shell].read_text(encoding="utf-8")
 
 
-def test_an_unknown_shell_is_a_usage_error():
+def test_an_unknown_shell_is_a_usage_error() -> None:
     run = envcheck("completion", "tcsh")
     assert run.returncode == 2 and "invalid choice: 'tcsh'" in run.stderr and run.stdout == ""
 
 
-def test_the_wheel_ships_the_scripts_the_command_prints():
-    import tomllib
+def test_the_wheel_ships_the_scripts_the_command_prints() -> None:
+    from envcheck.matrix.toml import tomllib
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     force = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
@@ -212,7 +212,9 @@ def _man_section(title: str) -> str:
     return man.split(f"\n.SH {title}\n", 1)[1].split("\n.SH ", 1)[0].replace("\\-", "-")
 
 
-def test_the_man_page_says_exit_status_environment_and_files_as_help_does(capsys):
+def test_the_man_page_says_exit_status_environment_and_files_as_help_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--help"])
     help_text = capsys.readouterr().out
@@ -228,7 +230,7 @@ def test_the_man_page_says_exit_status_environment_and_files_as_help_does(capsys
     assert [int(code) for code, _ in EXIT_CODES] == [*range(8), 130]
 
 
-def test_every_variable_envcheck_reads_is_documented():
+def test_every_variable_envcheck_reads_is_documented() -> None:
     """An ENVCHECK_* setting the code reads and the manual does not name is one nobody finds."""
     import re
 

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ def _write(folder: Path, report: Report, name: str | None = None) -> Path:
 # ----------------------------------------------------------------------------- merge (pure)
 
 
-def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code():
+def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code() -> None:
     summary = merge_reports([_saved(build()) for build in FLEET])
     assert [h.hostname for h in summary.hosts] == [f"gpu-node-{i}" for i in range(1, 6)]
     assert summary.counts == {
@@ -78,12 +79,14 @@ def test_mixed_verdicts_merge_into_counts_and_the_worst_exit_code():
         "cpu-fallback-worst",
     ],
 )
-def test_summary_exit_code_is_the_highest(builders, verdict, exit_code):
+def test_summary_exit_code_is_the_highest(
+    builders: list[samples.Builder], verdict: str, exit_code: int
+) -> None:
     summary = merge_reports([_saved(b()) for b in builders])
     assert (summary.verdict, summary.exit_code) == (verdict, exit_code)
 
 
-def test_layer_cell_is_the_worst_severity_of_that_layer():
+def test_layer_cell_is_the_worst_severity_of_that_layer() -> None:
     report = samples.report(
         (
             passed("smoke.trained", "ok", layer="smoke"),
@@ -118,7 +121,9 @@ def test_layer_cell_is_the_worst_severity_of_that_layer():
         "no-clue-last-given",
     ],
 )
-def test_duplicate_host_keeps_the_newest_report(older, newer, kept):
+def test_duplicate_host_keeps_the_newest_report(
+    older: dict[str, Any], newer: dict[str, Any], kept: str
+) -> None:
     def saved(name: str, spec: dict[str, Any], build: Any) -> SavedReport:
         meta = spec.get("meta", {})
         report = build(hostname="gpu-node-7")
@@ -143,7 +148,7 @@ def test_duplicate_host_keeps_the_newest_report(older, newer, kept):
     )
 
 
-def test_reports_without_hostname_are_never_merged_together():
+def test_reports_without_hostname_are_never_merged_together() -> None:
     doc = samples.healthy().to_json()
     doc["host"]["machine"]["hostname"] = None
     summary = merge_reports([SavedReport("x.json", doc), SavedReport("y.json", doc)])
@@ -191,13 +196,13 @@ def _doc(**changes: Any) -> dict[str, Any]:
         "bad-image",
     ],
 )
-def test_invalid_documents_say_what_is_wrong(document, error):
+def test_invalid_documents_say_what_is_wrong(document: Any, error: str) -> None:
     with pytest.raises(ReportDocumentError) as info:
         parse_report(SavedReport("r.json", document))
     assert error in str(info.value)
 
 
-def test_fleet_json_document():
+def test_fleet_json_document() -> None:
     doc = merge_reports([_saved(b()) for b in FLEET[:3]]).to_json()
     assert doc["kind"] == "envcheck-fleet" and doc["exit_code"] == 1 and doc["verdict"] == "fail"
     node3 = doc["hosts"][2]
@@ -221,7 +226,7 @@ def _table(text: str) -> list[str]:
     return lines[head : lines.index("", head)]
 
 
-def test_plain_table_has_the_dashboard_columns_one_line_per_host():
+def test_plain_table_has_the_dashboard_columns_one_line_per_host() -> None:
     text = fleet_table_text(merge_reports([_saved(b()) for b in FLEET]))
     lines = _table(text)
     assert lines[0].split() == [
@@ -271,7 +276,7 @@ def test_plain_table_has_the_dashboard_columns_one_line_per_host():
     ]
 
 
-def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation():
+def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation() -> None:
     fleet = [samples.driver_upgraded_without_reboot(hostname=f"gpu{i:03d}") for i in range(1, 13)]
     fleet += [samples.healthy(hostname="gpu013"), samples.smoke_crashed(hostname="login1")]
     summary = merge_reports([_saved(r) for r in fleet])
@@ -298,7 +303,7 @@ def test_identical_problems_are_one_line_with_the_hosts_in_slurm_notation():
     assert groups[0]["hosts"] == [f"gpu{i:03d}" for i in range(1, 13)]
 
 
-def test_hosts_that_never_reported_are_one_group():
+def test_hosts_that_never_reported_are_one_group() -> None:
     summary = merge_reports(
         [_saved(samples.healthy(hostname="gpu001"))], expected=[f"gpu{i:03d}" for i in range(1, 5)]
     )
@@ -328,7 +333,9 @@ def _terminal(summary: Any, monkeypatch: pytest.MonkeyPatch, columns: int) -> li
 
 
 @pytest.mark.parametrize("columns", [120, 80])
-def test_a_fleet_of_26_takes_one_line_per_host_problems_first(monkeypatch, columns):
+def test_a_fleet_of_26_takes_one_line_per_host_problems_first(
+    monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
     """#24.3: at 80 columns 26 hosts took 2 lines each (3 with long names), and one 37-character
     name stacked every row at 120; as `sinfo`, one line per host, long names cut with `…`."""
     long_name = "a-very-long-node-name-in-rack12-gpu07"
@@ -352,7 +359,9 @@ def test_a_fleet_of_26_takes_one_line_per_host_problems_first(monkeypatch, colum
         assert host.verdict in table[i + 1].split() and str(host.exit_code) in table[i + 1].split()
 
 
-def test_long_host_names_wait_for_their_group_lists_to_be_read_whole(monkeypatch):
+def test_long_host_names_wait_for_their_group_lists_to_be_read_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET * 2, LONG_NAMES)])
     lines = _terminal(summary, monkeypatch, 120)
     table = _table("\n".join(lines))
@@ -365,7 +374,7 @@ def test_long_host_names_wait_for_their_group_lists_to_be_read_whole(monkeypatch
         assert sum(line.strip().rstrip(",") == name for line in lines) == groups
 
 
-def test_the_driver_column_shows_the_loaded_kernel_module_when_user_space_differs():
+def test_the_driver_column_shows_the_loaded_kernel_module_when_user_space_differs() -> None:
     upgraded = samples.healthy(
         hostname="gpu001",
         driver=DriverFacts(status="error", version="550.54.14", kernel_module="535.104.05"),
@@ -383,7 +392,7 @@ def test_the_driver_column_shows_the_loaded_kernel_module_when_user_space_differ
     assert "* the loaded kernel module's version: the user-space driver differs" in text
 
 
-def test_wide_terminal_keeps_one_line_per_host(monkeypatch):
+def test_wide_terminal_keeps_one_line_per_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     stream = _Tty()
     summary = merge_reports([_saved(b()) for b in FLEET])
@@ -392,7 +401,7 @@ def test_wide_terminal_keeps_one_line_per_host(monkeypatch):
     assert lines[:6] == fleet_table_text(summary).splitlines()[:6]
 
 
-def test_hostile_values_are_escaped_on_the_terminal_too(monkeypatch):
+def test_hostile_values_are_escaped_on_the_terminal_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "120")
     report = samples.driver_upgraded_without_reboot(hostname="evil\x1b]0;pwned\x07\n::error::x")
     stream = _Tty()
@@ -413,7 +422,9 @@ NAME = st.from_regex(r"[a-z]{1,4}(-[a-z]{1,3})?", fullmatch=True)
         max_size=40,
     )
 )
-def test_compressed_host_lists_read_back_as_the_same_hosts(parts):
+def test_compressed_host_lists_read_back_as_the_same_hosts(
+    parts: list[tuple[str, int, int, str]],
+) -> None:
     names = [f"{p}{str(n).zfill(w)}{suffix}" for p, n, w, suffix in parts] + ["login"]
     compressed = compress_host_list(names)
     assert sorted(parse_host_list(",".join(compressed))) == sorted(set(names))
@@ -430,11 +441,11 @@ def test_compressed_host_lists_read_back_as_the_same_hosts(parts):
     ],
     ids=["padded-and-plain", "unpadded", "padding-kept-across-a-digit", "last-number-ranged"],
 )
-def test_host_lists_are_written_like_slurm(names, compressed):
+def test_host_lists_are_written_like_slurm(names: list[str], compressed: list[str]) -> None:
     assert compress_host_list(names) == compressed
 
 
-def test_a_long_host_list_is_cut_between_names_with_the_count_left():
+def test_a_long_host_list_is_cut_between_names_with_the_count_left() -> None:
     names = tuple(f"node-{c}{i}" for c in "abcdefghij" for i in range(3))  # no common range
     text = host_list(names, 60)
     assert text.endswith(" more (`--json` lists them all)") and len(text) <= 60
@@ -456,18 +467,22 @@ def _run(
 
 
 @pytest.fixture(autouse=True)
-def _not_on_github(monkeypatch):
+def _not_on_github(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
 
 
-def test_report_command_merges_files_and_exits_with_the_worst(tmp_path, capsys):
+def test_report_command_merges_files_and_exits_with_the_worst(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     paths = [str(_write(tmp_path, b())) for b in FLEET]
     code, out, err = _run(capsys, *paths)
     assert code == 6 and err == ""
     assert all(f"gpu-node-{i}" in out for i in range(1, 6))
 
 
-def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(tmp_path, capsys):
+def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = [str(_write(tmp_path, b())) for b in FLEET[:2]]
     corrupt = tmp_path / "gpu-node-9.json"
     corrupt.write_text(
@@ -485,20 +500,26 @@ def test_corrupt_file_is_named_the_others_merged_and_exit_is_2(tmp_path, capsys)
     assert "2 hosts: 1 pass, 1 warn" in out
 
 
-def test_wrong_document_is_named_with_the_reason(tmp_path, capsys):
+def test_wrong_document_is_named_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     other = tmp_path / "package.json"
     other.write_text('{"name": "left-pad"}', encoding="utf-8")
     code, _, err = _run(capsys, str(_write(tmp_path, samples.healthy())), str(other))
     assert code == 2 and f'{other}: not an envcheck report (no integer "schema_version")' in err
 
 
-def test_nothing_readable_is_a_usage_error(tmp_path, capsys):
+def test_nothing_readable_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = _run(capsys, str(tmp_path / "a.json"), str(tmp_path / "b.json"))
     assert code == 2 and out == ""
     assert "envcheck: error: no report could be read (2 file(s) failed)" in err
 
 
-def test_duplicates_are_listed_under_the_table(tmp_path, capsys):
+def test_duplicates_are_listed_under_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old = _write(
         tmp_path,
         samples.healthy(hostname="gpu-node-1", meta={"generated_at": "2026-01-01T00:00:00Z"}),
@@ -510,7 +531,9 @@ def test_duplicates_are_listed_under_the_table(tmp_path, capsys):
     assert f"duplicate gpu-node-1: kept {new} (newest), ignored {old}" in out
 
 
-def test_a_folder_stands_for_its_json_reports(tmp_path, capsys):
+def test_a_folder_stands_for_its_json_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for b in FLEET:
         _write(tmp_path, b())
     (tmp_path / "notes.txt").write_text("not a report", encoding="utf-8")
@@ -521,7 +544,9 @@ def test_a_folder_stands_for_its_json_reports(tmp_path, capsys):
     assert "5 hosts" in out
 
 
-def test_json_output_is_one_document_with_errors(tmp_path, capsys):
+def test_json_output_is_one_document_with_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = _write(tmp_path, samples.driver_upgraded_without_reboot())
     bad = tmp_path / "bad.json"
     bad.write_text("", encoding="utf-8")
@@ -532,7 +557,7 @@ def test_json_output_is_one_document_with_errors(tmp_path, capsys):
     assert doc["errors"] == [f"report {bad} is not JSON: Expecting value at line 1 column 1"]
 
 
-def test_junit_and_markdown_files(tmp_path, capsys):
+def test_junit_and_markdown_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = [str(_write(tmp_path, b())) for b in FLEET[:3]]
     junit, md = tmp_path / "fleet.xml", tmp_path / "fleet.md"
     code, *_ = _run(capsys, "--junit", str(junit), "--markdown", str(md), *paths)
@@ -547,8 +572,8 @@ def test_junit_and_markdown_files(tmp_path, capsys):
 
 
 def test_github_actions_gets_annotations_per_failing_host_and_the_summary(
-    tmp_path, capsys, monkeypatch
-):
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -567,7 +592,7 @@ def test_github_actions_gets_annotations_per_failing_host_and_the_summary(
     assert (tmp_path / "output").read_text(encoding="utf-8") == "verdict=cpu-fallback\n"
 
 
-def test_mixed_reports_from_fail_findings_only():
+def test_mixed_reports_from_fail_findings_only() -> None:
     report = samples.report(
         (
             fail(
@@ -579,7 +604,8 @@ def test_mixed_reports_from_fail_findings_only():
         )
     )
     (host,) = merge_reports([_saved(report)]).hosts
-    assert host.first_problem().id == "env.cuda-visible-devices"
+    problem = host.first_problem()
+    assert problem is not None and problem.id == "env.cuda-visible-devices"
 
 
 # ------------------------------------------------------------ hostile files among good ones (#9.7)
@@ -613,8 +639,12 @@ def _nested_just_under_the_parser_limit(path: Path) -> None:
 )
 @pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
 def test_one_hostile_file_is_named_and_the_others_still_merged(
-    tmp_path, capsys, write, error, as_json
-):
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    write: Callable[[Path], object],
+    error: str,
+    as_json: bool,
+) -> None:
     bad = tmp_path / "gpu-node-9.json"
     write(bad)
     good = [str(_write(tmp_path, b())) for b in FLEET[:2]]
@@ -624,7 +654,9 @@ def test_one_hostile_file_is_named_and_the_others_still_merged(
     assert "gpu-node-1" in out and "gpu-node-2" in out
 
 
-def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(tmp_path, capsys):
+def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     deep = tmp_path / "deep.json"
     _nested_just_under_the_parser_limit(deep)
     md, junit = tmp_path / "fleet.md", tmp_path / "fleet.xml"
@@ -658,7 +690,7 @@ def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(tm
         "empty",
     ],
 )
-def test_host_lists_read_like_slurm_writes_them(text, names):
+def test_host_lists_read_like_slurm_writes_them(text: str, names: list[str]) -> None:
     assert parse_host_list(text) == names
 
 
@@ -692,12 +724,12 @@ def test_host_lists_read_like_slurm_writes_them(text, names):
         "long-names-ranged",
     ],
 )
-def test_bad_host_lists_say_where(text, error):
+def test_bad_host_lists_say_where(text: str, error: str) -> None:
     with pytest.raises(HostListError, match=re.escape(error)):
         parse_host_list(text)
 
 
-def test_expected_hosts_without_a_report_are_named_failures():
+def test_expected_hosts_without_a_report_are_named_failures() -> None:
     summary = merge_reports(
         [_saved(samples.healthy())], expected=["gpu-node-1", "gpu-node-2", "gpu-node-2"]
     )
@@ -706,7 +738,8 @@ def test_expected_hosts_without_a_report_are_named_failures():
         ("gpu-node-1", "pass", 0, True),
         ("gpu-node-2", "fail", 1, False),
     ]
-    assert summary.hosts[1].first_problem().id == "fleet.not-reported"
+    problem = summary.hosts[1].first_problem()
+    assert problem is not None and problem.id == "fleet.not-reported"
     assert (summary.verdict, summary.exit_code) == ("fail", 1)
     assert summary.counts["missing"] == 1 and summary.counts["fail"] == 0
 
@@ -720,12 +753,14 @@ def test_expected_hosts_without_a_report_are_named_failures():
     ],
     ids=["pass+missing=1", "smoke+missing=5", "cpu-fallback+missing=6"],
 )
-def test_missing_counts_as_a_failure_and_a_worse_reported_exit_wins(builders, exit_code):
+def test_missing_counts_as_a_failure_and_a_worse_reported_exit_wins(
+    builders: list[samples.Builder], exit_code: int
+) -> None:
     summary = merge_reports([_saved(b(hostname="a")) for b in builders], expected=["a", "b"])
     assert summary.exit_code == exit_code
 
 
-def test_expected_names_match_reports_by_short_name_without_case():
+def test_expected_names_match_reports_by_short_name_without_case() -> None:
     reports = [
         _saved(samples.healthy(hostname="GPU001.cluster.example")),
         _saved(samples.healthy(hostname="gpu002")),
@@ -734,7 +769,9 @@ def test_expected_names_match_reports_by_short_name_without_case():
     assert summary.missing == () and summary.exit_code == 0
 
 
-def test_expect_hosts_on_the_command_line(tmp_path, capsys):
+def test_expect_hosts_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     reports = tmp_path / "reports"
     reports.mkdir()
     _write(reports, samples.healthy(hostname="gpu001"))
@@ -766,7 +803,9 @@ def test_expect_hosts_on_the_command_line(tmp_path, capsys):
     assert [s.hostname for s in xml] == ["gpu001", "gpu002", "gpu003"] and xml.failures == 1
 
 
-def test_expect_hosts_from_stdin_and_in_the_json(tmp_path, capsys, monkeypatch):
+def test_expect_hosts_from_stdin_and_in_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out, _ = _run(
         capsys,
         "--json",
@@ -784,7 +823,9 @@ def test_expect_hosts_from_stdin_and_in_the_json(tmp_path, capsys, monkeypatch):
     ]
 
 
-def test_report_dash_reads_the_commands_stdin_not_the_process(tmp_path, capsys, monkeypatch):
+def test_report_dash_reads_the_commands_stdin_not_the_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # the process's: never the one read
     failing = samples.driver_upgraded_without_reboot()
     from_file = _run(capsys, str(_write(tmp_path, failing)))
@@ -793,7 +834,9 @@ def test_report_dash_reads_the_commands_stdin_not_the_process(tmp_path, capsys, 
     assert from_stdin == from_file
 
 
-def test_no_report_at_all_with_expected_hosts_names_every_host(tmp_path, capsys):
+def test_no_report_at_all_with_expected_hosts_names_every_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     expected = tmp_path / "nodes"
     expected.write_text("n1 n2", encoding="utf-8")
     bad = tmp_path / "n1.json"
@@ -813,7 +856,9 @@ def test_no_report_at_all_with_expected_hosts_names_every_host(tmp_path, capsys)
     ],
     ids=["malformed", "not-utf8", "no-file"],
 )
-def test_a_bad_expect_hosts_file_is_exit_2(tmp_path, capsys, content, error):
+def test_a_bad_expect_hosts_file_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, error: str
+) -> None:
     path = tmp_path / "nodes"
     if content is not None:
         path.write_bytes(content)
@@ -824,7 +869,7 @@ def test_a_bad_expect_hosts_file_is_exit_2(tmp_path, capsys, content, error):
     assert f"envcheck: error: {error.format(path=path)}" in err
 
 
-def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all():
+def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all() -> None:
     """#24.6: the Slurm recipe asked for one GPU per node: 1 of 2 proven on each node."""
     one_of_two = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"])
     both = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0", "gpu:1"])

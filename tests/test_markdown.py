@@ -49,14 +49,15 @@ def _items(markdown: str) -> list[str]:
     [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
     ids=[i for i, *_ in samples.BY_VERDICT],
 )
-def test_summary_for_each_verdict(builder, verdict, exit_code):
+def test_summary_for_each_verdict(builder: samples.Builder, verdict: str, exit_code: int) -> None:
     report: Report = builder()
     md = render_markdown(report)
     headline = md.splitlines()[0]
     assert headline.startswith("## ")
     assert f"**{verdict}**" in headline and f"(exit {exit_code})" in headline
-    assert report.host.machine.hostname in md
-    assert report.image.ref in md
+    hostname, image = report.host.machine.hostname, report.image
+    assert hostname is not None and hostname in md
+    assert image is not None and image.ref is not None and image.ref in md
 
     problems = [f for f in report.findings if f.severity != "pass"]
     tables = _tables(md)
@@ -84,14 +85,14 @@ def test_summary_for_each_verdict(builder, verdict, exit_code):
     ],
     ids=["pass", "warn", "fail", "cpu-fallback"],
 )
-def test_headline_says_what_the_verdict_means(verdict, icon, words):
+def test_headline_says_what_the_verdict_means(verdict: str, icon: str, words: str) -> None:
     builder = {v: b for _, b, v, _ in samples.BY_VERDICT}[verdict]
     headline = render_markdown(builder()).splitlines()[0]
     assert headline.startswith(f"## {icon} envcheck: **{verdict}**")
     assert words in headline
 
 
-def test_failures_come_before_warnings():
+def test_failures_come_before_warnings() -> None:
     report = samples.report(
         (
             warn("image.unconfirmed", "tag not in the docs", fix="pin a tag", layer="image"),
@@ -108,7 +109,7 @@ def test_failures_come_before_warnings():
     assert ids == ["driver.too-old", "image.unconfirmed"]
 
 
-def test_hostile_text_stays_in_its_item_and_reads_the_same():
+def test_hostile_text_stays_in_its_item_and_reads_the_same() -> None:
     message = (
         "ld.so: libcudnn.so.9 | not found <script>alert(1)</script> *bold* [link](x)\nsecond line"
     )
@@ -122,7 +123,7 @@ def test_hostile_text_stays_in_its_item_and_reads_the_same():
     assert "<script>" not in GFM.render(render_markdown(report))
 
 
-def test_the_smoke_has_a_row_per_device_in_words_not_python_values():
+def test_the_smoke_has_a_row_per_device_in_words_not_python_values() -> None:
     runs = smoke_samples.on_gpu(smoke_samples.result(), gpus=2)["runs"]
     smoke_doc = {
         "mode": "container",
@@ -156,7 +157,7 @@ def test_the_smoke_has_a_row_per_device_in_words_not_python_values():
     assert "### Smoke training: " in md
 
 
-def test_no_passed_block_when_nothing_passed():
+def test_no_passed_block_when_nothing_passed() -> None:
     report = samples.report(
         (fail("driver.absent", "no NVIDIA driver", fix="install it", layer="driver"),)
     )
@@ -164,7 +165,7 @@ def test_no_passed_block_when_nothing_passed():
     assert "passed</summary>" not in md and "All 0 checks" not in md
 
 
-def test_fleet_summary_has_a_row_per_host_and_layer_columns():
+def test_fleet_summary_has_a_row_per_host_and_layer_columns() -> None:
     docs = [
         samples.healthy(),
         samples.driver_upgraded_without_reboot(),
@@ -192,7 +193,7 @@ def test_fleet_summary_has_a_row_per_host_and_layer_columns():
     ]
 
 
-def test_fleet_summary_names_duplicates():
+def test_fleet_summary_names_duplicates() -> None:
     old = samples.healthy(meta={"generated_at": "2026-03-01T09:00:00Z"})
     new = samples.driver_upgraded_without_reboot(hostname="gpu-node-1")
     summary = merge_reports(

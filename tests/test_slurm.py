@@ -57,7 +57,9 @@ def nodes(slurm_env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def job(slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pytest.TempPathFactory):
+def job(
+    slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[int, str, Path]:
     """Submit the sbatch to every node and wait for it: (sbatch exit code, job id, job folder)."""
     work = tmp_path_factory.mktemp("slurm-job")
     env = slurm_env | {
@@ -78,7 +80,9 @@ def job(slurm_env: dict[str, str], nodes: dict[str, str], tmp_path_factory: pyte
     return done.returncode, job_id, work
 
 
-def test_every_node_that_could_run_wrote_its_own_report(job, nodes):
+def test_every_node_that_could_run_wrote_its_own_report(
+    job: tuple[int, str, Path], nodes: dict[str, str]
+) -> None:
     _, job_id, work = job
     reports = work / "envcheck-reports" / job_id
     for node, feature in nodes.items():
@@ -108,7 +112,7 @@ def _expected_exit(reports: Path, nodes: dict[str, str]) -> int:
     return max(codes)
 
 
-def test_the_recipe_asks_for_every_gpu_of_each_node():
+def test_the_recipe_asks_for_every_gpu_of_each_node() -> None:
     """#24.6: `--gpus-per-node=1` proved one GPU of eight. Whole nodes, and a step that asks for
     all the GPUs Slurm gave the job on its node (a step gets no GPU it does not ask for)."""
     text = SBATCH.read_text(encoding="utf-8")
@@ -119,7 +123,9 @@ def test_the_recipe_asks_for_every_gpu_of_each_node():
     assert 'srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${step_gpus[@]}"' in text
 
 
-def test_each_doctor_saw_every_gpu_of_its_node(job, nodes, slurm_env):
+def test_each_doctor_saw_every_gpu_of_its_node(
+    job: tuple[int, str, Path], nodes: dict[str, str], slurm_env: dict[str, str]
+) -> None:
     _, job_id, work = job
     for node, feature in nodes.items():
         if feature != "shared-fs":
@@ -131,7 +137,9 @@ def test_each_doctor_saw_every_gpu_of_its_node(job, nodes, slurm_env):
         assert len(visible.split(",")) == have, (node, visible, have)
 
 
-def test_the_job_exits_with_the_worst_nodes_code(job, nodes, slurm_env):
+def test_the_job_exits_with_the_worst_nodes_code(
+    job: tuple[int, str, Path], nodes: dict[str, str], slurm_env: dict[str, str]
+) -> None:
     code, job_id, work = job
     expected = _expected_exit(work / "envcheck-reports" / job_id, nodes)
     assert code == expected  # sbatch --wait exits with the job's exit code
@@ -139,7 +147,9 @@ def test_the_job_exits_with_the_worst_nodes_code(job, nodes, slurm_env):
     assert f"ExitCode={expected}:0" in show and "JobState=FAILED" in show
 
 
-def test_the_merged_table_names_the_node_that_never_reported(job, nodes):
+def test_the_merged_table_names_the_node_that_never_reported(
+    job: tuple[int, str, Path], nodes: dict[str, str]
+) -> None:
     code, job_id, work = job
     log = (work / f"envcheck-{job_id}.out").read_text(encoding="utf-8")
     broken = next(n for n, f in nodes.items() if f == "no-shared-fs")
@@ -154,7 +164,9 @@ def test_the_merged_table_names_the_node_that_never_reported(job, nodes):
     assert f"--- {broken}: no report; its stderr" in log and "envcheck: command not found" in log
 
 
-def test_markdown_summary_and_junit_cover_every_node(job, nodes):
+def test_markdown_summary_and_junit_cover_every_node(
+    job: tuple[int, str, Path], nodes: dict[str, str]
+) -> None:
     code, job_id, work = job
     reports = work / "envcheck-reports" / job_id
     markdown = (reports / "summary.md").read_text(encoding="utf-8")

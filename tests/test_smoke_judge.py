@@ -690,13 +690,13 @@ def test_an_unconfirmed_gpu_without_a_sample_count_says_no_none_samples() -> Non
 
 
 # -- proof that cannot be forged (#23.1) ---------------------------------------------------------
-def _host_ran(doc: dict[str, Any], nvml: dict[str, Any], shift: float = 0.0) -> dict[str, Any]:
+def _host_ran(doc: dict[str, Any], nvml: NvmlSummary, shift: float = 0.0) -> NvmlSummary:
     """`nvml` with the interval the host started and reaped the run in, around the first run's
     window shifted by `shift` seconds (what `outcome_of` adds from the RawRun)."""
     window = doc["runs"][0]["train_window"]
-    return nvml | {
-        "run_window": {"start": window["start"] + shift - 3, "end": window["end"] + shift + 1}
-    }
+    start: float = window["start"] + shift - 3
+    end: float = window["end"] + shift + 1
+    return nvml | {"run_window": {"start": start, "end": end}}
 
 
 def test_a_training_window_outside_the_run_confirms_nothing() -> None:
@@ -737,7 +737,7 @@ def test_a_gpu_claim_with_no_nvidia_library_mapped_is_a_cpu_fallback() -> None:
     [NVML_ABSENT, {"status": "ok", "samples": 10, "gpus": {"0": {}}}],
     ids=["nvml-unavailable", "nvml-saw-nothing"],
 )
-def test_under_expect_gpu_a_claim_nvml_did_not_witness_fails(nvml: dict[str, Any]) -> None:
+def test_under_expect_gpu_a_claim_nvml_did_not_witness_fails(nvml: NvmlSummary) -> None:
     doc = rec.on_gpu(rec.result())
     findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
     assert "smoke.pass" in ids(findings)

@@ -14,11 +14,17 @@ from tests.inprocess import envcheck, envcheck_process
 H100 = Path(__file__).parent / "data" / "real-h100" / "f-gpu262-expect.json"
 
 
+def _root_tag(text: str) -> str:
+    """The tag of the root element of the XML document `text` (ExpatError if it is not one)."""
+    root = xml.dom.minidom.parseString(text).documentElement
+    assert root is not None
+    return root.tagName
+
+
 def test_junit_to_stdout_is_one_xml_document() -> None:
     run = envcheck("doctor", "--facts", str(H100), "--junit", "-")
     assert run.returncode != 3, run.stderr
-    dom = xml.dom.minidom.parseString(run.stdout)  # ExpatError when the text report came first
-    assert dom.documentElement.tagName == "testsuites"
+    assert _root_tag(run.stdout) == "testsuites"  # ExpatError when the text report came first
     assert "Verdict" not in run.stdout
 
 
@@ -32,12 +38,12 @@ def test_fleet_markdown_and_junit_to_stdout_hold_only_their_format() -> None:
     md = envcheck("report", str(H100), "--markdown", "-")
     assert md.stdout.startswith("## "), md.stdout[:300]
     junit = envcheck("report", str(H100), "--junit", "-")
-    assert xml.dom.minidom.parseString(junit.stdout).documentElement.tagName == "testsuites"
+    assert _root_tag(junit.stdout) == "testsuites"
 
 
 def test_a_path_that_is_stdout_takes_stdout_too() -> None:
     run = envcheck_process("doctor", "--facts", str(H100), "--junit", "/dev/stdout")
-    assert xml.dom.minidom.parseString(run.stdout).documentElement.tagName == "testsuites"
+    assert _root_tag(run.stdout) == "testsuites"
 
 
 @pytest.mark.parametrize(

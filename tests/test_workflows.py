@@ -471,7 +471,7 @@ def _gate_files() -> list[Path]:
     return [*WORKFLOWS, ACTION]
 
 
-def test_third_party_actions_are_pinned_by_commit_sha():
+def test_third_party_actions_are_pinned_by_commit_sha() -> None:
     """A tag can be moved under a CI gate; a commit cannot. The tag stays in a comment."""
     seen = 0
     for path in _gate_files():
@@ -522,7 +522,7 @@ def _install(path: Path, tmp_path: Path, **env: str) -> list[str]:
     return (tmp_path / "pip").read_text(encoding="utf-8").splitlines()
 
 
-def test_the_action_installs_envcheck_from_its_own_checkout(tmp_path):
+def test_the_action_installs_envcheck_from_its_own_checkout(tmp_path: Path) -> None:
     """`paddle-envcheck==0.1.0` (the old default) finds nothing on PyPI: the action installs the
     repository `github.action_path` sits in, whatever version the caller pinned."""
     step = next(s for s in _yaml(ACTION)["runs"]["steps"] if s.get("id") == "install")
@@ -532,7 +532,7 @@ def test_the_action_installs_envcheck_from_its_own_checkout(tmp_path):
     assert pip[-1] == str(ROOT) and pip[:2] == ["-m", "pip"]
 
 
-def test_the_reusable_workflow_installs_envcheck_from_its_own_ref(tmp_path):
+def test_the_reusable_workflow_installs_envcheck_from_its_own_ref(tmp_path: Path) -> None:
     gate = _yaml(GATE)
     assert gate["on"]["workflow_call"]["inputs"]["envcheck-spec"]["default"] == ""
     steps = gate["jobs"]["doctor"]["steps"]
@@ -546,14 +546,14 @@ def test_the_reusable_workflow_installs_envcheck_from_its_own_ref(tmp_path):
     assert pip[-1] == str(source / checkout["with"]["path"])
 
 
-def test_no_owner_placeholder_is_left():
+def test_no_owner_placeholder_is_left() -> None:
     files = [*_gate_files(), ACTION_README, ROOT / "CONTRIBUTING.md"]
     files += [*sorted((ROOT / "schema").glob("*")), *sorted((ROOT / "deploy").rglob("*.*"))]
     for path in files:
         assert "OWNER/" not in path.read_text(encoding="utf-8"), path
 
 
-def test_the_action_docs_list_every_exit_code():
+def test_the_action_docs_list_every_exit_code() -> None:
     from envcheck.exitcodes import EXIT_CODES
 
     readme = ACTION_README.read_text(encoding="utf-8")
@@ -567,7 +567,7 @@ def test_the_action_docs_list_every_exit_code():
         assert [int(n) for n in re.findall(r"\b(\d+) [a-z]", said)] == [*range(8), 130], path
 
 
-def test_contributing_says_how_a_release_is_cut():
+def test_contributing_says_how_a_release_is_cut() -> None:
     from envcheck import __version__
 
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
