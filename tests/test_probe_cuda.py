@@ -138,6 +138,23 @@ def test_a_hung_child_is_killed_not_left_behind(
 
 
 @pytest.mark.fakegpu
+def test_a_cuinit_slower_than_the_timeout_is_a_timeout(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    # The fake cuInit takes its profile's latency (the lent H100's 0.2 s by default, issue #27):
+    # a driver that needs a minute to initialise is stopped at the probe's timeout.
+    env = {**os.environ, **fake_nvidia("h100-580")}
+    profile = tmp_path / "slow-cuinit.toml"
+    text = Path(env["FAKE_NVIDIA_PROFILE"]).read_text()
+    profile.write_text(text.replace("[cuda]\n", "[cuda]\ninit_latency_ms = 60000\n"))
+    env["FAKE_NVIDIA_PROFILE"] = str(profile)
+    facts = cuda_driver.probe_cuda_driver(timeout=0.5, env=env)
+    assert (facts.status, facts.error, facts.version) == ("error", "timeout", "13.0")
+    assert "cuInit did not return within 0.5 s" in (facts.reason or "")
+    assert _children_alive(str(profile)) == []
+
+
+@pytest.mark.fakegpu
 def test_aborting_cuinit_is_a_crash_with_its_signal(probed_host: Probed) -> None:
     facts = probed_host("cuinit-abort")
     driver = facts["cuda_driver"]
