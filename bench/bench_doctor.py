@@ -2,8 +2,9 @@
 
 The floor is what no doctor can beat on a GPU host: a bare interpreter that calls `cuInit`
 through ctypes. Beside it: `python -c pass`, and a bare interpreter that loads NVML (`nvmlInit`,
-one device's name), the memory floor. Prints each command's median wall time and median peak
-RSS (the largest process of its tree), the doctor/floor ratio and the doctor's RSS above NVML's.
+one device's name), the memory floor. Prints each command's median wall time, CPU time (of its
+whole tree: what load on the machine changes least) and peak RSS (the largest process of its
+tree), the doctor/floor ratio and the doctor's RSS above NVML's.
 Targets (issue 27): wall <= 1.3x the floor with a GPU, <= 0.1 s without one; peak RSS within
 5 MB of the NVML floor. Nothing here asserts: the figures are for people.
 
@@ -17,6 +18,7 @@ Where it runs (--host):
     .venv/bin/python bench/bench_doctor.py [--host auto] [--rounds 9] [--cuinit-ms 200]
     .venv/bin/python bench/bench_doctor.py --host none
     .venv/bin/python bench/bench_doctor.py --peers   # also env-doctor and Paddle's run_check
+    .venv/bin/python bench/bench_doctor.py --baseline ../main   # and another tree's doctor
 
 The doctor measured is this tree's (PYTHONPATH), run by the interpreter running the bench.
 """
@@ -53,12 +55,12 @@ start = time.perf_counter()
 pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
                      file_actions=[(os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 2)])
 _, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - start, usage.ru_maxrss / 1024, status)
+print(time.perf_counter() - start, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 """
 
 
-def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB: the largest process of its tree) of one command."""
+def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MB: the largest process of its tree, CPU seconds of the tree)."""
     out = subprocess.run(
         [sys.executable, "-I", "-S", "-c", RUNNER, *argv],
         env=env,
@@ -66,18 +68,23 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
         text=True,
         check=True,
     ).stdout.split()
-    return float(out[0]), float(out[1])
+    return float(out[0]), float(out[1]), float(out[2])
 
 
-def commands(peers: bool) -> dict[str, list[str]]:
+DOCTOR = "import sys; sys.path.insert(0, {tree!r}); from envcheck.cli import main; sys.exit(main())"
+
+
+def commands(peers: bool, baseline: str | None) -> dict[str, list[str]]:
     py = sys.executable
+    args = ["doctor", "--no-smoke", "--json"]
     cmds = {
-        "doctor": [py, "-c", "import sys; from envcheck.cli import main; sys.exit(main())"]
-        + ["doctor", "--no-smoke", "--json"],
+        "doctor": [py, "-c", DOCTOR.format(tree=str(TREE)), *args],
         "floor": [py, "-c", FLOOR],
         "nvml": [py, "-c", NVML],
         "bare": [py, "-c", "pass"],
     }
+    if baseline:
+        cmds["baseline"] = [py, "-c", DOCTOR.format(tree=os.path.abspath(baseline)), *args]
     if peers:
         env_doctor = shutil.which("env-doctor", path=os.path.dirname(py)) or shutil.which(
             "env-doctor"
@@ -88,9 +95,14 @@ def commands(peers: bool) -> dict[str, list[str]]:
     return cmds
 
 
-def host_env(host: str, profile: str, latencies: dict[str, int], work: Path) -> dict[str, str]:
+def host_env(
+    host: str, profile: str, latencies: dict[str, int], work: Path, bytecode: bool
+) -> dict[str, str]:
     """The environment of every command: this tree first on PYTHONPATH, and the host asked for."""
     env = dict(os.environ)
+    if bytecode:  # as from an installed wheel: pip compiles it, so no run pays for compiling
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
     path = [str(TREE)]
     if host == "none":
         (work / "no-driver").mkdir()
@@ -136,6 +148,13 @@ def main() -> int:
     parser.add_argument("--nvml-init-ms", type=int, help="fake nvmlInit latency (profile's)")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--peers", action="store_true", help="also env-doctor and run_check")
+    parser.add_argument("--baseline", metavar="TREE", help="also the doctor of another source tree")
+    parser.add_argument(
+        "--source",
+        action="store_true",
+        help="compile every module on every run, as under PYTHONDONTWRITEBYTECODE (default: "
+        "bytecode cached in a private folder after the warm-up run, as an installed wheel has)",
+    )
     args = parser.parse_args()
     host = args.host
     if host == "auto":
@@ -144,8 +163,8 @@ def main() -> int:
         k: v for k, v in (("cuda", args.cuinit_ms), ("nvml", args.nvml_init_ms)) if v is not None
     }
     with tempfile.TemporaryDirectory(prefix="bench-doctor-") as work:
-        env = host_env(host, args.profile, latencies, Path(work))
-        cmds = commands(args.peers)
+        env = host_env(host, args.profile, latencies, Path(work), not args.source)
+        cmds = commands(args.peers, args.baseline)
         if host == "none":
             del cmds["floor"]  # no libcuda to call
         report(measure(cmds, env, args.rounds), host, args)
@@ -154,8 +173,8 @@ def main() -> int:
 
 def measure(
     cmds: dict[str, list[str]], env: dict[str, str], rounds: int
-) -> dict[str, list[tuple[float, float]]]:
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in cmds}
+) -> dict[str, list[tuple[float, float, float]]]:
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cmds}
     for argv in cmds.values():  # warm the page cache once, not measured
         run_once(argv, env)
     for _ in range(rounds):
@@ -165,24 +184,26 @@ def measure(
 
 
 def report(
-    samples: dict[str, list[tuple[float, float]]], host: str, args: argparse.Namespace
+    samples: dict[str, list[tuple[float, float, float]]], host: str, args: argparse.Namespace
 ) -> None:
-    wall = {n: statistics.median(w for w, _ in v) for n, v in samples.items()}
-    rss = {n: statistics.median(r for _, r in v) for n, v in samples.items()}
+    wall, rss, cpu = (
+        {n: statistics.median(s[i] for s in v) for n, v in samples.items()} for i in range(3)
+    )
     where = f"fake {args.profile}" if host == "fake" else host
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"host: {where}; {args.rounds} alternated rounds; {os.cpu_count()} cores, load {load}")
     for name, runs in samples.items():
-        spread = f"{min(w for w, _ in runs):.3f}-{max(w for w, _ in runs):.3f}"
+        spread = f"{min(s[0] for s in runs):.3f}-{max(s[0] for s in runs):.3f}"
         print(
-            f"  {name:<11} median wall {wall[name]:.3f} s ({spread})   peak RSS {rss[name]:.1f} MB"
+            f"  {name:<11} median wall {wall[name]:.3f} s ({spread})  CPU {cpu[name]:.3f} s"
+            f"  peak RSS {rss[name]:.1f} MB"
         )
     if "floor" in wall:
         print(f"  doctor / floor  wall {wall['doctor'] / wall['floor']:.2f}x  (target <= 1.3x)")
     else:
         print(f"  doctor without a driver {wall['doctor']:.3f} s  (target <= 0.1 s)")
     print(f"  doctor - nvml   peak RSS {rss['doctor'] - rss['nvml']:+.1f} MB  (target <= 5 MB)")
-    for peer in ("env-doctor", "run_check"):
+    for peer in ("baseline", "env-doctor", "run_check"):
         if peer in wall:
             print(f"  doctor / {peer:<10} wall {wall['doctor'] / wall[peer]:.3f}")
 

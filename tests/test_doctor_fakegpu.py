@@ -7,8 +7,12 @@ itself the `paddle.cpu-build` failure users hit when they `pip install paddlepad
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,3 +106,39 @@ def test_expect_gpu_passes_the_gpu_checks_on_a_healthy_host(
     ids = findings(doc)
     assert ids["driver.present"]["severity"] == "pass" and ids["gpu.0"]["severity"] == "pass"
     assert "gpu.expected" not in ids and doc["host"]["gpus"][0]["compute_capability"] == "12.0"
+
+
+# The doctor's static tier, run as `envcheck doctor --no-smoke --json` runs it, then the names of
+# every module the process imported (into the file named by argv[1]).
+STATIC_TIER = """
+import json, sys
+from envcheck.cli import main
+code = main(["doctor", "--no-smoke", "--json", "--quiet"])
+with open(sys.argv[1], "w") as f:
+    json.dump(sorted(sys.modules), f)
+sys.exit(code)
+"""
+NOT_STATIC = ("rich", "docker", "requests", "urllib3", "paddle")  # top-level packages
+NOT_STATIC_ENVCHECK = ("envcheck.smoke", "envcheck.pull", "envcheck.registry", "envcheck.docker_")
+
+
+def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
+    host_env: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """#27.3: what `--no-smoke --json` does not need is not imported (what it costs is measured
+    by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle."""
+    modules = tmp_path / "modules.json"
+    run = subprocess.run(
+        [sys.executable, "-c", STATIC_TIER, str(modules)],
+        env=host_env("h100-580-lent"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in run.stderr, run.stderr
+    assert json.loads(run.stdout)["host"]["cuda_driver"]["status"] == "ok"  # it judged a GPU host
+    loaded = json.loads(modules.read_text())
+    assert "envcheck.judge" in loaded and "pynvml" in loaded
+    assert [m for m in loaded if m.split(".")[0] in NOT_STATIC] == []
+    assert [m for m in loaded if m.startswith(NOT_STATIC_ENVCHECK)] == []

@@ -321,6 +321,14 @@ def test_origins_come_in_the_order_a_paddle_process_tries_them(tmp_path: Path) -
     )
 
 
+def test_the_smoke_protocol_spells_the_library_origins_as_the_facts_do() -> None:
+    # The workload's standalone copy (it runs where envcheck is not installed) and the facts'
+    # own, kept apart so that the doctor's static tier never imports the smoke (#27.3).
+    from envcheck import facts
+
+    assert get_args(facts.LibraryOrigin) == get_args(LibraryOrigin)
+
+
 @pytest.mark.parametrize(
     ("candidates", "status", "reason"),
     [

@@ -11,15 +11,18 @@ from envcheck import __version__
 from envcheck.commands import add_choice_arguments
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
-from envcheck.facts import FactsError, HostFacts, host_from_document
-from envcheck.findings import Finding
-from envcheck.report import ImageChoice, Report
-from envcheck.smoke.options import SmokeOptions
 
+# Only what `register` needs at start-up: `run` starts the CUDA child before it imports the rest
+# (#27.2), and `--no-smoke --json` never imports the smoke, rich or the docker SDK (#27.3).
 if TYPE_CHECKING:
     from envcheck.environment import Environment
+    from envcheck.facts import HostFacts
+    from envcheck.findings import Finding
     from envcheck.probe.endpoint import Endpoint
+    from envcheck.probe.host import HostProbe
     from envcheck.probe.interpreter import Interpreter
+    from envcheck.report import ImageChoice, Report
+    from envcheck.smoke.options import SmokeOptions
 
 
 EXAMPLES = """examples:
@@ -155,14 +158,25 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from envcheck import activity
-    from envcheck.render.activity import make_activity_display
+    # The CUDA driver child first: its cuInit (~0.2 s on an H100) is the slowest probe, and the
+    # imports and the other probes overlap it (#27.2). Whatever happens next, it is reaped.
+    probe = None
+    if not args.facts:
+        from envcheck.probe.host import HostProbe
 
-    _resolve_paths(args, env)
-    # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
-    # heartbeat in a log, under --json too); stopped before the report takes stdout.
-    with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
-        report = _diagnose(args, env)
+        probe = HostProbe()
+    try:
+        from envcheck import activity
+        from envcheck.render.activity import make_activity_display
+
+        _resolve_paths(args, env)
+        # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
+        # heartbeat in a log, under --json too); stopped before the report takes stdout.
+        with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
+            report = _diagnose(args, env, probe)
+    finally:
+        if probe is not None:
+            probe.settle()
     _render(args, report, env)
     _save_baseline(args, report, env)
     return int(report.exit_status)
@@ -178,13 +192,12 @@ def _resolve_paths(args: argparse.Namespace, env: Environment) -> None:
             setattr(args, flag, env.path(getattr(args, flag)))
 
 
-def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
+def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | None) -> Report:
+    """`probe`: the host probe whose CUDA child runs (None: `--facts`, nothing is probed)."""
     # Imported here, not at start-up: `envcheck --version` and `--help` build every parser.
     from envcheck import activity
     from envcheck.probe.endpoint import resolve_endpoint
-    from envcheck.probe.host import start_host_probe
     from envcheck.probe.interpreter import resolve_interpreter
-    from envcheck.proof import expect_gpu_unproven, proof_of
 
     started = time.perf_counter()
     if args.json and args.markdown == "-":
@@ -195,21 +208,17 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
     gpus = parse_gpus(args.gpus)
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
-    target = None if args.facts else resolve_interpreter(args.python)
-    endpoint = None if args.facts else resolve_endpoint(env.env)
-    if not args.facts:
+    target = None if probe is None else resolve_interpreter(args.python)
+    endpoint = None if probe is None else resolve_endpoint(env.env)
+    if probe is not None and target is not None:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
-    # the CUDA child starts first
-    probe = None if target is None else start_host_probe(target, engine=endpoint)
+        probe.start(target, engine=endpoint)  # NVML, libraries, engine: while cuInit runs
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
+    from envcheck.proof import expect_gpu_unproven, proof_of
+    from envcheck.report import Report
 
-    try:
-        matrix = load_matrix(args.matrix, env.env)
-    except BaseException:
-        if probe is not None:
-            probe.settle()  # never leave the CUDA child behind (it is killed at its timeout)
-        raise
+    matrix = load_matrix(args.matrix, env.env)
     host = read_facts(args.facts, env) if probe is None else probe.facts()
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
@@ -249,6 +258,7 @@ def read_facts(path: str, env: Environment | None = None) -> HostFacts:
     """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
     (exit 2) naming the file and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7).
     Here, at the edge: `envcheck.facts` stays pure."""
+    from envcheck.facts import FactsError, host_from_document
     from envcheck.userfiles import read_json
 
     doc = read_json(
@@ -298,6 +308,8 @@ def _smoke_options(
     """The smoke's options, carrying the targets resolved once: the interpreter, the engine, the
     loaded matrix (a missing image is pulled with the mirrors of the matrix it was chosen from)
     and the command's stderr (for the pull's progress)."""
+    from envcheck.smoke.options import SmokeOptions
+
     python = target.python if target else args.python
     return SmokeOptions(
         image=args.image,
@@ -322,6 +334,7 @@ def _drift(
 ) -> list[Finding]:
     from envcheck.baseline_file import load_baseline
     from envcheck.drift import compare_baseline
+    from envcheck.report import Report
 
     baseline = load_baseline(args.baseline, env)
     return compare_baseline(

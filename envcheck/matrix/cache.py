@@ -22,7 +22,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -118,6 +117,8 @@ def _write(folder: Path, entry: Path, doc: dict[str, Any]) -> None:
         return  # a TOML date or a NaN has no exact JSON form: parse that file every time
     if json.loads(text) != doc:
         return  # never cache what would not come back identical
+    import tempfile  # only on a miss: a warm run never writes (#27.3)
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".toml-", suffix=".tmp", dir=folder)  # 0600, O_EXCL
         try:

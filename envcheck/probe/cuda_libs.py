@@ -21,9 +21,8 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from envcheck.facts import CudaDriverFacts, LibraryCandidate, LibraryFacts
+from envcheck.facts import CudaDriverFacts, LibraryCandidate, LibraryFacts, LibraryOrigin
 from envcheck.probe.cuda_driver import ChildRun, driver_facts, run_cuda_child
-from envcheck.smoke.protocol import LibraryOrigin
 from envcheck.versions import VersionParseError, cuda_version_from_int, cudnn_version_from_int
 
 CUDA_HOME_DEFAULT = "/usr/local/cuda"

@@ -1,64 +1,107 @@
 """Gather every fact about the host once: the only entry point the doctor needs.
 
-The CUDA driver/library probe runs in a child process (a broken driver can hang or kill its
-caller). `start_host_probe` launches it before anything else, in a worker thread, so the child's
-start-up runs on the other core while this process imports and reads the matrix.
+The slowest probe is the driver's own initialisation (`cuInit`: ~0.2 s on an H100), so the
+probes overlap instead of adding up (issue #27). `HostProbe()` starts the CUDA driver child at
+once, before the caller imports anything heavy; `start()` runs NVML, the CUDA library search
+(and its own child), the engine probe and the Paddle build read while it initialises; `facts()`
+waits for the driver child last. Each child runs in its own process group with a deadline (a
+broken driver can hang or kill its caller); no CUDA library is loaded in this process.
+
+This module imports only the standard library and `cuda_spawn` at start-up: everything else is
+imported by the work that needs it, once the child is on its way.
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from concurrent.futures import TimeoutError as FutureTimeout
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from envcheck.facts import CudaDriverFacts, EngineFacts, HostFacts, LibraryFacts
-from envcheck.probe.endpoint import Endpoint
-from envcheck.probe.environment import probe_env, probe_machine
-from envcheck.probe.interpreter import Interpreter, current_interpreter
-from envcheck.probe.paddle_build import probe_paddle
+from envcheck.probe.cuda_spawn import Child, start_cuda_child
 
-_NativeFacts = tuple[CudaDriverFacts, LibraryFacts, LibraryFacts]
+if TYPE_CHECKING:
+    from envcheck.facts import DriverFacts, EngineFacts, GpuFacts, HostFacts, LibraryFacts
+    from envcheck.probe.endpoint import Endpoint
+    from envcheck.probe.interpreter import Interpreter
+
+T = TypeVar("T")
+
+
+class _Task(threading.Thread, Generic[T]):
+    """One probe on a thread of its own; `result()` returns its value or re-raises its error: a
+    bug in a probe is a bug (exit 3), never mistaken for a driver that did not answer."""
+
+    def __init__(self, name: str, work: Callable[[], T]) -> None:
+        super().__init__(name=f"envcheck-probe-{name}", daemon=True)
+        self._work = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller by result()
+            self._error = e
+
+    def result(self, timeout: float | None = None) -> T:
+        self.join(timeout)
+        if self.is_alive():
+            raise TimeoutError(self.name)
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # set by run() when no error
 
 
 class HostProbe:
-    """A probe in flight: the CUDA child is running; `facts()` does the rest and joins it.
+    """A probe in flight: the CUDA driver child from construction, the rest from `start()`."""
 
-    The child is driven from a worker thread whose future re-raises: a bug in the probe is a bug
-    (exit 3), never mistaken for a driver that did not answer.
-    """
+    def __init__(self, *, timeout: float = 5.0, env: Mapping[str, str] | None = None) -> None:
+        self._env = os.environ if env is None else env
+        self._timeout = timeout
+        self._driver: Child | str = start_cuda_child({"driver": True}, self._env, timeout)
+        self.target: Interpreter | None = None
 
-    def __init__(self, target: Interpreter, *, engine: Endpoint | None, timeout: float) -> None:
+    def start(self, target: Interpreter, *, engine: Endpoint | None) -> HostProbe:
+        """Run every other probe while the driver initialises; `engine`: the resolved endpoint
+        to read (None: the engine is not probed)."""
         self.target = target
-        self._engine, self._timeout = engine, timeout
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envcheck-cuda-probe")
-        self._native: Future[_NativeFacts] = self._pool.submit(self._probe_native)
-        self._pool.shutdown(wait=False)
+        self._nvml = _Task("nvml", _probe_nvml)
+        self._libraries = _Task("libraries", self._probe_libraries)
+        self._engine = _Task("engine", lambda: _probe_engine(engine))
+        return self
 
-    def _probe_native(self) -> _NativeFacts:  # one child for libcuda, libcudart and libcudnn
-        from envcheck.probe.cuda_libs import probe_cuda
+    def _probe_libraries(self) -> tuple[LibraryFacts, LibraryFacts]:
+        from envcheck.probe.cuda_libs import probe_cuda_libraries
 
-        return probe_cuda(self.target.site_packages, os.environ, self._timeout)
+        assert self.target is not None
+        return probe_cuda_libraries(self.target.site_packages, self._env, self._timeout)
 
     def settle(self) -> None:
-        """Wait for the CUDA child to end (it is killed at its own timeout); never raises."""
-        wait([self._native], self._timeout * 3)
+        """Stop and reap the driver child now, and let the library child end (it is killed at
+        its deadline); for a caller that gives up before `facts()`. Never raises."""
+        if isinstance(self._driver, Child):
+            self._driver.kill()
+            self._driver.finish()
+        if self.target is not None:
+            self._libraries.join(self._timeout * 3)
 
     def facts(self) -> HostFacts:
-        from envcheck.probe.nvml import probe_driver
+        from envcheck.facts import HostFacts, LibraryFacts
+        from envcheck.probe.cuda_driver import driver_facts, finish_cuda_child
+        from envcheck.probe.environment import probe_env, probe_machine
+        from envcheck.probe.paddle_build import probe_paddle
 
-        driver, gpus = probe_driver()
+        assert self.target is not None, "start() the probe first"
         paddle = probe_paddle(self.target)
-        engine = _probe_engine(self._engine) if self._engine else EngineFacts()
+        driver, gpus = self._nvml.result()
+        engine = self._engine.result()
         try:
-            cuda_driver, cudart, cudnn = self._native.result(self._timeout * 3)
-        except FutureTimeout:
-            cuda_driver, cudart, cudnn = (
-                CudaDriverFacts(
-                    status="error", error="timeout", reason="the CUDA probe did not finish"
-                ),
-                LibraryFacts(),
-                LibraryFacts(),
-            )
+            cudart, cudnn = self._libraries.result(self._timeout * 3)
+        except TimeoutError:
+            cudart = cudnn = LibraryFacts(reason="the CUDA library probe did not finish")
+        cuda_driver = driver_facts(finish_cuda_child(self._driver))  # the slowest, waited last
         return HostFacts(
             driver=driver,
             gpus=gpus,
@@ -76,7 +119,9 @@ def start_host_probe(
     target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
 ) -> HostProbe:
     """`engine`: the resolved endpoint to read (None: the engine is not probed)."""
-    return HostProbe(target or current_interpreter(), engine=engine, timeout=timeout)
+    from envcheck.probe.interpreter import current_interpreter
+
+    return HostProbe(timeout=timeout).start(target or current_interpreter(), engine=engine)
 
 
 def probe_host(
@@ -85,7 +130,17 @@ def probe_host(
     return start_host_probe(target, engine=engine, timeout=timeout).facts()
 
 
-def _probe_engine(endpoint: Endpoint) -> EngineFacts:
+def _probe_nvml() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
+    from envcheck.probe.nvml import probe_driver
+
+    return probe_driver()
+
+
+def _probe_engine(endpoint: Endpoint | None) -> EngineFacts:
+    if endpoint is None:
+        from envcheck.facts import EngineFacts
+
+        return EngineFacts()
     from envcheck.probe.engine import probe_engine
 
     return probe_engine(endpoint)
