@@ -142,3 +142,19 @@ def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     assert "envcheck.judge" in loaded and "pynvml" in loaded
     assert [m for m in loaded if m.split(".")[0] in NOT_STATIC] == []
     assert [m for m in loaded if m.startswith(NOT_STATIC_ENVCHECK)] == []
+
+
+def test_a_doctor_stopped_by_a_bad_flag_leaves_no_cuda_child(
+    host_env: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """#27.2: the CLI starts the CUDA child before it parses the flags; a usage error (exit 2)
+    after that reaps it, even one hung in cuInit."""
+    from tests.fakenv import children_alive  # registered as a plugin above
+
+    env = host_env("cuinit-hang")
+    profile = tmp_path / "cuinit-hang.toml"  # this test's own marker
+    profile.write_bytes(Path(env["FAKE_NVIDIA_PROFILE"]).read_bytes())
+    env["FAKE_NVIDIA_PROFILE"] = str(profile)
+    code, doc, _ = doctor_process(env, "--no-smoke", "--no-such-flag")
+    assert code == 2 and "--no-such-flag" in doc["error"]["message"]
+    assert children_alive(str(profile)) == []

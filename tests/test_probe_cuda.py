@@ -107,25 +107,12 @@ def test_hanging_cuinit_times_out_and_keeps_the_library_facts(probed_host: Probe
     assert (facts["cudart"]["status"], facts["cudart"]["version"]) == ("ok", "12.6")
 
 
-def _children_alive(marker: str) -> list[int]:
-    """Our probe children still running whose environment holds `marker`."""
-    alive = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if (
-                b"_cuda_child.py" in (proc / "cmdline").read_bytes()
-                and marker.encode() in (proc / "environ").read_bytes()
-            ):
-                alive.append(int(proc.name))
-        except (OSError, ValueError):
-            continue
-    return alive
-
-
 @pytest.mark.fakegpu
 def test_a_hung_child_is_killed_not_left_behind(
     fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
+    from tests.fakenv import children_alive  # registered as a plugin above
+
     # A profile path of this test's own: another run of the suite on the machine has its own
     # hung children, with the shipped profile's path in their environment.
     profile = tmp_path / "cuinit-hang.toml"
@@ -134,13 +121,15 @@ def test_a_hung_child_is_killed_not_left_behind(
     env["FAKE_NVIDIA_PROFILE"] = str(profile)
     facts = cuda_driver.probe_cuda_driver(timeout=0.5, env=env)
     assert facts.error == "timeout"
-    assert _children_alive(env["FAKE_NVIDIA_PROFILE"]) == []
+    assert children_alive(env["FAKE_NVIDIA_PROFILE"]) == []
 
 
 @pytest.mark.fakegpu
 def test_a_cuinit_slower_than_the_timeout_is_a_timeout(
     fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
+    from tests.fakenv import children_alive  # registered as a plugin above
+
     # The fake cuInit takes its profile's latency (the lent H100's 0.2 s by default, issue #27):
     # a driver that needs a minute to initialise is stopped at the probe's timeout.
     env = {**os.environ, **fake_nvidia("h100-580")}
@@ -151,7 +140,7 @@ def test_a_cuinit_slower_than_the_timeout_is_a_timeout(
     facts = cuda_driver.probe_cuda_driver(timeout=0.5, env=env)
     assert (facts.status, facts.error, facts.version) == ("error", "timeout", "13.0")
     assert "cuInit did not return within 0.5 s" in (facts.reason or "")
-    assert _children_alive(str(profile)) == []
+    assert children_alive(str(profile)) == []
 
 
 @pytest.mark.fakegpu

@@ -162,9 +162,9 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     # imports and the other probes overlap it (#27.2). Whatever happens next, it is reaped.
     probe = None
     if not args.facts:
-        from envcheck.probe.host import HostProbe
+        from envcheck.probe.host import adopt
 
-        probe = HostProbe()
+        probe = adopt()  # the one the CLI started before its imports, else a new one
     try:
         from envcheck import activity
         from envcheck.render.activity import make_activity_display

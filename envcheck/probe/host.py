@@ -1,11 +1,15 @@
 """Gather every fact about the host once: the only entry point the doctor needs.
 
 The slowest probe is the driver's own initialisation (`cuInit`: ~0.2 s on an H100), so the
-probes overlap instead of adding up (issue #27). `HostProbe()` starts the CUDA driver child at
-once, before the caller imports anything heavy; `start()` runs NVML, the CUDA library search
-(and its own child), the engine probe and the Paddle build read while it initialises; `facts()`
-waits for the driver child last. Each child runs in its own process group with a deadline (a
-broken driver can hang or kill its caller); no CUDA library is loaded in this process.
+probes overlap instead of adding up (issue #27). `HostProbe()` starts the CUDA driver child and
+NVML at once; `start()` adds the CUDA library search (with its own child), the engine probe and
+the Paddle build read; `facts()` waits for the driver child last. Each child runs in its own
+process group with a deadline (a broken driver can hang or kill its caller); no CUDA library is
+loaded in this process.
+
+The CLI calls `start_early(argv)` before it imports anything else, so that a `doctor` that will
+probe has its child on the way while the interpreter imports the rest; the command `adopt()`s it
+(or starts its own), and whatever nobody adopted is reaped by `discard_early()`.
 
 This module imports only the standard library and `cuda_spawn` at start-up: everything else is
 imported by the work that needs it, once the child is on its way.
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from envcheck.probe.cuda_spawn import Child, start_cuda_child
@@ -55,19 +59,20 @@ class _Task(threading.Thread, Generic[T]):
 
 
 class HostProbe:
-    """A probe in flight: the CUDA driver child from construction, the rest from `start()`."""
+    """A probe in flight: the CUDA driver child and NVML from construction, the rest from
+    `start()`."""
 
     def __init__(self, *, timeout: float = 5.0, env: Mapping[str, str] | None = None) -> None:
         self._env = os.environ if env is None else env
         self._timeout = timeout
         self._driver: Child | str = start_cuda_child({"driver": True}, self._env, timeout)
+        self._nvml = _Task("nvml", _probe_nvml)
         self.target: Interpreter | None = None
 
     def start(self, target: Interpreter, *, engine: Endpoint | None) -> HostProbe:
         """Run every other probe while the driver initialises; `engine`: the resolved endpoint
         to read (None: the engine is not probed)."""
         self.target = target
-        self._nvml = _Task("nvml", _probe_nvml)
         self._libraries = _Task("libraries", self._probe_libraries)
         self._engine = _Task("engine", lambda: _probe_engine(engine))
         return self
@@ -79,11 +84,12 @@ class HostProbe:
         return probe_cuda_libraries(self.target.site_packages, self._env, self._timeout)
 
     def settle(self) -> None:
-        """Stop and reap the driver child now, and let the library child end (it is killed at
-        its deadline); for a caller that gives up before `facts()`. Never raises."""
+        """For a caller that gives up before `facts()`: stop and reap the driver child now, let
+        NVML shut down and the library child end (killed at its deadline). Never raises."""
         if isinstance(self._driver, Child):
             self._driver.kill()
             self._driver.finish()
+        self._nvml.join(self._timeout)
         if self.target is not None:
             self._libraries.join(self._timeout * 3)
 
@@ -113,6 +119,33 @@ class HostProbe:
             env=probe_env(),
             machine=probe_machine(),
         )
+
+
+_EARLY: list[HostProbe] = []  # started by the CLI, not yet adopted by the doctor
+
+
+def start_early(argv: Sequence[str]) -> None:
+    """Start the probe now when `argv` reads as a `doctor` that will probe this host (not
+    `--facts`, not `--help`). A guess, never a decision: a probe nobody adopts is reaped, and a
+    doctor that finds none starts its own."""
+    if argv[:1] == ["doctor"] and not any(map(_skips_probing, argv)):
+        _EARLY.append(HostProbe())
+
+
+def _skips_probing(arg: str) -> bool:
+    flag = arg.partition("=")[0]
+    return flag in ("-h", "--help") or (len(flag) > 2 and "--facts".startswith(flag))
+
+
+def adopt() -> HostProbe:
+    """The probe the CLI started early, else a new one."""
+    return _EARLY.pop() if _EARLY else HostProbe()
+
+
+def discard_early() -> None:
+    """Reap every probe started early that no command adopted (a bad flag, `--help`)."""
+    while _EARLY:
+        _EARLY.pop().settle()
 
 
 def start_host_probe(
