@@ -118,7 +118,8 @@ with open(sys.argv[1], "w") as f:
     json.dump(sorted(sys.modules), f)
 sys.exit(code)
 """
-NOT_STATIC = ("rich", "docker", "requests", "urllib3", "paddle")  # top-level packages
+# top-level packages; `_hashlib` is OpenSSL's libcrypto, 3.7 MB of resident memory (#27.4)
+NOT_STATIC = ("rich", "docker", "requests", "urllib3", "paddle", "_hashlib")
 NOT_STATIC_ENVCHECK = ("envcheck.smoke", "envcheck.pull", "envcheck.registry", "envcheck.docker_")
 
 
@@ -126,7 +127,8 @@ def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
     """#27.3: what `--no-smoke --json` does not need is not imported (what it costs is measured
-    by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle."""
+    by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle, and
+    OpenSSL (the digests it needs are CPython's own, envcheck.digest)."""
     modules = tmp_path / "modules.json"
     run = subprocess.run(
         [sys.executable, "-c", STATIC_TIER, str(modules)],

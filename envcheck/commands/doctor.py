@@ -369,9 +369,8 @@ def _render(args: argparse.Namespace, report: Report, env: Environment) -> None:
 
 
 def _render_stdout(args: argparse.Namespace, report: Report, out: TextIO, *, color: bool) -> None:
-    if args.json:
-        json.dump(report.to_json(), out, indent=2)
-        out.write("\n")
+    if args.json:  # one write: json.dump writes each token on its own (~850 calls)
+        out.write(json.dumps(report.to_json(), indent=2) + "\n")
     elif color:
         from envcheck.render.text import render_rich
 

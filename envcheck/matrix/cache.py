@@ -17,7 +17,6 @@ cannot be trusted, read or written is simply not used. `ENVCHECK_CACHE_DIR=""` t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck import __version__
+from envcheck.digest import sha256
 from envcheck.matrix.toml import tomllib
 
 CACHE_DIR_VAR = "ENVCHECK_CACHE_DIR"  # "" turns the cache off
@@ -42,7 +42,7 @@ def read_toml(path: Path) -> dict[str, Any]:
     folder = cache_dir()
     if folder is None:
         return _parse(data)
-    entry = folder / f"toml-{hashlib.sha256(_salt() + data).hexdigest()[:48]}.json"
+    entry = folder / f"toml-{sha256(_salt() + data).hexdigest()[:48]}.json"
     hit = _read(entry)
     if hit is not None:
         return hit
@@ -85,7 +85,7 @@ def _ours(info: os.stat_result) -> bool:
 @lru_cache(maxsize=1)
 def _salt() -> bytes:
     """The parser's identity: what could make the same bytes parse differently."""
-    h = hashlib.sha256(f"{__version__}\0{sys.version}\0".encode())
+    h = sha256(f"{__version__}\0{sys.version}\0".encode())
     for module in (__file__, tomllib.__file__, Path(__file__).with_name("toml.py")):
         try:
             h.update(Path(str(module)).read_bytes())
