@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 TREE = Path(__file__).resolve().parent.parent
-FLOOR = "import ctypes; ctypes.CDLL('libcuda.so.1').cuInit(0)"
+FLOOR = "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"  # 0: CUDA_SUCCESS
 NVML = (
     "import pynvml\n"
     "try:\n"
@@ -55,7 +55,8 @@ start = time.perf_counter()
 pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
                      file_actions=[(os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 2)])
 _, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - start, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
+print(time.perf_counter() - start, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime,
+      os.waitstatus_to_exitcode(status))
 """
 
 
@@ -68,6 +69,9 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]
         text=True,
         check=True,
     ).stdout.split()
+    doctor = "envcheck.cli" in " ".join(argv)
+    if int(out[3]) not in ((0, 1) if doctor else (0,)):  # a doctor's verdict may be a fail (1)
+        sys.exit(f"{' '.join(argv)[:200]}: exit status {out[3]}: that is no measurement")
     return float(out[0]), float(out[1]), float(out[2])
 
 
