@@ -13,8 +13,9 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from envcheck.probe.driver_root import CUDA_SONAME, driver_library
@@ -22,11 +23,14 @@ from envcheck.probe.driver_root import CUDA_SONAME, driver_library
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_child.py")
 _POLL_S = 0.005  # how often a child that closed its pipes is checked for its exit
 _AFTER_KILL_S = 1.0  # its pipes may stay open in a process that left its group
+# What `_cuda_child.py` prints just before it calls cuInit (its `emit` of a step's begin).
+CUINIT_BEGINS = b'{"step": "driver", "begin": true}'
 
 
 class Child:
     """A started child: `finish()` reads its stdout/stderr until it exits or the deadline
-    passes (then kills its process group), reaps it and says how it ended."""
+    passes (then kills its process group), reaps it and says how it ended. `wait_for()` may be
+    called from another thread meanwhile."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str], timeout: float) -> None:
         self.timeout = timeout
@@ -53,24 +57,34 @@ class Child:
             os.close(out_w)
             os.close(err_w)
         self._out, self._err = out_r, err_r
+        self._chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+        self._open = [out_r, err_r]
+        self._lock = threading.Lock()  # one reader at a time
         self._result: tuple[bytes, bytes, int, bool] | None = None
+
+    def wait_for(self, marker: bytes, timeout: float) -> None:
+        """Read its stdout until `marker` appears, it ends, or `timeout` seconds pass."""
+        with self._lock:
+            if self._result is None:
+                until = min(self.deadline, time.monotonic() + timeout)
+                self._pump(until, lambda: marker in b"".join(self._chunks[self._out]))
 
     def finish(self) -> tuple[bytes, bytes, int, bool]:
         """(stdout, stderr, exit status: negative for a signal, whether the deadline stopped it);
         the same answer on every call."""
-        if self._result is None:
-            chunks: dict[int, list[bytes]] = {self._out: [], self._err: []}
-            status = self._wait() if self._read(chunks, self.deadline) else None
-            timed_out = status is None
-            if status is None:
-                self.kill()
-                self._read(chunks, time.monotonic() + _AFTER_KILL_S)  # what it wrote before
-                status = os.waitpid(self.pid, 0)[1]
-            os.close(self._out)
-            os.close(self._err)
-            out, err = (b"".join(chunks[fd]) for fd in (self._out, self._err))
-            self._result = (out, err, os.waitstatus_to_exitcode(status), timed_out)
-        return self._result
+        with self._lock:
+            if self._result is None:
+                status = self._wait() if self._pump(self.deadline) else None
+                timed_out = status is None
+                if status is None:
+                    self.kill()
+                    self._pump(time.monotonic() + _AFTER_KILL_S)  # what it wrote before
+                    status = os.waitpid(self.pid, 0)[1]
+                os.close(self._out)
+                os.close(self._err)
+                out, err = (b"".join(self._chunks[fd]) for fd in (self._out, self._err))
+                self._result = (out, err, os.waitstatus_to_exitcode(status), timed_out)
+            return self._result
 
     def kill(self) -> None:
         """SIGKILL to the child's process group (the group of the child we started, by its id);
@@ -85,21 +99,20 @@ class Child:
             except ProcessLookupError:
                 pass
 
-    @staticmethod
-    def _read(chunks: dict[int, list[bytes]], deadline: float) -> bool:
-        """Read both pipes to their end; False when the deadline came first."""
-        open_fds = list(chunks)
-        while open_fds:
+    def _pump(self, deadline: float, done: Callable[[], bool] = lambda: False) -> bool:
+        """Read what arrives until both pipes end or `done()` holds (True), or the deadline
+        passes (False)."""
+        while self._open and not done():
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            ready, _, _ = select.select(open_fds, [], [], left)
+            ready, _, _ = select.select(self._open, [], [], left)
             for fd in ready:
                 data = os.read(fd, 65536)
                 if data:
-                    chunks[fd].append(data)
+                    self._chunks[fd].append(data)
                 else:
-                    open_fds.remove(fd)
+                    self._open.remove(fd)
         return True
 
     def _wait(self) -> int | None:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from envcheck.probe.cuda_spawn import Child, start_cuda_child
+from envcheck.probe.cuda_spawn import CUINIT_BEGINS, Child, start_cuda_child
 
 if TYPE_CHECKING:
     from envcheck.facts import DriverFacts, EngineFacts, GpuFacts, HostFacts, LibraryFacts
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from envcheck.probe.interpreter import Interpreter
 
 T = TypeVar("T")
+_HEAD_START_S = 1.0  # the longest the library probe lets the driver child go first
 
 
 class _Task(threading.Thread, Generic[T]):
@@ -74,14 +75,24 @@ class HostProbe:
         to read (None: the engine is not probed)."""
         self.target = target
         self._libraries = _Task("libraries", self._probe_libraries)
-        self._engine = _Task("engine", lambda: _probe_engine(engine))
+        self._engine = _Task("engine", lambda: self._after_cuinit_begins(_probe_engine, engine))
         return self
 
     def _probe_libraries(self) -> tuple[LibraryFacts, LibraryFacts]:
         from envcheck.probe.cuda_libs import probe_cuda_libraries
 
         assert self.target is not None
-        return probe_cuda_libraries(self.target.site_packages, self._env, self._timeout)
+        return self._after_cuinit_begins(
+            probe_cuda_libraries, self.target.site_packages, self._env, self._timeout
+        )
+
+    def _after_cuinit_begins(self, probe: Callable[..., T], *args: Any) -> T:
+        """`probe(*args)` once the driver child calls cuInit (or ended, or had its head start):
+        its start-up gets the CPU before `ldconfig`, the library child and the engine's answers
+        (on two busy cores they delayed its cuInit by ~0.1 s); they run while cuInit does."""
+        if isinstance(self._driver, Child):
+            self._driver.wait_for(CUINIT_BEGINS, _HEAD_START_S)
+        return probe(*args)
 
     def settle(self) -> None:
         """For a caller that gives up before `facts()`: stop and reap the driver child now, let
@@ -128,13 +139,15 @@ def start_early(argv: Sequence[str]) -> None:
     """Start the probe now when `argv` reads as a `doctor` that will probe this host (not
     `--facts`, not `--help`). A guess, never a decision: a probe nobody adopts is reaped, and a
     doctor that finds none starts its own."""
-    if argv[:1] == ["doctor"] and not any(map(_skips_probing, argv)):
+    skips = (("--facts", 3), ("-h", 2), ("--help", 3))
+    if argv[:1] == ["doctor"] and not any(_names(a, *flag) for a in argv for flag in skips):
         _EARLY.append(HostProbe())
 
 
-def _skips_probing(arg: str) -> bool:
-    flag = arg.partition("=")[0]
-    return flag in ("-h", "--help") or (len(flag) > 2 and "--facts".startswith(flag))
+def _names(arg: str, flag: str, shortest: int) -> bool:
+    """`arg` is `flag` or the abbreviation of it argparse accepts (`--fac`, `--facts=x`)."""
+    given = arg.partition("=")[0]
+    return len(given) >= shortest and flag.startswith(given)
 
 
 def adopt() -> HostProbe:
