@@ -69,13 +69,16 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]
         text=True,
         check=True,
     ).stdout.split()
-    doctor = "envcheck.cli" in " ".join(argv)
+    doctor = "envcheck.__main__" in " ".join(argv)
     if int(out[3]) not in ((0, 1) if doctor else (0,)):  # a doctor's verdict may be a fail (1)
         sys.exit(f"{' '.join(argv)[:200]}: exit status {out[3]}: that is no measurement")
     return float(out[0]), float(out[1]), float(out[2])
 
 
-DOCTOR = "import sys; sys.path.insert(0, {tree!r}); from envcheck.cli import main; sys.exit(main())"
+# The doctor as the `envcheck` command runs it (envcheck/__main__.py, without runpy), of a tree.
+DOCTOR = (
+    "import sys; sys.path.insert(0, {tree!r}); sys.argv[0] = 'envcheck'; import envcheck.__main__"
+)
 
 
 def commands(peers: bool, baseline: str | None) -> dict[str, list[str]]:

@@ -4,11 +4,6 @@ Each subcommand lives in `envcheck/commands/<name>.py` with `register(subparsers
 `run(args, env) -> int`; heavy modules are imported inside `run`, never at start-up. `env` is the
 `Environment` (streams, variables, folder) the command reads and writes: the process's, or a
 test's (`main(argv, env)` runs in-process, tests/inprocess.py).
-
-`main` first lets the host probe start its CUDA child when the line reads as a probing
-`doctor` (envcheck/probe/host.py, #27.2): `cuInit` is the slowest thing the doctor waits for,
-so it begins before this module's own imports; `Environment` (dataclasses, pathlib) is imported
-after it.
 """
 
 from __future__ import annotations
@@ -19,17 +14,14 @@ import json
 import sys
 from collections.abc import Sequence
 from importlib import import_module
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from envcheck import __version__
+from envcheck.environment import Environment
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
-from envcheck.probe.host import discard_early, start_early
 from envcheck.signals import unwind_on_signals
 from envcheck.streams import discard_stdout, guard_stdio
-
-if TYPE_CHECKING:
-    from envcheck.environment import Environment
 
 COMMANDS = ("doctor", "pull_image", "report")
 EXAMPLES = """examples:
@@ -66,21 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> int:
     """Run one command line; `env=None`: in this process's environment, its stdio guarded."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    start_early(argv)
-    try:
-        return _main(argv, env)
-    finally:
-        discard_early()
-
-
-def _main(argv: list[str], env: Environment | None) -> int:
-    from envcheck.environment import Environment
-
     own_process = env is None
     if env is None:
         guard_stdio()  # closed, unencodable or full stdout/stderr: never a traceback (#9.7)
         env = Environment.from_process()
+    argv = list(sys.argv[1:] if argv is None else argv)
     wants_json = "--json" in argv  # known before parsing: a bad flag under --json is a document too
     try:
         parser = build_parser()

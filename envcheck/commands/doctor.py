@@ -164,7 +164,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     if not args.facts:
         from envcheck.probe.host import adopt
 
-        probe = adopt()  # the one the CLI started before its imports, else a new one
+        probe = adopt()  # the one envcheck.entry started before the imports, else a new one
     try:
         from envcheck import activity
         from envcheck.render.activity import make_activity_display

@@ -7,9 +7,10 @@ the Paddle build read; `facts()` waits for the driver child last. Each child run
 process group with a deadline (a broken driver can hang or kill its caller); no CUDA library is
 loaded in this process.
 
-The CLI calls `start_early(argv)` before it imports anything else, so that a `doctor` that will
-probe has its child on the way while the interpreter imports the rest; the command `adopt()`s it
-(or starts its own), and whatever nobody adopted is reaped by `discard_early()`.
+The command's entry point (envcheck/entry.py) calls `start_early(argv)` before it imports
+anything else, so that a `doctor` that will probe has its child on the way while the interpreter
+imports the rest; the command `adopt()`s it (or starts its own), and whatever nobody adopted is
+reaped by `discard_early()`.
 
 This module imports only the standard library and `cuda_spawn` at start-up: everything else is
 imported by the work that needs it, once the child is on its way.
@@ -132,7 +133,7 @@ class HostProbe:
         )
 
 
-_EARLY: list[HostProbe] = []  # started by the CLI, not yet adopted by the doctor
+_EARLY: list[HostProbe] = []  # started by envcheck.entry, not yet adopted by the doctor
 
 
 def start_early(argv: Sequence[str]) -> None:
