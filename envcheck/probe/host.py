@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from envcheck.probe.cuda_spawn import CUINIT_BEGINS, Child, start_cuda_child
 
 if TYPE_CHECKING:
-    from envcheck.facts import DriverFacts, EngineFacts, GpuFacts, HostFacts, LibraryFacts
+    from envcheck.facts import DriverFacts, GpuFacts, HostFacts
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.interpreter import Interpreter
 
@@ -61,31 +61,54 @@ class _Task(threading.Thread, Generic[T]):
 
 
 class HostProbe:
-    """A probe in flight: the CUDA driver child and NVML from construction, the rest from
-    `start()`."""
+    """A probe in flight: the CUDA driver child from construction, NVML from `start_nvml()`, the
+    rest from `start()`.
+
+    The probes' modules are imported by the caller's thread before their work is handed to a
+    thread of its own, which then only calls: two threads importing at once raced inside
+    importlib (`NameError: name 'sys' is not defined`, one run in 40 on a busy machine)."""
 
     def __init__(self, *, timeout: float = 5.0, env: Mapping[str, str] | None = None) -> None:
         self._env = os.environ if env is None else env
         self._timeout = timeout
         self._driver: Child | str = start_cuda_child({"driver": True}, self._env, timeout)
-        self._nvml = _Task("nvml", _probe_nvml)
+        self._nvml: _Task[tuple[DriverFacts, tuple[GpuFacts, ...]]] | None = None
         self.target: Interpreter | None = None
+
+    def start_nvml(self) -> HostProbe:
+        """Run the NVML probe (once) while the driver initialises."""
+        if self._nvml is None:
+            from envcheck.probe import _cuda_child, nvml  # noqa: F401 - see the class
+
+            try:
+                import pynvml  # noqa: F401 - a broken one is the NVML probe's to report
+            except ImportError:
+                pass
+            self._nvml = _Task("nvml", nvml.probe_driver)
+        return self
 
     def start(self, target: Interpreter, *, engine: Endpoint | None) -> HostProbe:
         """Run every other probe while the driver initialises; `engine`: the resolved endpoint
         to read (None: the engine is not probed)."""
+        from envcheck.facts import EngineFacts
+        from envcheck.probe import cuda_libs
+        from envcheck.probe import engine as engine_probe  # see the class
+
+        def probe_engine() -> EngineFacts:
+            if engine is None:
+                return EngineFacts()
+            return self._after_cuinit_begins(engine_probe.probe_engine, engine)
+
+        self.start_nvml()
         self.target = target
-        self._libraries = _Task("libraries", self._probe_libraries)
-        self._engine = _Task("engine", lambda: self._after_cuinit_begins(_probe_engine, engine))
-        return self
-
-    def _probe_libraries(self) -> tuple[LibraryFacts, LibraryFacts]:
-        from envcheck.probe.cuda_libs import probe_cuda_libraries
-
-        assert self.target is not None
-        return self._after_cuinit_begins(
-            probe_cuda_libraries, self.target.site_packages, self._env, self._timeout
+        self._libraries = _Task(
+            "libraries",
+            lambda: self._after_cuinit_begins(
+                cuda_libs.probe_cuda_libraries, target.site_packages, self._env, self._timeout
+            ),
         )
+        self._engine = _Task("engine", probe_engine)
+        return self
 
     def _after_cuinit_begins(self, probe: Callable[..., T], *args: Any) -> T:
         """`probe(*args)` once the driver child calls cuInit (or ended, or had its head start):
@@ -101,7 +124,8 @@ class HostProbe:
         if isinstance(self._driver, Child):
             self._driver.kill()
             self._driver.finish()
-        self._nvml.join(self._timeout)
+        if self._nvml is not None:
+            self._nvml.join(self._timeout)
         if self.target is not None:
             self._libraries.join(self._timeout * 3)
 
@@ -111,7 +135,7 @@ class HostProbe:
         from envcheck.probe.environment import probe_env, probe_machine
         from envcheck.probe.paddle_build import probe_paddle
 
-        assert self.target is not None, "start() the probe first"
+        assert self.target is not None and self._nvml is not None, "start() the probe first"
         paddle = probe_paddle(self.target)
         driver, gpus = self._nvml.result()
         engine = self._engine.result()
@@ -152,8 +176,8 @@ def _names(arg: str, flag: str, shortest: int) -> bool:
 
 
 def adopt() -> HostProbe:
-    """The probe the CLI started early, else a new one."""
-    return _EARLY.pop() if _EARLY else HostProbe()
+    """The probe envcheck.entry started early, else a new one; its NVML probe running."""
+    return (_EARLY.pop() if _EARLY else HostProbe()).start_nvml()
 
 
 def discard_early() -> None:
@@ -175,19 +199,3 @@ def probe_host(
     target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
 ) -> HostFacts:
     return start_host_probe(target, engine=engine, timeout=timeout).facts()
-
-
-def _probe_nvml() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
-    from envcheck.probe.nvml import probe_driver
-
-    return probe_driver()
-
-
-def _probe_engine(endpoint: Endpoint | None) -> EngineFacts:
-    if endpoint is None:
-        from envcheck.facts import EngineFacts
-
-        return EngineFacts()
-    from envcheck.probe.engine import probe_engine
-
-    return probe_engine(endpoint)
