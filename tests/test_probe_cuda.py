@@ -143,6 +143,16 @@ def test_a_cuinit_slower_than_the_timeout_is_a_timeout(
     assert children_alive(str(profile)) == []
 
 
+def test_a_child_that_closes_its_output_and_hangs_is_killed_at_its_deadline() -> None:
+    # The end of its output is not its end: it is reaped, killed at the deadline (#27.2).
+    from envcheck.probe.cuda_spawn import Child
+
+    child = Child(["/bin/sh", "-c", "echo begun; exec >&- 2>&-; sleep 60"], os.environ, 0.5)
+    out, _, status, timed_out = child.finish()
+    assert (out, status, timed_out) == (b"begun\n", -9, True)
+    assert child.finish() == (out, b"", status, timed_out)  # the same answer, nothing killed
+
+
 @pytest.mark.fakegpu
 def test_aborting_cuinit_is_a_crash_with_its_signal(probed_host: Probed) -> None:
     facts = probed_host("cuinit-abort")

@@ -1,11 +1,12 @@
 """Gather every fact about the host once: the only entry point the doctor needs.
 
 The slowest probe is the driver's own initialisation (`cuInit`: ~0.2 s on an H100), so the
-probes overlap instead of adding up (issue #27). `HostProbe()` starts the CUDA driver child and
-NVML at once; `start()` adds the CUDA library search (with its own child), the engine probe and
-the Paddle build read; `facts()` waits for the driver child last. Each child runs in its own
-process group with a deadline (a broken driver can hang or kill its caller); no CUDA library is
-loaded in this process.
+probes overlap instead of adding up (issue #27). `HostProbe()` starts the CUDA driver child at
+once, `start_nvml()` the NVML probe; `start()` adds the CUDA library search (with a child of its
+own, so that a wedged cuInit never hides the libraries), the engine probe and the Paddle build
+read; `facts()` waits for the driver child last. Each child runs in its own process group with
+a deadline (a broken driver can hang or kill its caller); no CUDA library is loaded in this
+process.
 
 The command's entry point (envcheck/entry.py) calls `start_early(argv)` before it imports
 anything else, so that a `doctor` that will probe has its child on the way while the interpreter
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from envcheck.probe.interpreter import Interpreter
 
 T = TypeVar("T")
-_HEAD_START_S = 1.0  # the longest the library probe lets the driver child go first
+_HEAD_START_S = 1.0  # the longest the library and engine probes let the driver child go first
 
 
 class _Task(threading.Thread, Generic[T]):
