@@ -100,6 +100,8 @@ class HostProbe:
                 return EngineFacts()
             return self._after_cuinit_begins(engine_probe.probe_engine, engine)
 
+        if engine is not None and engine_probe.uses_sdk(engine):
+            engine_probe.import_sdk()
         self.start_nvml()
         self.target = target
         self._libraries = _Task(
