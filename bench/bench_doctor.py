@@ -20,7 +20,9 @@ Where it runs (--host):
     .venv/bin/python bench/bench_doctor.py --peers   # also env-doctor and Paddle's run_check
     .venv/bin/python bench/bench_doctor.py --baseline ../main   # and another tree's doctor
 
-The doctor measured is this tree's (PYTHONPATH), run by the interpreter running the bench.
+The doctor measured is this tree's, run as the `envcheck` command runs it (envcheck/__main__.py)
+by the interpreter running the bench, with its bytecode cached as an installed wheel has it
+(`--source`: compiled on every run, as under PYTHONDONTWRITEBYTECODE=1).
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ NVML = (
 )
 
 
-# Runs one command and prints its wall time and peak RSS. A process records the peak RSS of the
-# one that spawned it (exec keeps the old address space's high-water mark), so the bench's own
-# ~30 MB would hide the figures: this small runner (~8 MB, standard library only) spawns it.
+# Runs one command; prints its wall time, peak RSS, CPU time and exit status. A process records
+# the peak RSS of the
+# one that spawned it (exec keeps the old address space's high-water mark), so the bench's
+# own ~30 MB would hide the figures: this small runner (~8 MB, standard library only) spawns it.
 RUNNER = """
 import os, sys, time
 null = os.open(os.devnull, os.O_WRONLY)
