@@ -48,9 +48,8 @@ NVML = (
 
 
 # Runs one command; prints its wall time, peak RSS, CPU time and exit status. A process records
-# the peak RSS of the
-# one that spawned it (exec keeps the old address space's high-water mark), so the bench's
-# own ~30 MB would hide the figures: this small runner (~8 MB, standard library only) spawns it.
+# the peak RSS of the one that spawned it (exec keeps the old address space's high-water mark),
+# so the bench's own ~30 MB would hide the figures: this small runner (~8 MB) spawns it.
 RUNNER = """
 import os, sys, time
 null = os.open(os.devnull, os.O_WRONLY)
