@@ -1,5 +1,5 @@
 import sys
 
-from envcheck.cli import main
+from envcheck.entry import main
 
 sys.exit(main())

@@ -15,8 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from envcheck.smoke.protocol import LOG_PREFIX, MILESTONES
-
 
 class ActivityDisplay(Protocol):
     def phase(self, text: str) -> None: ...  # a new step begins
@@ -97,8 +95,10 @@ class LineSplitter:
     """Whole lines out of a child's stderr chunks; calls `emit` with the text after `prefix` of
     each line that has it. A line without an end is kept up to `limit` bytes, no more."""
 
-    def __init__(self, prefix: bytes = LOG_PREFIX.encode(), limit: int = 4096) -> None:
-        self.prefix, self.limit = prefix, limit
+    def __init__(self, prefix: bytes | None = None, limit: int = 4096) -> None:
+        from envcheck.smoke.protocol import LOG_PREFIX  # the smoke's, off the static path
+
+        self.prefix, self.limit = prefix or LOG_PREFIX.encode(), limit
         self._partial = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -118,6 +118,8 @@ def workload_said(text: str) -> None:
     """The smoke workload's log line (workload.log): its milestones (the protocol's
     `MILESTONES`) begin a phase, the rest (`step 31/60, 95.2 steps/s`, what it loaded) are
     details of the current one."""
+    from envcheck.smoke.protocol import MILESTONES
+
     for opening, title in MILESTONES:
         if text.startswith(opening):
             phase(f"smoke: {title or text}")

@@ -16,10 +16,13 @@ from typing import Any, Literal, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.smoke.protocol import LibraryOrigin
 from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
 
 Status = Literal["ok", "absent", "error", "unknown"]
+# Where the probe found a copy of a CUDA library (envcheck/probe/cuda_libs.py, in its search
+# order). The smoke workload says it with the same words, from its own standalone copy
+# (envcheck/smoke/protocol.py: it runs where envcheck is not installed; a test keeps them equal).
+LibraryOrigin = Literal["pip", "LD_LIBRARY_PATH", "system", "cuda-home"]
 
 
 def _checked(check: str) -> Any:

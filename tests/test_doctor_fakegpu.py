@@ -7,8 +7,12 @@ itself the `paddle.cpu-build` failure users hit when they `pip install paddlepad
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,3 +106,57 @@ def test_expect_gpu_passes_the_gpu_checks_on_a_healthy_host(
     ids = findings(doc)
     assert ids["driver.present"]["severity"] == "pass" and ids["gpu.0"]["severity"] == "pass"
     assert "gpu.expected" not in ids and doc["host"]["gpus"][0]["compute_capability"] == "12.0"
+
+
+# The doctor's static tier, run as `envcheck doctor --no-smoke --json` runs it, then the names of
+# every module the process imported (into the file named by argv[1]).
+STATIC_TIER = """
+import json, sys
+from envcheck.cli import main
+code = main(["doctor", "--no-smoke", "--json", "--quiet"])
+with open(sys.argv[1], "w") as f:
+    json.dump(sorted(sys.modules), f)
+sys.exit(code)
+"""
+# top-level packages; `_hashlib` is OpenSSL's libcrypto, 3.7 MB of resident memory (#27.4)
+NOT_STATIC = ("rich", "docker", "requests", "urllib3", "paddle", "_hashlib")
+NOT_STATIC_ENVCHECK = ("envcheck.smoke", "envcheck.pull", "envcheck.registry", "envcheck.docker_")
+
+
+def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
+    host_env: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """#27.3: what `--no-smoke --json` does not need is not imported (what it costs is measured
+    by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle, and
+    OpenSSL (the digests it needs are CPython's own, envcheck.digest)."""
+    modules = tmp_path / "modules.json"
+    run = subprocess.run(
+        [sys.executable, "-c", STATIC_TIER, str(modules)],
+        env=host_env("h100-580-lent"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in run.stderr, run.stderr
+    assert json.loads(run.stdout)["host"]["cuda_driver"]["status"] == "ok"  # it judged a GPU host
+    loaded = json.loads(modules.read_text())
+    assert "envcheck.judge" in loaded and "pynvml" in loaded
+    assert [m for m in loaded if m.split(".")[0] in NOT_STATIC] == []
+    assert [m for m in loaded if m.startswith(NOT_STATIC_ENVCHECK)] == []
+
+
+def test_a_doctor_stopped_by_a_bad_flag_leaves_no_cuda_child(
+    host_env: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """#27.2: the CLI starts the CUDA child before it parses the flags; a usage error (exit 2)
+    after that reaps it, even one hung in cuInit."""
+    from tests.fakenv import children_alive  # registered as a plugin above
+
+    env = host_env("cuinit-hang")
+    profile = tmp_path / "cuinit-hang.toml"  # this test's own marker
+    profile.write_bytes(Path(env["FAKE_NVIDIA_PROFILE"]).read_bytes())
+    env["FAKE_NVIDIA_PROFILE"] = str(profile)
+    code, doc, _ = doctor_process(env, "--no-smoke", "--no-such-flag")
+    assert code == 2 and "--no-such-flag" in doc["error"]["message"]
+    assert children_alive(str(profile)) == []

@@ -120,6 +120,6 @@ def test_a_bug_in_the_cuda_probe_is_a_bug_not_a_timeout(monkeypatch: pytest.Monk
     def broken(*_: object) -> None:
         raise KeyError("a bug in the probe")
 
-    monkeypatch.setattr(cuda_libs, "probe_cuda", broken)
+    monkeypatch.setattr(cuda_libs, "probe_cuda_libraries", broken)  # the library thread
     with pytest.raises(KeyError, match="a bug in the probe"):
         start_host_probe().facts()

@@ -31,7 +31,7 @@ def test_wheel_ships_the_matrix_and_the_entry_point(tmp_path: Path) -> None:
     assert shipped and {f"envcheck/_matrix/{n}" for n in shipped} <= names
     assert "envcheck/smoke/workload.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "envcheck = envcheck.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "envcheck = envcheck.entry:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_installed_wheel_loads_its_own_matrix(tmp_path: Path) -> None:

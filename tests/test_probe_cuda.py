@@ -107,25 +107,12 @@ def test_hanging_cuinit_times_out_and_keeps_the_library_facts(probed_host: Probe
     assert (facts["cudart"]["status"], facts["cudart"]["version"]) == ("ok", "12.6")
 
 
-def _children_alive(marker: str) -> list[int]:
-    """Our probe children still running whose environment holds `marker`."""
-    alive = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if (
-                b"_cuda_child.py" in (proc / "cmdline").read_bytes()
-                and marker.encode() in (proc / "environ").read_bytes()
-            ):
-                alive.append(int(proc.name))
-        except (OSError, ValueError):
-            continue
-    return alive
-
-
 @pytest.mark.fakegpu
 def test_a_hung_child_is_killed_not_left_behind(
     fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
+    from tests.fakenv import children_alive  # registered as a plugin above
+
     # A profile path of this test's own: another run of the suite on the machine has its own
     # hung children, with the shipped profile's path in their environment.
     profile = tmp_path / "cuinit-hang.toml"
@@ -134,7 +121,36 @@ def test_a_hung_child_is_killed_not_left_behind(
     env["FAKE_NVIDIA_PROFILE"] = str(profile)
     facts = cuda_driver.probe_cuda_driver(timeout=0.5, env=env)
     assert facts.error == "timeout"
-    assert _children_alive(env["FAKE_NVIDIA_PROFILE"]) == []
+    assert children_alive(env["FAKE_NVIDIA_PROFILE"]) == []
+
+
+@pytest.mark.fakegpu
+def test_a_cuinit_slower_than_the_timeout_is_a_timeout(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    from tests.fakenv import children_alive  # registered as a plugin above
+
+    # The fake cuInit takes its profile's latency (the lent H100's 0.2 s by default, issue #27):
+    # a driver that needs a minute to initialise is stopped at the probe's timeout.
+    env = {**os.environ, **fake_nvidia("h100-580")}
+    profile = tmp_path / "slow-cuinit.toml"
+    text = Path(env["FAKE_NVIDIA_PROFILE"]).read_text()
+    profile.write_text(text.replace("[cuda]\n", "[cuda]\ninit_latency_ms = 60000\n"))
+    env["FAKE_NVIDIA_PROFILE"] = str(profile)
+    facts = cuda_driver.probe_cuda_driver(timeout=0.5, env=env)
+    assert (facts.status, facts.error, facts.version) == ("error", "timeout", "13.0")
+    assert "cuInit did not return within 0.5 s" in (facts.reason or "")
+    assert children_alive(str(profile)) == []
+
+
+def test_a_child_that_closes_its_output_and_hangs_is_killed_at_its_deadline() -> None:
+    # The end of its output is not its end: it is reaped, killed at the deadline (#27.2).
+    from envcheck.probe.cuda_spawn import Child
+
+    child = Child(["/bin/sh", "-c", "echo begun; exec >&- 2>&-; sleep 60"], os.environ, 0.5)
+    out, _, status, timed_out = child.finish()
+    assert (out, status, timed_out) == (b"begun\n", -9, True)
+    assert child.finish() == (out, b"", status, timed_out)  # the same answer, nothing killed
 
 
 @pytest.mark.fakegpu
@@ -302,6 +318,14 @@ def test_origins_come_in_the_order_a_paddle_process_tries_them(tmp_path: Path) -
         == ["pip", "LD_LIBRARY_PATH", "system", "cuda-home"]
         == list(get_args(LibraryOrigin))
     )
+
+
+def test_the_smoke_protocol_spells_the_library_origins_as_the_facts_do() -> None:
+    # The workload's standalone copy (it runs where envcheck is not installed) and the facts'
+    # own, kept apart so that the doctor's static tier never imports the smoke (#27.3).
+    from envcheck import facts
+
+    assert get_args(facts.LibraryOrigin) == get_args(LibraryOrigin)
 
 
 @pytest.mark.parametrize(

@@ -5,21 +5,26 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck import __version__
 from envcheck.commands import add_choice_arguments, stdout_format
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
-from envcheck.facts import FactsError, HostFacts, host_from_document
-from envcheck.findings import Finding
-from envcheck.report import ImageChoice, Report
-from envcheck.smoke.options import SmokeOptions
 
+# Only what `register` needs at start-up: `run` starts the CUDA child before it imports the rest
+# (#27.2), and `--no-smoke --json` never imports the smoke, rich or the docker SDK (#27.3).
 if TYPE_CHECKING:
     from envcheck.environment import Environment
+    from envcheck.facts import HostFacts
+    from envcheck.findings import Finding
     from envcheck.probe.endpoint import Endpoint
+    from envcheck.probe.host import HostProbe
     from envcheck.probe.interpreter import Interpreter
+    from envcheck.report import ImageChoice, Report
+    from envcheck.smoke.options import SmokeOptions
 
 
 EXAMPLES = """examples:
@@ -155,15 +160,18 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from envcheck import activity
-    from envcheck.render.activity import make_activity_display
+    # The CUDA driver child first: its cuInit (~0.2 s on an H100) is the slowest probe, and the
+    # imports and the other probes overlap it (#27.2). Whatever happens next, it is reaped.
+    with _host_probe(args) as probe:
+        from envcheck import activity
+        from envcheck.render.activity import make_activity_display
 
-    _resolve_paths(args, env)
-    to_stdout = stdout_format(args, env, ("junit", "markdown", "save_baseline"))
-    # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
-    # heartbeat in a log, under --json too); stopped before the report takes stdout.
-    with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
-        report = _diagnose(args, env)
+        _resolve_paths(args, env)
+        to_stdout = stdout_format(args, env, ("junit", "markdown", "save_baseline"))
+        # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
+        # heartbeat in a log, under --json too); stopped before the report takes stdout.
+        with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
+            report = _diagnose(args, env, probe)
     _render(args, report, env, text=to_stdout is None)
     _save_baseline(args, report, env)
     return int(report.exit_status)
@@ -172,8 +180,25 @@ def run(args: argparse.Namespace, env: Environment) -> int:
 def diagnose(args: argparse.Namespace, env: Environment) -> Report:
     """The report of a parsed `doctor` command line, not rendered (`envcheck fix` plans from it
     and verifies with it)."""
-    _resolve_paths(args, env)
-    return _diagnose(args, env)
+    with _host_probe(args) as probe:
+        _resolve_paths(args, env)
+        return _diagnose(args, env, probe)
+
+
+@contextmanager
+def _host_probe(args: argparse.Namespace) -> Iterator[HostProbe | None]:
+    """The host probe, its NVML and CUDA children started (None under `--facts`: nothing is
+    probed); reaped on the way out, whatever happened."""
+    if args.facts:
+        yield None
+        return
+    from envcheck.probe.host import adopt
+
+    probe = adopt()  # the one envcheck.entry started before the imports, else a new one
+    try:
+        yield probe
+    finally:
+        probe.settle()
 
 
 PATH_FLAGS = ("facts", "matrix", "junit", "markdown", "baseline", "save_baseline")
@@ -186,33 +211,28 @@ def _resolve_paths(args: argparse.Namespace, env: Environment) -> None:
             setattr(args, flag, env.path(getattr(args, flag)))
 
 
-def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
+def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | None) -> Report:
+    """`probe`: the host probe whose CUDA child runs (None: `--facts`, nothing is probed)."""
     # Imported here, not at start-up: `envcheck --version` and `--help` build every parser.
     from envcheck import activity
     from envcheck.probe.endpoint import resolve_endpoint
-    from envcheck.probe.host import start_host_probe
     from envcheck.probe.interpreter import resolve_interpreter
-    from envcheck.proof import expect_gpu_unproven, proof_of
 
     started = time.perf_counter()
     gpus = parse_gpus(args.gpus)
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
-    target = None if args.facts else resolve_interpreter(args.python)
-    endpoint = None if args.facts else resolve_endpoint(env.env)
-    if not args.facts:
+    target = None if probe is None else resolve_interpreter(args.python)
+    endpoint = None if probe is None else resolve_endpoint(env.env)
+    if probe is not None and target is not None:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
-    # the CUDA child starts first
-    probe = None if target is None else start_host_probe(target, engine=endpoint)
+        probe.start(target, engine=endpoint)  # NVML, libraries, engine: while cuInit runs
     from envcheck.judge import Context, judge
     from envcheck.matrix.load import load_matrix
+    from envcheck.proof import expect_gpu_unproven, proof_of
+    from envcheck.report import Report
 
-    try:
-        matrix = load_matrix(args.matrix, env.env)
-    except BaseException:
-        if probe is not None:
-            probe.settle()  # never leave the CUDA child behind (it is killed at its timeout)
-        raise
+    matrix = load_matrix(args.matrix, env.env)
     host = read_facts(args.facts, env) if probe is None else probe.facts()
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
@@ -252,6 +272,7 @@ def read_facts(path: str, env: Environment | None = None) -> HostFacts:
     """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
     (exit 2) naming the file and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7).
     Here, at the edge: `envcheck.facts` stays pure."""
+    from envcheck.facts import FactsError, host_from_document
     from envcheck.userfiles import read_json
 
     doc = read_json(
@@ -301,6 +322,8 @@ def _smoke_options(
     """The smoke's options, carrying the targets resolved once: the interpreter, the engine, the
     loaded matrix (a missing image is pulled with the mirrors of the matrix it was chosen from)
     and the command's stderr (for the pull's progress)."""
+    from envcheck.smoke.options import SmokeOptions
+
     python = target.python if target else args.python
     return SmokeOptions(
         image=args.image,
@@ -325,6 +348,7 @@ def _drift(
 ) -> list[Finding]:
     from envcheck.baseline_file import load_baseline
     from envcheck.drift import compare_baseline
+    from envcheck.report import Report
 
     baseline = load_baseline(args.baseline, env)
     return compare_baseline(
@@ -363,9 +387,8 @@ def _render(args: argparse.Namespace, report: Report, env: Environment, *, text:
 
 
 def _render_stdout(args: argparse.Namespace, report: Report, out: TextIO, *, color: bool) -> None:
-    if args.json:
-        json.dump(report.to_json(), out, indent=2)
-        out.write("\n")
+    if args.json:  # one write: json.dump writes each token on its own (~850 calls)
+        out.write(json.dumps(report.to_json(), indent=2) + "\n")
     elif color:
         from envcheck.render.text import render_rich
 

@@ -17,17 +17,16 @@ cannot be trusted, read or written is simply not used. `ENVCHECK_CACHE_DIR=""` t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from envcheck import __version__
+from envcheck.digest import sha256
 from envcheck.matrix.toml import tomllib
 
 CACHE_DIR_VAR = "ENVCHECK_CACHE_DIR"  # "" turns the cache off
@@ -43,7 +42,7 @@ def read_toml(path: Path) -> dict[str, Any]:
     folder = cache_dir()
     if folder is None:
         return _parse(data)
-    entry = folder / f"toml-{hashlib.sha256(_salt() + data).hexdigest()[:48]}.json"
+    entry = folder / f"toml-{sha256(_salt() + data).hexdigest()[:48]}.json"
     hit = _read(entry)
     if hit is not None:
         return hit
@@ -86,7 +85,7 @@ def _ours(info: os.stat_result) -> bool:
 @lru_cache(maxsize=1)
 def _salt() -> bytes:
     """The parser's identity: what could make the same bytes parse differently."""
-    h = hashlib.sha256(f"{__version__}\0{sys.version}\0".encode())
+    h = sha256(f"{__version__}\0{sys.version}\0".encode())
     for module in (__file__, tomllib.__file__, Path(__file__).with_name("toml.py")):
         try:
             h.update(Path(str(module)).read_bytes())
@@ -119,6 +118,8 @@ def _write(folder: Path, entry: Path, doc: dict[str, Any]) -> None:
         return  # a TOML date or a NaN has no exact JSON form: parse that file every time
     if json.loads(text) != doc:
         return  # never cache what would not come back identical
+    import tempfile  # only on a miss: a warm run never writes (#27.3)
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".toml-", suffix=".tmp", dir=folder)  # 0600, O_EXCL
         try:

@@ -9,20 +9,14 @@ Codes and names: https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from envcheck.facts import CudaDriverFacts
-from envcheck.probe.driver_root import CUDA_SONAME, driver_library
+from envcheck.probe.cuda_spawn import Child, start_cuda_child
 from envcheck.versions import VersionParseError, cuda_version_from_int
-
-CHILD = Path(__file__).with_name("_cuda_child.py")
 
 _REASONS: dict[str, str] = {
     "CUDA_ERROR_NO_DEVICE": (
@@ -80,31 +74,15 @@ def run_cuda_child(
 ) -> ChildRun:
     """Run the child on `request` ({"driver": bool, "libraries": [{"kind", "path"}]});
     never raises for anything the child does."""
-    args = [f"{lib['kind']}={lib['path']}" for lib in request.get("libraries", [])]
-    if request.get("driver"):
-        library = driver_library(CUDA_SONAME, os.environ if env is None else env)
-        args.append("--driver" if library is None else f"--driver={library}")
-    cmd = [sys.executable or "python3", "-I", "-S", str(CHILD), *args]
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            start_new_session=True,  # its own process group: a kill reaches all it started
-        )
-    except OSError as e:
-        return ChildRun(failure="failed", detail=f"cannot start {cmd[0]}: {e}", timeout=timeout)
-    with proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-            failure = None
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            out, err = proc.communicate()
-            failure = "timeout"
-    return _parse_run(out, err, proc.returncode, failure, timeout)
+    return finish_cuda_child(start_cuda_child(request, env, timeout))
+
+
+def finish_cuda_child(child: Child | str) -> ChildRun:
+    """What a child started with `start_cuda_child` printed, once it ended or was stopped."""
+    if isinstance(child, str):
+        return ChildRun(failure="failed", detail=child)
+    out, err, returncode, timed_out = child.finish()
+    return _parse_run(out, err, returncode, "timeout" if timed_out else None, child.timeout)
 
 
 def driver_facts(run: ChildRun) -> CudaDriverFacts:
@@ -156,13 +134,6 @@ def _cuda_version(value: Any) -> str | None:
         return cuda_version_from_int(value) if value else None
     except VersionParseError:
         return None
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the group of the child we started, by its id
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
 
 
 def _parse_run(

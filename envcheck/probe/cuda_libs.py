@@ -15,15 +15,13 @@ child process of `cuda_driver` so a broken library cannot take the caller down.
 from __future__ import annotations
 
 import os
-import platform
 import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from envcheck.facts import CudaDriverFacts, LibraryCandidate, LibraryFacts
+from envcheck.facts import CudaDriverFacts, LibraryCandidate, LibraryFacts, LibraryOrigin
 from envcheck.probe.cuda_driver import ChildRun, driver_facts, run_cuda_child
-from envcheck.smoke.protocol import LibraryOrigin
 from envcheck.versions import VersionParseError, cuda_version_from_int, cudnn_version_from_int
 
 CUDA_HOME_DEFAULT = "/usr/local/cuda"
@@ -161,7 +159,7 @@ def loader_cache() -> list[tuple[str, str]]:
 
 def _ldconfig_arch() -> str | None:
     # ldconfig's tags for the libraries this interpreter can load (glibc elf/cache.c).
-    return {"x86_64": "x86-64", "aarch64": "AArch64"}.get(platform.machine())
+    return {"x86_64": "x86-64", "aarch64": "AArch64"}.get(os.uname().machine)
 
 
 def _cuda_homes(env: Mapping[str, str]) -> list[str]:

@@ -11,7 +11,6 @@ that one is used (what `dockerd-rootless-setuptool.sh` tells users to export).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -19,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from envcheck.digest import sha256
 from envcheck.errors import UsageError
 from envcheck.userfiles import read_regular
 
@@ -127,7 +127,7 @@ def _from_context(name: str, source: Source, config_dir: str) -> Endpoint:
     Read here rather than with the docker SDK's ContextAPI: the SDK finds the store only next to
     an existing config.json (docker/context/config.py, get_context_dir), and the CLI does not
     need one, so `DOCKER_CONTEXT=x` would name a context the SDK cannot see."""
-    store_id = hashlib.sha256(name.encode("utf-8")).hexdigest()
+    store_id = sha256(name.encode("utf-8")).hexdigest()
     meta_file = os.path.join(config_dir, "contexts", "meta", store_id, "meta.json")
     hint = (
         "list them with `docker context ls`; unset DOCKER_CONTEXT or `docker context use default`"

@@ -78,8 +78,8 @@ def probe_engine(endpoint: Endpoint | str | None = None, timeout: float = _TIMEO
     if path is not None and not os.path.exists(path):
         return replace(where, status="absent", reason=f"no Docker engine socket at {path}")
     try:
-        if endpoint.tls or urlparse(host).scheme not in ("unix", "tcp", "http"):
-            version, info = _sdk_documents(endpoint, timeout)  # TLS, ssh://: the SDK's transports
+        if uses_sdk(endpoint):
+            version, info = _sdk_documents(endpoint, timeout)
         else:
             version, info = _get(host, "/version", timeout), _get(host, "/info", timeout)
     except PermissionError as e:
@@ -92,6 +92,19 @@ def probe_engine(endpoint: Endpoint | str | None = None, timeout: float = _TIMEO
     except (OSError, ValueError) as e:
         return replace(where, status="error", reason=f"the engine did not answer: {e}")
     return replace(engine_facts(version, info, host), context=endpoint.context)
+
+
+def uses_sdk(endpoint: Endpoint) -> bool:
+    """TLS and ssh:// engines are read through the docker SDK's transports."""
+    return endpoint.tls or urlparse(endpoint.host).scheme not in ("unix", "tcp", "http")
+
+
+def import_sdk() -> None:
+    """Import what `probe_engine` needs for an engine that `uses_sdk`: the host probe does it
+    in its own thread before it runs `probe_engine` in another (envcheck/probe/host.py)."""
+    import docker
+    import docker.errors  # noqa: F401
+    import requests.exceptions  # noqa: F401
 
 
 def _sdk_documents(endpoint: Endpoint, timeout: float) -> tuple[Any, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import sys
 from collections.abc import Mapping
 
@@ -41,7 +40,7 @@ def probe_machine() -> MachineFacts:
         os=_os_release(),
         kernel=uname.release,
         arch=uname.machine,
-        python=f"{platform.python_implementation()} {sys.version.split()[0]}",
+        python=f"{_implementation()} {sys.version.split()[0]}",
     )
 
 
@@ -54,3 +53,16 @@ def _os_release() -> str | None:
     except OSError:
         return None
     return None
+
+
+def _implementation() -> str:
+    """`platform.python_implementation()` without importing `platform` (#27.3)."""
+    name = sys.implementation.name
+    if name in _IMPLEMENTATIONS:
+        return _IMPLEMENTATIONS[name]
+    import platform
+
+    return platform.python_implementation()
+
+
+_IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy"}

@@ -1,64 +1,152 @@
 """Gather every fact about the host once: the only entry point the doctor needs.
 
-The CUDA driver/library probe runs in a child process (a broken driver can hang or kill its
-caller). `start_host_probe` launches it before anything else, in a worker thread, so the child's
-start-up runs on the other core while this process imports and reads the matrix.
+The slowest probe is the driver's own initialisation (`cuInit`: ~0.2 s on an H100), so the
+probes overlap instead of adding up (issue #27). `HostProbe()` starts the CUDA driver child at
+once, `start_nvml()` the NVML probe; `start()` adds the CUDA library search (with a child of its
+own, so that a wedged cuInit never hides the libraries), the engine probe and the Paddle build
+read; `facts()` waits for the driver child last. Each child runs in its own process group with
+a deadline (a broken driver can hang or kill its caller); no CUDA library is loaded in this
+process.
+
+The command's entry point (envcheck/entry.py) calls `start_early(argv)` before it imports
+anything else, so that a `doctor` that will probe has its child on the way while the interpreter
+imports the rest; the command `adopt()`s it (or starts its own), and whatever nobody adopted is
+reaped by `discard_early()`.
+
+This module imports only the standard library and `cuda_spawn` at start-up: everything else is
+imported by the work that needs it, once the child is on its way.
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from concurrent.futures import TimeoutError as FutureTimeout
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from envcheck.facts import CudaDriverFacts, EngineFacts, HostFacts, LibraryFacts
-from envcheck.probe.endpoint import Endpoint
-from envcheck.probe.environment import probe_env, probe_machine
-from envcheck.probe.interpreter import Interpreter, current_interpreter
-from envcheck.probe.paddle_build import probe_paddle
+from envcheck.probe.cuda_spawn import CUINIT_BEGINS, Child, start_cuda_child
 
-_NativeFacts = tuple[CudaDriverFacts, LibraryFacts, LibraryFacts]
+if TYPE_CHECKING:
+    from envcheck.facts import DriverFacts, GpuFacts, HostFacts
+    from envcheck.probe.endpoint import Endpoint
+    from envcheck.probe.interpreter import Interpreter
+
+T = TypeVar("T")
+_HEAD_START_S = 1.0  # the longest the library and engine probes let the driver child go first
+
+
+class _Task(threading.Thread, Generic[T]):
+    """One probe on a thread of its own; `result()` returns its value or re-raises its error: a
+    bug in a probe is a bug (exit 3), never mistaken for a driver that did not answer."""
+
+    def __init__(self, name: str, work: Callable[[], T]) -> None:
+        super().__init__(name=f"envcheck-probe-{name}", daemon=True)
+        self._work = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller by result()
+            self._error = e
+
+    def result(self, timeout: float | None = None) -> T:
+        self.join(timeout)
+        if self.is_alive():
+            raise TimeoutError(self.name)
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # set by run() when no error
 
 
 class HostProbe:
-    """A probe in flight: the CUDA child is running; `facts()` does the rest and joins it.
+    """A probe in flight: the CUDA driver child from construction, NVML from `start_nvml()`, the
+    rest from `start()`.
 
-    The child is driven from a worker thread whose future re-raises: a bug in the probe is a bug
-    (exit 3), never mistaken for a driver that did not answer.
-    """
+    The probes' modules are imported by the caller's thread before their work is handed to a
+    thread of its own, which then only calls: two threads importing at once raced inside
+    importlib (`NameError: name 'sys' is not defined`, one run in 40 on a busy machine)."""
 
-    def __init__(self, target: Interpreter, *, engine: Endpoint | None, timeout: float) -> None:
+    def __init__(self, *, timeout: float = 5.0, env: Mapping[str, str] | None = None) -> None:
+        self._env = os.environ if env is None else env
+        self._timeout = timeout
+        self._driver: Child | str = start_cuda_child({"driver": True}, self._env, timeout)
+        self._nvml: _Task[tuple[DriverFacts, tuple[GpuFacts, ...]]] | None = None
+        self.target: Interpreter | None = None
+
+    def start_nvml(self) -> HostProbe:
+        """Run the NVML probe (once) while the driver initialises."""
+        if self._nvml is None:
+            from envcheck.probe import _cuda_child, nvml  # noqa: F401 - see the class
+
+            try:
+                import pynvml  # noqa: F401 - a broken one is the NVML probe's to report
+            except ImportError:
+                pass
+            self._nvml = _Task("nvml", nvml.probe_driver)
+        return self
+
+    def start(self, target: Interpreter, *, engine: Endpoint | None) -> HostProbe:
+        """Run every other probe while the driver initialises; `engine`: the resolved endpoint
+        to read (None: the engine is not probed)."""
+        from envcheck.facts import EngineFacts
+        from envcheck.probe import cuda_libs
+        from envcheck.probe import engine as engine_probe  # see the class
+
+        def probe_engine() -> EngineFacts:
+            if engine is None:
+                return EngineFacts()
+            return self._after_cuinit_begins(engine_probe.probe_engine, engine)
+
+        if engine is not None and engine_probe.uses_sdk(engine):
+            engine_probe.import_sdk()
+        self.start_nvml()
         self.target = target
-        self._engine, self._timeout = engine, timeout
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envcheck-cuda-probe")
-        self._native: Future[_NativeFacts] = self._pool.submit(self._probe_native)
-        self._pool.shutdown(wait=False)
+        self._libraries = _Task(
+            "libraries",
+            lambda: self._after_cuinit_begins(
+                cuda_libs.probe_cuda_libraries, target.site_packages, self._env, self._timeout
+            ),
+        )
+        self._engine = _Task("engine", probe_engine)
+        return self
 
-    def _probe_native(self) -> _NativeFacts:  # one child for libcuda, libcudart and libcudnn
-        from envcheck.probe.cuda_libs import probe_cuda
-
-        return probe_cuda(self.target.site_packages, os.environ, self._timeout)
+    def _after_cuinit_begins(self, probe: Callable[..., T], *args: Any) -> T:
+        """`probe(*args)` once the driver child calls cuInit (or ended, or had its head start):
+        its start-up gets the CPU before `ldconfig`, the library child and the engine's answers
+        (on two busy cores they delayed its cuInit by ~0.1 s); they run while cuInit does."""
+        if isinstance(self._driver, Child):
+            self._driver.wait_for(CUINIT_BEGINS, _HEAD_START_S)
+        return probe(*args)
 
     def settle(self) -> None:
-        """Wait for the CUDA child to end (it is killed at its own timeout); never raises."""
-        wait([self._native], self._timeout * 3)
+        """For a caller that gives up before `facts()`: stop and reap the driver child now, let
+        NVML shut down and the library child end (killed at its deadline). Never raises."""
+        if isinstance(self._driver, Child):
+            self._driver.kill()
+            self._driver.finish()
+        if self._nvml is not None:
+            self._nvml.join(self._timeout)
+        if self.target is not None:
+            self._libraries.join(self._timeout * 3)
 
     def facts(self) -> HostFacts:
-        from envcheck.probe.nvml import probe_driver
+        from envcheck.facts import HostFacts, LibraryFacts
+        from envcheck.probe.cuda_driver import driver_facts, finish_cuda_child
+        from envcheck.probe.environment import probe_env, probe_machine
+        from envcheck.probe.paddle_build import probe_paddle
 
-        driver, gpus = probe_driver()
+        assert self.target is not None and self._nvml is not None, "start() the probe first"
         paddle = probe_paddle(self.target)
-        engine = _probe_engine(self._engine) if self._engine else EngineFacts()
+        driver, gpus = self._nvml.result()
+        engine = self._engine.result()
         try:
-            cuda_driver, cudart, cudnn = self._native.result(self._timeout * 3)
-        except FutureTimeout:
-            cuda_driver, cudart, cudnn = (
-                CudaDriverFacts(
-                    status="error", error="timeout", reason="the CUDA probe did not finish"
-                ),
-                LibraryFacts(),
-                LibraryFacts(),
-            )
+            cudart, cudnn = self._libraries.result(self._timeout * 3)
+        except TimeoutError:
+            cudart = cudnn = LibraryFacts(reason="the CUDA library probe did not finish")
+        cuda_driver = driver_facts(finish_cuda_child(self._driver))  # the slowest, waited last
         return HostFacts(
             driver=driver,
             gpus=gpus,
@@ -72,20 +160,45 @@ class HostProbe:
         )
 
 
+_EARLY: list[HostProbe] = []  # started by envcheck.entry, not yet adopted by the doctor
+
+
+def start_early(argv: Sequence[str]) -> None:
+    """Start the probe now when `argv` reads as a `doctor` that will probe this host (not
+    `--facts`, not `--help`). A guess, never a decision: a probe nobody adopts is reaped, and a
+    doctor that finds none starts its own."""
+    skips = (("--facts", 3), ("-h", 2), ("--help", 3))
+    if argv[:1] == ["doctor"] and not any(_names(a, *flag) for a in argv for flag in skips):
+        _EARLY.append(HostProbe())
+
+
+def _names(arg: str, flag: str, shortest: int) -> bool:
+    """`arg` is `flag` or the abbreviation of it argparse accepts (`--fac`, `--facts=x`)."""
+    given = arg.partition("=")[0]
+    return len(given) >= shortest and flag.startswith(given)
+
+
+def adopt() -> HostProbe:
+    """The probe envcheck.entry started early, else a new one; its NVML probe running."""
+    return (_EARLY.pop() if _EARLY else HostProbe()).start_nvml()
+
+
+def discard_early() -> None:
+    """Reap every probe started early that no command adopted (a bad flag, `--help`)."""
+    while _EARLY:
+        _EARLY.pop().settle()
+
+
 def start_host_probe(
     target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
 ) -> HostProbe:
     """`engine`: the resolved endpoint to read (None: the engine is not probed)."""
-    return HostProbe(target or current_interpreter(), engine=engine, timeout=timeout)
+    from envcheck.probe.interpreter import current_interpreter
+
+    return HostProbe(timeout=timeout).start(target or current_interpreter(), engine=engine)
 
 
 def probe_host(
     target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
 ) -> HostFacts:
     return start_host_probe(target, engine=engine, timeout=timeout).facts()
-
-
-def _probe_engine(endpoint: Endpoint) -> EngineFacts:
-    from envcheck.probe.engine import probe_engine
-
-    return probe_engine(endpoint)

@@ -21,11 +21,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from envcheck.activity import NULL, ActivityDisplay
 from envcheck.errors import UsageError
-from envcheck.render.progress import DisplayKind
 from envcheck.render.sanitize import visible
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the pull's progress bars are not the doctor's: only the name of a kind
     from envcheck.environment import Environment
+    from envcheck.render.progress import DisplayKind
 
 HEARTBEAT_ENV = "ENVCHECK_HEARTBEAT_S"
 HEARTBEAT_S = 10.0

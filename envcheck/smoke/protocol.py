@@ -232,7 +232,8 @@ class RunResult(_RunRequired, TrainedRun, total=False):
 
 
 # Where a copy of a CUDA library comes from, spelled the same on both sides. The host probe finds
-# copies where a Paddle process looks for them (envcheck/probe/cuda_libs.py, in its search order)...
+# copies where a Paddle process looks for them (envcheck/probe/cuda_libs.py, in its search order;
+# envcheck.facts.LibraryOrigin, which this standalone file cannot import: a test keeps them equal)...
 LibraryOrigin = Literal["pip", "LD_LIBRARY_PATH", "system", "cuda-home"]
 # ... and the workload, reading a mapped path (`workload.library_source`), can also tell a CUDA
 # compat folder and the active conda environment.

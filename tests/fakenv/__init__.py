@@ -236,6 +236,22 @@ def run_probes(env: Mapping[str, str], timeout: float = 2.0) -> dict[str, Any]:
     return result
 
 
+def children_alive(marker: str) -> list[int]:
+    """envcheck's CUDA probe children still running whose environment holds `marker` (a
+    profile path of the test's own: another run of the suite has children of its own)."""
+    alive = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (
+                b"_cuda_child.py" in (proc / "cmdline").read_bytes()
+                and marker.encode() in (proc / "environ").read_bytes()
+            ):
+                alive.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return alive
+
+
 _BUILDS: dict[str, FakeBuild] = {}
 
 

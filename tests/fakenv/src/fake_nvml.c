@@ -6,7 +6,8 @@
  * nvmlDeviceGetMemoryInfo_v2, like drivers older than R510.
  *
  * Profile keys used:
- *   [nvml]        driver_version, nvml_version, cuda_driver_version, device_count
+ *   [nvml]        driver_version, nvml_version, cuda_driver_version, device_count,
+ *                 init_latency_ms (how long the first nvmlInit of a process takes; default 0)
  *   [nvml.errors] <function name> = <nvmlReturn_t>   (every call first returns this if set;
  *                 `nvmlInit` covers nvmlInit, nvmlInit_v2 and nvmlInitWithFlags)
  *   [gpu.N]       name, uuid, cc_major, cc_minor, memory_total_mib, memory_used_mib,
@@ -81,6 +82,7 @@ static int gpu_of(nvmlDevice_t dev, char *section, size_t n) {
 static nvmlReturn_t do_init(const char *name) {
     fk_trace(name);
     if (!fk_has_profile()) return NVML_ERROR_UNKNOWN;
+    if (g_init_count == 0) fk_latency("nvml", "init_latency_ms", 0); /* later inits: a count */
     nvmlReturn_t r = (nvmlReturn_t)fk_int("nvml.errors", "nvmlInit", 0);
     if (r) return r;
     g_init_count++;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -97,6 +98,15 @@ HELPER int fk_has(const char *section, const char *key) {
 
 HELPER void fk_str(const char *section, const char *key, const char *dflt, char *out, size_t n) {
     if (!fk_lookup(section, key, out, n)) snprintf(out, n, "%s", dflt);
+}
+
+/* Take the time a real driver takes to initialise: `key` (milliseconds) of `[section]`, else
+ * `dflt_ms`. A sleep, not a busy loop: a real cuInit waits on the kernel module, not the CPU. */
+HELPER void fk_latency(const char *section, const char *key, long dflt_ms) {
+    long ms = fk_int(section, key, dflt_ms);
+    if (ms <= 0) return;
+    struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&left, &left) != 0) {} /* a signal cut it short: sleep the rest */
 }
 
 /* Copy a string the way NVML does: NVML_ERROR_INSUFFICIENT_SIZE (7) when it does not fit. */
