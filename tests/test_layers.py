@@ -23,7 +23,11 @@ THIRD_PARTY = ("rich", "docker", "pynvml", "requests", "urllib3")
 
 # (layer, module patterns), first match wins: the folder tree read as the architecture.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("cli", (r"envcheck\.cli", r"envcheck\.__main__", r"envcheck\.commands(\..*)?")),
+    (
+        "cli",
+        (r"envcheck\.cli", r"envcheck\.__main__", r"envcheck\.entry", r"envcheck\.commands(\..*)?"),
+    ),
+    ("base", (r"envcheck\.digest",)),  # standard-library helpers every layer may use
     ("render", (r"envcheck\.render(\..*)?",)),
     # what travels into the container or the target interpreter: Python 3.8, no envcheck
     ("workload", (r"envcheck\.smoke\.workload.*", r"envcheck\.smoke\.protocol")),
@@ -78,6 +82,11 @@ class Contract:
 
 
 CONTRACTS = (
+    Contract(
+        ("base",),
+        ("cli", "render", "workload", "contract", "matrix", "probe", "runner", "edge", "rule"),
+        "a helper every layer may use depends on no part of envcheck",
+    ),
     Contract(
         ("rule", "matrix"),
         ("probe", "runner", "edge", "render", "cli", *THIRD_PARTY),
@@ -191,7 +200,9 @@ def test_every_module_belongs_to_one_layer() -> None:
 
 
 @pytest.mark.parametrize(
-    "contract", CONTRACTS, ids=["rules-pure", "renderers", "contracts", "workload", "probes"]
+    "contract",
+    CONTRACTS,
+    ids=["base", "rules-pure", "renderers", "contracts", "workload", "probes"],
 )
 def test_contract_holds_over_the_whole_import_graph(contract: Contract) -> None:
     broken = [
