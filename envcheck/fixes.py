@@ -3,7 +3,13 @@ tell the user two different things about the same change."""
 
 from __future__ import annotations
 
-from envcheck.facts import EngineFacts
+import posixpath
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from envcheck.facts import EngineFacts, HostFacts
+from envcheck.known_packages import known_packages
 from envcheck.report import ImageChoice
 
 NVIDIA_RUNTIME_FIX = (
@@ -28,28 +34,113 @@ NO_GPU_BUILD_YET = (
 )
 
 
-def cudnn_pip_command(cudnn: str, cuda: str) -> str | None:
-    """NVIDIA's cuDNN wheel of that major for that CUDA major: `python -m pip install
-    nvidia-cudnn-cu11==8.*`; None when either version has no readable major."""
-    major, cu = cudnn.split(".")[0], cuda.split(".")[0]
-    if not (major.isdigit() and cu.isdigit()):
+PADDLE_DISTRIBUTIONS = ("paddlepaddle", "paddlepaddle-gpu")
+# pip options whose value follows them (everything else after `install` is a requirement)
+_VALUE_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
+# A report whose facts do not record the interpreter (a hand-written or old `host` object)
+UNKNOWN_PYTHON = "python3"
+
+
+@dataclass(frozen=True)
+class PipInstall:
+    """One pinned install into the judged interpreter, what conflicts with it removed first:
+    `/venv/bin/python -m pip uninstall -y paddlepaddle && /venv/bin/python -m pip install
+    paddlepaddle-gpu==3.3.1 -i https://…/cu129/`, quoted for bash and zsh alike."""
+
+    python: str
+    args: tuple[str, ...]  # what follows `pip install`: requirements and index options
+    remove: tuple[str, ...] = ()  # uninstalled first
+
+    def argvs(self) -> tuple[tuple[str, ...], ...]:
+        pip = (self.python, "-m", "pip")
+        first = ((*pip, "uninstall", "-y", *self.remove),) if self.remove else ()
+        return (*first, (*pip, "install", *self.args))
+
+    def shell(self) -> str:
+        return " && ".join(shlex.join(argv) for argv in self.argvs())
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        found, skip = [], False
+        for arg in self.args:
+            if not skip and not arg.startswith("-"):
+                found.append(arg)
+            skip = arg in _VALUE_OPTIONS
+        return tuple(found)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.split("==", 1)[0] for r in self.requirements)
+
+
+def target_python(host: HostFacts) -> str:
+    """The interpreter the report judged, by its absolute path: never a bare `python` (a pyenv
+    shim, or absent on Ubuntu 24.04)."""
+    python = host.paddle.python
+    return python if python and posixpath.isabs(python) else UNKNOWN_PYTHON
+
+
+def installed_distributions(host: HostFacts) -> tuple[str, ...]:
+    p = host.paddle
+    if p.distributions:
+        return p.distributions
+    return (p.package,) if p.status == "ok" and p.package else ()
+
+
+def conflicting(installed: Iterable[str], installing: Iterable[str]) -> tuple[str, ...]:
+    """The Paddle distributions to remove before installing: the other one (they overwrite each
+    other's files), or both where both are there already."""
+    have = set(installed) & set(PADDLE_DISTRIBUTIONS)
+    want = set(installing) & set(PADDLE_DISTRIBUTIONS)
+    if not want:
+        return ()
+    return tuple(sorted(have if len(have) > 1 else have - want))
+
+
+def matrix_install(
+    pip: str, python: str, installed: Iterable[str] = (), extra: tuple[str, ...] = ()
+) -> PipInstall | None:
+    """A matrix row's `python -m pip install …` for `python`; None for any other shape."""
+    argv = shlex.split(pip)
+    if argv[:4] != ["python", "-m", "pip", "install"] or len(argv) < 5:
         return None
-    return f"python -m pip install nvidia-cudnn-cu{cu}=={major}.*"
+    plain = PipInstall(python, (*extra, *argv[4:]))
+    return PipInstall(python, plain.args, conflicting(installed, plain.names))
 
 
-def gpu_pip_command(image: ImageChoice | None) -> str | None:
-    """The pip command of the GPU build the doctor chose; None when it chose none (no driver, or
-    only the CPU image runs here): a CPU command is never offered as "the GPU build"."""
-    if image is not None and image.kind == "gpu" and image.pip_command:
-        return image.pip_command
-    return None
+def paddle_install(
+    host: HostFacts, image: ImageChoice | None, *, gpu: bool = False, python: str | None = None
+) -> PipInstall | None:
+    """The one Paddle install this report recommends: the chosen build (the GPU build where a
+    GPU is usable, else the CPU one), pinned, from its index, into the judged interpreter.
+    `gpu`: only a GPU build (a CPU command is never offered as "the GPU build"); `python`: the
+    smoke's interpreter, where it was given (else the facts')."""
+    if image is None or not image.pip_command or (gpu and image.kind != "gpu"):
+        return None
+    target = python or target_python(host)
+    return matrix_install(image.pip_command, target, installed_distributions(host))
 
 
-def replace_cpu_build(image: ImageChoice | None, python: str = "python") -> str:
-    command = gpu_pip_command(image)
-    if command is None:
-        return NO_GPU_BUILD_YET
-    return f"`{python} -m pip uninstall -y paddlepaddle && {command}`"
+def command(install: PipInstall | None, otherwise: str) -> str:
+    """A fix's command between backticks, or the words that say why there is none."""
+    return f"`{install.shell()}`" if install else otherwise
+
+
+def cudnn_install(python: str, cudnn: str, cuda: str) -> PipInstall | None:
+    """NVIDIA's cuDNN wheel for that CUDA major, the newest recorded release of the build's
+    cuDNN major.minor (else of its major); None when PyPI has none (`nvidia-cudnn-cu10`)."""
+    parts, cu = cudnn.split("."), cuda.split(".")[0]
+    if not (parts[0].isdigit() and cu.isdigit()):
+        return None
+    name = f"nvidia-cudnn-cu{cu}"
+    known = known_packages()
+    minor = f"{parts[0]}.{parts[1]}." if len(parts) > 1 and parts[1].isdigit() else None
+    version = (minor and known.newest(name, minor)) or known.newest(name, f"{parts[0]}.")
+    return PipInstall(python, (f"{name}=={version}",)) if version else None
+
+
+def replace_cpu_build(host: HostFacts, image: ImageChoice | None) -> str:
+    return command(paddle_install(host, image, gpu=True), NO_GPU_BUILD_YET)
 
 
 def engine_fix(engine: EngineFacts) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.findings import Finding
-from envcheck.fixes import gpu_pip_command
+from envcheck.fixes import NO_GPU_BUILD_YET, command, paddle_install, replace_cpu_build
 from envcheck.matrix.model import Matrix
 from envcheck.report import ImageChoice
 from envcheck.rules.archs import check_build_archs, check_image_archs
@@ -37,10 +37,18 @@ class Context:
         return usable_gpus(self.host)
 
     @property
-    def pip_fix(self) -> str:
-        return gpu_pip_command(self.image) or (
-            "python -m pip install paddlepaddle-gpu  (pick the CUDA build for your driver: `envcheck doctor --explain`)"
-        )
+    def install_fix(self) -> str:
+        """The report's one Paddle install (GPU where a GPU is usable, else CPU), as a command."""
+        if self.gpus or self.image is None or not self.image.reason:
+            otherwise = NO_GPU_BUILD_YET
+        else:
+            otherwise = f"no Paddle build of the matrix fits: {self.image.reason}"
+        return command(paddle_install(self.host, self.image), otherwise)
+
+    @property
+    def gpu_build_fix(self) -> str:
+        """The GPU build the doctor chose, as a command, or why there is none yet."""
+        return replace_cpu_build(self.host, self.image)
 
 
 Check = Callable[[Context], Iterable[Finding]]

@@ -480,7 +480,7 @@ def test_arch_mismatch_crash_in_process_names_the_pip_command() -> None:
     doc["warnings"].append({"kind": "arch-mismatch", "text": rec.ARCH_NOT_SUPPORTED_H100})
     plan = in_process_plan(gpu_host(), GPU_IMAGE, SmokeOptions(), fallback=None)
     crashed = only(judge(plan, outcome(doc, exit_code=1)), "smoke.crashed")
-    assert f"`{GPU_IMAGE.pip_command}`" in (crashed.fix or "")
+    assert f"`{plan.python} -m pip install paddlepaddle-gpu==3.3.1 -i " in (crashed.fix or "")
     assert "a Paddle build with kernels for this GPU's compute capability" in (crashed.fix or "")
 
 

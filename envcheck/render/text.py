@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING
 from envcheck import __version__
 from envcheck.facts import HostFacts
 from envcheck.findings import LAYERS, Finding
+from envcheck.fixes import paddle_install
 from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
 from envcheck.render.wrap import COMMAND, wrap
@@ -178,10 +179,17 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
     img = report.image
     if img is None:
         return
-    if img.pip_command:
-        write(f"  pip:   {visible(img.pip_command)}\n")
+    install = pip_line(report)
+    if install:
+        write(f"  pip:   {install}\n")
     for line in explain_lines(img) if explain else []:
         write(f"  {line}\n")
+
+
+def pip_line(report: Report) -> str | None:
+    """The chosen build's install into the judged interpreter, marked as every command is."""
+    install = paddle_install(report.host, report.image)
+    return f"`{visible(install.shell())}`" if install else None
 
 
 def explain_lines(img: ImageChoice) -> list[str]:
@@ -301,8 +309,9 @@ def escape(text: str) -> str:
 
 def _rich_image(report: Report, console: Console, explain: bool) -> None:
     img = report.image
-    if img and img.pip_command:  # a command: on one line whatever the width
-        console.print(f"  pip: [cyan]{escape(img.pip_command)}[/cyan]", soft_wrap=True)
+    install = pip_line(report)
+    if install:  # a command: on one line whatever the width
+        console.print(f"  pip: [cyan]{escape(install)}[/cyan]", soft_wrap=True)
     for line in explain_lines(img) if img and explain else []:
         console.print(
             f"  {escape(line)}",

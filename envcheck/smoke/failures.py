@@ -55,7 +55,10 @@ def not_run(plan: Plan) -> Finding:
     return warn(
         "smoke.not-run",
         f"no smoke training ran: no usable image and no Paddle in {plan.python}",
-        fix=f"install Paddle in {plan.python} (`python -m pip install paddlepaddle`) or start Docker",
+        fix=f"install Paddle in {plan.python}: `{plan.install_command}`, or start Docker"
+        if plan.install_command
+        else f"install Paddle in {plan.python} (`envcheck doctor --explain` says which build), "
+        "or start Docker",
         layer="smoke",
     )
 

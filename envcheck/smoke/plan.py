@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from envcheck.facts import HostFacts, usable_gpus
-from envcheck.fixes import engine_fix, gpu_pip_command
+from envcheck.fixes import engine_fix, paddle_install
 from envcheck.report import ImageChoice
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
@@ -46,6 +46,7 @@ class Plan:
     fallback: Fallback | None = None  # why this is not the container run the doctor wanted
     gpu_refused: str | None = None  # the engine's refusal, when the GPU request failed
     pip_command: str | None = None  # the doctor's GPU install command, for fixes
+    install_command: str | None = None  # the doctor's Paddle install (GPU or CPU), for fixes
     gpu_image: str | None = None  # a GPU image the doctor would use, for fixes
     engine_fix: str | None = None  # how to reach the engine, when it could not be reached
 
@@ -85,7 +86,7 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
         gpu_ids=_gpu_request(options) if expected else None,
         host_gpus=tuple(sorted(options.gpus or [g.index for g in gpus])) if expected else None,
     )
-    return _fix_sources(plan, image)
+    return _fix_sources(plan, host, image)
 
 
 def in_process_plan(
@@ -107,7 +108,7 @@ def in_process_plan(
         host_gpus=host_gpus if expected else None,
         fallback=fallback,
     )
-    return _fix_sources(plan, image)
+    return _fix_sources(plan, host, image)
 
 
 def gpu_expectation(
@@ -143,9 +144,16 @@ def _gpu_request(options: SmokeOptions) -> tuple[str, ...]:
     return tuple(str(i) for i in options.gpus) if options.gpus else ("all",)
 
 
-def _fix_sources(plan: Plan, image: ImageChoice | None) -> Plan:
-    """The doctor's GPU image and pip command, quoted in the fixes of a CPU fallback."""
+def _fix_sources(plan: Plan, host: HostFacts, image: ImageChoice | None) -> Plan:
+    """The doctor's GPU image and install commands (the judge's own), quoted in the fixes."""
     if image is None:
         return plan
     gpu_image = image.ref if image.kind == "gpu" else None
-    return replace(plan, pip_command=gpu_pip_command(image), gpu_image=gpu_image)
+    gpu = paddle_install(host, image, gpu=True, python=plan.python)
+    any_build = paddle_install(host, image, python=plan.python)
+    return replace(
+        plan,
+        pip_command=gpu.shell() if gpu else None,
+        install_command=any_build.shell() if any_build else None,
+        gpu_image=gpu_image,
+    )
