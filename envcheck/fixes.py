@@ -4,6 +4,7 @@ tell the user two different things about the same change."""
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +33,14 @@ NO_GPU_BUILD_YET = (
     "no GPU build of Paddle runs on this host as it is: fix the driver/GPU findings above, then run "
     "`envcheck doctor` again for the paddlepaddle-gpu command that fits"
 )
+
+
+COMMAND = re.compile(r"`([^`\n]+)`")  # every command of a fix or message is between backticks
+
+
+def commands_in(text: str) -> list[str]:
+    """The commands of a fix or message: each span between backticks."""
+    return COMMAND.findall(text)
 
 
 PADDLE_DISTRIBUTIONS = ("paddlepaddle", "paddlepaddle-gpu")

@@ -14,6 +14,7 @@ from envcheck.facts import GpuFacts, HostFacts, usable_gpus
 from envcheck.findings import Finding
 from envcheck.fixes import NO_GPU_BUILD_YET, command, paddle_install, replace_cpu_build
 from envcheck.matrix.model import Matrix
+from envcheck.one_plan import settle
 from envcheck.report import ImageChoice
 from envcheck.rules.archs import check_build_archs, check_image_archs
 from envcheck.rules.container import check_engine, check_image
@@ -71,4 +72,4 @@ CHECKS: tuple[Check, ...] = (
 
 
 def judge(ctx: Context) -> list[Finding]:
-    return [finding for check in CHECKS for finding in check(ctx)]
+    return settle(finding for check in CHECKS for finding in check(ctx))

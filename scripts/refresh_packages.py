@@ -27,7 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FILE = ROOT / "envcheck" / "known_packages.toml"
 MATRIX = ROOT / "matrix" / "paddle.toml"
-PYPI = ("nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "paddlepaddle", "paddlepaddle-gpu")
+PYPI = (
+    "nvidia-cudnn-cu11",
+    "nvidia-cudnn-cu12",
+    "nvidia-cudnn-cu13",
+    "paddlepaddle",
+    "paddlepaddle-gpu",
+)
 TIMEOUT_S = 30
 
 
@@ -35,7 +41,11 @@ def pypi_versions(name: str) -> list[str]:
     with urllib.request.urlopen(f"https://pypi.org/pypi/{name}/json", timeout=TIMEOUT_S) as r:
         doc = json.load(r)
     return sorted(
-        (v for v, files in doc["releases"].items() if files and not all(f["yanked"] for f in files)),
+        (
+            v
+            for v, files in doc["releases"].items()
+            if files and not all(f["yanked"] for f in files)
+        ),
         key=_key,
     )
 
@@ -79,7 +89,11 @@ def render(pypi: dict[str, list[str]], indexes: dict[str, dict[str, object]], to
         "",
     ]
     for name, versions in pypi.items():
-        out += [f'[pypi."{name}"]', "versions = [" + ", ".join(f'"{v}"' for v in versions) + "]", ""]
+        out += [
+            f'[pypi."{name}"]',
+            "versions = [" + ", ".join(f'"{v}"' for v in versions) + "]",
+            "",
+        ]
     for index, entry in indexes.items():
         out.append(f'[index."{index}"]')
         out.append("pins = [" + ", ".join(f'"{p}"' for p in entry["pins"]) + "]")  # type: ignore[union-attr]
@@ -110,7 +124,9 @@ def main(argv: list[str]) -> int:
                 "seen": kept.get("seen", today),
                 "how": kept.get("how", "the pins of matrix/paddle.toml (index not reachable)"),
             }
-            print(f"refresh_packages: {index} did not answer; kept its matrix pins", file=sys.stderr)
+            print(
+                f"refresh_packages: {index} did not answer; kept its matrix pins", file=sys.stderr
+            )
     text = render(pypi, indexes, today)
     if args.check:
         print(text)

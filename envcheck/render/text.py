@@ -12,7 +12,8 @@ from typing import IO, TYPE_CHECKING
 from envcheck import __version__
 from envcheck.facts import HostFacts
 from envcheck.findings import LAYERS, Finding
-from envcheck.fixes import paddle_install
+from envcheck.fixes import commands_in, paddle_install
+from envcheck.one_plan import RESOLVED_BY
 from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
 from envcheck.render.wrap import COMMAND, wrap
@@ -115,6 +116,8 @@ def render_plain(
                 w(line + "\n")
             _plain_loaded(report, w, explain)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
+    for line, _ in summary_lines(report, width):
+        w(line + "\n")
     w(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}\n")
 
 
@@ -136,6 +139,27 @@ def finding_lines(f: Finding, width: int | None) -> list[tuple[str, list[Span]]]
     if f.fix and f.severity != "pass":
         fix = wrap(message_text(f.fix), width, "        fix: ", " " * 13)
         lines += [(line, _fix_spans(line, first=i == 0)) for i, line in enumerate(fix)]
+    return lines
+
+
+def summary_lines(report: Report, width: int | None) -> list[tuple[str, list[Span]]]:
+    """Under the verdict, as pytest's short summary: each failing, then warning, check with its
+    one command (issue 21.7), so the reason is on the last screen; the ones another check's
+    fix resolves after it."""
+    problems = sorted(
+        (f for f in report.findings if f.severity != "pass"),
+        key=lambda f: (f.severity != "fail", (f.fix or "").startswith(RESOLVED_BY)),
+    )
+    lines: list[tuple[str, list[Span]]] = []
+    for f in problems:
+        mark, ident = _MARK[f.severity], visible(f.id)
+        commands = commands_in(f.fix or "")
+        action = f"`{commands[0]}`" if commands else (f.fix or "see its message above")
+        for i, line in enumerate(
+            wrap(message_text(f"{ident}: {action}"), width, f"  {mark}  ", " " * 8)
+        ):
+            spans = [(2, 6, _STYLE[f.severity]), (8, 8 + len(ident), "dim")] if i == 0 else []
+            lines.append((line, spans + _fix_spans(line, first=False)))
     return lines
 
 
@@ -293,6 +317,11 @@ def render_rich(
             style=_VERDICT_STYLE[report.verdict],
         )
     )
+    for line, spans in summary_lines(report, console.width):
+        text = Text(line)
+        for start, end, style in spans:
+            text.stylize(style, start, end)
+        console.print(text, soft_wrap=True)
     console.print(Text(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}"))
 
 

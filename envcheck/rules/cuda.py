@@ -101,7 +101,8 @@ def _cudnn_fix(ctx: Context) -> str:
         build = installed_build(ctx, cuda)
         again = matrix_install(build.pip, python, extra=("--force-reinstall",)) if build else None
         return "reinstall Paddle so pip brings its pinned cuDNN: " + command(
-            again, f"reinstall {p.package or 'paddlepaddle-gpu'} {p.version} from its CUDA {cuda} index"
+            again,
+            f"reinstall {p.package or 'paddlepaddle-gpu'} {p.version} from its CUDA {cuda} index",
         )
     get = cudnn_install(python, cudnn, cuda)
     how = f": `{get.shell()}` and put its lib folder on LD_LIBRARY_PATH" if get else ""

@@ -113,7 +113,9 @@ def hidden_by_env(plan: Plan, env: Mapping[str, str | None]) -> tuple[str, str, 
 def cpu_build_fix(plan: Plan) -> str:
     if plan.mode == "container":
         image = (
-            f"`envcheck doctor --image {plan.gpu_image}`" if plan.gpu_image else "an image with a -gpu-cuda tag"
+            f"`envcheck doctor --image {plan.gpu_image}`"
+            if plan.gpu_image
+            else "an image with a -gpu-cuda tag"
         )
         return f"use a CUDA image of Paddle: {image}"
     if plan.pip_command is None:

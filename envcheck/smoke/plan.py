@@ -114,7 +114,8 @@ def in_process_plan(
 def gpu_expectation(
     host: HostFacts, options: SmokeOptions, gpu_build: bool | None
 ) -> tuple[bool, str]:
-    """Whether the smoke must train on a GPU, from the host and the build's own facts.
+    """Whether the smoke must train on a GPU, from the host and the build's own facts: a host
+    with a usable GPU expects it whatever the build (a CPU build there is a CPU fallback).
 
     `gpu_build` None: nothing but a name is known of the build (a named --image), so a host with
     usable GPUs expects them, and the workload's own `is_compiled_with_cuda()` decides whether a
@@ -127,8 +128,8 @@ def gpu_expectation(
         return False, "the host has no usable NVIDIA GPU"
     if gpu_build is None:
         return True, f"{len(gpus)} usable GPU(s) on the host, and an image named with --image"
-    if not gpu_build:
-        return False, f"{len(gpus)} usable GPU(s), but the Paddle to test is a CPU build"
+    if not gpu_build:  # a CPU build beside a usable GPU is the fallback itself (issue 21.8)
+        return True, f"{len(gpus)} usable GPU(s) on the host"
     return True, f"{len(gpus)} usable GPU(s) and a CUDA build of Paddle that the matrix says fits"
 
 
