@@ -124,10 +124,11 @@ def paddle_install(
     GPU is usable, else the CPU one), pinned, from its index, into the judged interpreter.
     `gpu`: only a GPU build (a CPU command is never offered as "the GPU build"); `python`: the
     smoke's interpreter, where it was given (else the facts')."""
-    if image is None or not image.pip_command or (gpu and image.kind != "gpu"):
+    if image is None or not image.pip_command:
         return None
     target = python or target_python(host)
-    return matrix_install(image.pip_command, target, installed_distributions(host))
+    install = matrix_install(image.pip_command, target, installed_distributions(host))
+    return None if install is None or (gpu and "paddlepaddle-gpu" not in install.names) else install
 
 
 def command(install: PipInstall | None, otherwise: str) -> str:

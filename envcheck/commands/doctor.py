@@ -274,19 +274,10 @@ def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> Ima
 
     choice = select_image(host, matrix, paddle=args.paddle, registry=args.registry)
     if args.image:
-        from dataclasses import replace
+        from envcheck.given_image import given_image
 
-        from envcheck.reference import parse_reference
-
-        parse_reference(args.image)  # a bad reference is exit 2 before anything runs
-        return replace(
-            choice,
-            ref=args.image,
-            tag=None,
-            digest=None,
-            reason="given with --image",
-            confirmed=True,
-        )
+        # a bad reference is exit 2 before anything runs
+        return given_image(args.image, matrix, choice)
     return choice
 
 
