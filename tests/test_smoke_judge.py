@@ -109,9 +109,10 @@ def test_gpus_flag_requests_exactly_those_and_maps_container_ordinals_back() -> 
     assert host_gpu(plan, {"device_used": "gpu:1"}) == 2  # the container sees host GPUs 0,2 as 0,1
 
 
-def test_gpu_host_with_a_cpu_image_does_not_expect_the_gpu() -> None:
+def test_gpu_host_with_a_cpu_image_expects_the_gpu() -> None:
+    """A CPU run beside a usable GPU is a CPU fallback, asked or not (issue 21.8)."""
     plan = container_plan(gpu_host(), CPU_IMAGE)
-    assert not plan.gpu_expected and plan.gpu_ids is None
+    assert plan.gpu_expected and plan.gpu_ids == ("all",)
 
 
 @pytest.mark.parametrize(
