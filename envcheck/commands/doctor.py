@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from envcheck.environment import Environment
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.interpreter import Interpreter
+    from envcheck.recorded import RecordedSmoke
 
 
 EXAMPLES = """examples:
@@ -210,7 +211,9 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
         if probe is not None:
             probe.settle()  # never leave the CUDA child behind (it is killed at its timeout)
         raise
-    host = read_facts(args.facts, env) if probe is None else probe.facts()
+    host, recorded = (
+        read_facts_document(args.facts, env) if probe is None else (probe.facts(), None)
+    )
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
     ctx = Context(
@@ -229,7 +232,10 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
             host, image, _smoke_options(args, gpus, target, endpoint, matrix, env.stderr)
         )
         findings += smoke_findings
-    proof = proof_of(findings, smoke_asked=smoke_runs)
+    if recorded is not None:  # a saved report judged again keeps what its smoke saw
+        findings += recorded.findings
+        smoke_doc = recorded.smoke
+    proof = recorded.proof if recorded else proof_of(findings, smoke_asked=smoke_runs)
     unproven = expect_gpu_unproven(findings, proof) if args.expect_gpu else None
     if unproven is not None:
         findings.append(unproven)
@@ -252,6 +258,15 @@ def read_facts(path: str, env: Environment | None = None) -> HostFacts:
     """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
     (exit 2) naming the file and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7).
     Here, at the edge: `envcheck.facts` stays pure."""
+    return read_facts_document(path, env)[0]
+
+
+def read_facts_document(
+    path: str, env: Environment | None = None
+) -> tuple[HostFacts, RecordedSmoke | None]:
+    """`read_facts`, and the smoke outcome when the document is a saved report."""
+    from envcheck.recorded import recorded_smoke
+    from envcheck.saved_report import ReportDocumentError
     from envcheck.userfiles import read_json
 
     doc = read_json(
@@ -261,8 +276,8 @@ def read_facts(path: str, env: Environment | None = None) -> HostFacts:
         env=env,
     )
     try:
-        return host_from_document(doc)
-    except FactsError as e:
+        return host_from_document(doc), recorded_smoke(doc)
+    except (FactsError, ReportDocumentError) as e:
         raise UsageError(
             f"facts file {path}: {e}",
             hint="fix the value, or remove the key (missing means unknown)",
