@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from envcheck.facts import GpuFacts, HostFacts, usable_gpus
+from envcheck.facts import GpuFacts, HostFacts, unlisted_gpus, usable_gpus
 from envcheck.findings import Finding
 from envcheck.fixes import NO_GPU_BUILD_YET, command, paddle_install, replace_cpu_build
 from envcheck.matrix.model import Matrix
@@ -40,7 +40,7 @@ class Context:
     @property
     def install_fix(self) -> str:
         """The report's one Paddle install (GPU where a GPU is usable, else CPU), as a command."""
-        if self.gpus or self.image is None or not self.image.reason:
+        if self.gpus or unlisted_gpus(self.host) or self.image is None or not self.image.reason:
             otherwise = NO_GPU_BUILD_YET
         else:
             otherwise = f"no Paddle build of the matrix fits: {self.image.reason}"

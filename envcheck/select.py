@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck.assessment import Assessment, assess_image
 from envcheck.compat import oci_platform
 from envcheck.errors import UsageError
-from envcheck.facts import HostFacts, usable_gpus
+from envcheck.facts import HostFacts, unlisted_gpus, usable_gpus
 from envcheck.matrix.builds import build_for
 from envcheck.matrix.model import ImageTag, Matrix, PaddleRelease
 from envcheck.report import ImageChoice, Rejected
@@ -87,7 +87,7 @@ def _select_release(
     host: HostFacts, matrix: Matrix, release: PaddleRelease, registry: str
 ) -> ImageChoice:
     gpus = usable_gpus(host)
-    if not gpus:
+    if not gpus and not unlisted_gpus(host):  # GPUs the driver cannot list keep the GPU plan
         return _cpu_choice(matrix, release, registry, _why_no_gpu(host), host)
     candidates = gpu_candidates(matrix, release.version)
     assessed = [assess_image(host, gpus, image, matrix, release, registry) for image in candidates]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING
 
 from envcheck import __version__
-from envcheck.facts import HostFacts
+from envcheck.facts import HostFacts, unlisted_gpus
 from envcheck.findings import LAYERS, Finding
 from envcheck.fixes import commands_in, paddle_install
 from envcheck.one_plan import RESOLVED_BY
@@ -47,6 +47,8 @@ def _layer_facts(host: HostFacts, layer: str) -> str:
         module = f", kernel module {d.kernel_module}" if d.kernel_module else ""
         return f"{d.version} (CUDA {d.cuda}){module}"
     if layer == "gpu":
+        if unlisted_gpus(h):
+            return f"unknown: {unlisted_gpus(h)} NVIDIA GPU(s) on the PCI bus, the driver cannot list them"
         return (
             ", ".join(f"[{g.index}] {g.name} (CC {g.compute_capability})" for g in h.gpus) or "none"
         )

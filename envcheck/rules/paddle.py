@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.compat import driver_support
+from envcheck.facts import unlisted_gpus
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.fixes import paddle_install
 from envcheck.matrix.builds import build_for
@@ -64,11 +65,12 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
 
 def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
     p = ctx.host.paddle
-    if ctx.gpus or ctx.expect_gpu:
+    gpus = len(ctx.gpus) or unlisted_gpus(ctx.host)
+    if gpus or ctx.expect_gpu:
         yield fail(
             "paddle.cpu-build",
             f"{p.package or 'paddlepaddle'} {p.version} is the CPU-only build on a host with "
-            f"{len(ctx.gpus)} GPU(s): training will silently run on the CPU",
+            f"{gpus} NVIDIA GPU(s): training will silently run on the CPU",
             fix=ctx.gpu_build_fix,
             layer="paddle",
             package=p.package,
