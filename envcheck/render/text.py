@@ -110,6 +110,8 @@ def render_plain(
         for f in items:
             for line, _ in finding_lines(f, width):
                 w(line + "\n")
+            for line in detail_lines(f, width) if explain else []:
+                w(line + "\n")
         if name == "image":
             _plain_image(report, w, explain)
         elif name == "smoke":
@@ -142,6 +144,12 @@ def finding_lines(f: Finding, width: int | None) -> list[tuple[str, list[Span]]]
         fix = wrap(message_text(f.fix), width, "        fix: ", " " * 13)
         lines += [(line, _fix_spans(line, first=i == 0)) for i, line in enumerate(fix)]
     return lines
+
+
+def detail_lines(f: Finding, width: int | None) -> list[str]:
+    """--explain: the whole error behind a one-line message (a registry's, issue 21.11)."""
+    detail = f.observed.get("detail")
+    return wrap(message_text(str(detail)), width, "        detail: ", " " * 16) if detail else []
 
 
 def summary_lines(report: Report, width: int | None) -> list[tuple[str, list[Span]]]:
@@ -306,6 +314,8 @@ def render_rich(
                 for start, end, style in spans:
                     text.stylize(style, start, end)
                 console.print(text, soft_wrap=True)  # wrapped already, commands whole
+            for line in detail_lines(f, console.width) if explain else []:
+                console.print(escape(line), soft_wrap=True, style="dim")
         if name == "image":
             _rich_image(report, console, explain)
         elif name == "smoke":

@@ -47,7 +47,12 @@ def image_unavailable(plan: Plan, fallback: Fallback) -> Finding:
         )
     reason = fallback.reason
     return warn(
-        "smoke.image-unavailable", f"{reason}; {then}", fix=fix, layer="smoke", reason=reason
+        "smoke.image-unavailable",
+        f"{reason}; {then}",
+        fix=fix,
+        layer="smoke",
+        reason=reason,
+        detail=fallback.detail,
     )
 
 

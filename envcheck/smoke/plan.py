@@ -29,6 +29,7 @@ class Fallback:
 
     kind: FallbackKind
     reason: str
+    detail: str | None = None  # the whole error, for --explain and --json (issue 21.11)
 
 
 @dataclass(frozen=True)
