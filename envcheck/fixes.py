@@ -82,6 +82,17 @@ class PipInstall:
         return tuple(r.split("==", 1)[0] for r in self.requirements)
 
 
+def and_list(words: list[str]) -> list[list[str]]:
+    """`a b && c d` as shlex split it -> [[a, b], [c, d]]: the commands `PipInstall.shell` joins."""
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word == "&&":
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return parts
+
+
 def target_python(host: HostFacts) -> str:
     """The interpreter the report judged, by its absolute path: never a bare `python` (a pyenv
     shim, or absent on Ubuntu 24.04)."""

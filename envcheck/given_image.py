@@ -10,6 +10,7 @@ import dataclasses
 from envcheck.matrix.model import Matrix
 from envcheck.reference import parse_reference
 from envcheck.report import ImageChoice
+from envcheck.select import image_choice
 
 GIVEN = "given with --image"
 
@@ -24,21 +25,15 @@ def given_image(ref: str, matrix: Matrix, choice: ImageChoice) -> ImageChoice:
             continue
         for image in matrix.images:
             if image.tag == parsed.tag:
-                return ImageChoice(
-                    ref=ref,
-                    registry=registry,
-                    tag=image.tag,
-                    kind=image.kind,
-                    cuda=image.cuda,
-                    cudnn=image.cudnn,
-                    paddle=image.paddle,
-                    pip_command=choice.pip_command,
-                    reason=f"{GIVEN}: an official tag the matrix knows",
-                    confirmed=image.confirmed,
-                    source=image.source,
+                known_tag = image_choice(matrix, image, registry, f"{GIVEN}: an official tag", ())
+                # the user's reference as given: the matrix's digest pins another name
+                return dataclasses.replace(
+                    known_tag, ref=ref, digest=None, pip_command=choice.pip_command
                 )
-    return dataclasses.replace(
-        ImageChoice(ref=ref, tag=parsed.tag, reason=f"{GIVEN}: not a tag the matrix knows"),
+    return ImageChoice(
+        ref=ref,
+        tag=parsed.tag,
         pip_command=choice.pip_command,
+        reason=f"{GIVEN}: not a tag the matrix knows",
         confirmed=False,
     )

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Iterable
 
 from envcheck.findings import Finding
-from envcheck.fixes import PADDLE_DISTRIBUTIONS, commands_in
+from envcheck.fixes import PADDLE_DISTRIBUTIONS, and_list, commands_in
 
 # The causes whose fix replaces the build, most fundamental first: what is installed at all,
 # then which build it is, then what it was compiled for, then what its CUDA needs.
@@ -72,12 +72,7 @@ def _pip(command: str) -> list[list[str]]:
         words = shlex.split(command)
     except ValueError:
         return []
-    parts: list[list[str]] = [[]]
-    for word in words:
-        if word == "&&":
-            parts.append([])
-        else:
-            parts[-1].append(word)
+    parts = and_list(words)
     if all(p[1:3] == ["-m", "pip"] and len(p) > 3 for p in parts):
         return parts
     return []

@@ -94,7 +94,7 @@ def _select_release(
     rejected: list[Rejected] = []
     for a in assessed:
         if not a.problems:
-            return _choice(matrix, a.image, registry, a.reason, rejected)
+            return image_choice(matrix, a.image, registry, a.reason, rejected)
         rejected.append(Rejected(matrix.image_ref(a.image, registry), "; ".join(a.problems)))
     return ImageChoice(
         ref=None,
@@ -121,7 +121,7 @@ def gpu_candidates(matrix: Matrix, paddle: str) -> tuple[ImageTag, ...]:
 # -- results ---------------------------------------------------------------------------------------
 
 
-def _choice(
+def image_choice(
     matrix: Matrix, image: ImageTag, registry: str, reason: str, rejected: Iterable[Rejected]
 ) -> ImageChoice:
     build = build_for(matrix, image.paddle, image.cuda)
@@ -150,7 +150,7 @@ def _cpu_choice(
     runnable = [i for i in images if platform is None or platform in i.platforms]
     for image in runnable:
         if registry in image.registries:
-            return _choice(matrix, image, registry, f"{why}: the CPU image", ())
+            return image_choice(matrix, image, registry, f"{why}: the CPU image", ())
     if images and not runnable:
         where = f" for {platform} ({_what_exists_for(platform)})"
     elif images:

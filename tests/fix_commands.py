@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from envcheck.fixes import PipInstall, commands_in
+from envcheck.fixes import PipInstall, and_list, commands_in
 from envcheck.known_packages import known_packages
 
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w .|-]*>")
@@ -60,7 +60,7 @@ def pip_problems(command: str, python: str | None) -> list[str]:
     release the recorded index holds, and the argv shlex reads is the one PipInstall writes."""
     if "-m pip" not in command:
         return []
-    parts = _parts(shlex.split(command))
+    parts = and_list(shlex.split(command))
     found = []
     for argv in parts:
         if not posixpath.isabs(argv[0]) or (python and argv[0] != python):
@@ -74,16 +74,6 @@ def pip_problems(command: str, python: str | None) -> list[str]:
     if [list(a) for a in install.argvs()] != parts:
         found.append(f"shlex reads {parts}, PipInstall writes {install.argvs()}")
     return found
-
-
-def _parts(words: list[str]) -> list[list[str]]:
-    parts: list[list[str]] = [[]]
-    for word in words:
-        if word == "&&":
-            parts.append([])
-        else:
-            parts[-1].append(word)
-    return parts
 
 
 def _install_problems(args: list[str]) -> list[str]:
