@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING
 
 from envcheck import __version__
 from envcheck.facts import HostFacts, unlisted_gpus
-from envcheck.findings import LAYERS, Finding
+from envcheck.findings import LAYERS, Finding, Severity
 from envcheck.fixes import commands_in, paddle_install
 from envcheck.one_plan import RESOLVED_BY
 from envcheck.proof import proof_words
@@ -153,24 +153,44 @@ def detail_lines(f: Finding, width: int | None) -> list[str]:
 
 
 def summary_lines(report: Report, width: int | None) -> list[tuple[str, list[Span]]]:
-    """Under the verdict, as pytest's short summary: each failing, then warning, check with its
-    one command (issue 21.7), so the reason is on the last screen; the ones another check's
-    fix resolves after it."""
-    problems = sorted(
-        (f for f in report.findings if f.severity != "pass"),
-        key=lambda f: (f.severity != "fail", (f.fix or "").startswith(RESOLVED_BY)),
-    )
-    lines: list[tuple[str, list[Span]]] = []
+    """Under the verdict, as pytest's short summary (issue 21.7): each failing, then warning,
+    check with its one command, so the reason is on the last screen; the checks another one's
+    fix resolves on one line after the failures."""
+    problems = [f for f in report.findings if f.severity != "pass"]
+    resolved: dict[str, list[Finding]] = {}
     for f in problems:
-        mark, ident = _MARK[f.severity], visible(f.id)
-        commands = commands_in(f.fix or "")
-        action = f"`{commands[0]}`" if commands else (f.fix or "see its message above")
-        for i, line in enumerate(
-            wrap(message_text(f"{ident}: {action}"), width, f"  {mark}  ", " " * 8)
-        ):
-            spans = [(2, 6, _STYLE[f.severity]), (8, 8 + len(ident), "dim")] if i == 0 else []
+        if (f.fix or "").startswith(RESOLVED_BY):
+            resolved.setdefault((f.fix or "")[len(RESOLVED_BY) :], []).append(f)
+    rows: list[tuple[Severity, str, str]] = [
+        (f.severity, visible(f.id), _one_action(f.fix)) for f in problems if f.severity == "fail"
+    ]
+    rows = [r for r in rows if not r[2].startswith(RESOLVED_BY)]
+    for root, found in resolved.items():
+        worst: Severity = "fail" if any(f.severity == "fail" for f in found) else "warn"
+        rows.append((worst, ", ".join(visible(f.id) for f in found), RESOLVED_BY + visible(root)))
+    rows += [
+        (f.severity, visible(f.id), _one_action(f.fix))
+        for f in problems
+        if f.severity == "warn" and not (f.fix or "").startswith(RESOLVED_BY)
+    ]
+    lines: list[tuple[str, list[Span]]] = []
+    for severity, ident, action in rows:
+        mark = _MARK[severity]
+        text = message_text(f"{ident}: {action}")
+        for i, line in enumerate(wrap(text, width, f"  {mark}  ", " " * 8)):
+            spans = [(2, 6, _STYLE[severity]), (8, 8 + len(ident), "dim")] if i == 0 else []
             lines.append((line, spans + _fix_spans(line, first=False)))
     return lines
+
+
+def _one_action(fix: str | None) -> str:
+    """A fix's first command; a short fix without one as it is; else a pointer to it."""
+    commands = commands_in(fix or "")
+    if commands:
+        return f"`{commands[0]}`"
+    if fix and len(fix) <= 60:
+        return fix
+    return "its fix is above" if fix else "see its message above"
 
 
 def _fix_spans(line: str, first: bool) -> list[Span]:
