@@ -35,11 +35,12 @@ from typing import Any
 from envcheck.docker_adapter import connect
 from envcheck.facts import EngineFacts, HostFacts, PaddleFacts
 from envcheck.report import ImageChoice
-from envcheck.smoke.check import WORKLOAD, smoke_check
+from envcheck.smoke.check import smoke_check
 from envcheck.smoke.container import SmokeContainer
 from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import parse_result
+from envcheck.smoke.payload import WORKLOAD
 
 TARGET_RATIO = 1.5
 TARGET_CHECKS_SHARE = 0.05
@@ -76,7 +77,9 @@ def smoke(
             f"the smoke failed: exit {raw.exit_code}, {raw.stdout_bytes} bytes of stdout, "
             f"log: {raw.stderr[-2000:]}"
         )
-    return elapsed, parse_result(raw.stdout)
+    parse_result(raw.stdout)  # the line keeps the protocol; its figures are read as JSON below
+    doc: dict[str, Any] = json.loads(raw.stdout)
+    return elapsed, doc
 
 
 def doctor(image: str, steps: int) -> float:

@@ -6,11 +6,13 @@
 #    source ~/.local/share/bash_completion/envcheck
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
-_shtab_envcheck_subparsers=(doctor pull-image report)
+_shtab_envcheck_subparsers=(doctor fix pull-image report completion)
 
 _shtab_envcheck_doctor_option_strings=(-h --help --json --no-color --quiet --explain --junit --markdown --facts --matrix --python --paddle --registry --expect-gpu --no-smoke --in-process --image --no-pull --gpus --amp --compare-cpu --export --smoke-timeout --baseline --strict-drift --save-baseline)
+_shtab_envcheck_fix_option_strings=(-h --help --matrix --python --paddle --registry --image --pull --paddle-index --dry-run --yes --break-system-packages --smoke-timeout --json --quiet)
 _shtab_envcheck_pull_image_option_strings=(-h --help --image --matrix --python --paddle --registry --dry-run --force --json --quiet)
 _shtab_envcheck_report_option_strings=(-h --help --json --markdown --junit --expect-hosts)
+_shtab_envcheck_completion_option_strings=(-h --help)
 _shtab_envcheck_option_strings=(-h --help --version)
 
 _shtab_envcheck_doctor___junit_COMPGEN=_shtab_compgen_files
@@ -20,6 +22,8 @@ _shtab_envcheck_doctor___matrix_COMPGEN=_shtab_compgen_dirs
 _shtab_envcheck_doctor___python_COMPGEN=_shtab_compgen_files
 _shtab_envcheck_doctor___baseline_COMPGEN=_shtab_compgen_files
 _shtab_envcheck_doctor___save_baseline_COMPGEN=_shtab_compgen_files
+_shtab_envcheck_fix___matrix_COMPGEN=_shtab_compgen_dirs
+_shtab_envcheck_fix___python_COMPGEN=_shtab_compgen_files
 _shtab_envcheck_pull_image___matrix_COMPGEN=_shtab_compgen_dirs
 _shtab_envcheck_pull_image___python_COMPGEN=_shtab_compgen_files
 _shtab_envcheck_report_pos_0_COMPGEN=_shtab_compgen_files
@@ -28,8 +32,10 @@ _shtab_envcheck_report___junit_COMPGEN=_shtab_compgen_files
 _shtab_envcheck_report___expect_hosts_COMPGEN=_shtab_compgen_files
 
 _shtab_envcheck_doctor___registry_choices=(baidu baidu-legacy dockerhub)
+_shtab_envcheck_fix___registry_choices=(baidu baidu-legacy dockerhub)
 _shtab_envcheck_pull_image___registry_choices=(baidu baidu-legacy dockerhub)
-_shtab_envcheck_pos_0_choices=(doctor pull-image report)
+_shtab_envcheck_completion_pos_0_choices=(bash fish zsh)
+_shtab_envcheck_pos_0_choices=(doctor fix pull-image report completion)
 
 _shtab_envcheck_doctor__h_nargs=0
 _shtab_envcheck_doctor___help_nargs=0
@@ -45,6 +51,14 @@ _shtab_envcheck_doctor___amp_nargs=0
 _shtab_envcheck_doctor___compare_cpu_nargs=0
 _shtab_envcheck_doctor___export_nargs=0
 _shtab_envcheck_doctor___strict_drift_nargs=0
+_shtab_envcheck_fix__h_nargs=0
+_shtab_envcheck_fix___help_nargs=0
+_shtab_envcheck_fix___pull_nargs=0
+_shtab_envcheck_fix___dry_run_nargs=0
+_shtab_envcheck_fix___yes_nargs=0
+_shtab_envcheck_fix___break_system_packages_nargs=0
+_shtab_envcheck_fix___json_nargs=0
+_shtab_envcheck_fix___quiet_nargs=0
 _shtab_envcheck_pull_image__h_nargs=0
 _shtab_envcheck_pull_image___help_nargs=0
 _shtab_envcheck_pull_image___dry_run_nargs=0
@@ -55,6 +69,8 @@ _shtab_envcheck_report_pos_0_nargs=+
 _shtab_envcheck_report__h_nargs=0
 _shtab_envcheck_report___help_nargs=0
 _shtab_envcheck_report___json_nargs=0
+_shtab_envcheck_completion__h_nargs=0
+_shtab_envcheck_completion___help_nargs=0
 _shtab_envcheck_pos_0_nargs=A...
 _shtab_envcheck__h_nargs=0
 _shtab_envcheck___help_nargs=0

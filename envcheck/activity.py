@@ -23,6 +23,8 @@ class ActivityDisplay(Protocol):
 
     def detail(self, text: str) -> None: ...  # progress inside the step (a workload log line)
 
+    def failed(self, why: str) -> None: ...  # the step ended without doing its work; why, in a line
+
     def pause(self) -> None: ...  # another display (a pull's bars) takes the terminal
 
     def resume(self) -> None: ...
@@ -35,6 +37,9 @@ class _Null:
         pass
 
     def detail(self, text: str) -> None:
+        pass
+
+    def failed(self, why: str) -> None:
         pass
 
     def pause(self) -> None:
@@ -58,6 +63,12 @@ def phase(text: str) -> None:
 
 def detail(text: str) -> None:
     _route[-1].detail(text)
+
+
+def failed(why: str) -> None:
+    """The current phase did not do its work (a pull that failed, a GPU the engine refused):
+    one line says why, and the phase is never marked done (#21.11, #24.7)."""
+    _route[-1].failed(why)
 
 
 @contextmanager

@@ -48,6 +48,10 @@ class Assessment:
     reason: str  # why it is fine, when it has no problems
     platform_problem: str | None = None
     defect_problems: tuple[str, ...] = ()
+    # Evidence that the build holds every GPU's arch (its list, or a report of it running): the
+    # choice prefers such a tag; without it, `arch_note` says what is not known.
+    arch_known: bool = False
+    arch_note: str | None = None
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -80,8 +84,9 @@ def assess_image(
         else None
     )
     driver_ok, driver_text = _driver_text(host, cuda, support)
-    archs = runnable_archs(matrix, release.version, cuda)
-    floor = _build_floor(matrix, release, cuda)
+    platform = image_wheel_platform(host, image)
+    archs = runnable_archs(matrix, release.version, cuda, platform)
+    floor = _build_floor(matrix, release, cuda, platform)
     gpu_problems = tuple(_gpu_problems(gpus, matrix, release, floor, archs))
     defects = tuple(
         f"known defect on driver {host.driver.version}: {d.message} [{d.source}]"
@@ -90,7 +95,13 @@ def assess_image(
     registry_problem = None
     if registry not in image.registries:
         registry_problem = f"not published on {registry} (known on: {', '.join(image.registries)})"
+    unknown = _unknown_archs(gpus, matrix, archs)
     arch_text = _arch_text(gpus, matrix, archs)
+    if archs is not None and not archs.verified and not unknown:
+        arch_text = (
+            f"a report shows every GPU's arch running on Paddle {release.version} "
+            f"cu{cuda.replace('.', '')} (its full list is unknown)"
+        )
     return Assessment(
         image,
         support,
@@ -100,15 +111,43 @@ def assess_image(
         f"CUDA {cuda}: {driver_text}; {arch_text}",
         _platform_problem(host, image),
         defects,
+        arch_known=archs is not None and not unknown,
+        arch_note=_arch_note(release, cuda, unknown) if unknown else None,
     )
 
 
-def _build_floor(matrix: Matrix, release: PaddleRelease, cuda: str) -> tuple[str, str]:
+def _unknown_archs(
+    gpus: tuple[GpuFacts, ...], matrix: Matrix, archs: ArchSource | None
+) -> list[str]:
+    """The GPUs' archs (`sm_61`) nothing shows this build holds; every GPU when its CC is unknown."""
+    groups = _gpu_groups(gpus, matrix)
+    if archs is None or not groups:
+        return ["the GPUs' archs"]
+    return [f"sm_{sm_of(cc)}" for cc, _, _ in groups if not archs.known_to_run(cc)]
+
+
+def _arch_note(release: PaddleRelease, cuda: str, unknown: list[str]) -> str:
+    return (
+        f"nothing known shows Paddle {release.version} cu{cuda.replace('.', '')} holds "
+        f"{', '.join(unknown)} (no list of its archs, no report of it running there): only the "
+        "smoke training can prove it"
+    )
+
+
+def image_wheel_platform(host: HostFacts, image: ImageTag) -> str:
+    """The platform of the Linux wheel inside `image` on this host: the image is Linux whatever
+    the host's OS, on the host's machine (else the image's first platform)."""
+    return oci_platform(host.machine.arch) or image.platforms[0]
+
+
+def _build_floor(
+    matrix: Matrix, release: PaddleRelease, cuda: str, platform: str
+) -> tuple[str, str]:
     """(minimum compute capability, whose) for the build of `release` with CUDA `cuda`."""
     build = build_for(matrix, release.version, cuda)
     if build is None:
         return release.min_compute_capability, f"Paddle {release.version}'s"
-    return build.floor(release), f"Paddle {release.version} cu{cuda.replace('.', '')}'s"
+    return build.floor(release, platform), f"Paddle {release.version} cu{cuda.replace('.', '')}'s"
 
 
 def _platform_problem(host: HostFacts, image: ImageTag) -> str | None:

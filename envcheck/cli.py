@@ -17,18 +17,21 @@ from importlib import import_module
 from typing import NoReturn
 
 from envcheck import __version__
+from envcheck.commands.manual import ENVIRONMENT_HELP, FILES_HELP
 from envcheck.environment import Environment
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 from envcheck.signals import unwind_on_signals
 from envcheck.streams import discard_stdout, guard_stdio
 
-COMMANDS = ("doctor", "pull_image", "report")
+COMMANDS = ("doctor", "fix", "pull_image", "report", "completion")
 EXAMPLES = """examples:
   envcheck doctor                       the report, the image for this host, the smoke, the proof
   envcheck doctor --expect-gpu --json   a GPU CI gate: nothing trained on a GPU is a failure
+  envcheck fix                          the repair plan; --yes applies, verifies, rolls back
   envcheck pull-image --dry-run         which image this host should train in, and why
   envcheck report reports/*.json        merge a fleet's reports into one table
+  envcheck completion bash              the bash completion script (zsh, fish too)
   envcheck COMMAND --help               each command's flags and examples"""
 
 
@@ -44,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="envcheck",
         description="Can this machine really train PaddlePaddle models on its GPU? Proof, and the fix.",
-        epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}",
+        epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}\n\n{ENVIRONMENT_HELP}\n\n{FILES_HELP}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -122,7 +125,7 @@ def _failed(
     contract: stdout is one JSON document, whatever happened)."""
     print(f"envcheck: error: {message}", file=env.stderr)
     if hint:
-        print(f"hint: {hint}", file=env.stderr)
+        print(f"envcheck: hint: {hint}", file=env.stderr)
     if wants_json:
         from envcheck.report import error_document
 

@@ -107,3 +107,15 @@ def oci_platform(machine_arch: str | None) -> str | None:
         "aarch64": "linux/arm64",
         "arm64": "linux/arm64",
     }.get((machine_arch or "").lower())
+
+
+def wheel_platform(os_name: str | None, machine_arch: str | None) -> str | None:
+    """Where an installed wheel was built for, as the matrix's `archs_platform` spells it: the
+    host's machine under its OS (`linux/amd64`; a saved report from Windows `windows/amd64`).
+    None when the machine is unknown: no list measured elsewhere applies to it."""
+    platform = oci_platform(machine_arch)
+    if platform is None:
+        return None
+    if "windows" in (os_name or "").lower():
+        return platform.replace("linux/", "windows/", 1)
+    return platform

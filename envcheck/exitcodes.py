@@ -1,4 +1,5 @@
-"""Process exit codes: the contract scripts and CI gates rely on (documented in --help and README)."""
+"""Process exit codes: the contract scripts and CI gates rely on (documented in --help, the man
+page's EXIT STATUS, the README and the GitHub action's README: all from `EXIT_CODES`)."""
 
 from enum import IntEnum, unique
 
@@ -16,13 +17,27 @@ class ExitStatus(IntEnum):
     INTERRUPTED = 130  # Ctrl-C or SIGTERM: everything we created was removed (128 + SIGINT)
 
 
-EXIT_CODES_HELP = """exit codes:
-  0  pass (warnings allowed)
-  1  incompatible: a check failed
-  2  usage or bad input (flags, facts file, matrix, image reference)
-  3  internal error (a bug in envcheck: please report it)
-  4  environment: could not act (daemon down, registry unreachable, no space)
-  5  smoke training failed (crash, timeout, loss did not fall)
-  6  silent CPU fallback: a GPU was expected but the work ran on the CPU
-  7  wrong results: the smoke's known-answer checks or its loss were wrong (e.g. zeros)
-  130  interrupted (Ctrl-C, SIGTERM): what envcheck created was removed"""
+EXIT_CODES: tuple[tuple[ExitStatus, str], ...] = (
+    (ExitStatus.OK, "pass (warnings allowed)"),
+    (ExitStatus.INCOMPATIBLE, "incompatible: a check failed"),
+    (ExitStatus.USAGE, "usage or bad input (flags, facts file, matrix, image reference)"),
+    (ExitStatus.INTERNAL, "internal error (a bug in envcheck: please report it)"),
+    (
+        ExitStatus.ENVIRONMENT,
+        "environment: could not act (daemon down, registry unreachable, no space)",
+    ),
+    (ExitStatus.SMOKE_FAILED, "smoke training failed (crash, timeout, loss did not fall)"),
+    (
+        ExitStatus.CPU_FALLBACK,
+        "silent CPU fallback: a GPU was expected but the work ran on the CPU",
+    ),
+    (
+        ExitStatus.WRONG_RESULTS,
+        "wrong results: the smoke's known-answer checks or its loss were wrong (e.g. zeros)",
+    ),
+    (ExitStatus.INTERRUPTED, "interrupted (Ctrl-C, SIGTERM): what envcheck created was removed"),
+)
+
+EXIT_CODES_HELP = "exit codes:\n" + "\n".join(
+    f"  {int(code)}  {words}" for code, words in EXIT_CODES
+)

@@ -107,6 +107,10 @@ class PaddleFacts:
     compiled_cuda_archs: tuple[int, ...] | None = field(  # None = not recorded (2.x)
         default=None, metadata={"check": "archs"}
     )
+    # 2.x records no list: the SASS / PTX archs read from the `.nv_fatbin` of its libpaddle.so and
+    # libphi.so (`envcheck.probe.fatbin`), so a saved report carries them. None = not read.
+    fatbin_archs: tuple[int, ...] | None = field(default=None, metadata={"check": "archs"})
+    fatbin_ptx: tuple[int, ...] | None = field(default=None, metadata={"check": "archs"})
     with_pip_cuda_libraries: bool | None = None
     nccl: str | None = None
     location: str | None = None

@@ -150,14 +150,29 @@ def command(install: PipInstall | None, otherwise: str) -> str:
 def cudnn_install(python: str, cudnn: str, cuda: str) -> PipInstall | None:
     """NVIDIA's cuDNN wheel for that CUDA major, the newest recorded release of the build's
     cuDNN major.minor (else of its major); None when PyPI has none (`nvidia-cudnn-cu10`)."""
-    parts, cu = cudnn.split("."), cuda.split(".")[0]
-    if not (parts[0].isdigit() and cu.isdigit()):
+    cu = cuda.split(".")[0]
+    return _nvidia_wheel(python, f"nvidia-cudnn-cu{cu}", cudnn) if cu.isdigit() else None
+
+
+def cudart_install(python: str, cuda: str) -> PipInstall | None:
+    """NVIDIA's CUDA runtime wheel of that CUDA major (its `lib/libcudart.so.11.0` or `.so.12`);
+    None before CUDA 11 (PyPI has no such wheel)."""
+    major = cuda.split(".")[0]
+    if not major.isdigit() or int(major) < 11:
         return None
-    name = f"nvidia-cudnn-cu{cu}"
+    return _nvidia_wheel(python, f"nvidia-cuda-runtime-cu{major}", cuda)
+
+
+def _nvidia_wheel(python: str, name: str, version: str) -> PipInstall | None:
+    """`name` pinned to the newest recorded release of `version`'s major.minor, else of its
+    major; None when the list has neither."""
+    parts = version.split(".")
+    if not parts[0].isdigit():
+        return None
     known = known_packages()
     minor = f"{parts[0]}.{parts[1]}." if len(parts) > 1 and parts[1].isdigit() else None
-    version = (minor and known.newest(name, minor)) or known.newest(name, f"{parts[0]}.")
-    return PipInstall(python, (f"{name}=={version}",)) if version else None
+    found = (minor and known.newest(name, minor)) or known.newest(name, f"{parts[0]}.")
+    return PipInstall(python, (f"{name}=={found}",)) if found else None
 
 
 def replace_cpu_build(host: HostFacts, image: ImageChoice | None) -> str:

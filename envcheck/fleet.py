@@ -15,6 +15,7 @@ from typing import Any
 
 from envcheck.facts import HostFacts, MachineFacts
 from envcheck.findings import LAYERS, Finding, fail
+from envcheck.proof import proven_gpus
 from envcheck.report import SCHEMA_VERSION, Report
 from envcheck.saved_report import VERDICT_ORDER, HostReport, SavedReport, parse_report
 
@@ -62,6 +63,19 @@ class FleetSummary:
     def verdict(self) -> str:
         return max((h.verdict for h in self.hosts), key=VERDICT_ORDER.index, default="pass")
 
+    def gpus_proven(self) -> tuple[int, int, tuple[str, ...]]:
+        """GPUs a passing smoke trained on, of the GPUs the hosts have, and the hosts where it
+        trained on fewer than all of them (a Slurm step given one GPU of eight: #24.6)."""
+        proven = total = 0
+        partial: list[str] = []
+        for host in self.hosts:
+            have, trained = len(host.report.host.gpus), len(proven_gpus(host.report.findings))
+            total += have
+            proven += min(trained, have)
+            if have and trained < have:
+                partial.append(host.label)
+        return proven, total, tuple(partial)
+
     def problem_groups(self) -> tuple[ProblemGroup, ...]:
         """Every problem of the fleet, identical ones (same check, severity and fix) together;
         failures first, then the most widespread."""
@@ -91,6 +105,7 @@ class FleetSummary:
             "layers": list(self.layers),
             "hosts": [_host_json(h) for h in self.hosts],
             "missing": list(self.missing),
+            "gpus": dict(zip(("proven", "total", "not_all_proven"), _gpus_json_of(self))),
             "groups": [
                 {
                     "id": g.id,
@@ -107,6 +122,11 @@ class FleetSummary:
                 for d in self.duplicates
             ],
         }
+
+
+def _gpus_json_of(summary: FleetSummary) -> tuple[int, int, list[str]]:
+    proven, total, partial = summary.gpus_proven()
+    return proven, total, list(partial)
 
 
 def _host_json(host: HostReport) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from envcheck.fixes import NO_GPU_BUILD_YET, command, paddle_install, replace_cp
 from envcheck.matrix.model import Matrix
 from envcheck.one_plan import settle
 from envcheck.report import ImageChoice
-from envcheck.rules.archs import check_build_archs, check_image_archs
+from envcheck.rules.archs import check_build_archs
 from envcheck.rules.container import check_engine, check_image
 from envcheck.rules.cuda import check_cuda_driver_api, check_cuda_libraries
 from envcheck.rules.driver import check_driver
@@ -60,7 +60,6 @@ CHECKS: tuple[Check, ...] = (
     check_gpus,
     check_cuda_driver_api,
     check_cuda_libraries,
-    check_image_archs,
     check_paddle,
     check_build_archs,
     check_visible_devices,

@@ -19,6 +19,9 @@ from envcheck.findings import Finding, fail, warn
 Proof = Literal["gpu-trained", "cpu-trained", "static", "none"]
 SMOKE_PASS_ID = "smoke.pass"
 UNPROVEN_ID = "smoke.gpu-unproven"
+# The installed build's arch list is unknown (a nightly, or a build the matrix has no list of):
+# only a training run on the GPU can prove it.
+ARCH_UNVERIFIED_ID = "paddle.arch-unverified"
 
 
 PROOF_WORDS: dict[Proof, str] = {
@@ -29,10 +32,19 @@ PROOF_WORDS: dict[Proof, str] = {
 }
 
 
-def proof_words(proof: Proof, verdict: str, findings: Sequence[Finding]) -> str:
+def proof_words(
+    proof: Proof, verdict: str, findings: Sequence[Finding], gpus: int | None = None
+) -> str:
     """The `Proof:` line. "none" says why: a run that trained on the CPU where a GPU was
     expected did complete (the real H100 with the CPU wheel read "no smoke training completed"
-    under a loss that fell from 0.694 to 0.217)."""
+    under a loss that fell from 0.694 to 0.217). `gpus`: how many the host has; a GPU proof
+    says how many of them trained (a Slurm step given 1 GPU of 8 proves 1, #24.6)."""
+    trained = proven_gpus(findings)
+    if proof == "gpu-trained" and gpus and trained:
+        return (
+            f"the smoke trained on {len(trained)} of {gpus} GPUs ({', '.join(trained)}) "
+            "and its checks passed"
+        )
     if proof != "none":
         return PROOF_WORDS[proof]
     if verdict == "cpu-fallback":
@@ -42,6 +54,13 @@ def proof_words(proof: Proof, verdict: str, findings: Sequence[Finding]) -> str:
     if any(f.family == "smoke" and f.severity == "fail" and f.id != UNPROVEN_ID for f in findings):
         return "none: the smoke training failed"
     return PROOF_WORDS["none"]
+
+
+def proven_gpus(findings: Sequence[Finding]) -> list[str]:
+    """The GPUs (`gpu:0`, as the smoke's Paddle numbered them) a passing smoke trained on."""
+    passed = next((f for f in findings if f.id == SMOKE_PASS_ID and f.severity == "pass"), None)
+    devices = (passed.observed.get("devices") or []) if passed else []
+    return list(dict.fromkeys(str(d) for d in devices if str(d).startswith("gpu")))
 
 
 def proof_of(findings: Sequence[Finding], *, smoke_asked: bool) -> Proof:
@@ -60,8 +79,9 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
     smoke's reasons (no engine, image unavailable, no Paddle) and their fixes."""
     if proof == "gpu-trained":
         return None
-    if proof == "static":  # not a pass under --expect-gpu (issue 21.10), not a failure either
-        return warn(
+    if proof == "static":  # never a pass under --expect-gpu (issue 21.10): a failure where the
+        # build's arch coverage is unverified (issue 22.7), else a warning
+        return _static_unproven(findings) or warn(
             UNPROVEN_ID,
             "--expect-gpu: static checks only: nothing trained on a GPU (no smoke run)",
             fix="run the smoke on this host: `envcheck doctor --expect-gpu`",
@@ -85,4 +105,22 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
         layer="smoke",
         proof=proof,
         reasons=[f.id for f in why],
+    )
+
+
+def _static_unproven(findings: Sequence[Finding]) -> Finding | None:
+    """--expect-gpu without a smoke: a static verdict is not a pass when the installed build's arch
+    coverage is unverified (issue 22.7): nothing but a training run on the GPU can prove it."""
+    unverified = [f for f in findings if f.id == ARCH_UNVERIFIED_ID and f.severity == "warn"]
+    if not unverified:
+        return None
+    return fail(
+        UNPROVEN_ID,
+        "--expect-gpu: no smoke ran, and static checks cannot prove this build runs on the GPU "
+        f"(arch coverage unverified: {'; '.join(f.message for f in unverified)})",
+        fix="run `envcheck doctor --expect-gpu` on the host without --no-smoke: its smoke training "
+        "on the GPU is the proof",
+        layer="smoke",
+        proof="static",
+        reasons=[f.id for f in unverified],
     )

@@ -164,3 +164,13 @@ def _parse_valid(text: str) -> Reference:
     if domain == DOCKER_HUB and "/" not in path:
         path = f"library/{path}"  # Docker Hub's official images
     return Reference(domain, path, tag, digest or None)
+
+
+def short_id(digest: str) -> str:
+    """`sha256:4f0c…` (64 hex) -> `4f0c1a2b3c4d`: the 12 characters `docker images` shows."""
+    return digest.removeprefix("sha256:")[:12]
+
+
+def shown_image(image: str) -> str:
+    """An image as a log line names it: a reference as given, an image id as docker shows it."""
+    return short_id(image) if re.fullmatch(r"sha256:[0-9a-f]{64}", image) else image

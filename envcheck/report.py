@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from envcheck.exitcodes import ExitStatus
 from envcheck.facts import HostFacts, to_dict
 from envcheck.findings import Finding
-from envcheck.proof import Proof
+
+if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
+    from envcheck.proof import Proof
 
 # 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
 SCHEMA_VERSION = 2
@@ -40,6 +42,11 @@ class ImageChoice:
     source: str | None = None
     digest: str | None = None
     rejected: tuple[Rejected, ...] = ()
+    # The variant preference (issue 22.2): True when the build is known to hold every GPU's arch
+    # (its list, or a report of it running there), False when nothing shows it; `arch_note` then
+    # says so. `pip_command` is that same preferred variant's wheel.
+    arch_known: bool | None = None
+    arch_note: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,14 @@ from collections.abc import Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.assessment import Assessment, assess_image
+from envcheck.assessment import Assessment, assess_image, gpu_compute_capability
 from envcheck.compat import oci_platform
 from envcheck.errors import UsageError
 from envcheck.facts import HostFacts, unlisted_gpus, usable_gpus
 from envcheck.matrix.builds import build_for
-from envcheck.matrix.model import ImageTag, Matrix, PaddleRelease
+from envcheck.matrix.model import Arm64Build, ImageTag, Matrix, PaddleRelease
 from envcheck.report import ImageChoice, Rejected
-from envcheck.versions import release_of
+from envcheck.versions import release_of, sm_of
 
 
 def select_image(
@@ -91,19 +91,19 @@ def _select_release(
         return _cpu_choice(matrix, release, registry, _why_no_gpu(host), host)
     candidates = gpu_candidates(matrix, release.version)
     assessed = [assess_image(host, gpus, image, matrix, release, registry) for image in candidates]
-    rejected: list[Rejected] = []
-    for a in assessed:
-        if not a.problems:
-            return image_choice(matrix, a.image, registry, a.reason, rejected)
-        rejected.append(Rejected(matrix.image_ref(a.image, registry), "; ".join(a.problems)))
+    runnable = [a for a in assessed if not a.problems]
+    if runnable:
+        chosen = next((a for a in runnable if a.arch_known), runnable[0])
+        return _choice(matrix, chosen, registry, _passed_over(assessed, chosen, matrix, registry))
+    rejected = [
+        Rejected(matrix.image_ref(a.image, registry), "; ".join(a.problems)) for a in assessed
+    ]
     return ImageChoice(
         ref=None,
         registry=registry,
         kind="gpu",
         paddle=release.version,
-        reason=_what_would_fix(
-            assessed, matrix, release, registry, oci_platform(host.machine.arch)
-        ),
+        reason=_what_would_fix(assessed, matrix, release, registry, host),
         rejected=tuple(rejected),
     )
 
@@ -119,6 +119,31 @@ def gpu_candidates(matrix: Matrix, paddle: str) -> tuple[ImageTag, ...]:
 
 
 # -- results ---------------------------------------------------------------------------------------
+
+
+def _passed_over(
+    assessed: list[Assessment], chosen: Assessment, matrix: Matrix, registry: str
+) -> list[Rejected]:
+    """The tags tried before the chosen one, each with why: its problems, or, for a tag that runs
+    here, that nothing shows its build holds the GPU's arch while the chosen one's does
+    (issue 22.2: a Pascal card on a CUDA 12 variant that dropped sm_61)."""
+    passed: list[Rejected] = []
+    for a in assessed[: assessed.index(chosen)]:
+        why = "; ".join(a.problems) or (
+            f"{a.arch_note}; preferred: {chosen.image.tag}, whose build is known to hold it"
+        )
+        passed.append(Rejected(matrix.image_ref(a.image, registry), why))
+    return passed
+
+
+def _choice(
+    matrix: Matrix, chosen: Assessment, registry: str, rejected: Iterable[Rejected]
+) -> ImageChoice:
+    return dataclasses.replace(
+        image_choice(matrix, chosen.image, registry, chosen.reason, rejected),
+        arch_known=chosen.arch_known,
+        arch_note=chosen.arch_note,
+    )
 
 
 def image_choice(
@@ -152,7 +177,7 @@ def _cpu_choice(
         if registry in image.registries:
             return image_choice(matrix, image, registry, f"{why}: the CPU image", ())
     if images and not runnable:
-        where = f" for {platform} ({_what_exists_for(platform)})"
+        where = f" for {platform} ({_what_exists_for(platform, host, matrix)})"
     elif images:
         where = f" on {registry} (known on: {', '.join(images[0].registries)})"
     else:
@@ -174,13 +199,35 @@ def _why_no_gpu(host: HostFacts) -> str:
     return "the NVIDIA driver reports no GPU"
 
 
-def _what_exists_for(platform: str | None) -> str:
-    """What an arm64 (Jetson, DGX Spark/GB10, Thor) host can use instead of an image."""
-    return (
-        f"Paddle publishes its images for linux/amd64 only, none for {platform}; on Jetson use "
-        "Paddle Inference's aarch64 wheel (paddle-inference-lib, Paddle#72578) or build Paddle "
-        "from source"
-    )
+def _what_exists_for(platform: str | None, host: HostFacts, matrix: Matrix) -> str:
+    """What an arm64 host (Jetson, DGX Spark/GB10, GH200, Thor) can use instead of an image: the
+    Jetson wheels per JetPack for its GPU, or plainly that none exists (arm64.toml)."""
+    head = f"Paddle publishes its images for linux/amd64 only, none for {platform}"
+    rows = _arm64_rows_for(host, matrix)
+    if not rows:
+        return f"{head}; build Paddle from source"
+    said = []
+    for row in rows:
+        where = f"JetPack {row.jetpack}" if row.jetpack else "this arm64 GPU"
+        if row.pip:
+            said.append(
+                f"for {where} there is Paddle Inference's Paddle {row.paddle} wheel (CUDA "
+                f"{row.cuda}, Python {row.python} only): `{row.pip}` ({row.source})"
+            )
+        else:
+            said.append(f"for {where} no GPU build of Paddle exists ({row.source})")
+    return f"{head}; {'; '.join(said)}; otherwise build Paddle from source"
+
+
+def _arm64_rows_for(host: HostFacts, matrix: Matrix) -> list[Arm64Build]:
+    """The arm64.toml rows for the host's GPUs: those naming their sm, else the catch-all one."""
+    sms = set()
+    for gpu in usable_gpus(host):
+        cc = gpu_compute_capability(gpu, matrix)
+        if cc is not None:
+            sms.add(sm_of(cc))
+    named = [r for r in matrix.arm64_builds if sms & set(r.sm)]
+    return named or [r for r in matrix.arm64_builds if not r.sm]
 
 
 def _what_would_fix(
@@ -188,14 +235,15 @@ def _what_would_fix(
     matrix: Matrix,
     release: PaddleRelease,
     registry: str,
-    platform: str | None,
+    host: HostFacts,
 ) -> str:
     """The smallest change that would make one tag runnable, as the judge's fix text."""
     head = f"no GPU image of Paddle {release.version} runs on this host"
+    platform = oci_platform(host.machine.arch)
     if not assessed:
         return f"{head}: the matrix has no GPU image for it; choose another release with --paddle"
     if all(a.platform_problem for a in assessed):
-        return f"{head}: {_what_exists_for(platform)}"
+        return f"{head}: {_what_exists_for(platform, host, matrix)}"
     if all(a.driver is None for a in assessed):
         return f"{head}: the driver version is unknown; check that `nvidia-smi` prints it"
     # Tags held back by the driver alone: the lowest driver that would run one of them.

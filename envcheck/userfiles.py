@@ -50,6 +50,12 @@ def write_output(path: str, text: str, *, flag: str, env: Environment | None = N
         raise output_error(flag, path, e) from e
 
 
+def names_stdout(path: str, env: Environment | None = None) -> bool:
+    """`path` is `-`, or the very file `env`'s stdout (None: the process's) writes to."""
+    stdout = env.stdout if env else sys.stdout
+    return path == "-" or _our_stream(path, (stdout, None)) is not None
+
+
 def append_output(path: str, text: str, *, what: str) -> None:
     """Append to a file the environment named (`$GITHUB_STEP_SUMMARY`): a regular file or a
     character device/FIFO, never a directory; created when missing. Raises EnvcheckError."""

@@ -6,7 +6,7 @@
 
 Why not `docker build`: with no base image to pull (offline), a rootfs has to be assembled on
 the host anyway, and writing the layer tars ourselves is the fastest way in (`docker load`
-≈ 10 s for 900 MB, see shared/facts/docker-offline.md). Tars are deterministic (sorted names,
+≈ 10 s for 900 MB, see docs/facts/docker-offline.md). Tars are deterministic (sorted names,
 fixed mtime, root ownership) so the same inputs give the same layer digests.
 Standard library only: it runs before any virtualenv exists.
 """

@@ -31,6 +31,9 @@ PYPI = (
     "nvidia-cudnn-cu11",
     "nvidia-cudnn-cu12",
     "nvidia-cudnn-cu13",
+    "nvidia-cuda-runtime-cu11",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cuda-runtime-cu13",
     "paddlepaddle",
     "paddlepaddle-gpu",
 )

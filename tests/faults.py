@@ -225,7 +225,10 @@ class CliCase:
 
 
 def _write(name: str, content: bytes) -> Callable[[Path], None]:
-    return lambda tmp: (tmp / name).write_bytes(content)
+    def write(tmp: Path) -> None:
+        (tmp / name).write_bytes(content)
+
+    return write
 
 
 def _saved_report(tmp: Path, hostname: str = "gpu-ü-1") -> None:

@@ -6,6 +6,7 @@ Shared by the renderer, drift and fleet tests; no probing, no container.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from envcheck.facts import (
@@ -179,7 +180,9 @@ def smoke_crashed(hostname: str = "gpu-node-5", **kw: Any) -> Report:
 
 
 # One per verdict: (id, builder, verdict, exit code).
-BY_VERDICT = [
+Builder = Callable[..., Report]  # a sample's function: the report, given a hostname
+
+BY_VERDICT: list[tuple[str, Builder, str, int]] = [
     ("pass", healthy, "pass", 0),
     ("warn", unconfirmed_image_tag, "warn", 0),
     ("fail", driver_upgraded_without_reboot, "fail", 1),

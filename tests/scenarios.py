@@ -43,7 +43,7 @@ PADDLE_331_CU126 = {
     "compiled_cuda_archs": [75, 80, 86, 89, 90],
     "with_pip_cuda_libraries": True,
 }
-PADDLE_331_CPU = {
+PADDLE_331_CPU: dict[str, Any] = {
     "status": "ok",
     "package": "paddlepaddle",
     "version": "3.3.1",

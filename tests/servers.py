@@ -259,11 +259,11 @@ class FlakyProxy:
                 self.end_headers()
                 if self.command == "HEAD":
                     return
-                slow = proxy.rate is not None and "/blobs/" in self.path
+                rate = proxy.rate if "/blobs/" in self.path else None
                 while chunk := answer.read(64 << 10):
                     self.wfile.write(chunk)
-                    if slow:
-                        time.sleep(len(chunk) / proxy.rate)  # type: ignore[operator]
+                    if rate is not None:
+                        time.sleep(len(chunk) / rate)
                 upstream.close()
 
         return Handler

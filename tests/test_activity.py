@@ -134,6 +134,9 @@ class Recorder:
     def detail(self, text: str) -> None:
         self.said.append(("detail", text))
 
+    def failed(self, why: str) -> None:
+        self.said.append(("failed", why))
+
     def pause(self) -> None:
         self.said.append(("pause", ""))
 
@@ -211,12 +214,13 @@ def test_a_cold_pull_under_json_shows_its_layers_in_the_log(
         )  # the one document: no Python in it, exit 4
         _in_order(
             run.stderr,
-            "envcheck: image ",
-            "is not here: asking",
-            f"pulling {registry.ref(repo)}:1: 2 layer(s)",
+            f"envcheck: pulling {registry.ref(repo)}:1 from {registry.addr}: this engine does "
+            "not have it yet",
+            f"envcheck: pulling {registry.ref(repo)}:1: 2 layer(s)",
             "downloaded",
             "overall 100%",
-            "envcheck: creating the smoke container",
+            f"envcheck: creating the smoke container from {registry.ref(repo)}:1 (image "
+            f"{pushed.config_digest.removeprefix('sha256:')[:12]})",
         )
         for digest, _ in pushed.layers:
             assert f"layer {digest.removeprefix('sha256:')[:12]}: extracted" in run.stderr

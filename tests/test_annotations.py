@@ -44,7 +44,7 @@ def _parse(line: str) -> tuple[str, dict[str, str], str]:
 
 
 @pytest.fixture
-def github(monkeypatch, tmp_path):
+def github(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     summary = tmp_path / "step_summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -57,7 +57,9 @@ def github(monkeypatch, tmp_path):
     [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
     ids=[i for i, *_ in samples.BY_VERDICT],
 )
-def test_one_annotation_per_problem_with_the_fix(builder, verdict, exit_code):
+def test_one_annotation_per_problem_with_the_fix(
+    builder: samples.Builder, verdict: str, exit_code: int
+) -> None:
     report = builder()
     lines = github_annotations(report)
     problems = [f for f in report.findings if f.severity != "pass"]
@@ -71,7 +73,7 @@ def test_one_annotation_per_problem_with_the_fix(builder, verdict, exit_code):
 
 
 @given(st.text())
-def test_escaping_round_trips_through_the_runners_decoding(text):
+def test_escaping_round_trips_through_the_runners_decoding(text: str) -> None:
     assert "\n" not in escape_data(text) and "\r" not in escape_data(text)
     assert _unescape(escape_data(text)) == text
     escaped = escape_property(text)
@@ -79,12 +81,12 @@ def test_escaping_round_trips_through_the_runners_decoding(text):
     assert _unescape(escaped, prop=True) == text
 
 
-def test_title_with_colons_and_commas_is_one_property():
+def test_title_with_colons_and_commas_is_one_property() -> None:
     line = workflow_command("error", "100% broken\nreally", title="envcheck: a, b")
     assert line == "::error title=envcheck%3A a%2C b::100%25 broken%0Areally"
 
 
-def test_more_than_ten_failures_keep_ten_lines_and_name_the_rest():
+def test_more_than_ten_failures_keep_ten_lines_and_name_the_rest() -> None:
     report = samples.report(
         tuple(fail(f"check.n{i}", f"broken {i}", fix="fix it", layer="env") for i in range(15))
     )
@@ -99,7 +101,9 @@ def test_more_than_ten_failures_keep_ten_lines_and_name_the_rest():
 @pytest.mark.parametrize(
     "value", [None, "false", "1", "True"], ids=["unset", "false", "one", "True"]
 )
-def test_nothing_for_github_unless_github_actions_is_true(monkeypatch, tmp_path, value):
+def test_nothing_for_github_unless_github_actions_is_true(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str | None
+) -> None:
     summary = tmp_path / "summary.md"
     if value is None:
         monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
@@ -112,7 +116,7 @@ def test_nothing_for_github_unless_github_actions_is_true(monkeypatch, tmp_path,
     assert not summary.exists()
 
 
-def test_markdown_file_is_written_anywhere(monkeypatch, tmp_path):
+def test_markdown_file_is_written_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     out = tmp_path / "summary.md"
     report = samples.cpu_wheel_in_image()
@@ -120,7 +124,7 @@ def test_markdown_file_is_written_anywhere(monkeypatch, tmp_path):
     assert out.read_text(encoding="utf-8") == render_markdown(report)
 
 
-def test_under_github_actions_summary_is_appended_and_annotations_printed(github):
+def test_under_github_actions_summary_is_appended_and_annotations_printed(github: Path) -> None:
     github.write_text("# earlier step output\n", encoding="utf-8")
     report = samples.driver_upgraded_without_reboot()
     stream = io.StringIO()
@@ -129,14 +133,16 @@ def test_under_github_actions_summary_is_appended_and_annotations_printed(github
     assert stream.getvalue().splitlines() == github_annotations(report)
 
 
-def test_passing_report_prints_no_annotation_but_still_summarises(github):
+def test_passing_report_prints_no_annotation_but_still_summarises(github: Path) -> None:
     stream = io.StringIO()
     emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
     assert stream.getvalue() == ""
     assert "**pass**" in github.read_text(encoding="utf-8")
 
 
-def test_summary_that_cannot_be_written_is_a_warning_not_a_crash(github, monkeypatch, tmp_path):
+def test_summary_that_cannot_be_written_is_a_warning_not_a_crash(
+    github: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing-dir" / "summary.md"))
     stream = io.StringIO()
     emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
@@ -145,7 +151,9 @@ def test_summary_that_cannot_be_written_is_a_warning_not_a_crash(github, monkeyp
     assert message.startswith("cannot write the step summary")
 
 
-def test_step_summary_stays_under_githubs_one_mebibyte(github, monkeypatch):
+def test_step_summary_stays_under_githubs_one_mebibyte(
+    github: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(ann, "STEP_SUMMARY_LIMIT", 2000)
     github.write_text("x" * 1500, encoding="utf-8")
     emit_ci_outputs(
@@ -157,7 +165,9 @@ def test_step_summary_stays_under_githubs_one_mebibyte(github, monkeypatch):
     assert STEP_SUMMARY_LIMIT == 1024 * 1024
 
 
-def test_step_outputs_for_the_steps_that_follow(github, monkeypatch, tmp_path):
+def test_step_outputs_for_the_steps_that_follow(
+    github: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     outputs = tmp_path / "output"
     outputs.write_text("earlier=1\n", encoding="utf-8")
     monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
@@ -170,7 +180,9 @@ def test_step_outputs_for_the_steps_that_follow(github, monkeypatch, tmp_path):
     ]
 
 
-def test_step_outputs_that_cannot_be_written_are_a_warning(github, monkeypatch, tmp_path):
+def test_step_outputs_that_cannot_be_written_are_a_warning(
+    github: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "missing-dir" / "output"))
     stream = io.StringIO()
     emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
@@ -187,7 +199,7 @@ def _doctor(tmp_path: Path, *flags: str, env: dict[str, str]) -> Result:
     )
 
 
-def test_doctor_json_keeps_stdout_one_document_and_annotates_on_stderr(tmp_path):
+def test_doctor_json_keeps_stdout_one_document_and_annotates_on_stderr(tmp_path: Path) -> None:
     """The real command: workflow commands on stderr (the runner reads both streams)."""
     summary = tmp_path / "summary.md"
     env = {
@@ -205,7 +217,7 @@ def test_doctor_json_keeps_stdout_one_document_and_annotates_on_stderr(tmp_path)
     assert f"verdict={doc['verdict']}" in (tmp_path / "out").read_text(encoding="utf-8")
 
 
-def test_doctor_prints_no_workflow_command_outside_github_actions(tmp_path):
+def test_doctor_prints_no_workflow_command_outside_github_actions(tmp_path: Path) -> None:
     env = {
         "GITHUB_ACTIONS": "",
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),

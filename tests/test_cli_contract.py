@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests import scenarios as s
-from tests.inprocess import envcheck
-from tests.test_cli import ENV, write
+from tests.inprocess import ENV, envcheck
+from tests.test_cli import write
 
 
 @pytest.mark.parametrize(

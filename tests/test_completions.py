@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from envcheck.cli import build_parser
+from envcheck.commands import manual
 from envcheck.errors import UsageError
-from envcheck.exitcodes import EXIT_CODES_HELP
+from envcheck.exitcodes import EXIT_CODES, EXIT_CODES_HELP
+from tests.inprocess import envcheck
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "completions.py"
@@ -41,7 +43,7 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
     }
 
 
-def test_committed_files_are_what_the_parser_generates_now():
+def test_committed_files_are_what_the_parser_generates_now() -> None:
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "--check"],
         capture_output=True,
@@ -54,7 +56,7 @@ def test_committed_files_are_what_the_parser_generates_now():
     )
 
 
-def test_check_catches_a_stale_file(tmp_path, monkeypatch):
+def test_check_catches_a_stale_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gen_completions", SCRIPT)
@@ -72,7 +74,7 @@ def test_check_catches_a_stale_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", list(COMPLETIONS))
-def test_every_subcommand_and_flag_is_there(kind):
+def test_every_subcommand_and_flag_is_there(kind: str) -> None:
     text = COMPLETIONS[kind].read_text(encoding="utf-8")
     if kind == "man":
         text = text.replace("\\-", "-")
@@ -108,7 +110,7 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
 @pytest.mark.parametrize(
     ("words", "offered"),
     [
-        (("envcheck", ""), ["doctor", "pull-image", "report"]),
+        (("envcheck", ""), ["doctor", "fix", "pull-image", "report", "completion"]),
         (("envcheck", "pu"), ["pull-image"]),
         (("envcheck", "report", "--ex"), ["--expect-hosts"]),
         (("envcheck", "doctor", "--registry", ""), ["baidu", "baidu-legacy", "dockerhub"]),
@@ -126,11 +128,11 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
         "a-folder",
     ],
 )
-def test_bash_completes_for_real(words, offered):
+def test_bash_completes_for_real(words: tuple[str, ...], offered: list[str]) -> None:
     assert _bash_complete(*words) == offered
 
 
-def test_envcheck_never_imports_shtab():
+def test_envcheck_never_imports_shtab() -> None:
     code = "import sys, envcheck.cli; envcheck.cli.build_parser(); print('shtab' in sys.modules)"
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
@@ -148,8 +150,10 @@ def _examples(parser: argparse.ArgumentParser) -> list[str]:
     return [line.strip() for line in block]
 
 
-@pytest.mark.parametrize("name", ["doctor", "pull-image", "report"])
-def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(name, capsys):
+@pytest.mark.parametrize("name", ["doctor", "fix", "pull-image", "report"])
+def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     parser = _commands()[name]
     examples = _examples(parser)
     assert len(examples) >= 4
@@ -168,11 +172,71 @@ def test_help_shows_examples_that_the_parser_accepts_and_the_exit_codes(name, ca
     assert examples[0] in out  # printed as written (RawDescriptionHelpFormatter)
 
 
-def test_the_wheel_installs_every_generated_file_where_its_shell_looks():
-    import tomllib
+def test_the_wheel_installs_every_generated_file_where_its_shell_looks() -> None:
+    from envcheck.matrix.toml import tomllib
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     shared = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["shared-data"]
     assert {ROOT / src for src in shared} == set(COMPLETIONS.values())
     assert shared["completions/envcheck.bash"] == "share/bash-completion/completions/envcheck"
     assert shared["man/envcheck.1"] == "share/man/man1/envcheck.1"
+
+
+# ------------------------------------------------------ where users look (#24.5)
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_envcheck_completion_prints_the_committed_script(shell):
+    """`envcheck completion SHELL`, as `gh` and `pip` do: a pipx install has no share/ on the
+    shell's path, but it has the command."""
+    run = envcheck("completion", shell)
+    assert run.returncode == 0 and run.stderr == ""
+    assert run.stdout == COMPLETIONS[shell].read_text(encoding="utf-8")
+
+
+def test_an_unknown_shell_is_a_usage_error():
+    run = envcheck("completion", "tcsh")
+    assert run.returncode == 2 and "invalid choice: 'tcsh'" in run.stderr and run.stdout == ""
+
+
+def test_the_wheel_ships_the_scripts_the_command_prints():
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    force = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert force["completions"] == "envcheck/_completions"
+
+
+def _man_section(title: str) -> str:
+    man = COMPLETIONS["man"].read_text(encoding="utf-8")
+    return man.split(f"\n.SH {title}\n", 1)[1].split("\n.SH ", 1)[0].replace("\\-", "-")
+
+
+def test_the_man_page_says_exit_status_environment_and_files_as_help_does(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    help_text = capsys.readouterr().out
+    for title, entries in (
+        ("EXIT STATUS", [(str(int(code)), words) for code, words in EXIT_CODES]),
+        ("ENVIRONMENT", list(manual.ENVIRONMENT)),
+        ("FILES", list(manual.FILES)),
+    ):
+        section = _man_section(title)
+        for name, words in entries:
+            assert f"\\fB{name}\\fR\n{words}" in section, (title, name)
+            assert name in help_text and " ".join(words.split()) in " ".join(help_text.split())
+    assert [int(code) for code, _ in EXIT_CODES] == [*range(8), 130]
+
+
+def test_every_variable_envcheck_reads_is_documented():
+    """An ENVCHECK_* setting the code reads and the manual does not name is one nobody finds."""
+    import re
+
+    read = {
+        name
+        for path in (ROOT / "envcheck").rglob("*.py")
+        for name in re.findall(r"\"(ENVCHECK_[A-Z_]+)\"", path.read_text(encoding="utf-8"))
+    }
+    test_hooks = {"ENVCHECK_SMOKE_SCRIPT", "ENVCHECK_SMOKE_CORRUPT"}  # the suite's, not users'
+    documented = {n for names, _ in manual.ENVIRONMENT for n in names.split(", ")}
+    assert read - test_hooks <= documented

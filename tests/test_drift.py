@@ -33,7 +33,7 @@ def _saved(tmp_path: Path, report: Report | None = None) -> dict[str, Any]:
     return load_baseline(str(path))
 
 
-def test_baseline_holds_the_facts_that_matter():
+def test_baseline_holds_the_facts_that_matter() -> None:
     doc = baseline_document(samples.healthy())
     assert (
         doc["kind"] == BASELINE_KIND
@@ -57,7 +57,7 @@ def test_baseline_holds_the_facts_that_matter():
     assert list(doc["facts"]) == FACT_KEYS
 
 
-def test_unchanged_host_is_one_passing_drift_none(tmp_path):
+def test_unchanged_host_is_one_passing_drift_none(tmp_path: Path) -> None:
     (finding,) = compare_baseline(samples.healthy(), _saved(tmp_path), strict=True)
     assert (finding.id, finding.severity, finding.layer) == ("drift.none", "pass", "drift")
     assert "11 facts unchanged" in finding.message
@@ -66,7 +66,9 @@ def test_unchanged_host_is_one_passing_drift_none(tmp_path):
 
 @pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
 @pytest.mark.parametrize("key", FACT_KEYS)
-def test_each_fact_changed_in_the_saved_baseline_is_reported(tmp_path, key, strict):
+def test_each_fact_changed_in_the_saved_baseline_is_reported(
+    tmp_path: Path, key: str, strict: bool
+) -> None:
     baseline = _saved(tmp_path)
     current = baseline["facts"][key]
     baseline["facts"][key] = "an-older-value"
@@ -81,7 +83,7 @@ def test_each_fact_changed_in_the_saved_baseline_is_reported(tmp_path, key, stri
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
-def test_drift_sets_the_verdict(tmp_path, strict):
+def test_drift_sets_the_verdict(tmp_path: Path, strict: bool) -> None:
     baseline = _saved(tmp_path)
     baseline["facts"]["driver"] = "530.30.02"
     report = samples.healthy()
@@ -134,7 +136,9 @@ def test_drift_sets_the_verdict(tmp_path, strict):
         "driver-uninstalled",
     ],
 )
-def test_real_changes_on_the_host(tmp_path, change, key, was, now):
+def test_real_changes_on_the_host(
+    tmp_path: Path, change: dict[str, Any], key: str, was: str, now: str
+) -> None:
     findings = compare_baseline(samples.healthy(**change), _saved(tmp_path), strict=False)
     by_id = {f.id: f for f in findings}
     assert f"drift.{key}" in by_id
@@ -145,7 +149,9 @@ def test_real_changes_on_the_host(tmp_path, change, key, was, now):
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["warn", "strict"])
-def test_a_gpu_that_disappeared_is_a_failure_even_without_strict(tmp_path, strict):
+def test_a_gpu_that_disappeared_is_a_failure_even_without_strict(
+    tmp_path: Path, strict: bool
+) -> None:
     one_left = samples.healthy(
         gpus=(GpuFacts(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),)
     )
@@ -157,7 +163,7 @@ def test_a_gpu_that_disappeared_is_a_failure_even_without_strict(tmp_path, stric
     assert (report.verdict, int(report.exit_status)) == ("fail", 1)
 
 
-def test_every_gpu_gone_is_a_failure_and_a_replaced_gpu_only_a_change(tmp_path):
+def test_every_gpu_gone_is_a_failure_and_a_replaced_gpu_only_a_change(tmp_path: Path) -> None:
     (gone,) = compare_baseline(samples.healthy(gpus=()), _saved(tmp_path), strict=False)
     assert (gone.id, gone.severity, gone.observed["now"]) == ("drift.gpus", "fail", "none")
     assert len(gone.observed["lost"]) == 2
@@ -171,14 +177,14 @@ def test_every_gpu_gone_is_a_failure_and_a_replaced_gpu_only_a_change(tmp_path):
     ) and "lost" not in changed.observed
 
 
-def test_same_tag_new_digest_says_pin_by_digest(tmp_path):
+def test_same_tag_new_digest_says_pin_by_digest(tmp_path: Path) -> None:
     moved = dataclasses.replace(samples.IMAGE, digest="sha256:" + "cd" * 32)
     report = dataclasses.replace(samples.healthy(), image=moved)
     (finding,) = compare_baseline(report, _saved(tmp_path), strict=False)
-    assert finding.id == "drift.image-digest" and "pin the image by digest" in finding.fix
+    assert finding.id == "drift.image-digest" and "pin the image by digest" in (finding.fix or "")
 
 
-def test_facts_not_observed_now_are_not_compared(tmp_path):
+def test_facts_not_observed_now_are_not_compared(tmp_path: Path) -> None:
     """A run without smoke has no digest; a driver in error has no version: not drift."""
     report = dataclasses.replace(
         samples.healthy(driver=samples.MISMATCHED_DRIVER),
@@ -192,21 +198,21 @@ def test_facts_not_observed_now_are_not_compared(tmp_path):
     )
 
 
-def test_fact_missing_from_an_older_baseline_is_not_compared(tmp_path):
+def test_fact_missing_from_an_older_baseline_is_not_compared(tmp_path: Path) -> None:
     baseline = _saved(tmp_path)
     del baseline["facts"]["gpus"]
     (finding,) = compare_baseline(samples.healthy(), baseline, strict=True)
     assert finding.id == "drift.none" and "gpus" not in finding.observed["compared"]
 
 
-def test_save_baseline_only_after_a_passing_run(tmp_path):
+def test_save_baseline_only_after_a_passing_run(tmp_path: Path) -> None:
     assert save_baseline(samples.unconfirmed_image_tag(), str(tmp_path / "warn.json"))
     assert not save_baseline(samples.driver_upgraded_without_reboot(), str(tmp_path / "fail.json"))
     assert not save_baseline(samples.cpu_wheel_in_image(), str(tmp_path / "fallback.json"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["warn.json"]
 
 
-def test_a_saved_good_report_serves_as_a_baseline(tmp_path):
+def test_a_saved_good_report_serves_as_a_baseline(tmp_path: Path) -> None:
     path = tmp_path / "last-good.json"
     path.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
     baseline = load_baseline(str(path))
@@ -242,7 +248,9 @@ def test_a_saved_good_report_serves_as_a_baseline(tmp_path):
         "not-utf8",
     ],
 )
-def test_bad_baseline_files_are_usage_errors_naming_the_file(tmp_path, content, error):
+def test_bad_baseline_files_are_usage_errors_naming_the_file(
+    tmp_path: Path, content: str | None, error: str
+) -> None:
     path = tmp_path / "baseline.json"
     if content == "\udcff":
         path.write_bytes(b"\xff\xfe{")
@@ -255,7 +263,7 @@ def test_bad_baseline_files_are_usage_errors_naming_the_file(tmp_path, content, 
     assert int(info.value.status) == 2
 
 
-def test_parse_baseline_accepts_its_own_output():
+def test_parse_baseline_accepts_its_own_output() -> None:
     doc = json.loads(json.dumps(baseline_document(samples.healthy())))
     assert parse_baseline(doc) == doc
 
@@ -266,7 +274,7 @@ def _doctor(facts: Path, *flags: str) -> Result:
     )
 
 
-def test_doctor_saves_then_compares_a_baseline(tmp_path):
+def test_doctor_saves_then_compares_a_baseline(tmp_path: Path) -> None:
     """The real command line: --save-baseline after a pass, then --baseline / --strict-drift."""
     facts, baseline = tmp_path / "facts.json", tmp_path / "baseline.json"
     facts.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
@@ -287,7 +295,7 @@ def test_doctor_saves_then_compares_a_baseline(tmp_path):
     assert strict.returncode == 1 and json.loads(strict.stdout)["verdict"] == "fail"
 
 
-def test_doctor_with_a_missing_baseline_exits_2_with_the_fix(tmp_path):
+def test_doctor_with_a_missing_baseline_exits_2_with_the_fix(tmp_path: Path) -> None:
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
     done = _doctor(facts, "--baseline", str(tmp_path / "nope.json"))

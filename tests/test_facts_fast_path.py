@@ -47,13 +47,15 @@ def _outcome(build: Any) -> Any:
     "cls", [DriverFacts, GpuFacts, PaddleFacts, MachineFacts], ids=lambda c: c.__name__
 )
 @given(data=st.data())
-def test_the_fast_path_builds_and_refuses_what_coerce_does(cls, data):
+def test_the_fast_path_builds_and_refuses_what_coerce_does(
+    cls: type[Any], data: st.DataObject
+) -> None:
     names = [f.name for f in dataclasses.fields(cls)]
     doc = data.draw(st.dictionaries(st.sampled_from(names), VALUES, max_size=len(names)))
     assert _outcome(lambda: from_dict(cls, doc)) == _outcome(lambda: _slow(cls, doc))
 
 
-def test_true_is_not_an_integer_and_a_number_is_still_text():
+def test_true_is_not_an_integer_and_a_number_is_still_text() -> None:
     with pytest.raises(FactsError, match=r"host.index: expected an integer, got True"):
         from_dict(GpuFacts, {"index": True})
     assert from_dict(DriverFacts, {"cuda": 12.2}).cuda == "12.2"

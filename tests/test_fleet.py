@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from junitparser import JUnitXml
 
+from envcheck.facts import DriverFacts
 from envcheck.findings import fail, passed, warn
 from envcheck.fleet import merge_reports
 from envcheck.hostlist import HostListError, compress_host_list, parse_host_list
@@ -213,9 +214,16 @@ def test_fleet_json_document():
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def _table(text: str) -> list[str]:
+    """The host table of a dashboard: from its header to the blank line after the last host."""
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("HOST "))
+    return lines[head : lines.index("", head)]
+
+
 def test_plain_table_has_the_dashboard_columns_one_line_per_host():
     text = fleet_table_text(merge_reports([_saved(b()) for b in FLEET]))
-    lines = text.splitlines()
+    lines = _table(text)
     assert lines[0].split() == [
         "HOST",
         "GPUS",
@@ -224,9 +232,7 @@ def test_plain_table_has_the_dashboard_columns_one_line_per_host():
         "PADDLE",
         "VERDICT",
         "EXIT",
-        "FIRST",
-        "FAILING",
-        "CHECK",
+        "PROBLEM",
     ]
     assert lines[1].split() == [
         "gpu-node-1",
@@ -243,7 +249,7 @@ def test_plain_table_has_the_dashboard_columns_one_line_per_host():
         "gpu-node-3",
         "2x",
         "A100-SXM4-80GB",
-        "error",
+        "535.104.05",  # NVML failed: the loaded kernel module says which driver runs
         "-",
         "3.0.0",
         "cu12.6",
@@ -252,7 +258,9 @@ def test_plain_table_has_the_dashboard_columns_one_line_per_host():
         "driver.version-mismatch",
     ]
     assert lines[4].split()[-3:] == ["cpu-fallback", "6", "paddle.cpu-build"]
-    assert lines[-1] == "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback, 0 wrong-results; exit 6"
+    assert text.splitlines()[-1] == (
+        "5 hosts: 1 pass, 1 warn, 2 fail, 1 cpu-fallback, 0 wrong-results; exit 6"
+    )
     at = lines[0].index("VERDICT")  # the verdict column is aligned
     assert [line[at:].split()[0] for line in lines[1:6]] == [
         "pass",
@@ -310,43 +318,69 @@ LONG_NAMES = [
 ]
 
 
-@pytest.mark.parametrize("columns", [120, 80])
-def test_readable_at_the_terminal_width_with_60_character_host_names(monkeypatch, columns):
+def _terminal(summary: Any, monkeypatch: pytest.MonkeyPatch, columns: int) -> list[str]:
     monkeypatch.setenv("COLUMNS", str(columns))
-    assert {len(name) for name in LONG_NAMES} == {60}
-    summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET * 2, LONG_NAMES)])
-    assert {len(g.hosts) for g in summary.problem_groups()} == {2}  # host lists to wrap
     stream = _Tty()
     print_fleet_table(summary, stream)
     out = stream.getvalue()
     assert "\x1b[" in out  # coloured: it went through rich
-    lines = ANSI.sub("", out).splitlines()
+    return ANSI.sub("", out).splitlines()
+
+
+@pytest.mark.parametrize("columns", [120, 80])
+def test_a_fleet_of_26_takes_one_line_per_host_problems_first(monkeypatch, columns):
+    """#24.3: at 80 columns 26 hosts took 2 lines each (3 with long names), and one 37-character
+    name stacked every row at 120; as `sinfo`, one line per host, long names cut with `…`."""
+    long_name = "a-very-long-node-name-in-rack12-gpu07"
+    names = [f"gpu{i:03d}" for i in range(25)] + [long_name]
+    summary = merge_reports([_saved(FLEET[i % 5](hostname=n)) for i, n in enumerate(names)])
+    lines = _terminal(summary, monkeypatch, columns)
+    table = _table("\n".join(lines))
+    assert len(table) == 1 + 26  # the header, then one line per host
     fixes = {f"→ {g.fix}" for g in summary.problem_groups()}
     for line in lines:  # only a fix may run past the edge (printed whole, never broken)
         assert len(line) <= columns or any(line.endswith(fix) for fix in fixes), line
-    for name in LONG_NAMES:
-        assert name in lines  # a host name whole, on its own line
-    for (
-        name
-    ) in LONG_NAMES:  # its row, and the host list of each of its groups: whole, between commas
-        groups = sum(name in g.hosts for g in summary.problem_groups())
-        assert sum(line.strip().rstrip(",") == name for line in lines) == 1 + groups
-    rows = {name: lines[lines.index(name) + 1].split() for name in LONG_NAMES}
-    assert (
-        rows[LONG_NAMES[2]][-3:] == ["fail", "1", "driver.version-mismatch"]
-        if columns == 120
-        else True
-    )
-    for host in summary.hosts:  # every check id whole, once in its host's row, once per group
-        first = host.first_problem()
-        if first:
-            assert any(line.split() and line.split()[-1] == first.id for line in lines), first.id
+    (row,) = [line for line in table if line.startswith("a-")]
+    shown = row.split()[0]
+    assert "…" in shown and shown.endswith("gpu07") and len(shown) < len(long_name)
+    # the problems, grouped, come before the table, each id and host list whole
+    first_group = lines.index(next(line for line in lines if line.startswith("5 hosts: ")))
+    assert first_group < lines.index(table[0])
     for group in summary.problem_groups():
-        assert any(
-            line.startswith(f"{len(group.hosts)} host")
-            and line.endswith(f"{group.id} → {group.fix}")
-            for line in lines
-        )
+        assert any(line.endswith(f"{group.id} → {group.fix}") for line in lines)
+    for i, host in enumerate(summary.hosts):  # each row's verdict and exit code are whole
+        assert host.verdict in table[i + 1].split() and str(host.exit_code) in table[i + 1].split()
+
+
+def test_long_host_names_wait_for_their_group_lists_to_be_read_whole(monkeypatch):
+    summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET * 2, LONG_NAMES)])
+    lines = _terminal(summary, monkeypatch, 120)
+    table = _table("\n".join(lines))
+    assert len(table) == 1 + 10
+    # a DNS name is cut at its end: its first label, the node's own name, stays readable
+    assert [row.split()[0][:8] for row in table[1:]] == [n[:8] for n in LONG_NAMES]
+    assert all(row.split()[0].endswith("…") for row in table[1:])
+    for name in LONG_NAMES:  # shortened in its row, whole in each of its groups' host lists
+        groups = sum(name in g.hosts for g in summary.problem_groups())
+        assert sum(line.strip().rstrip(",") == name for line in lines) == groups
+
+
+def test_the_driver_column_shows_the_loaded_kernel_module_when_user_space_differs():
+    upgraded = samples.healthy(
+        hostname="gpu001",
+        driver=DriverFacts(status="error", version="550.54.14", kernel_module="535.104.05"),
+    )
+    same = samples.healthy(
+        hostname="gpu002",
+        driver=DriverFacts(
+            status="ok", version="535.104.05", cuda="12.2", kernel_module="535.104.05"
+        ),
+    )
+    text = fleet_table_text(merge_reports([_saved(upgraded), _saved(same)]))
+    rows = {line.split()[0]: line.split() for line in _table(text)[1:]}
+    assert rows["gpu001"][3] == "535.104.05*" and "550.54.14" not in rows["gpu001"]
+    assert rows["gpu002"][3] == "535.104.05"
+    assert "* the loaded kernel module's version: the user-space driver differs" in text
 
 
 def test_wide_terminal_keeps_one_line_per_host(monkeypatch):
@@ -781,3 +815,28 @@ def test_a_bad_expect_hosts_file_is_exit_2(tmp_path, capsys, content, error):
     )
     assert code == 2 and out == ""
     assert f"envcheck: error: {error.format(path=path)}" in err
+
+
+def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all():
+    """#24.6: the Slurm recipe asked for one GPU per node: 1 of 2 proven on each node."""
+    one_of_two = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"])
+    both = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0", "gpu:1"])
+    fleet = [
+        samples.report((one_of_two,), hostname="gpu001"),
+        samples.report((one_of_two,), hostname="gpu002"),
+        samples.report((both,), hostname="gpu003"),
+    ]
+    summary = merge_reports([_saved(r) for r in fleet])
+    assert summary.gpus_proven() == (4, 6, ("gpu001", "gpu002"))
+    text = fleet_table_text(summary)
+    assert "GPUs proven by a smoke: 4 of 6; fewer than all on gpu[001-002]" in text.splitlines()
+    from envcheck.render.markdown import render_fleet_markdown
+
+    assert "GPUs proven by a smoke: 4 of 6; fewer than all on gpu\\[001-002\\]." in (
+        render_fleet_markdown(summary)
+    )
+    assert summary.to_json()["gpus"] == {
+        "proven": 4,
+        "total": 6,
+        "not_all_proven": ["gpu001", "gpu002"],
+    }

@@ -23,8 +23,10 @@ def test_runner_copies_existing_paths_from_an_official_paddle_gpu_image() -> Non
 
 def test_runner_default_command_is_accepted_by_the_cli() -> None:
     text = RUNNER.read_text()
-    entry = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", text, re.MULTILINE).group(1))  # type: ignore[union-attr]
-    cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    entry_line = re.search(r"^ENTRYPOINT (\[.*\])$", text, re.MULTILINE)
+    cmd_line = re.search(r"^CMD (\[.*\])$", text, re.MULTILINE)
+    assert entry_line and cmd_line, text
+    entry, cmd = json.loads(entry_line.group(1)), json.loads(cmd_line.group(1))
     assert entry == ["envcheck"]
     args = build_parser().parse_args(cmd)
     assert args.command == "doctor" and args.in_process and args.expect_gpu

@@ -29,7 +29,9 @@ def _load(path: Path) -> JUnitXml:
     [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
     ids=[i for i, *_ in samples.BY_VERDICT],
 )
-def test_one_testcase_per_check_with_layer_as_classname(tmp_path, builder, verdict, exit_code):
+def test_one_testcase_per_check_with_layer_as_classname(
+    tmp_path: Path, builder: samples.Builder, verdict: str, exit_code: int
+) -> None:
     report: Report = builder()
     out = tmp_path / "envcheck.xml"
     write_junit(report, str(out))
@@ -42,10 +44,11 @@ def test_one_testcase_per_check_with_layer_as_classname(tmp_path, builder, verdi
     assert suite.failures == xml.failures == sum(f.severity == "fail" for f in report.findings)
     assert suite.errors == suite.skipped == 0
     assert suite.hostname == report.host.machine.hostname
-    props = {p.name: p.value for p in suite.properties()}
+    # junitparser leaves properties() unannotated
+    props = {p.name: p.value for p in suite.properties()}  # type: ignore[no-untyped-call]
     assert props["verdict"] == verdict
     assert props["exit_code"] == str(exit_code)
-    assert props["image_digest"] == report.image.digest
+    assert report.image and props["image_digest"] == report.image.digest
 
 
 @pytest.mark.parametrize(
@@ -53,7 +56,7 @@ def test_one_testcase_per_check_with_layer_as_classname(tmp_path, builder, verdi
     [samples.driver_upgraded_without_reboot, samples.cpu_wheel_in_image],
     ids=["driver-upgraded-without-reboot", "cpu-wheel-in-image"],
 )
-def test_failure_carries_message_and_fix(tmp_path, builder):
+def test_failure_carries_message_and_fix(tmp_path: Path, builder: samples.Builder) -> None:
     report = builder()
     out = tmp_path / "r.xml"
     write_junit(report, str(out))
@@ -74,7 +77,7 @@ def test_failure_carries_message_and_fix(tmp_path, builder):
     assert set(seen) == set(failed)
 
 
-def test_warning_is_a_passing_case_that_says_warning_and_fix(tmp_path):
+def test_warning_is_a_passing_case_that_says_warning_and_fix(tmp_path: Path) -> None:
     report = samples.unconfirmed_image_tag()
     out = tmp_path / "w.xml"
     write_junit(report, str(out))
@@ -84,7 +87,7 @@ def test_warning_is_a_passing_case_that_says_warning_and_fix(tmp_path):
     assert "Fix: pin a tag" in case.system_out
 
 
-def test_round_trips_through_junitparser_unchanged(tmp_path):
+def test_round_trips_through_junitparser_unchanged(tmp_path: Path) -> None:
     first, second = tmp_path / "a.xml", tmp_path / "b.xml"
     write_junit(samples.cpu_wheel_in_image(), str(first))
     _load(first).write(str(second))
@@ -95,7 +98,7 @@ def test_round_trips_through_junitparser_unchanged(tmp_path):
     ]
 
 
-def test_follows_the_common_junit_schema_shape():
+def test_follows_the_common_junit_schema_shape() -> None:
     """The constraints of the Jenkins/Ant JUnit XSD that importers enforce: required attributes,
     `properties` before the test cases, only known children."""
     root = ET.fromstring(junit_xml([samples.unconfirmed_image_tag(), samples.smoke_crashed()]))
@@ -103,7 +106,7 @@ def test_follows_the_common_junit_schema_shape():
     for suite in root:
         assert suite.tag == "testsuite"
         assert {"name", "tests", "failures", "errors", "time"} <= set(suite.attrib)
-        float(suite.get("time"))
+        float(suite.attrib["time"])
         children = [child.tag for child in suite]
         assert children[0] == "properties" and set(children[1:]) == {"testcase"}
         for case in suite.iter("testcase"):
@@ -113,7 +116,7 @@ def test_follows_the_common_junit_schema_shape():
                 assert failure.get("message") and failure.get("type")
 
 
-def test_fleet_has_one_suite_per_host_and_totals(tmp_path):
+def test_fleet_has_one_suite_per_host_and_totals(tmp_path: Path) -> None:
     reports = [
         samples.healthy(),
         samples.driver_upgraded_without_reboot(),
@@ -127,12 +130,12 @@ def test_fleet_has_one_suite_per_host_and_totals(tmp_path):
     assert xml.failures == 3
 
 
-def test_unwritable_path_is_a_usage_error_naming_the_flag(tmp_path):
+def test_unwritable_path_is_a_usage_error_naming_the_flag(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"--junit .*no-such-dir"):
         write_junit(samples.healthy(), str(tmp_path / "no-such-dir" / "r.xml"))
 
 
-def test_no_temp_file_left_behind(tmp_path):
+def test_no_temp_file_left_behind(tmp_path: Path) -> None:
     write_junit(samples.healthy(), str(tmp_path / "r.xml"))
     assert [p.name for p in tmp_path.iterdir()] == ["r.xml"]
 
@@ -141,7 +144,7 @@ def test_no_temp_file_left_behind(tmp_path):
 # XML 1.0 cannot carry most C0 controls at all, so the file must stay parseable whatever comes.
 @settings(max_examples=200, deadline=None)
 @given(message=st.text(), fix=st.text())
-def test_any_text_gives_parseable_xml_and_readable_message(message, fix):
+def test_any_text_gives_parseable_xml_and_readable_message(message: str, fix: str) -> None:
     report = Report(
         host=samples.host(),
         findings=(
@@ -157,10 +160,10 @@ def test_any_text_gives_parseable_xml_and_readable_message(message, fix):
     assert not any((ord(ch) < 0x20 and ch != "\n") or 0x7F <= ord(ch) <= 0x9F for ch in shown)
 
 
-def test_control_characters_are_shown_not_dropped():
+def test_control_characters_are_shown_not_dropped() -> None:
     report = Report(
         host=samples.host(),
         findings=(fail("smoke.crashed", "\x1b[31mKilled\x00", fix=None, layer="smoke"),),
     )
     failure = ET.fromstring(junit_xml([report])).find("./testsuite/testcase/failure")
-    assert failure.get("message") == "\\x1b[31mKilled\\x00"
+    assert failure is not None and failure.get("message") == "\\x1b[31mKilled\\x00"

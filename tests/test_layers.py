@@ -1,143 +1,236 @@
-"""The house's layers (issue #14.2): rule modules are pure — they import no adapter (engine,
-registry, probes, the in-container workload, file I/O) and no renderer. The imports are read
-from the source, so a new violation fails here before it spreads. `if TYPE_CHECKING:` imports
-(types only) are allowed."""
+"""The house's layers as contracts over the whole import graph (issues #14.2, #26.2).
+
+Every module of `envcheck` belongs to exactly one layer (the first pattern of `LAYERS` that
+matches it): a new module cannot escape the contracts by default. Each contract forbids a layer
+to reach another, or a third-party package, through any chain of runtime imports — a function's
+lazy import included; `if TYPE_CHECKING:` imports (types only) are not imports at run time.
+The graph is read from the source with `ast`, as import-linter would, without importing it.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
+THIRD_PARTY = ("rich", "docker", "pynvml", "requests", "urllib3")
 
-RULES = (
-    "assessment",
-    "compat",
-    "drift",
-    "errors",
-    "exitcodes",
-    "facts",
-    "findings",
-    "fixes",
-    "fleet",
-    "given_image",
-    "hostlist",
-    "image_checks",
-    "judge",
-    "one_plan",
-    "platforms",
-    "proof",
-    "pull/__init__",
-    "pull/events",
-    "pull/plan",
-    "registry/__init__",
-    "registry/auth",
-    "registry/documents",
-    "registry/errors",
-    "report",
-    "saved_report",
-    "rules/__init__",
-    "rules/archs",
-    "rules/container",
-    "rules/cuda",
-    "rules/driver",
-    "rules/environment",
-    "rules/gpus",
-    "rules/paddle",
-    "select",
-    "versions",
-    "visible_devices",
-    "matrix/builds",
-    "matrix/model",
-    "matrix/provenance",
-    "smoke/causes",
-    "smoke/document",
-    "smoke/failures",
-    "smoke/known_answers",
-    "smoke/loaded",
-    "smoke/options",
-    "smoke/plan",
-    "smoke/verdict",
-    "smoke/witness",
-)
-ADAPTERS_AND_RENDERERS = (
-    "envcheck.cli",
-    "envcheck.commands",
-    "envcheck.docker_adapter",
-    "envcheck.probe",
-    "envcheck.pull.ensure",
-    "envcheck.pull.images",
-    "envcheck.pull.run",
-    "envcheck.registry.client",
-    "envcheck.registry.transport",
-    "envcheck.render",
-    "envcheck.signals",
-    "envcheck.smoke.attach",
-    "envcheck.smoke.container",
-    "envcheck.smoke.container_spec",
-    "envcheck.smoke.inprocess",
-    "envcheck.smoke.workload",
-    "envcheck.streams",
-    "envcheck.userfiles",
-    "docker",
-    "pynvml",
-    "requests",
-    "rich",
+# (layer, module patterns), first match wins: the folder tree read as the architecture.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("cli", (r"envcheck\.cli", r"envcheck\.__main__", r"envcheck\.commands(\..*)?")),
+    ("render", (r"envcheck\.render(\..*)?",)),
+    # what travels into the container or the target interpreter: Python 3.8, no envcheck
+    ("workload", (r"envcheck\.smoke\.workload.*", r"envcheck\.smoke\.protocol")),
+    (
+        "contract",
+        (
+            r"envcheck",
+            r"envcheck\.(facts|findings|report|saved_report|versions|exitcodes|errors)",
+            r"envcheck\.environment",
+        ),
+    ),
+    ("matrix", (r"envcheck\.matrix(\..*)?",)),
+    ("probe", (r"envcheck\.probe(\..*)?",)),
+    (
+        "runner",  # runs the smoke: the engine, a subprocess, the NVML sampler
+        (
+            r"envcheck\.smoke\.(attach|container|container_spec|inprocess|sampler|payload|check)",
+            r"envcheck\.docker_adapter",
+            r"envcheck\.pull\.(ensure|images|run)",
+            r"envcheck\.registry\.(client|transport)",
+            r"envcheck\.fix\.apply",  # runs the target's pip
+        ),
+    ),
+    (
+        "edge",  # the process's own I/O: files, streams, signals, progress, the ownership key
+        (
+            r"envcheck\.(userfiles|streams|signals|activity|baseline_file)",
+            r"envcheck\.smoke\.ownership",
+        ),
+    ),
+    (
+        "rule",  # pure: facts and matrix in, findings, choices and plans out
+        (
+            r"envcheck\.(judge|select|compat|image_checks|assessment|drift|fleet|fixes|proof)",
+            r"envcheck\.(platforms|visible_devices|hostlist|reference|one_plan|given_image|recorded)",
+            r"envcheck\.known_packages",  # reads its package data file, as the matrix does
+            r"envcheck\.rules(\..*)?",
+            r"envcheck\.fix(\.plan)?",
+            r"envcheck\.smoke(\.(causes|document|failures|known_answers|loaded|options))?",
+            r"envcheck\.smoke\.(ownership_rules|parse|pieces|plan|verdict|witness)",
+            r"envcheck\.pull(\.(events|plan))?",
+            r"envcheck\.registry(\.(auth|documents|errors))?",
+        ),
+    ),
 )
 
 
-def _runtime_imports(tree: ast.Module) -> list[str]:
-    skipped = {
+@dataclass(frozen=True)
+class Contract:
+    layers: tuple[str, ...]
+    forbidden: tuple[str, ...]  # layers, or third-party packages
+    reason: str
+
+
+CONTRACTS = (
+    Contract(
+        ("rule", "matrix"),
+        ("probe", "runner", "edge", "render", "cli", *THIRD_PARTY),
+        "a verdict is a pure function of (facts, matrix): it judges a saved report as a live host",
+    ),
+    Contract(
+        ("render",),
+        ("probe", "runner", "cli", "docker", "pynvml", "requests", "urllib3"),
+        "a renderer turns a verdict into text: it never probes, pulls or runs the smoke",
+    ),
+    Contract(
+        ("contract",),
+        ("rule", "matrix", "probe", "runner", "edge", "render", "cli", *THIRD_PARTY),
+        "the shared types (facts, findings, report) depend on nothing that uses them",
+    ),
+    Contract(
+        ("workload",),
+        ("cli", "render", "contract", "matrix", "probe", "runner", "edge", "rule", *THIRD_PARTY),
+        "the workload runs where envcheck is not installed (an image's Python 3.8)",
+    ),
+    Contract(
+        ("probe",),
+        ("rule", "runner", "render", "cli", "rich"),
+        "a probe reads one part of the host into facts (the engine's through the Engine API): it "
+        "judges nothing and prints nothing",
+    ),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(module: str) -> str | None:
+    if module.split(".")[0] in THIRD_PARTY:
+        return module.split(".")[0]
+    for layer, patterns in LAYERS:
+        if any(re.fullmatch(p, module) for p in patterns):
+            return layer
+    return None
+
+
+def runtime_imports(source: str, module: str, is_package: bool) -> set[str]:
+    """The modules `source` imports when it runs (resolved relative imports included), not
+    those under `if TYPE_CHECKING:`."""
+    tree = ast.parse(source)
+    typing_only = {
         id(node)
         for stmt in ast.walk(tree)
         if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test)
         for node in ast.walk(stmt)
     }
-    found = []
+    here = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skipped:
+        if id(node) in typing_only:
             continue
         if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append(node.module)
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = here.split(".")[: len(here.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            found.add(target)
+            # `from envcheck.smoke import verdict` imports the module envcheck.smoke.verdict
+            found |= {f"{target}.{alias.name}" for alias in node.names}
     return found
 
 
-@pytest.mark.parametrize("module", RULES)
-def test_rule_modules_import_no_adapter_and_no_renderer(module: str) -> None:
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
-    bad = [
-        m
-        for m in _runtime_imports(tree)
-        if any(m == p or m.startswith(p + ".") for p in ADAPTERS_AND_RENDERERS)
+@cache
+def graph() -> dict[str, frozenset[str]]:
+    """Each envcheck module's direct runtime imports: envcheck modules and third-party roots."""
+    known = modules()
+    edges = {}
+    for name, path in known.items():
+        found = runtime_imports(path.read_text(), name, path.name == "__init__.py")
+        edges[name] = frozenset(
+            m if m in known else m.split(".")[0]
+            for m in found
+            if m in known or m.split(".")[0] in THIRD_PARTY
+        )
+    return edges
+
+
+def chain_to(start: str, forbidden: Iterable[str]) -> list[str] | None:
+    """The shortest import chain from `start` to a module of a forbidden layer, else None."""
+    banned, edges = set(forbidden), graph()
+    paths, seen = [[start]], {start}
+    while paths:
+        path = paths.pop(0)
+        for nxt in sorted(edges.get(path[-1], ())):
+            if nxt in seen:
+                continue
+            if layer_of(nxt) in banned:
+                return [*path, nxt]
+            seen.add(nxt)
+            paths.append([*path, nxt])
+    return None
+
+
+def test_every_module_belongs_to_one_layer() -> None:
+    unclassified = [m for m in modules() if layer_of(m) is None]
+    assert unclassified == [], f"give each a layer in LAYERS: {unclassified}"
+
+
+@pytest.mark.parametrize(
+    "contract", CONTRACTS, ids=["rules-pure", "renderers", "contracts", "workload", "probes"]
+)
+def test_contract_holds_over_the_whole_import_graph(contract: Contract) -> None:
+    broken = [
+        " -> ".join(chain)
+        for module in modules()
+        if layer_of(module) in contract.layers
+        and (chain := chain_to(module, contract.forbidden)) is not None
     ]
-    assert bad == [], f"envcheck/{module}.py imports {bad}"
+    assert broken == [], f"{contract.reason}:\n" + "\n".join(broken)
 
 
-def test_the_walker_sees_a_violation() -> None:
-    tree = ast.parse("import os\nfrom envcheck.registry.client import RegistryClient\n")
-    assert "envcheck.registry.client" in _runtime_imports(tree)
-    typed = ast.parse(
+@pytest.mark.parametrize(
+    ("module", "line", "layer"),
+    [
+        # the examples of #26.2 that the hand list let through
+        ("envcheck.smoke.pieces", "import envcheck.docker_adapter", "runner"),
+        ("envcheck.smoke.pieces", "import rich", "rich"),
+        ("envcheck.matrix.schema", "from envcheck.docker_adapter import LABEL", "runner"),
+        ("envcheck.report", "from envcheck.proof import Proof", "rule"),
+        # transitively: a rule that imports a pure module which (lazily) imports an adapter
+        ("envcheck.judge", "def f():\n    from envcheck.userfiles import read_json", "edge"),
+    ],
+    ids=["rule-adapter", "rule-rich", "matrix-adapter", "contract-rule", "lazy"],
+)
+def test_the_contracts_see_a_reintroduced_violation(module: str, line: str, layer: str) -> None:
+    path = modules()[module]
+    source = path.read_text() + "\n" + line + "\n"
+    direct = runtime_imports(source, module, path.name == "__init__.py")
+    reached = {layer_of(m if m in modules() else m.split(".")[0]) for m in direct}
+    assert layer in reached
+    forbidden = [c for c in CONTRACTS if layer_of(module) in c.layers and layer in c.forbidden]
+    assert forbidden, f"no contract forbids {layer} to {module}"
+
+
+def test_type_only_imports_are_not_runtime_imports() -> None:
+    typed = (
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from envcheck.probe import x\n"
     )
-    assert "envcheck.probe" not in _runtime_imports(typed)
-
-
-def test_every_module_of_the_judges_rules_is_walked() -> None:
-    on_disk = {f"rules/{p.stem}" for p in (PACKAGE / "rules").glob("*.py")}
-    assert on_disk <= set(RULES), f"add {sorted(on_disk - set(RULES))} to RULES"
-
-
-@pytest.mark.parametrize("package", ["pull", "registry"])
-def test_every_module_of_the_pull_and_the_registry_is_walked_or_an_adapter(package: str) -> None:
-    """These packages hold both pure modules (documents, policy, plans) and I/O: each module is
-    named on one side, so a new one cannot escape the walk by default."""
-    on_disk = {p.stem for p in (PACKAGE / package).glob("*.py")}
-    walked = {m.partition("/")[2] for m in RULES if m.startswith(f"{package}/")}
-    io = {
-        m.rpartition(".")[2] for m in ADAPTERS_AND_RENDERERS if m.startswith(f"envcheck.{package}.")
-    }
-    assert on_disk <= walked | io, f"envcheck/{package}/: classify {sorted(on_disk - walked - io)}"
+    assert "envcheck.probe" not in runtime_imports(typed, "envcheck.judge", False)
+    relative = "from .protocol import LOG_PREFIX\n"
+    assert "envcheck.smoke.protocol" in runtime_imports(relative, "envcheck.smoke.parse", False)

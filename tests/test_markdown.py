@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 
 import pytest
 from markdown_it import MarkdownIt
@@ -14,6 +15,7 @@ from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.report import Report
 from envcheck.saved_report import SavedReport
 from tests import report_samples as samples
+from tests import smoke_samples
 
 GFM = MarkdownIt("commonmark", {"html": True}).enable("table")
 
@@ -35,6 +37,12 @@ def _tables(markdown: str) -> list[list[list[str]]]:
     return tables
 
 
+def _items(markdown: str) -> list[str]:
+    """Every list item's text, the way GitHub would show it (its paragraphs on their lines)."""
+    items = re.findall(r"<li>(.*?)</li>", GFM.render(markdown), flags=re.DOTALL)
+    return [html.unescape(re.sub(r"<[^>]+>", "", item)).strip() for item in items]
+
+
 @pytest.mark.parametrize(
     ("builder", "verdict", "exit_code"),
     [(b, v, e) for _, b, v, e in samples.BY_VERDICT],
@@ -51,12 +59,14 @@ def test_summary_for_each_verdict(builder, verdict, exit_code):
 
     problems = [f for f in report.findings if f.severity != "pass"]
     tables = _tables(md)
-    if problems:
-        header, *rows = tables[0]
-        assert header == ["", "Check", "Layer", "What was found", "Fix"]
-        assert [(r[1], r[3], r[4]) for r in rows] == [
-            (f.id, f.message, f.fix) for f in sorted(problems, key=lambda f: f.severity != "fail")
-        ]
+    if problems:  # each problem an item: its id, layer and words, then its fix under it
+        expected = sorted(problems, key=lambda f: f.severity != "fail")
+        items = _items(md)
+        assert len(items) == len(expected)
+        for item, f in zip(items, expected):
+            words, *fix = item.split("\n")
+            assert words.endswith(f"{f.id} ({f.layer}): {f.message}")
+            assert fix == ([f"Fix: {f.fix.replace('`', '')}"] if f.fix else [])
     else:
         assert f"All {len(report.findings)} checks passed." in md
     passed_rows = next(t for t in tables if t[0] == ["Check", "Layer", "What was found"])[1:]
@@ -93,30 +103,56 @@ def test_failures_come_before_warnings():
             passed("gpu.supported", "A100 ok", layer="gpu"),
         )
     )
-    ids = [row[1] for row in _tables(render_markdown(report))[0][1:]]
+    ids = [item.split()[1] for item in _items(render_markdown(report))]
     assert ids == ["driver.too-old", "image.unconfirmed"]
 
 
-def test_hostile_text_stays_in_its_cell_and_reads_the_same():
+def test_hostile_text_stays_in_its_item_and_reads_the_same():
     message = (
         "ld.so: libcudnn.so.9 | not found <script>alert(1)</script> *bold* [link](x)\nsecond line"
     )
     fix = "run `sudo ldconfig | tee /dev/null` then retry_later"
     report = samples.report((fail("cudnn.missing", message, fix=fix, layer="cuda"),))
-    (row,) = _tables(render_markdown(report))[0][1:]
-    assert len(row) == 5
-    assert (
-        row[3] == " ".join(message.split("\n")[0].split()) + "\\nsecond line"
-    )  # one line, \n shown
-    assert row[4] == fix.replace("`", "")
+    (item,) = _items(render_markdown(report))
+    words, shown_fix = item.split("\n")
+    # one line, \n shown
+    assert words.endswith(" ".join(message.split("\n")[0].split()) + "\\nsecond line")
+    assert shown_fix == "Fix: " + fix.replace("`", "")
     assert "<script>" not in GFM.render(render_markdown(report))
 
 
-def test_smoke_details_show_scalars_only():
-    md = render_markdown(samples.healthy())
-    smoke = next(t for t in _tables(md) if t[0] == ["Field", "Value"])
-    assert ["loss_last", "0.42"] in smoke
-    assert all(row[0] != "trace" for row in smoke)
+def test_the_smoke_has_a_row_per_device_in_words_not_python_values():
+    runs = smoke_samples.on_gpu(smoke_samples.result(), gpus=2)["runs"]
+    smoke_doc = {
+        "mode": "container",
+        "image": "paddlepaddle/paddle:3.3.1-gpu-cuda12.9-cudnn9.9",
+        "gpu_expected": True,
+        "gpu_expected_reason": "2 usable GPUs",
+        "gpu_refused": None,
+        "status": "pass",
+        "timed_out": False,
+        "duration_s": 12.31,
+        "runs": runs,
+    }
+    md = render_markdown(replace(samples.healthy(), smoke=smoke_doc))
+    (smoke,) = [t for t in _tables(md) if t[0][:2] == ["device asked", "device used"]]
+    assert smoke[1] == ["gpu:0", "gpu:0", "0.694 → 0.217", "2.4e+03", "0.141", "14/14 right", "24"]
+    assert [row[0] for row in smoke[1:]] == ["gpu:0", "gpu:1"]
+    assert (
+        "Ran in a container of paddlepaddle/paddle:3.3.1-gpu-cuda12.9-cudnn9.9 · 12.3 s · "
+        "a GPU was expected: 2 usable GPUs"
+    ) in html.unescape(re.sub(r"<[^>]+>", "", GFM.render(md)))
+    assert smoke[0] == [
+        "device asked",
+        "device used",
+        "loss start → end",
+        "steps/s",
+        "first step s",
+        "known answers",
+        "peak GPU MiB",
+    ]
+    assert all(cell not in ("None", "True", "False") for row in smoke for cell in row)
+    assert "### Smoke training: " in md
 
 
 def test_no_passed_block_when_nothing_passed():
@@ -143,7 +179,16 @@ def test_fleet_summary_has_a_row_per_host_and_layer_columns():
     assert [r[0] for r in rows] == ["gpu-node-1", "gpu-node-3", "gpu-node-4"]
     node3 = rows[1]
     assert node3[1] == "❌ fail" and node3[2] == "❌" and node3[3] == "—"
-    assert node3[-1].startswith("driver.version-mismatch: NVML: Driver/library version mismatch")
+    assert node3[-1] == "driver.version-mismatch"  # its words and fix are in the group above
+    group = next(i for i in _items(md) if i.startswith("❌ driver.version-mismatch"))
+    assert group.split("\n") == [
+        "❌ driver.version-mismatch on 1 host: gpu-node-3",
+        "Fix: reboot the machine (or reload the nvidia kernel modules) after a driver upgrade",
+        (
+            "gpu-node-3: NVML: Driver/library version mismatch (user space 550.54.14, kernel "
+            "module 535.104.05)"
+        ),
+    ]
 
 
 def test_fleet_summary_names_duplicates():

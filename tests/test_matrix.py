@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from envcheck.matrix import location as load_module
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import ENV_VAR, REPO_DIR, matrix_dir
 from envcheck.matrix.model import Matrix
+from envcheck.matrix.toml import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,8 +30,11 @@ SOURCE_TAGS = {
     # matrix-audit.md §0a
     "NV-CC", "NV-DEP13", "NVCC13", "NVCC12.8", "DOCS#7159", "DOCS#7426", "DOCS#7684", "PR79269",
 }  # fmt: skip
-# A cited public issue or pull request of an official repository: "Paddle#76558", "PaddleX#4682".
-ISSUE_TAG = re.compile(r"(Paddle|PaddleX|PaddleOCR|PaddleMIX|PaddleSeg|PaddleDetection)#\d+")
+# A cited public issue or pull request of an official repository: "Paddle#76558", "PaddleX#4682",
+# or a Paddle pull request as the fact sheet writes it: "PR79378".
+ISSUE_TAG = re.compile(
+    r"(Paddle|PaddleX|PaddleOCR|PaddleMIX|PaddleSeg|PaddleDetection|PaddleFleet)#\d+|PR\d+"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -170,8 +173,7 @@ def test_shipped_matrix_says_what_the_fact_sheet_says(
 # Images whose wheel has no pip flavour of its own: their arch coverage is unknown by construction.
 IMAGES_WITHOUT_PIP_BUILD = {
     "3.0.0-gpu-cuda12.3-cudnn9.0-trt8.6",  # official docs (DOCS#7159); no 3.0.0 cu123 wheel
-    "3.2.2-gpu-cuda13.0-cudnn9.13",  # Paddle#76558; no cu130 wheel of 3.2.x seen
-}
+}  # 3.2.2-gpu-cuda13.0-cudnn9.13 has its cu130 build since issue 22.9 (Paddle#76558)
 
 
 def test_every_gpu_image_has_its_pip_build(shipped: Matrix) -> None:
@@ -216,8 +218,8 @@ def test_sourced_arch_lists_from_the_issue(shipped: Matrix) -> None:
     # 10.2: the floor is per build: 2.5.2 cu102 keeps Kepler, its CUDA 11 wheels start at Volta
     release = shipped.release("2.5.2")
     assert release is not None
-    assert build("2.5.2", "10.2").floor(release) == "3.5"
-    assert build("2.5.2", "11.2").floor(release) == "7.0"
+    assert build("2.5.2", "10.2").floor(release, "linux/amd64") == "3.5"
+    assert build("2.5.2", "11.2").floor(release, "linux/amd64") == "7.0"
 
 
 def test_build_driver_floors_follow_nvidia_not_papers(shipped: Matrix) -> None:
@@ -411,7 +413,8 @@ BROKEN_PROBLEMS = [
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
         "(known: paddle, package, cuda, cudnn, archs, archs_source, archs_unknown, archs_absent, "
-        "min_compute_capability, pip, paddle_min_driver, source, confirmed, note)"
+        "archs_present, archs_platform, min_compute_capability, pip, paddle_min_driver, "
+        "cudart_static, source, confirmed, note)"
     ),
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle_min_driver: "

@@ -126,7 +126,7 @@ def _install_specs(text: str) -> list[str]:
         "git-untagged",
     ],
 )
-def test_the_check_catches_an_unpinned_or_foreign_install(text):
+def test_the_check_catches_an_unpinned_or_foreign_install(text: str) -> None:
     specs = _install_specs(text)
     assert specs and not all(any(re.fullmatch(p, s) for p in PINNED) for s in specs), specs
 
@@ -156,12 +156,12 @@ def _specs_in(path: Path) -> list[str]:
     return specs
 
 
-def test_yaml_defaults_are_seen():
+def test_yaml_defaults_are_seen() -> None:
     old = "inputs:\n  envcheck-spec:\n    description: >-\n      a: b\n    default: envcheck\n"
     assert _yaml_specs(yaml.safe_load(old)) == ["envcheck"]
 
 
-def test_every_install_example_is_our_distribution_pinned_to_this_version():
+def test_every_install_example_is_our_distribution_pinned_to_this_version() -> None:
     found: dict[str, list[str]] = {}
     for path in USER_FACING:
         if path.is_file():
@@ -172,7 +172,7 @@ def test_every_install_example_is_our_distribution_pinned_to_this_version():
     assert f"{DISTRIBUTION}=={__version__}" in found  # the check saw the examples at all
 
 
-def test_the_distribution_is_named_in_pyproject_and_in_envcheck_version():
+def test_the_distribution_is_named_in_pyproject_and_in_envcheck_version() -> None:
     assert re.search(
         rf'^name = "{DISTRIBUTION}"',
         (ROOT / "pyproject.toml").read_text(encoding="utf-8"),

@@ -34,7 +34,7 @@ def test_an_unconfirmed_tag_is_said_in_the_words_of_its_image_line() -> None:
     render_plain(report, out, explain=True)
     text = out.getvalue()
     selected = next(f.message for f in report.findings if f.id == "image.selected")
-    standing = selected[selected.index("(tag ") + len("(tag ") : -1]
+    standing = selected[selected.index("(tag ") + len("(tag ") : selected.index(")")]
     assert f"  note: tag {standing}\n" in text
     assert "UNCONFIRMED" not in text and "third-party" not in text
 

@@ -68,7 +68,8 @@ def test_stale_socket_file_is_an_error(tmp_path: Path) -> None:
 @pytest.fixture
 def peer(tmp_path: Path) -> Iterator[tuple[str, list[bytes]]]:
     """A unix-socket server answering each connection with the next canned reply."""
-    path, replies = str(tmp_path / "peer.sock"), []
+    path = str(tmp_path / "peer.sock")
+    replies: list[bytes] = []
     server = socket.socket(socket.AF_UNIX)
     server.bind(path)
     server.listen(4)

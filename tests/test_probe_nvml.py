@@ -349,7 +349,7 @@ def test_kernel_module_version_is_read_under_the_driver_root(
     ids=["not-loaded", "mismatch", "permission", "function-not-found", "unknown", "unnamed"],
 )
 def test_error_names_are_the_nvml_constants(code: int, name: str) -> None:
-    import pynvml  # type: ignore[import-untyped]
+    import pynvml
 
     assert nvml.error_name(pynvml, pynvml.NVMLError(code)) == name
 

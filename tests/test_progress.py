@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
 from envcheck.pull.events import PullProgress
 from envcheck.render.progress import (
     NullDisplay,
     PlainDisplay,
+    PullDisplay,
     RichDisplay,
     human_bytes,
     make_display,
     overall_text,
 )
+from tests.terminal import Tty, screen
 from tests.test_pull_events import EVENTS
 
 LAYERS = ("3355b48ca0d4", "1e332d71d083", "e46a45083e9a", "c1555271ee9d")
 
 
-def feed(display: object, progress: PullProgress) -> None:
-    display.start("127.0.0.1:5000/envcheck-test/busybox:layers", progress)  # type: ignore[attr-defined]
+def feed(display: PullDisplay, progress: PullProgress) -> None:
+    display.start("127.0.0.1:5000/envcheck-test/busybox:layers", progress)
     for event in EVENTS:
-        display.update(progress, progress.apply(event))  # type: ignore[attr-defined]
-    display.stop()  # type: ignore[attr-defined]
+        display.update(progress, progress.apply(event))
+    display.stop()
 
 
 def test_plain_lines_name_every_layer_once_per_milestone() -> None:
@@ -31,14 +34,14 @@ def test_plain_lines_name_every_layer_once_per_milestone() -> None:
     ticks = iter(range(0, 1000, 2))  # a clock that moves 2 s per reading
     feed(PlainDisplay(out, interval=5.0, clock=lambda: float(next(ticks))), PullProgress())
     lines = out.getvalue().splitlines()
-    assert lines[0] == "pulling 127.0.0.1:5000/envcheck-test/busybox:layers: 0 layer(s)"
+    assert lines[0] == "envcheck: pulling 127.0.0.1:5000/envcheck-test/busybox:layers: 0 layer(s)"
     assert (
         "  layer 3355b48ca0d4: already present (? )".strip() not in lines
     )  # sizes are known by then
     for layer in LAYERS[1:]:
         assert sum(f"layer {layer}: downloaded" in l for l in lines) == 1
         assert sum(f"layer {layer}: extracted" in l for l in lines) == 1
-    assert any(l.startswith("  overall ") for l in lines)
+    assert any(l.startswith("envcheck:   overall ") for l in lines)
 
 
 def test_rich_panel_has_a_bar_per_layer_and_an_overall_bar() -> None:
@@ -90,8 +93,8 @@ def test_a_skipped_download_complete_is_still_reported() -> None:
         )
     lines = out.getvalue().splitlines()
     assert [l for l in lines if "layer abc" in l] == [
-        "  layer abc: downloaded (10 B)",
-        "  layer abc: extracted (10 B)",
+        "envcheck:   layer abc: downloaded (10 B)",
+        "envcheck:   layer abc: extracted (10 B)",
     ]
 
 
@@ -142,3 +145,59 @@ def test_a_fetched_layer_counts_its_bytes_once_the_pull_ends() -> None:
     ]  # its `Pull complete` was skipped
     assert progress.layers[LAYERS[0]].phase == "complete" and progress.downloaded == 1000
     assert progress.work_done == progress.total_work == 2000
+
+
+# -- on stderr beside the activity line (#21.11) -----------------------------------------------------
+def _live_activity(out: io.StringIO) -> Any:
+    from rich.console import Console
+
+    from envcheck.render.activity import RichActivity
+
+    shown = RichActivity(out)
+    shown.console = shown.live.console = Console(
+        file=out, force_terminal=True, width=100, color_system=None
+    )
+    return shown
+
+
+def test_every_plain_pull_line_carries_the_envcheck_prefix() -> None:
+    out = io.StringIO()
+    display = PlainDisplay(out, interval=0.0)
+    feed(display, PullProgress())
+    display.note("127.0.0.1:1 failed (connection refused); trying the mirror 127.0.0.1:5000")
+    lines = out.getvalue().splitlines()
+    assert lines and all(line.startswith("envcheck: ") for line in lines), lines
+
+
+def test_the_mirror_retry_line_never_lands_inside_the_spinner_line() -> None:
+    """Before the bars start (the first registry failed before any layer came), the note used to
+    be printed by the pull's console into the activity's live line: `⠸ pulling … (1 s)127.0…`."""
+    from rich.console import Console
+
+    from envcheck import activity
+
+    out = Tty()
+    note = "127.0.0.1:1 failed (connection refused); trying the mirror 127.0.0.1:5000"
+    with activity.showing(_live_activity(out)) as shown:
+        activity.phase("pulling 127.0.0.1:1/envcheck-test/x:1 from 127.0.0.1:1")
+        shown.live.refresh()  # type: ignore[attr-defined]  # the spinner has drawn its line
+        pull = RichDisplay(out, console=Console(file=out, force_terminal=True, width=100))
+        pull.note(note)
+        pull.stop()
+    assert note in screen(out.getvalue()), screen(out.getvalue())
+
+
+def test_a_failed_step_is_never_marked_done() -> None:
+    from envcheck import activity
+
+    out = Tty()
+    with activity.showing(_live_activity(out)):
+        activity.phase("pulling 127.0.0.1:5000/envcheck-test/absent:1 from 127.0.0.1:5000")
+        activity.failed("manifest unknown")
+        activity.phase("smoke: starting /usr/bin/python3")
+        activity.phase("smoke: importing Paddle")
+    lines = screen(out.getvalue())
+    assert not [line for line in lines if line.startswith("✓ pulling")], lines
+    (failed,) = [line for line in lines if line.startswith("✗ pulling")]
+    assert failed.endswith(": manifest unknown")
+    assert any(line.startswith("✓ smoke: starting") for line in lines)

@@ -148,3 +148,15 @@ def test_the_proof_line_says_why_nothing_was_proven() -> None:
     assert proof_words("none", "fail", [crashed]) == "none: the smoke training failed"
     assert proof_words("none", "fail", [unproven]) == "none: no smoke training ran"
     assert proof_words("cpu-trained", "pass", []) == "the smoke trained on the CPU only"
+
+
+def test_a_gpu_proof_says_how_many_of_the_hosts_gpus_trained() -> None:
+    """#24.6: a Slurm step given one GPU of eight proved one, and the report said "the GPU"."""
+    one = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"])
+    assert proof_words("gpu-trained", "pass", [one], gpus=8) == (
+        "the smoke trained on 1 of 8 GPUs (gpu:0) and its checks passed"
+    )
+    every = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0", "gpu:1"])
+    assert proof_words("gpu-trained", "pass", [every], gpus=2).startswith(
+        "the smoke trained on 2 of 2 GPUs (gpu:0, gpu:1)"
+    )

@@ -13,6 +13,7 @@ machine; the examples are derandomized so a failure reproduces).
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
 from typing import get_args
 
@@ -139,7 +140,7 @@ def test_the_chosen_tag_runs_on_the_driver_and_every_gpu(
     build = build_for(MATRIX, paddle, choice.cuda)
     release = MATRIX.release(paddle)
     assert release is not None
-    floor = build.floor(release) if build else release.min_compute_capability
+    floor = build.floor(release, "linux/amd64") if build else release.min_compute_capability
     for gpu in gpus:
         cc = gpu.compute_capability or ""
         assert not cc_below(cc, floor), (cc, floor, choice.ref)
@@ -397,11 +398,11 @@ FINDINGS = st.builds(
     st.randoms(use_true_random=False),
 )
 def test_verdict_and_exit_are_the_worst_of_their_parts(
-    a: list[Finding], b: list[Finding], rnd: object
+    a: list[Finding], b: list[Finding], rnd: random.Random
 ) -> None:
     both = a + b
     shuffled = list(both)
-    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    rnd.shuffle(shuffled)
     assert verdict_of(shuffled) == verdict_of(both)
     assert exit_status_of(shuffled) == exit_status_of(both)
     assert VERDICT_RANK[verdict_of(both)] == max(

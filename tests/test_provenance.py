@@ -10,15 +10,14 @@ import pytest
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.matrix.provenance import plain_source
+from tests.test_matrix import all_rows
 
 USER_REPORT = "3P"  # the sheet's tag for third-party reports: the one tag that names no kind
 
 
 def test_every_tag_the_shipped_matrix_cites_names_its_kind() -> None:
     m = load_matrix(str(REPO_DIR))
-    rows = (*m.toolkit_drivers, *m.minor_compat, *m.arch_sets, *m.gpus, *m.releases)
-    rows += (*m.builds, *m.images, *m.defects)
-    cited = {key.strip() for row in rows for key in row.source.split(",")}
+    cited = {key.strip() for row in all_rows(m) for key in row.source.split(",")}
     unplaced = plain_source(USER_REPORT, True)
     assert sorted(k for k in cited if k != USER_REPORT and plain_source(k, True) == unplaced) == []
     assert len(cited) > 20  # the walk saw the rows

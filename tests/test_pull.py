@@ -170,12 +170,12 @@ def test_pull_renders_each_layer_and_the_image_has_the_registry_digest(
     assert (result.outcome, result.digest, result.attempts) == ("pulled", pushed.digest, 1)
     assert result.size == sum(s for _, s in pushed.layers) + _config_size(fresh, repo, pushed)
     lines = out.getvalue().splitlines()
-    assert lines[0] == f"pulling {ref}: 3 layer(s), {lines[0].split(', ')[1]}"
+    assert lines[0] == f"envcheck: pulling {ref}: 3 layer(s), {lines[0].split(', ')[1]}"
     for digest, _ in pushed.layers:
         short = digest.removeprefix("sha256:")[:12]
         assert sum(f"layer {short}: downloaded" in line for line in lines) == 1, lines
         assert sum(f"layer {short}: extracted" in line for line in lines) == 1
-    assert any(line.startswith("  overall ") for line in lines)
+    assert any(line.startswith("envcheck:   overall ") for line in lines)
     local = fresh.local(ref)
     assert local is not None and local["Id"] == pushed.config_digest == result.image_id
     assert f"{fresh.registry.addr}/{repo}@{pushed.digest}" in local["RepoDigests"]
@@ -329,6 +329,28 @@ def test_a_dead_registry_fails_cleanly_after_retries(fresh: Fresh, docker_client
     assert fresh.local(str(ref)) is None
 
 
+def test_a_failed_pull_in_the_smoke_says_so_and_is_never_marked_done(
+    registry: LocalRegistry, docker_client: Any
+) -> None:
+    """#21.11: the live line marked the failed pull `✓` when the in-process fallback began."""
+    from envcheck import activity
+    from envcheck.render.activity import RichActivity
+    from tests.terminal import Tty, screen
+
+    ref = registry.ref(f"envcheck-test/absent-{uuid.uuid4().hex[:8]}:1")
+    out = Tty()
+    shown = RichActivity(out)
+    with activity.showing(shown), pytest.raises(EnvcheckError):
+        try:
+            ensure_image(ref, allow_pull=True, quiet=True, client=docker_client)
+        finally:
+            activity.phase("smoke: starting /usr/bin/python3")
+    lines = screen(out.getvalue())
+    assert not [line for line in lines if line.startswith("✓ pulling")], lines
+    (failed,) = [line for line in lines if line.startswith(f"✗ pulling {ref} from {registry.addr}")]
+    assert "not found" in failed or "unknown" in failed, failed
+
+
 def test_the_mirror_serves_when_the_first_registry_fails(fresh: Fresh, docker_client: Any) -> None:
     repo, pushed = fresh.push(layers=1)
     dead = parse_reference(f"127.0.0.1:{free_port()}/{repo}:1")
@@ -353,7 +375,8 @@ def test_a_pinned_digest_is_what_gets_pulled(fresh: Fresh, docker_client: Any) -
     ref = parse_reference(fresh.registry.ref(f"{repo}:1"))
     result = pull_image(PullPlan(ref, pinned_digest=old.digest), client=docker_client, retry=FAST)
     assert result.digest == old.digest and result.image_id == old.config_digest
-    assert fresh.local(str(ref))["Id"] == old.config_digest  # type: ignore[index]  # tag → pinned image
+    tagged = fresh.local(str(ref))
+    assert tagged and tagged["Id"] == old.config_digest  # tag → pinned image
     missing = "sha256:" + "0" * 64
     with pytest.raises(ManifestNotFound):
         pull_image(

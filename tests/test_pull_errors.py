@@ -85,7 +85,8 @@ def test_engine_pull_errors_map_to_exit_codes(
 
 
 def test_only_transient_failures_are_retried() -> None:
-    assert pull_error("unexpected EOF", ref=REF, registry=REGISTRY).transient  # type: ignore[attr-defined]
+    eof = pull_error("unexpected EOF", ref=REF, registry=REGISTRY)
+    assert isinstance(eof, RegistryUnavailable) and eof.transient
     # The engine's inspect_distribution of an unresolvable name (recorded, engine 20.10): a retry
     # cannot help, the mirror might (#12.3).
     unresolved = pull_error(

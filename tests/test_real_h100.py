@@ -50,9 +50,14 @@ def doctor(env: dict[str, str], *args: str) -> dict[str, Any]:
     return doc
 
 
+# Checks retired since the recording: the chosen image's unknown arch list is said on the image
+# line (`image.selected`), no longer as a warning on every host (issue 22.2).
+RETIRED = frozenset({"image.arch-unverified"})
+
+
 def verdict(doc: dict[str, Any]) -> tuple[object, ...]:
     """What a user acts on: every check's id and severity, the verdict, its exit and proof."""
-    checks = sorted((f["id"], f["severity"]) for f in doc["findings"])
+    checks = sorted((f["id"], f["severity"]) for f in doc["findings"] if f["id"] not in RETIRED)
     return (doc["verdict"], doc["exit_code"], doc["proof"], checks)
 
 
@@ -108,7 +113,11 @@ def test_the_sm61_86_build_is_judged_again_with_its_recorded_smoke(tmp_path: Pat
     real = recorded("f-gpu262-expect")
     env = {**os.environ, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}
     again = doctor(env, "--facts", str(REAL / "f-gpu262-expect.json"), "--no-smoke")
-    static = [(f["id"], f["severity"]) for f in real["findings"] if f["layer"] != "smoke"]
+    static = [
+        (f["id"], f["severity"])
+        for f in real["findings"]
+        if f["layer"] != "smoke" and f["id"] not in RETIRED
+    ]
     assert sorted((f["id"], f["severity"]) for f in again["findings"] if f["layer"] != "smoke") == (
         sorted(static)
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -15,7 +17,9 @@ from envcheck.report import Report
 from envcheck.select import select_image
 from tests import scenarios as s
 
-SMOKE = {
+Render = Callable[..., None]  # render_plain or render_rich
+
+SMOKE: dict[str, Any] = {
     "runs": [
         {
             "device_requested": "gpu:0",
@@ -42,9 +46,9 @@ def report(smoke: dict[str, object] | None = None) -> Report:
 
 
 @pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
-def test_every_problem_shows_its_fix_the_image_and_the_verdict(render: object) -> None:
+def test_every_problem_shows_its_fix_the_image_and_the_verdict(render: Render) -> None:
     out = io.StringIO()
-    render(report(SMOKE), out, explain=True)  # type: ignore[operator]
+    render(report(SMOKE), out, explain=True)
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     assert "paddle.cpu-build" in text and "pip uninstall -y paddlepaddle" in text
     assert "3.3.1-gpu-cuda12.9-cudnn9.9" in text and "rejected" in text and "cuda13.0" in text
@@ -90,7 +94,7 @@ def _healthy_a100() -> Report:
 
 
 @pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
-def test_explain_on_a_healthy_host_says_why_this_tag(render: object) -> None:
+def test_explain_on_a_healthy_host_says_why_this_tag(render: Render) -> None:
     """Issue 13.3: the driver and the newest CUDA it runs, the GPUs' archs, every rejected tag —
     the text `pull-image --dry-run` prints (envcheck.render.choice), not a second wording."""
     from envcheck.render.choice import rejected_lines, why_lines
@@ -98,20 +102,20 @@ def test_explain_on_a_healthy_host_says_why_this_tag(render: object) -> None:
     r = _healthy_a100()
     assert r.verdict in ("pass", "warn") and r.image is not None and r.image.rejected
     out = io.StringIO()
-    render(r, out, explain=True, width=400)  # type: ignore[operator]
+    render(r, out, explain=True, width=400)
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     for line in [*why_lines(r.image), *rejected_lines(r.image)]:
         assert f"  {line}" in text
     assert "driver 535.104.05 (CUDA 12.2) runs CUDA 12.9" in text and "every GPU's arch" in text
     assert "rejected docker.io/paddlepaddle/paddle:3.3.1-gpu-cuda13.0" in text
     quiet = io.StringIO()
-    render(r, quiet, explain=False, width=400)  # type: ignore[operator]
+    render(r, quiet, explain=False, width=400)
     assert "why: " not in quiet.getvalue()
 
 
 AMP_RUN = {
     **SMOKE["runs"][0],
-    "amp": {"enabled": True, "dtype": "bfloat16"},  # type: ignore[index]
+    "amp": {"enabled": True, "dtype": "bfloat16"},
     "compare_cpu": {"steps_per_s": 90.5, "speedup": 8.98, "skipped": None, "error": None},
 }
 CPU_RUN = {
@@ -131,10 +135,10 @@ CPU_RUN = {
 
 
 @pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
-def test_amp_and_compare_cpu_results_are_shown_or_why_they_were_skipped(render: object) -> None:
+def test_amp_and_compare_cpu_results_are_shown_or_why_they_were_skipped(render: Render) -> None:
     """Issue 13.6: --amp and --compare-cpu were measured, then dropped from the text report."""
     out = io.StringIO()
-    render(report({"runs": [AMP_RUN, CPU_RUN]}), out)  # type: ignore[operator]
+    render(report({"runs": [AMP_RUN, CPU_RUN]}), out)
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     assert "amp on gpu:0: trained under auto_cast (bfloat16), loss 0.693 → 0.41" in text
     assert "compare-cpu on gpu:0: 812 steps/s here, 90.5 on the CPU: 9.0× the CPU" in text

@@ -108,6 +108,29 @@ def _expected_exit(reports: Path, nodes: dict[str, str]) -> int:
     return max(codes)
 
 
+def test_the_recipe_asks_for_every_gpu_of_each_node():
+    """#24.6: `--gpus-per-node=1` proved one GPU of eight. Whole nodes, and a step that asks for
+    all the GPUs Slurm gave the job on its node (a step gets no GPU it does not ask for)."""
+    text = SBATCH.read_text(encoding="utf-8")
+    directives = re.findall(r"^#SBATCH (\S+)", text, flags=re.MULTILINE)
+    assert "--exclusive" in directives
+    assert not [d for d in directives if d.startswith(("--gpus", "--gres"))], directives
+    assert 'gpus="${ENVCHECK_GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-0}}"' in text
+    assert 'srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${step_gpus[@]}"' in text
+
+
+def test_each_doctor_saw_every_gpu_of_its_node(job, nodes, slurm_env):
+    _, job_id, work = job
+    for node, feature in nodes.items():
+        if feature != "shared-fs":
+            continue
+        show = _slurm(slurm_env, "scontrol", "show", "node", node)
+        have = int(re.search(r"Gres=gpu:(\d+)", show)[1])  # type: ignore[index]
+        doc = json.loads((work / "envcheck-reports" / job_id / f"{node}.json").read_text())
+        visible = doc["host"]["env"].get("CUDA_VISIBLE_DEVICES") or ""
+        assert len(visible.split(",")) == have, (node, visible, have)
+
+
 def test_the_job_exits_with_the_worst_nodes_code(job, nodes, slurm_env):
     code, job_id, work = job
     expected = _expected_exit(work / "envcheck-reports" / job_id, nodes)

@@ -6,6 +6,7 @@ paths end in the engine's real refusal, and bad scripts run in real containers.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from envcheck import activity
 from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX, GpuRequestRefused
 from envcheck.errors import EnvironmentProblem
 from envcheck.exitcodes import ExitStatus
@@ -63,8 +65,48 @@ def test_cpu_smoke_in_the_container_that_learns_is_a_pass() -> None:
     assert doc["container"]["limits"]["network"] == "none"
 
 
+class _Said:
+    """An activity display that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.said: list[tuple[str, str]] = []
+
+    def phase(self, text: str) -> None:
+        self.said.append(("phase", text))
+
+    def failed(self, why: str) -> None:
+        self.said.append(("failed", why))
+
+    def detail(self, text: str) -> None:
+        pass
+
+    def pause(self) -> None:
+        pass
+
+    def resume(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
 def test_expect_gpu_is_cpu_fallback_naming_the_refusal_and_the_cpu_build() -> None:
-    doc, findings = check(expect_gpu=True)
+    seen = _Said()
+    with activity.showing(seen):
+        doc, findings = check(expect_gpu=True)
+    # one line says why the smoke container is made again (#24.7); the image as docker shows it
+    (why,) = [text for kind, text in seen.said if kind == "failed"]
+    assert why.startswith("the engine refused the GPU request (could not select device driver")
+    assert why.endswith("creating the smoke container again without a GPU, to train on the CPU")
+    creating = [text for kind, text in seen.said if text.startswith("creating the smoke")]
+    assert len(creating) == 2 and all(
+        re.fullmatch(
+            rf"creating the smoke container from {re.escape(CPU_CHOICE.ref or '')} "
+            r"\(image [0-9a-f]{12}\)",
+            text,
+        )
+        for text in creating
+    ), creating
     assert ids(findings) == ["smoke.gpu-refused", "smoke.cpu-fallback"]
     refused, fallback = findings
     assert 'could not select device driver "" with capabilities: [[gpu]]' in refused.message

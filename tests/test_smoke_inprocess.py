@@ -4,9 +4,12 @@ the bad scripts that prove a crash, garbage, megabytes or a hang each end as a c
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -81,7 +84,9 @@ def test_hanging_script_is_killed_at_the_timeout_with_its_children(
     doc, findings = check(timeout=4.0)
     assert [f.id for f in findings] == ["smoke.timeout"]
     assert "waiting for a GPU that never answers" in findings[0].message  # the log tail
-    child = int(re.search(r"child pid (\d+)", "\n".join(doc["log_tail"]) if doc else "").group(1))  # type: ignore[union-attr]
+    said = re.search(r"child pid (\d+)", "\n".join(doc["log_tail"]) if doc else "")
+    assert said, doc
+    child = int(said.group(1))
     deadline = time.monotonic() + 5
     while pid_alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -120,16 +125,42 @@ def test_doctor_in_process(
     assert report["smoke"]["mode"] == "in-process" and report["smoke"]["python"] == sys.executable
 
 
-def test_a_bug_while_reading_the_output_is_raised_not_a_smoke_verdict(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("stream", "script"),
+    [("feed_stdout", "megabytes.py"), ("feed_stderr", "hang.py")],
+    ids=["stdout", "stderr"],
+)
+def test_a_bug_while_reading_the_output_is_raised_at_once_not_a_smoke_verdict(
+    monkeypatch: pytest.MonkeyPatch, stream: str, script: str
 ) -> None:
     """Before #8.11 the reader swallowed everything: envcheck's own bug became a truncated log,
-    then a smoke failure (exit 5) blamed on the host. It must reach the CLI (exit 3)."""
+    then a smoke failure (exit 5) blamed on the host. It must reach the CLI (exit 3), and at once
+    (#20.3): a child still writing (its pipe now undrained) or hung is not waited for until the
+    smoke's timeout (an hour here); before, stdout's failure waited for it and stderr's was
+    never seen."""
     from envcheck.smoke.parse import OutputCollector
 
     def broken(self: OutputCollector, chunk: bytes) -> None:
         raise KeyError("a bug in envcheck")
 
-    monkeypatch.setattr(OutputCollector, "feed_stdout", broken)
-    with pytest.raises(KeyError, match="a bug in envcheck"):
-        run_subprocess(sys.executable, SCRIPTS / "megabytes.py", [], timeout=60)
+    monkeypatch.setattr(OutputCollector, stream, broken)
+    started: list[int | None] = []
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_subprocess(
+                sys.executable, SCRIPTS / script, [], timeout=3600, on_start=started.append
+            )
+        except BaseException as e:  # noqa: BLE001 - handed to the test's thread
+            raised.append(e)
+
+    reader = threading.Thread(target=run, daemon=True)
+    reader.start()
+    reader.join(timeout=60)  # a bound on a hang, not a timing: the run ends without waiting
+    try:
+        assert not reader.is_alive(), "the run waited for the hung child after a reader's bug"
+        assert len(raised) == 1 and isinstance(raised[0], KeyError), raised
+    finally:
+        if reader.is_alive() and started and started[0]:
+            os.killpg(started[0], signal.SIGKILL)  # the child of the run that failed the test

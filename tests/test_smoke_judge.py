@@ -21,7 +21,9 @@ from envcheck.smoke.failures import image_unavailable
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
 from envcheck.smoke.plan import Fallback, FallbackKind, Outcome, Plan, in_process_plan, plan_smoke
+from envcheck.smoke.protocol import RunResult
 from envcheck.smoke.verdict import host_gpu, judge
+from envcheck.smoke.witness import NvmlSummary
 from tests import scenarios as s
 from tests import smoke_samples as rec
 
@@ -33,7 +35,7 @@ GPU_IMAGE = ImageChoice(
     "https://www.paddlepaddle.org.cn/packages/stable/cu126/",
 )
 NO_GPU_HOST = host_from_document(s.host(engine=s.ENGINE_PLAIN, paddle=s.PADDLE_331_CPU))
-NVML_ABSENT = {
+NVML_ABSENT: NvmlSummary = {
     "status": "unavailable",
     "reason": "NVML_ERROR_LIBRARY_NOT_FOUND",
     "samples": 0,
@@ -61,13 +63,19 @@ def container_plan(
 
 
 def outcome(
-    doc: dict[str, Any] | None, exit_code: int = 0, nvml: dict[str, Any] | None = None, **raw: Any
+    doc: dict[str, Any] | None, exit_code: int = 0, nvml: NvmlSummary | None = None, **raw: Any
 ) -> Outcome:
     stdout = (json.dumps(doc) + "\n").encode() if doc is not None else b""
     run = RawRun(
         exit_code=exit_code, stdout=stdout, stderr=raw.pop("stderr", ""), duration_s=4.2, **raw
     )
-    return Outcome(run, doc, raw.get("problem"), nvml or NVML_ABSENT)
+    result = rec.as_result(doc) if doc is not None else None
+    return Outcome(run, result, raw.get("problem"), nvml or NVML_ABSENT)
+
+
+def run_on(device: str) -> RunResult:
+    """A run on `device`, with only the keys every run has (`host_gpu` reads the device used)."""
+    return {"device_requested": device, "device_used": device, "device_error": None, "error": None}
 
 
 def ids(findings: list[Finding]) -> list[str]:
@@ -106,7 +114,7 @@ def test_two_a100s_and_a_gpu_image_expect_the_gpu_on_each_card() -> None:
 def test_gpus_flag_requests_exactly_those_and_maps_container_ordinals_back() -> None:
     plan = container_plan(gpu_host(3), GPU_IMAGE, gpus=(2, 0))
     assert plan.gpu_ids == ("2", "0") and plan.host_gpus == (0, 2)
-    assert host_gpu(plan, {"device_used": "gpu:1"}) == 2  # the container sees host GPUs 0,2 as 0,1
+    assert host_gpu(plan, run_on("gpu:1")) == 2  # the container sees host GPUs 0,2 as 0,1
 
 
 def test_gpu_host_with_a_cpu_image_expects_the_gpu() -> None:
@@ -182,7 +190,7 @@ def test_no_paddle_in_the_target_python_is_not_run() -> None:
 
 def test_in_process_gpu_indices_are_nvml_indices_unless_cuda_visible_devices_renumbers() -> None:
     plan = in_process_plan(gpu_host(3), None, SmokeOptions(gpus=(0, 2)), fallback=None)
-    assert plan.device_args == ("gpu:0", "gpu:2") and host_gpu(plan, {"device_used": "gpu:2"}) == 2
+    assert plan.device_args == ("gpu:0", "gpu:2") and host_gpu(plan, run_on("gpu:2")) == 2
     hidden = gpu_host(3, env={"CUDA_VISIBLE_DEVICES": "2"})
     assert in_process_plan(hidden, None, SmokeOptions(), fallback=None).host_gpus is None
 
@@ -284,7 +292,7 @@ def test_h100_with_the_262_wheel_zeros_and_zero_loss_is_wrong_results_not_fallba
     assert (
         "the kernels did not run" in wrong.message and "compute capability (9.0)" in wrong.message
     )
-    assert GPU_IMAGE.pip_command in (wrong.fix or "")
+    assert GPU_IMAGE.pip_command and GPU_IMAGE.pip_command in (wrong.fix or "")
 
 
 def test_only_the_cudnn_op_wrong_with_cudnn_9_loaded_under_a_cudnn_8_build_blames_cudnn() -> None:
@@ -358,7 +366,7 @@ def test_in_process_cpu_build_fix_is_the_doctors_pip_command() -> None:
     fallback = only(
         judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU))), "smoke.cpu-fallback"
     )
-    assert GPU_IMAGE.pip_command in (fallback.fix or "")
+    assert GPU_IMAGE.pip_command and GPU_IMAGE.pip_command in (fallback.fix or "")
 
 
 def test_gpu_build_hidden_by_empty_cuda_visible_devices() -> None:

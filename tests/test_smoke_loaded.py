@@ -41,7 +41,9 @@ from tests import smoke_samples as rec
 
 pytest_plugins = ("tests.fakenv",)
 
-REAL_HOST = Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"  # shared/facts
+REAL_HOST = (
+    Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"
+)  # docs/facts/real-gpu-host.md
 IN_PROCESS = Plan(
     mode="in-process",
     gpu_expected=True,
@@ -78,7 +80,10 @@ def preloaded(env: dict[str, str], *paths: Path, full: bool = False) -> dict[str
         argv = [sys.executable, "-c", LISTING, str(WORKLOAD.parent)]
     proc = subprocess.run(argv, env=merged, capture_output=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-    return parse_result(proc.stdout) if full else json.loads(proc.stdout)  # type: ignore[no-any-return]
+    if full:
+        parse_result(proc.stdout)  # the whole workload's line keeps the protocol
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    return doc
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +144,7 @@ def test_mapped_fake_libraries_are_reported_with_path_version_and_source(
 ) -> None:
     _, driver, _, pip = a100
     assert a100_run["loaded_when"] == "first-step"
-    libs = {lib["name"]: lib for lib in loaded_libraries(a100_run) or []}
+    libs = {lib["name"]: lib for lib in loaded_libraries(rec.as_result(a100_run)) or []}
     assert libs["libcudart"] | {} == {
         "name": "libcudart",
         "path": str(pip / "cuda_runtime/lib/libcudart.so.12"),
@@ -178,10 +183,17 @@ def test_matching_libraries_raise_nothing_and_the_pass_names_them(a100_run: dict
         origin="pip",
         path=next(lib["path"] for lib in a100_run["loaded_libraries"] if lib["name"] == "libcudnn"),
     )
-    assert loaded_findings(host(cudnn=probed), IN_PROCESS, built(a100_run, "12.6", "9.5.1")) == []
+    assert (
+        loaded_findings(
+            host(cudnn=probed), IN_PROCESS, rec.as_result(built(a100_run, "12.6", "9.5.1"))
+        )
+        == []
+    )
     mapped = {"loaded_libraries": a100_run["loaded_libraries"]}  # on a run that learned (60 steps)
     cpu = replace(IN_PROCESS, gpu_expected=False, gpu_reason="a CPU run", device_args=("cpu",))
-    [passed] = judge(cpu, Outcome(RawRun(0, b"", "", 1.0), rec.result() | mapped, None, {}))
+    [passed] = judge(
+        cpu, Outcome(RawRun(0, b"", "", 1.0), rec.as_result(rec.result() | mapped), None, {})
+    )
     assert (
         passed.id == "smoke.pass"
         and "; mapped libcudart 12.6 (pip), libcudnn 9.5.1 (pip)" in passed.message
@@ -191,7 +203,11 @@ def test_matching_libraries_raise_nothing_and_the_pass_names_them(a100_run: dict
 def test_a_cudnn_and_cuda_of_another_major_than_the_build_fail_with_the_library_named(
     a100_run: dict[str, Any],
 ) -> None:
-    found = by_id(loaded_findings(host(), IN_PROCESS, built(a100_run, "11.8", "8.6.0", "2.6.2")))
+    found = by_id(
+        loaded_findings(
+            host(), IN_PROCESS, rec.as_result(built(a100_run, "11.8", "8.6.0", "2.6.2"))
+        )
+    )
     cudnn = found["smoke.loaded-cudnn-mismatch"]
     assert (
         cudnn.severity == "fail"
@@ -204,7 +220,9 @@ def test_a_cudnn_and_cuda_of_another_major_than_the_build_fail_with_the_library_
     cuda = found["smoke.loaded-cuda-mismatch"]
     assert cuda.severity == "fail" and "libcudart 12.6" in cuda.message
     assert "the CUDA 11.8 libraries the build expects" in (cuda.fix or "")
-    older = by_id(loaded_findings(host(), IN_PROCESS, built(a100_run, "12.6", "9.8.0")))
+    older = by_id(
+        loaded_findings(host(), IN_PROCESS, rec.as_result(built(a100_run, "12.6", "9.8.0")))
+    )
     assert older["smoke.loaded-cudnn-mismatch"].severity == "warn"
 
 
@@ -217,7 +235,7 @@ def test_an_ld_library_path_cudnn_that_shadows_the_probed_pip_copy_is_named_with
     assert (cudnn.version, cudnn.origin) == ("9.5.1", "pip")
     mapped = preloaded(env, ld / "libcudnn.so.8")  # what a process really got
     result = built(rec.result() | mapped, "12.6", "9.5.1")
-    found = by_id(loaded_findings(host(cudnn=cudnn), IN_PROCESS, result))
+    found = by_id(loaded_findings(host(cudnn=cudnn), IN_PROCESS, rec.as_result(result)))
     shadow = found["smoke.loaded-cudnn-shadowed"]
     assert (
         shadow.severity == "warn"
@@ -231,7 +249,7 @@ def test_an_ld_library_path_cudnn_that_shadows_the_probed_pip_copy_is_named_with
     )
     # in a container the host probe looked at another filesystem: no shadowing claim
     assert "smoke.loaded-cudnn-shadowed" not in by_id(
-        loaded_findings(host(cudnn=cudnn), CONTAINER, result)
+        loaded_findings(host(cudnn=cudnn), CONTAINER, rec.as_result(result))
     )
 
 
@@ -244,13 +262,15 @@ def test_a_compat_libcuda_that_differs_from_the_kernel_module_has_its_own_findin
     shutil.copyfile(fake_build.cuda, compat / "libcuda.so.580.65.06")
     (compat / "libcuda.so.1").symlink_to("libcuda.so.580.65.06")
     mapped = preloaded(env, compat / "libcuda.so.1")
-    [lib] = loaded_libraries(mapped) or []
+    [lib] = loaded_libraries(rec.as_result(mapped)) or []
     assert (lib["path"], lib["version"], lib["source"]) == (
         str(compat / "libcuda.so.580.65.06"),
         "580.65.06",
         "compat",
     )
-    found = by_id(loaded_findings(host("535.104.05"), CONTAINER, rec.result() | mapped))
+    found = by_id(
+        loaded_findings(host("535.104.05"), CONTAINER, rec.as_result(rec.result() | mapped))
+    )
     finding = found["smoke.compat-driver-mismatch"]
     assert finding.severity == "fail" and "kernel module is 535.104.05" in finding.message
     assert (
@@ -259,7 +279,7 @@ def test_a_compat_libcuda_that_differs_from_the_kernel_module_has_its_own_findin
     )
     assert "smoke.driver-library-mismatch" not in found  # one finding, the compat one
     assert "smoke.compat-driver-mismatch" not in by_id(
-        loaded_findings(host("580.65.06"), CONTAINER, rec.result() | mapped)
+        loaded_findings(host("580.65.06"), CONTAINER, rec.as_result(rec.result() | mapped))
     )
 
 
@@ -271,7 +291,9 @@ def test_driver_user_space_newer_than_the_kernel_module_is_driver_library_mismat
     mapped = preloaded(env, driver / "libcuda.so.1", driver / "libnvidia-ml.so.1")
     assert mapped["driver_check"]["error"] == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
     assert mapped["driver_check"]["init"] == 18
-    found = by_id(loaded_findings(host("535.104.05"), CONTAINER, rec.result() | mapped))
+    found = by_id(
+        loaded_findings(host("535.104.05"), CONTAINER, rec.as_result(rec.result() | mapped))
+    )
     finding = found["smoke.driver-library-mismatch"]
     assert finding.severity == "fail" and finding.fix == REBOOT_FIX
     assert (
@@ -287,7 +309,7 @@ def test_driver_user_space_newer_than_the_kernel_module_is_driver_library_mismat
         ),
     )
     assert "smoke.driver-library-mismatch" not in by_id(
-        loaded_findings(said, IN_PROCESS, rec.result() | mapped)
+        loaded_findings(said, IN_PROCESS, rec.as_result(rec.result() | mapped))
     )
 
 
@@ -302,17 +324,17 @@ def test_nvml_unknown_error_in_the_container_is_a_finding_with_the_cgroup_fix(
     driver = Path(env["LD_LIBRARY_PATH"].split(":")[0])
     mapped = preloaded(env | {"FAKE_NVIDIA_PROFILE": str(profile)}, driver / "libnvidia-ml.so.1")
     assert mapped["driver_check"]["error"] == "NVML_ERROR_UNKNOWN"
-    finding = by_id(loaded_findings(host(), CONTAINER, rec.result() | mapped))[
+    finding = by_id(loaded_findings(host(), CONTAINER, rec.as_result(rec.result() | mapped)))[
         "smoke.nvml-unknown-error"
     ]
     assert finding.severity == "fail" and finding.fix == NVML_UNKNOWN_FIX
     assert "NVML: Unknown Error in the container" in finding.message
 
 
-# The real H100 (shared/facts/real-gpu-host.md): PyPI paddlepaddle-gpu 2.6.2 (CUDA 11.8, cuDNN 8.6)
+# The real H100 (docs/facts/real-gpu-host.md): PyPI paddlepaddle-gpu 2.6.2 (CUDA 11.8, cuDNN 8.6)
 # mapped the system cuDNN 9.14 and a CUDA 13 cuBLAS, while the host probe named the pip cuDNN 9.19.
 # Paths as recorded there; no version call was recorded, so versions come from the file names.
-REAL_H100_LOADED = [
+REAL_H100_LOADED: list[dict[str, Any]] = [
     {
         "name": "libcuda",
         "path": "/usr/local/nvidia/lib64/libcuda.so.580.159.04",
@@ -368,7 +390,7 @@ def test_recorded_real_h100_cudnn_9_14_and_cublas_13_under_a_cuda_11_8_build() -
         "driver_check": None,
     }
     validate(result)
-    found = by_id(loaded_findings(facts, IN_PROCESS, result))
+    found = by_id(loaded_findings(facts, IN_PROCESS, rec.as_result(result)))
     cudnn = found["smoke.loaded-cudnn-mismatch"]
     assert cudnn.severity == "fail"
     assert (

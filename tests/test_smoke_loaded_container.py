@@ -61,7 +61,8 @@ def test_injected_driver_libraries_newer_than_the_kernel_module_are_driver_libra
     assert libs["libcuda"]["path"] == f"{INJECTED}/libcuda.so.550.54.15"
     assert (libs["libcuda"]["version"], libs["libcuda"]["source"]) == ("550.54.15", "system")
     assert libs["libnvidia-ml"]["version"] == "550.54.15"
-    assert outcome.result["driver_check"]["error"] == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+    driver_check = outcome.result["driver_check"]
+    assert driver_check and driver_check["error"] == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
 
     host = HostFacts(
         driver=DriverFacts(status="ok", version="535.104.05", kernel_module="535.104.05")

@@ -130,7 +130,8 @@ def test_a_failed_run_needs_only_its_error() -> None:
         "device_error": None,
         "error": {"type": "OSError", "message": rec.DRIVER_TOO_OLD},
     }
-    assert parse_result(json.dumps(doc).encode())["runs"][0]["error"]["type"] == "OSError"
+    error = parse_result(json.dumps(doc).encode())["runs"][0]["error"]
+    assert error and error["type"] == "OSError"
 
 
 @given(st.binary(max_size=2000))

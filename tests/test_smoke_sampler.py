@@ -9,12 +9,12 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from envcheck.smoke.sampler import NvmlSampler
-from envcheck.smoke.witness import witness
+from envcheck.smoke.witness import NvmlSummary, Witness, witness
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -57,7 +57,14 @@ def sample(env: dict[str, str]) -> dict[str, Any]:
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+    summary: dict[str, Any] = json.loads(proc.stdout)  # the summary, and the window beside it
+    return summary
+
+
+def witnessed(summary: dict[str, Any], gpu: int) -> Witness:
+    """The witness of `gpu` in the window the sampled process printed beside its summary (JSON:
+    the summary's typed tuples read back as lists)."""
+    return witness(cast(NvmlSummary, summary), gpu, summary["window"])
 
 
 @pytest.mark.fakegpu
@@ -73,7 +80,7 @@ def test_the_process_is_seen_with_its_memory_on_its_own_gpu_only(
     assert gpu1["util_max"] is None  # the fake has no utilisation: unknown, not a failure
     assert gpu1["process_util_query"] == "NVML_ERROR_NOT_SUPPORTED" and gpu1["process_util"] == []
     assert len(gpu1["series"]) == summary["samples"] and gpu1["series"][-1][1:] == [None, 2**30]
-    assert witness(summary, 1, summary["window"]).state == "unknown"  # memory alone proves nothing
+    assert witnessed(summary, 1).state == "unknown"  # memory alone proves nothing
 
 
 @pytest.mark.fakegpu
@@ -86,7 +93,7 @@ def test_a_context_that_does_no_work_is_seen_idle_inside_the_window(
     )
     gpu1 = summary["gpus"]["1"]
     assert gpu1["process_util_query"] == "ok" and {u for _, u in gpu1["process_util"]} == {0}
-    seen = witness(summary, 1, summary["window"])
+    seen = witnessed(summary, 1)
     assert (seen.state, seen.process_mem_max_bytes, seen.process_sm_max) == ("idle", 2**30, 0)
     assert seen.samples >= 5  # the window, plus the utilisation lag after it
 
@@ -101,8 +108,8 @@ def test_the_processes_own_utilisation_is_recorded_with_nvmls_time_stamps(
     gpu1, window = summary["gpus"]["1"], summary["window"]
     assert gpu1["util_max"] == 63 and {u for _, u in gpu1["process_util"]} == {41}
     assert any(window["start"] <= t <= window["end"] for t, _ in gpu1["process_util"])
-    assert witness(summary, 1, window).state == "busy"
-    assert witness(summary, 0, window).state == "unseen"  # GPU 0 never had the process
+    assert witnessed(summary, 1).state == "busy"
+    assert witnessed(summary, 0).state == "unseen"  # GPU 0 never had the process
 
 
 @pytest.mark.fakegpu
@@ -138,4 +145,4 @@ def test_no_driver_is_unavailable_with_the_reason(no_driver: Path) -> None:
         sampler.watch(os.getpid())
     summary = sampler.summary()
     assert summary["status"] == "unavailable" and summary["gpus"] == {}
-    assert summary["reason"].startswith("NVML_ERROR_LIBRARY_NOT_FOUND")
+    assert (summary["reason"] or "").startswith("NVML_ERROR_LIBRARY_NOT_FOUND")

@@ -17,13 +17,15 @@ from envcheck.smoke import protocol, workload, workload_classifier
 from envcheck.smoke.parse import RawRun, parse_result
 from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Outcome, Plan
+from envcheck.smoke.protocol import SmokeResult
 from envcheck.smoke.verdict import judge
+from envcheck.smoke.witness import NvmlSummary
 from tests import smoke_samples as rec
 
 
 def run_workload(
     *args: str, timeout: float = 180
-) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any]]:
+) -> tuple[subprocess.CompletedProcess[bytes], SmokeResult]:
     proc = subprocess.run(
         [sys.executable, str(WORKLOAD), *args], check=False, capture_output=True, timeout=timeout
     )
@@ -31,32 +33,35 @@ def run_workload(
 
 
 @pytest.fixture(scope="module")
-def exported() -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any]]:
+def exported() -> tuple[subprocess.CompletedProcess[bytes], SmokeResult]:
     return run_workload("--device", "cpu", "--export", "--compare-cpu", "--amp")
 
 
-def test_cpu_run_prints_one_json_line_and_learns(exported: tuple[Any, dict[str, Any]]) -> None:
+def test_cpu_run_prints_one_json_line_and_learns(exported: tuple[Any, SmokeResult]) -> None:
     proc, doc = exported
     assert proc.returncode == 0 and proc.stdout.count(b"\n") == 1
     run = doc["runs"][0]
     assert run["device_used"] == "cpu" and set(run["param_places"].values()) == {"Place(cpu)"}
-    assert run["loss_end"] < 0.9 * run["loss_start"] and run["accuracy"] > 0.6
-    assert run["steps"] == 60 and run["batch_size"] >= 128 and run["steps_per_s"] > 0
+    loss_start, loss_end, steps_per_s = run["loss_start"], run["loss_end"], run["steps_per_s"]
+    assert loss_start is not None and loss_end is not None and steps_per_s is not None
+    assert loss_end < 0.9 * loss_start and run["accuracy"] > 0.6
+    assert run["steps"] == 60 and run["batch_size"] >= 128 and steps_per_s > 0
     assert doc["compiled_with_cuda"] is False and doc["cuda_device_count"] == 0
 
 
 def test_the_training_runs_the_text_cnn_conv_on_batches_from_host_memory(
-    exported: tuple[Any, dict[str, Any]],
+    exported: tuple[Any, SmokeResult],
 ) -> None:
     """Issue 11.1: the conv head's parameters trained with the rest; /dev/shm as the run saw it."""
     _, doc = exported
     run = doc["runs"][0]
     assert {"conv.weight", "conv.bias", "conv_fc.weight"} <= set(run["param_places"])
-    assert doc["shm"]["size_bytes"] >= doc["shm"]["free_bytes"] > 0
+    shm = doc["shm"]
+    assert shm and shm["size_bytes"] >= shm["free_bytes"] > 0
     assert "conv1d" in {c["op"] for c in run["checks"] if c["ok"]}
 
 
-def test_paddles_own_stdout_prints_go_to_the_log(exported: tuple[Any, dict[str, Any]]) -> None:
+def test_paddles_own_stdout_prints_go_to_the_log(exported: tuple[Any, SmokeResult]) -> None:
     proc, doc = exported
     # paddle.jit.save prints this on stdout in 3.3.1; the contract keeps stdout to our JSON line
     assert b"ReduceMeanCheckIfOneDNNSupport" in proc.stderr
@@ -65,7 +70,7 @@ def test_paddles_own_stdout_prints_go_to_the_log(exported: tuple[Any, dict[str, 
     )
 
 
-def test_amp_on_cpu_is_reported_as_having_no_effect(exported: tuple[Any, dict[str, Any]]) -> None:
+def test_amp_on_cpu_is_reported_as_having_no_effect(exported: tuple[Any, SmokeResult]) -> None:
     _, doc = exported
     assert doc["runs"][0]["amp"] == {"enabled": True, "dtype": "bfloat16"}
     assert "amp-no-effect" in {w["kind"] for w in doc["warnings"]}
@@ -132,7 +137,11 @@ def test_importing_the_workload_module_does_not_import_paddle() -> None:
 
 
 # -- known answers (issue 16) ------------------------------------------------------------------
-NVML_ABSENT = {"status": "unavailable", "reason": "NVML_ERROR_LIBRARY_NOT_FOUND", "samples": 0}
+NVML_ABSENT: NvmlSummary = {
+    "status": "unavailable",
+    "reason": "NVML_ERROR_LIBRARY_NOT_FOUND",
+    "samples": 0,
+}
 CPU_PLAN = Plan(
     mode="in-process",
     gpu_expected=False,
@@ -143,7 +152,7 @@ CPU_PLAN = Plan(
 
 
 def test_the_real_cpu_paddle_passes_every_known_answer_check_before_and_after(
-    exported: tuple[Any, dict[str, Any]],
+    exported: tuple[Any, SmokeResult],
 ) -> None:
     _, doc = exported  # under --amp: matmul and conv1d inside auto_cast, as in training
     run = doc["runs"][0]
@@ -229,5 +238,5 @@ def test_doctor_exits_7_with_a_wrong_results_verdict_when_the_smoke_computes_wro
     assert report["smoke"]["status"] == "wrong-results"
 
 
-def raw_of(doc: dict[str, Any]) -> RawRun:
+def raw_of(doc: SmokeResult) -> RawRun:
     return RawRun(exit_code=0, stdout=(json.dumps(doc) + "\n").encode(), stderr="", duration_s=3.0)

@@ -24,7 +24,7 @@ pytest_plugins = ("tests.fakenv",)
 FAKE_UUID = "GPU-9c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f"  # tests/fakenv/profiles/h100-580.toml
 REAL_HOST = (
     Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"
-)  # shared/facts/hosts
+)  # recorded on the real H100: docs/facts/real-gpu-host.md
 
 
 def _doctor(env: dict[str, str]) -> dict[str, Any]:

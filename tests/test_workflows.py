@@ -70,12 +70,12 @@ def _parses(argv: list[str]) -> Any:
 # ----------------------------------------------------------------------------- actionlint
 
 
-def test_workflows_pass_actionlint():
+def test_workflows_pass_actionlint() -> None:
     assert {p.name for p in WORKFLOWS} >= {"ci.yml", "gpu-gate.yml"}
     _lint(*WORKFLOWS)
 
 
-def test_composite_action_steps_pass_actionlint(tmp_path):
+def test_composite_action_steps_pass_actionlint(tmp_path: Path) -> None:
     """actionlint reads action.yml only for the inputs a workflow passes it; its steps (every
     expression, every `steps.*` reference, the outputs) are linted as the job they become."""
     action = _yaml(ACTION)
@@ -101,7 +101,7 @@ def test_composite_action_steps_pass_actionlint(tmp_path):
     _lint(folder / "action.yml", cwd=tmp_path)
 
 
-def test_actionlint_catches_a_broken_workflow(tmp_path):
+def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     """The lint is not vacuous: an undefined step output is an error."""
     bad = tmp_path / "bad.yml"
     bad.write_text(
@@ -119,7 +119,7 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
     assert done.returncode == 1 and "nope" in done.stdout
 
 
-def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
+def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path: Path) -> None:
     """The YAML a team copies from the README's CI gate section is valid (a trigger added where it shows none)."""
     blocks = re.findall(
         r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL
@@ -127,6 +127,10 @@ def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
     assert len(blocks) >= 3
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
+    # An example may call the gate as this repository does (`uses: ./.github/…`): actionlint
+    # then reads the real workflow and action, and checks the example's inputs against them.
+    shutil.copy(GATE, folder / GATE.name)
+    shutil.copytree(ACTION.parent, tmp_path / ".github" / "actions" / ACTION.parent.name)
     paths = []
     for i, block in enumerate(blocks):
         path = folder / f"example-{i}.yml"
@@ -141,7 +145,7 @@ def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path):
 # ----------------------------------------------------------------------------- ci.yml
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_test_command() -> None:
     ci = _yaml(ROOT / ".github" / "workflows" / "ci.yml")
     runs = [step.get("run", "").strip() for job in ci["jobs"].values() for step in job["steps"]]
     assert README_TEST_COMMAND in runs
@@ -151,7 +155,7 @@ def test_ci_runs_the_readme_test_command():
     assert {"push", "pull_request"} <= set(ci["on"])
 
 
-def test_ci_dogfoods_the_composite_action():
+def test_ci_dogfoods_the_composite_action() -> None:
     ci = _yaml(ROOT / ".github" / "workflows" / "ci.yml")
     uses = [step.get("uses") for job in ci["jobs"].values() for step in job["steps"]]
     assert "./.github/actions/envcheck" in uses
@@ -170,14 +174,14 @@ def _run_scripts(doc: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-def test_scripts_take_inputs_through_env_only(path):
+def test_scripts_take_inputs_through_env_only(path: Path) -> None:
     """No `${{ … }}` inside a script: an input with quotes or `$(…)` must stay data."""
     for name, script in _run_scripts(_yaml(path)).items():
         assert "${{" not in script, f"{path.name} step {name!r} interpolates an expression"
         subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
 
 
-def test_gate_inputs_and_outputs():
+def test_gate_inputs_and_outputs() -> None:
     gate = _yaml(GATE)
     call = gate["on"]["workflow_call"]
     assert {"paddle-version", "image", "registry", "extra-flags", "runs-on"} <= set(call["inputs"])
@@ -188,7 +192,7 @@ def test_gate_inputs_and_outputs():
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-def test_reports_are_uploaded_even_when_the_doctor_fails_and_then_the_job_fails(path):
+def test_reports_are_uploaded_even_when_the_doctor_fails_and_then_the_job_fails(path: Path) -> None:
     doc = _yaml(path)
     steps = doc["runs"]["steps"] if "runs" in doc else doc["jobs"]["doctor"]["steps"]
     names = [s.get("uses", s.get("id", s["name"])) for s in steps]
@@ -252,7 +256,7 @@ def _run_doctor_step(
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-def test_doctor_step_builds_a_command_line_envcheck_accepts(path, tmp_path):
+def test_doctor_step_builds_a_command_line_envcheck_accepts(path: Path, tmp_path: Path) -> None:
     baseline = tmp_path / "state" / "baseline.json"
     argv, outputs = _run_doctor_step(
         path,
@@ -290,7 +294,7 @@ def test_doctor_step_builds_a_command_line_envcheck_accepts(path, tmp_path):
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-def test_doctor_step_compares_with_an_existing_baseline(path, tmp_path):
+def test_doctor_step_compares_with_an_existing_baseline(path: Path, tmp_path: Path) -> None:
     baseline = tmp_path / "baseline.json"
     baseline.write_text("{}", encoding="utf-8")
     argv, outputs = _run_doctor_step(path, tmp_path, 0, BASELINE=str(baseline), STRICT_DRIFT="true")
@@ -299,7 +303,7 @@ def test_doctor_step_compares_with_an_existing_baseline(path, tmp_path):
     assert outputs["exit-code"] == "0"
 
 
-def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path):
+def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path: Path) -> None:
     argv, outputs = _run_doctor_step(
         ACTION,
         tmp_path,
@@ -318,7 +322,7 @@ def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path):
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
 @pytest.mark.parametrize("code", ["1", "6", ""], ids=["incompatible", "cpu-fallback", "no-output"])
-def test_fail_step_exits_with_envchecks_code(path, code):
+def test_fail_step_exits_with_envchecks_code(path: Path, code: str) -> None:
     script = _run_scripts(_yaml(path))["Fail on a broken runner"]
     done = subprocess.run(
         ["bash", "-c", script],
@@ -374,7 +378,7 @@ def _shellcheck(script: str, name: str) -> None:
 
 
 @pytest.mark.parametrize("version", ["1.27", "1.37"], ids=["k8s-1.27", "k8s-1.37"])
-def test_every_kubernetes_manifest_validates_against_the_schema_offline(version):
+def test_every_kubernetes_manifest_validates_against_the_schema_offline(version: str) -> None:
     import kubernetes_validate
 
     manifests = _manifests()
@@ -385,7 +389,7 @@ def test_every_kubernetes_manifest_validates_against_the_schema_offline(version)
         )  # raises on any unknown or bad field
 
 
-def test_the_schema_check_rejects_a_misspelt_field():
+def test_the_schema_check_rejects_a_misspelt_field() -> None:
     import kubernetes_validate
 
     _, daemonset = next(m for m in _manifests() if m[1]["kind"] == "DaemonSet")
@@ -398,7 +402,7 @@ def _daemonset() -> dict[str, Any]:
     return next(doc for _, doc in _manifests() if doc["kind"] == "DaemonSet")
 
 
-def test_daemonset_runs_on_gpu_nodes_with_a_gpu_and_tolerates_their_taint():
+def test_daemonset_runs_on_gpu_nodes_with_a_gpu_and_tolerates_their_taint() -> None:
     pod = _daemonset()["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod[
@@ -415,7 +419,7 @@ def test_daemonset_runs_on_gpu_nodes_with_a_gpu_and_tolerates_their_taint():
     assert selector.items() <= _daemonset()["spec"]["template"]["metadata"]["labels"].items()
 
 
-def test_daemonset_doctor_script_is_clean_shell_and_a_real_command():
+def test_daemonset_doctor_script_is_clean_shell_and_a_real_command() -> None:
     (doctor,) = _daemonset()["spec"]["template"]["spec"]["initContainers"]
     script = doctor["args"][0]
     _shellcheck(script, "the DaemonSet's doctor script")
@@ -425,7 +429,7 @@ def test_daemonset_doctor_script_is_clean_shell_and_a_real_command():
     assert "(paddle-envcheck)" in script  # refuses to report with someone else's envcheck
 
 
-def test_fleet_script_is_clean_shell_and_merges_with_expect_hosts():
+def test_fleet_script_is_clean_shell_and_merges_with_expect_hosts() -> None:
     text = K8S_FLEET.read_text(encoding="utf-8")
     _shellcheck(text, str(K8S_FLEET))
     (report,) = _envcheck_commands(text.replace("\\\n", " "))
@@ -435,16 +439,16 @@ def test_fleet_script_is_clean_shell_and_merges_with_expect_hosts():
     assert f"gpu_nodes={selector}" in text  # the nodes expected are the nodes the DaemonSet selects
 
 
-def test_slurm_script_is_valid_bash_with_sbatch_directives():
+def test_slurm_script_is_valid_bash_with_sbatch_directives() -> None:
     text = SBATCH.read_text(encoding="utf-8")
     _shellcheck(text, str(SBATCH))
     assert text.startswith("#!/bin/bash\n")
     directives = [line.split("#", 2)[1] for line in text.splitlines() if line.startswith("#SBATCH")]
-    assert directives and all(re.fullmatch(r"SBATCH --[a-z-]+=\S+\s*", d) for d in directives)
+    assert directives and all(re.fullmatch(r"SBATCH --[a-z-]+(=\S+)?\s*", d) for d in directives)
     assert any("--ntasks-per-node=1" in d for d in directives)
 
 
-def test_slurm_script_runs_the_doctor_per_node_and_merges():
+def test_slurm_script_runs_the_doctor_per_node_and_merges() -> None:
     text = SBATCH.read_text(encoding="utf-8")
     assert re.search(r"^srun .*bash -c", text, flags=re.MULTILINE)
     doctor, report = _envcheck_commands(text.replace("\\\n", " "))
@@ -455,3 +459,118 @@ def test_slurm_script_runs_the_doctor_per_node_and_merges():
     assert r.command == "report" and r.files == ["$REPORTS"] and r.markdown and r.junit
     assert r.expect_hosts == "$REPORTS/expected-hosts.txt"
     assert text.rstrip().splitlines()[-1] == 'exit "$status"', "the merge's exit code is the job's"
+
+
+# ----------------------------------------------------------------- an action anyone can adopt (#24.4)
+
+ACTION_README = ACTION.parent / "README.md"
+THIRD_PARTY = re.compile(r"^\s*-?\s*uses:\s*(\S+)(.*)$", re.MULTILINE)
+
+
+def _gate_files() -> list[Path]:
+    return [*WORKFLOWS, ACTION]
+
+
+def test_third_party_actions_are_pinned_by_commit_sha():
+    """A tag can be moved under a CI gate; a commit cannot. The tag stays in a comment."""
+    seen = 0
+    for path in _gate_files():
+        for target, rest in THIRD_PARTY.findall(path.read_text(encoding="utf-8")):
+            if target.startswith("./"):
+                continue
+            seen += 1
+            assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", target), (path.name, target)
+            assert re.fullmatch(r"\s*# v\d+\.\d+\.\d+", rest), (path.name, target, rest)
+    assert seen >= 4  # checkout, setup-python and upload-artifact in ci, the gate and the action
+
+
+def _fake_python(tmp_path: Path) -> Path:
+    """Stands in for the runner's python3: its venv's pip records what it was asked to install,
+    and its envcheck says it is paddle-envcheck."""
+    fake = tmp_path / "python3"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'venv="$3"; mkdir -p "$venv/bin"\n'
+        f'printf \'#!/bin/sh\\nprintf "%%s\\\\n" "$@" > "{tmp_path}/pip"\\n\' > "$venv/bin/python"\n'
+        'printf \'#!/bin/sh\\necho "envcheck 0.1.0 (paddle-envcheck)"\\n\' > "$venv/bin/envcheck"\n'
+        'chmod +x "$venv/bin/python" "$venv/bin/envcheck"\n',
+        encoding="utf-8",
+    )
+    fake.chmod(0o755)
+    return fake
+
+
+def _install(path: Path, tmp_path: Path, **env: str) -> list[str]:
+    script = _run_scripts(_yaml(path))["install"]
+    (tmp_path / "temp").mkdir()
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", script],
+        check=False,
+        env={
+            "PATH": os.environ["PATH"],
+            "RUNNER_TEMP": str(tmp_path / "temp"),
+            "GITHUB_OUTPUT": str(tmp_path / "output"),
+            "ENVCHECK_SPEC": "",
+            "ENVCHECK_PYTHON": str(_fake_python(tmp_path)),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return (tmp_path / "pip").read_text(encoding="utf-8").splitlines()
+
+
+def test_the_action_installs_envcheck_from_its_own_checkout(tmp_path):
+    """`paddle-envcheck==0.1.0` (the old default) finds nothing on PyPI: the action installs the
+    repository `github.action_path` sits in, whatever version the caller pinned."""
+    step = next(s for s in _yaml(ACTION)["runs"]["steps"] if s.get("id") == "install")
+    assert step["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    assert _yaml(ACTION)["inputs"]["envcheck-spec"]["default"] == ""
+    pip = _install(ACTION, tmp_path, ACTION_PATH=str(ACTION.parent))
+    assert pip[-1] == str(ROOT) and pip[:2] == ["-m", "pip"]
+
+
+def test_the_reusable_workflow_installs_envcheck_from_its_own_ref(tmp_path):
+    gate = _yaml(GATE)
+    assert gate["on"]["workflow_call"]["inputs"]["envcheck-spec"]["default"] == ""
+    steps = gate["jobs"]["doctor"]["steps"]
+    checkout = steps[0]
+    assert checkout["uses"].startswith("actions/checkout@")
+    assert checkout["if"] == "inputs.envcheck-spec == ''"
+    assert checkout["with"]["repository"] == "${{ job.workflow_repository }}"
+    assert checkout["with"]["ref"] == "${{ job.workflow_sha }}"  # never the caller's github.sha
+    source = tmp_path / "workspace"
+    pip = _install(GATE, tmp_path, GITHUB_WORKSPACE=str(source))
+    assert pip[-1] == str(source / checkout["with"]["path"])
+
+
+def test_no_owner_placeholder_is_left():
+    files = [*_gate_files(), ACTION_README, ROOT / "CONTRIBUTING.md"]
+    files += [*sorted((ROOT / "schema").glob("*")), *sorted((ROOT / "deploy").rglob("*.*"))]
+    for path in files:
+        assert "OWNER/" not in path.read_text(encoding="utf-8"), path
+
+
+def test_the_action_docs_list_every_exit_code():
+    from envcheck.exitcodes import EXIT_CODES
+
+    readme = ACTION_README.read_text(encoding="utf-8")
+    for code, words in EXIT_CODES:
+        assert f"| {int(code)} | {words} |" in readme
+    for path, outputs in (
+        (ACTION, _yaml(ACTION)["outputs"]),
+        (GATE, _yaml(GATE)["on"]["workflow_call"]["outputs"]),
+    ):
+        said = outputs["exit-code"]["description"]
+        assert [int(n) for n in re.findall(r"\b(\d+) [a-z]", said)] == [*range(8), 130], path
+
+
+def test_contributing_says_how_a_release_is_cut():
+    from envcheck import __version__
+
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("## Cutting a release", 1)[1].split("\n## ", 1)[0]
+    assert f"v{__version__}" in section and "git tag -a" in section
+    assert "twine upload" in section and "paddle-envcheck" in section

@@ -4,6 +4,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from envcheck.errors import UsageError
+
+if TYPE_CHECKING:
+    from envcheck.environment import Environment
 
 
 def add_choice_arguments(group: argparse._ArgumentGroup, registry_note: str = "") -> None:
@@ -30,3 +36,25 @@ def add_choice_arguments(group: argparse._ArgumentGroup, registry_note: str = ""
         help="registry, a name from the matrix: dockerhub (default), baidu (Baidu's mirror "
         f"of 3.x) or baidu-legacy (registry.baidubce.com, 2.x){registry_note}",
     )
+
+
+def stdout_format(args: argparse.Namespace, env: Environment, flags: tuple[str, ...]) -> str | None:
+    """The one format that takes stdout: `--json`, or a file flag of `flags` naming stdout (`-`,
+    `/dev/stdout`, the file stdout already is). None: the text report does. As `--json` always
+    did (and `kubectl -o`, `gh --json`), a format sent to stdout is all that stdout holds (#24.1):
+    `--junit - | xmllint -` must parse. Two formats for one stdout are a UsageError (exit 2)."""
+    from envcheck.userfiles import names_stdout
+
+    takers = ["--json"] if getattr(args, "json", False) else []
+    takers += [
+        f"--{flag.replace('_', '-')} {getattr(args, flag)}"
+        for flag in flags
+        if getattr(args, flag, None) and names_stdout(env.path(getattr(args, flag)), env)
+    ]
+    if len(takers) > 1:
+        raise UsageError(
+            f"{' and '.join(takers)} {'both' if len(takers) == 2 else 'all'} write to stdout, "
+            "which holds one document",
+            hint="give all but one of them a file path",
+        )
+    return takers[0] if takers else None

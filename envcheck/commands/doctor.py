@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck import __version__
-from envcheck.commands import add_choice_arguments
+from envcheck.commands import add_choice_arguments, stdout_format
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP
 from envcheck.facts import FactsError, HostFacts, host_from_document
@@ -114,7 +114,7 @@ def register(sub: Any) -> None:
     smoke.add_argument(
         "--smoke-timeout",
         metavar="SECONDS",
-        type=_positive_float,
+        type=positive_seconds,
         default=300.0,
         help="kill the smoke after this many seconds (default: 300)",
     )
@@ -133,7 +133,7 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _positive_float(text: str) -> float:
+def positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -160,13 +160,21 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.render.activity import make_activity_display
 
     _resolve_paths(args, env)
+    to_stdout = stdout_format(args, env, ("junit", "markdown", "save_baseline"))
     # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
     # heartbeat in a log, under --json too); stopped before the report takes stdout.
     with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
         report = _diagnose(args, env)
-    _render(args, report, env)
+    _render(args, report, env, text=to_stdout is None)
     _save_baseline(args, report, env)
     return int(report.exit_status)
+
+
+def diagnose(args: argparse.Namespace, env: Environment) -> Report:
+    """The report of a parsed `doctor` command line, not rendered (`envcheck fix` plans from it
+    and verifies with it)."""
+    _resolve_paths(args, env)
+    return _diagnose(args, env)
 
 
 PATH_FLAGS = ("facts", "matrix", "junit", "markdown", "baseline", "save_baseline")
@@ -188,11 +196,6 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
     from envcheck.proof import expect_gpu_unproven, proof_of
 
     started = time.perf_counter()
-    if args.json and args.markdown == "-":
-        raise UsageError(
-            "--json and --markdown - both write to stdout",
-            hint="give --markdown a file path, or drop --json",
-        )
     gpus = parse_gpus(args.gpus)
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
@@ -250,7 +253,7 @@ def _diagnose(args: argparse.Namespace, env: Environment) -> Report:
         image=image,
         smoke=smoke_doc,
         proof=proof,
-        meta=_meta(matrix.path, started),
+        meta=_meta(matrix.path, started, matrix.newest_source),
     )
 
 
@@ -338,21 +341,25 @@ def _drift(
     )
 
 
-def _meta(matrix_path: str, started: float) -> dict[str, Any]:
+def _meta(matrix_path: str, started: float, newest_source: str | None = None) -> dict[str, Any]:
     return {
         "envcheck_version": __version__,
         "matrix": matrix_path,
+        "matrix_newest_source": newest_source,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "elapsed_s": round(time.perf_counter() - started, 3),
     }
 
 
-def _render(args: argparse.Namespace, report: Report, env: Environment) -> None:
+def _render(args: argparse.Namespace, report: Report, env: Environment, *, text: bool) -> None:
+    """The report on stdout (JSON, or the text report when `text`: no file flag took stdout),
+    then the files."""
     from envcheck.streams import reader_may_leave
 
     # `| head -1`: the files below are still written, the code kept
     with reader_may_leave(env.stdout):
-        _render_stdout(args, report, env.stdout, color=not args.no_color and env.color())
+        if args.json or text:
+            _render_stdout(args, report, env.stdout, color=not args.no_color and env.color())
     if args.junit:
         from envcheck.render.junit import write_junit
 

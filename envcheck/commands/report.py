@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envcheck.commands import stdout_format
 from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.fleet import merge_reports
     from envcheck.render.annotations import emit_fleet_ci_outputs
 
+    to_stdout = stdout_format(args, env, ("markdown", "junit"))
     expected = read_expected_hosts(env.path(args.expect_hosts), env) if args.expect_hosts else None
     paths, errors = expand_paths(args.files, env)
     hosts, unreadable = read_reports(paths, env)
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     if not hosts and expected is None:
         raise UsageError(f"no report could be read ({len(errors)} file(s) failed)", hint=FILE_HINT)
     if errors:
-        print(f"hint: {FILE_HINT}; the other reports were merged", file=env.stderr)
+        print(f"envcheck: hint: {FILE_HINT}; the other reports were merged", file=env.stderr)
     summary = merge_reports(hosts, expected)
     for name in summary.missing:
         print(f"envcheck: error: {name}: expected, but no report from it", file=env.stderr)
@@ -84,7 +86,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         doc = summary.to_json() | {"errors": errors}
         doc["exit_code"] = _exit_code(summary.exit_code, errors)
         print(json.dumps(doc, indent=2), file=env.stdout)
-    else:
+    elif to_stdout is None:
         from envcheck.render.table import print_fleet_table
 
         print_fleet_table(summary, env.stdout)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from envcheck.compat import arch_supported
 from envcheck.matrix.model import Matrix, PaddleBuild
 from envcheck.matrix.provenance import plain_source
 from envcheck.versions import release_of
@@ -32,37 +33,56 @@ class ArchSource:
     verified: bool = True  # False: only the toolkit's reach is known, not the build's own list
     absent: tuple[int, ...] = ()  # archs a report shows missing from the build
     source: str = ""  # the source keys, for --json / --explain
+    present: tuple[int, ...] = ()  # archs a report shows running, where the list is unknown
 
     @property
     def covered(self) -> str:
         """Said when every GPU's arch is among these (the image choice and the judge)."""
         return f"every GPU's arch is among the archs {self.origin}"
 
+    def known_to_run(self, compute_capability: str) -> bool:
+        """Evidence that this build holds the GPU's arch: its own list, or a report of it running
+        (PaddleX#4682: 3.2.0 cu118 on a GTX 1080). The toolkit's reach is no such evidence."""
+        if self.verified and arch_supported(compute_capability, self.archs):
+            return True
+        return arch_supported(compute_capability, self.present)
 
-def runnable_archs(matrix: Matrix, paddle: str, cuda: str) -> ArchSource | None:
-    """The build's own compiled archs when known (§4b, measured or observed); otherwise every arch
-    the CUDA toolkit can target (§2a), the most a build of that CUDA could contain, minus the
-    archs a report shows missing, marked unverified."""
+
+def runnable_archs(
+    matrix: Matrix, paddle: str, cuda: str, platform: str | None = "linux/amd64"
+) -> ArchSource | None:
+    """The build's own compiled archs when known for `platform` (§4b, measured or observed);
+    otherwise every arch the CUDA toolkit can target (§2a), the most a build of that CUDA could
+    contain, minus the archs a report shows missing, marked unverified. Images are Linux wheels:
+    their platform is the host's machine under `linux/`."""
     build = build_for(matrix, paddle, cuda)
     label = f"Paddle {paddle} cu{cuda.replace('.', '')}"
-    if build is not None and build.archs:
+    own = build.archs_on(platform) if build is not None else None
+    if build is not None and own:
         source = build.archs_source or build.source
         return ArchSource(
-            build.archs,
+            own,
             f"compiled into {label} ({plain_archs_source(source)})",
             source=source,
+            present=build.archs_present,
         )
     toolkit = matrix.archs_for_cuda(cuda)
     if toolkit is None:
         return None
     absent = build.archs_absent if build else ()
+    elsewhere = (
+        f" for {platform} (the matrix's list was seen on {build.archs_platform} only)"
+        if build is not None and build.archs and build.archs_platform != platform
+        else ""
+    )
     return ArchSource(
         tuple(a for a in toolkit.archs if a not in absent),
         f"CUDA {cuda} can target ({plain_source(toolkit.source, toolkit.confirmed)}); "
-        f"{label}'s own list is unknown: arch coverage unverified",
+        f"{label}'s own list is unknown{elsewhere}: arch coverage unverified",
         verified=False,
         absent=absent,
         source=toolkit.source,
+        present=build.archs_present if build else (),
     )
 
 

@@ -55,6 +55,8 @@ def _keys(row: Row) -> list[Any]:
         return []
     if row.table == "gpu":
         return [n.upper() for n in v["names"]]
+    if row.table == "arm64_build":
+        return [(v["device"], v.get("jetpack"))]
     if row.table == "build":
         cuda = (*cached_version(v["cuda"]).release, 0)[:2] if "cuda" in v else None
         return [(cached_version(v["paddle"]), v["package"], cuda)]
@@ -72,7 +74,17 @@ def _kind_problems(row: Row) -> list[str]:
     if cpu:
         return [
             f"{k}: must be absent for a CPU {row.table}"
-            for k in ("cuda", "cudnn", "archs", "archs_source", "archs_unknown", "archs_absent")
+            for k in (
+                "cuda",
+                "cudnn",
+                "archs",
+                "archs_source",
+                "archs_unknown",
+                "archs_absent",
+                "archs_present",
+                "archs_platform",
+                "cudart_static",
+            )
             if k in v
         ]
     if gpu and row.table == "build":
@@ -92,6 +104,8 @@ def _arch_marker_problems(row: Row) -> list[str]:
         ]
     if "archs" in given and "archs_source" not in given:
         return ["archs_source: missing (how the archs are known: measured, issue, docs)"]
+    if "archs" in given and "archs_platform" not in given:
+        return ['archs_platform: missing (where the list was seen: "linux/amd64", "windows/amd64")']
     return []
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,23 @@ def _build(rows: list[Row], root: Path) -> Matrix:
         registries={r.name: r.ref for r in made["registry"]},
         path=str(root),
         defects=tuple(made["defect"]),
+        newest_source=newest_source_read(root),
+        arm64_builds=tuple(made["arm64_build"]),
     )
+
+
+_NEWEST = re.compile(r"^Newest source read: (\d{4}-\d{2}-\d{2})", re.MULTILINE)
+
+
+def newest_source_read(root: Path) -> str | None:
+    """The date `README.md` beside the TOML files gives for the newest source the matrix has read
+    (issue 22.11): how current a verdict can be. None when it says none."""
+    try:
+        text = (root / "README.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = _NEWEST.search(text)
+    return found.group(1) if found else None
 
 
 def _make(cls: type, values: dict[str, Any]) -> Any:

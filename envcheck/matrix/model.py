@@ -1,7 +1,7 @@
 """The compatibility matrix as typed, validated data, with the queries the rules need.
 
 Loaded from `matrix/*.toml` by `envcheck.matrix.load`. Every row cites its source (a tag from
-`../shared/facts/compat_facts.md` §0) and says whether that source confirms it.
+`docs/facts/compat_facts.md` §0) and says whether that source confirms it.
 """
 
 from __future__ import annotations
@@ -67,9 +67,12 @@ class PaddleRelease:
 class PaddleBuild:
     """One GPU (or CPU) wheel flavour of a Paddle release.
 
-    A GPU build says what it was compiled for: `archs` (measured or observed, with `archs_source`)
-    or `archs_unknown` (why not), never silence. `archs_absent` lists archs a public report shows
-    missing even where the full list is unknown (3.2.0 cu129 has no sm_61, PaddleX#4682).
+    A GPU build says what it was compiled for: `archs` (measured or observed, with `archs_source`
+    and the `archs_platform` it was seen on) or `archs_unknown` (why not), never silence. A list
+    seen on one platform says nothing of the other platforms' wheels (the 3.1.x cu129 lists come
+    from Windows; Linux RTX 50 hosts run the Linux wheel). `archs_absent` / `archs_present` list
+    archs a public report shows missing / running even where the full list is unknown (3.2.0
+    cu129 has no sm_61, its cu118 build runs a GTX 1080: PaddleX#4682).
     """
 
     paddle: str
@@ -83,18 +86,27 @@ class PaddleBuild:
     archs_source: str | None = None  # how `archs` is known: "MEASURED W-262", "Paddle#55715"
     archs_unknown: str | None = None  # the explicit marker: why the list is not known
     archs_absent: tuple[int, ...] = ()  # archs a public report shows missing
+    archs_present: tuple[int, ...] = ()  # archs a public report shows running
+    archs_platform: str | None = None  # where `archs` was seen: "linux/amd64", "windows/amd64"
     min_compute_capability: str | None = (
         None  # this build's floor, where it differs (Kepler: cu102)
     )
     paddle_min_driver: str | None = None  # Paddle docs' own (stricter) floor, a note only
+    cudart_static: bool = False  # measured: the CUDA runtime is linked in (no libcudart needed)
 
-    def floor(self, release: PaddleRelease) -> str:
-        """The lowest compute capability this build runs: its own, else its lowest compiled arch,
-        else the release's documented floor."""
+    def archs_on(self, platform: str | None) -> tuple[int, ...] | None:
+        """The compiled archs where they were seen on `platform` (`"linux/amd64"`), else None:
+        elsewhere the build's coverage is unverified."""
+        return self.archs if self.archs and self.archs_platform == platform else None
+
+    def floor(self, release: PaddleRelease, platform: str | None) -> str:
+        """The lowest compute capability this build runs on `platform`: its own, else its lowest
+        compiled arch seen there, else the release's documented floor."""
         if self.min_compute_capability:
             return self.min_compute_capability
-        if self.archs:
-            low = min(self.archs)
+        archs = self.archs_on(platform)
+        if archs:
+            low = min(archs)
             return f"{low // 10}.{low % 10}"
         return release.min_compute_capability
 
@@ -111,6 +123,23 @@ class ImageTag:
     confirmed: bool = True
     digest: str | None = None  # pinned "sha256:…" when known
     platforms: tuple[str, ...] = ("linux/amd64",)  # "linux/amd64", "linux/arm64"
+
+
+@dataclass(frozen=True)
+class Arm64Build:
+    """What exists for a linux/arm64 GPU: Paddle publishes no arm64 image and no arm64 GPU wheel on
+    its indexes; a Jetson wheel exists per JetPack (Paddle#72578), or nothing (`pip` None:
+    Paddle#74126 for JetPack 6, the server GPUs such as GB10)."""
+
+    device: str  # "jetson" | "server"
+    source: str
+    confirmed: bool = True
+    jetpack: str | None = None  # "5.1.2"
+    sm: tuple[int, ...] = ()  # the GPUs it is for (87: Orin); () = every other arm64 GPU
+    paddle: str | None = None
+    cuda: str | None = None
+    python: str | None = None  # "3.8"
+    pip: str | None = None  # the exact install command; None: no build exists
 
 
 @dataclass(frozen=True)
@@ -143,6 +172,8 @@ class Matrix:
     registries: dict[str, str]  # "dockerhub" -> "docker.io/paddlepaddle/paddle"
     path: str = ""
     defects: tuple[Defect, ...] = ()
+    newest_source: str | None = None  # "2026-09-08": the newest source the matrix has read
+    arm64_builds: tuple[Arm64Build, ...] = ()
 
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:

@@ -24,6 +24,7 @@ from envcheck.matrix.fields import (
 )
 from envcheck.matrix.model import (
     ArchSet,
+    Arm64Build,
     Defect,
     GpuModel,
     ImageTag,
@@ -54,6 +55,7 @@ class Table:
         return self.own | COMMON
 
 
+WHEEL_PLATFORMS = ("linux/amd64", "linux/arm64", "windows/amd64")  # where a wheel's list was seen
 _DOCKER_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _REPOSITORY = r"[a-z0-9]+([.-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
 
@@ -100,9 +102,12 @@ TABLES: dict[str, Table] = {
             "archs_source": Field(text, False),
             "archs_unknown": Field(text, False),
             "archs_absent": Field(archs, False),
+            "archs_present": Field(archs, False),
+            "archs_platform": Field(one_of(*WHEEL_PLATFORMS), False),
             "min_compute_capability": Field(cc, False),
             "pip": Field(text),
             "paddle_min_driver": Field(dotted, False),
+            "cudart_static": Field(boolean, False),
         },
         ("paddle", "package", "cuda"),
         PaddleBuild,
@@ -120,6 +125,19 @@ TABLES: dict[str, Table] = {
         },
         ("tag",),
         ImageTag,
+    ),
+    "arm64_build": Table(
+        {
+            "device": Field(one_of("jetson", "server")),
+            "jetpack": Field(text, False),
+            "sm": Field(archs, False),
+            "paddle": Field(pep440, False),
+            "cuda": Field(dotted, False),
+            "python": Field(text, False),
+            "pip": Field(text, False),
+        },
+        ("device", "jetpack"),
+        Arm64Build,
     ),
     "defect": Table(
         {

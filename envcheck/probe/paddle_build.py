@@ -8,10 +8,12 @@ Equivalent to `python -c "import paddle; paddle.version.show()"` without its ~1 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 
 from envcheck.facts import PaddleFacts
+from envcheck.probe.fatbin import library_archs
 from envcheck.probe.interpreter import Interpreter
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
@@ -103,10 +105,27 @@ def probe_paddle(target: Interpreter) -> PaddleFacts:
                 location=facts.location,
                 reason=f"unreadable {version_file}",
             )
-        return facts
+        return with_fatbin_archs(facts)
     return PaddleFacts(
         status="absent", python=python, reason="Paddle is not installed for this interpreter"
     )
+
+
+# Where 2.x keeps its CUDA kernels: paddle/base (2.6), paddle/fluid (2.4, 2.5), paddle/libs.
+_KERNEL_LIBRARIES = ("base/libpaddle.so", "fluid/libpaddle.so", "libs/libphi.so")
+
+
+def with_fatbin_archs(facts: PaddleFacts) -> PaddleFacts:
+    """A GPU build that records no compiled archs (2.x): the archs read from its libraries'
+    `.nv_fatbin` headers (`cuobjdump --list-elf`, bounded: envcheck.probe.fatbin)."""
+    if not facts.cuda or facts.compiled_cuda_archs or not facts.location:
+        return facts
+    paths = [os.path.join(facts.location, lib) for lib in _KERNEL_LIBRARIES]
+    found = library_archs([p for p in paths if os.path.isfile(p)])
+    if found is None or not found[0] and not found[1]:
+        return facts
+    sass, ptx = found
+    return dataclasses.replace(facts, fatbin_archs=sass, fatbin_ptx=ptx)
 
 
 def _package(dists: list[str], text: str) -> str | None:

@@ -43,9 +43,13 @@ def ensure_image(
             hint=f"pull it first: `envcheck pull-image --image {ref}`",
         )
     plan = plan_pull(parsed, matrix if matrix is not None else _shipped_matrix())
-    activity.phase(f"image {ref} is not here: asking {parsed.registry} for it")
+    activity.phase(f"pulling {ref} from {parsed.registry}: this engine does not have it yet")
     display = make_display("none" if quiet else "auto", stream)
-    result = pull_image(plan, client=client, display=display)
+    try:
+        result = pull_image(plan, client=client, display=display)
+    except EnvcheckError as e:
+        activity.failed(e.message)  # never marked done when the next phase begins
+        raise
     return result.image_id
 
 

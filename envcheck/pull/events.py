@@ -6,7 +6,7 @@
 and total count *compressed* bytes), `Pull complete` — or `Already exists` for a layer the engine
 has; then `Digest: sha256:…` and `Status: …` without an id. A failure mid-stream is an event with
 `error`/`errorDetail` (the HTTP status stays 200). Recorded for real in
-shared/facts/docker-offline.md and tests/test_pull.py.
+docs/facts/docker-offline.md and tests/test_pull.py.
 Pure: no I/O, so the rules are tested on recorded events.
 """
 
@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from envcheck.reference import short_id
 
 Phase = Literal[
     "waiting", "downloading", "verifying", "downloaded", "extracting", "complete", "exists"
@@ -148,10 +150,6 @@ class PullProgress:
         if layer.done and layer.size:
             layer.downloaded = layer.extracted = layer.size
         return layer
-
-
-def short_id(digest: str) -> str:
-    return digest.removeprefix("sha256:")[:12]
 
 
 # -- what the engine's error words mean ----------------------------------------------------------

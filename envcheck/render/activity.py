@@ -96,6 +96,13 @@ class PlainActivity:
     def detail(self, text: str) -> None:
         self._line(f"envcheck:   {_short(text)}")
 
+    def failed(self, why: str) -> None:
+        self._line(
+            f"envcheck: {self._phase}: failed: {_short(why)}"
+            if self._phase
+            else f"envcheck: {_short(why)}"
+        )
+
     def pause(self) -> None:
         self._paused = True
 
@@ -167,6 +174,16 @@ class RichActivity:
 
     def detail(self, text: str) -> None:
         self._detail = _short(text)
+
+    def failed(self, why: str) -> None:
+        """`✗ <phase> (2.1 s): <why>` above the live line; the phase is over, never marked ✓."""
+        self.console.print(
+            f"[red]✗[/] {_escaped(self._phase)} [dim]({self.clock() - self._since:.1f} s)[/]: "
+            f"{_escaped(_short(why))}",
+            soft_wrap=True,
+        )
+        self._phase, self._detail = "", ""
+        self.pause()
 
     def pause(self) -> None:
         if self._running:

@@ -1,8 +1,11 @@
 """Markdown summaries: one doctor report, or a merged fleet, as GitHub-flavoured Markdown.
 
 Written to `--markdown FILE` and, under GitHub Actions, appended to `$GITHUB_STEP_SUMMARY`.
-Problems come first with their fix; passed checks fold away in a `<details>` block, so the one
-screen a reviewer sees is the one that says what to do.
+Problems come first, each with its fix under it (a Fix column pushed the commands behind a
+horizontal scroll in a browser: #24.2); the smoke has its own table; passed checks fold away in
+a `<details>` block, so the one screen a reviewer sees is the one that says what to do. A fleet
+lists its problems grouped, each with its hosts in Slurm's notation and its fix, then the hosts.
+`bench/bench_markdown.py` renders these in headless Chromium: `docs/job-summary.png`.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from envcheck.facts import HostFacts
 from envcheck.findings import Finding
 from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
+from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
 from envcheck.report import ImageChoice, Report
 
 if TYPE_CHECKING:
-    from envcheck.fleet import FleetSummary
+    from envcheck.fleet import FleetSummary, ProblemGroup
 
 SEVERITY_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
 VERDICT_ICON = {
@@ -39,16 +43,16 @@ def render_markdown(report: Report) -> str:
     parts = [
         f"## {headline(report.verdict, problems, int(report.exit_status))}",
         host_line(report.host, report.image),
-        f"Proof: {proof_words(report.proof, report.verdict, report.findings)}.",
+        f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}.",
     ]
     if problems:
-        parts.append(_problem_table(problems))
+        parts += [_finding_item(f) for f in problems]
     elif passed:
         parts.append(f"All {len(passed)} checks passed.")
+    if report.smoke:
+        parts.append(smoke_section(report.smoke))
     if passed:
         parts.append(_details(f"{_plural(len(passed), 'check')} passed", _passed_table(passed)))
-    if report.smoke:
-        parts.append(_details("Smoke training", _key_values(report.smoke)))
     return "\n\n".join(parts) + "\n"
 
 
@@ -101,6 +105,12 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     parts = [
         f"## {icon} envcheck fleet: {hosts} — {counts or 'no reports'} (exit {summary.exit_code})"
     ]
+    from envcheck.render.table import gpu_proof_words
+
+    proof = gpu_proof_words(summary)
+    if proof:
+        parts.append(_prose(proof) + ".")
+    parts += [_group_item(group) for group in summary.problem_groups()]
     if summary.hosts:
         parts.append(_fleet_table(summary))
     for dup in summary.duplicates:
@@ -111,6 +121,27 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def _finding_item(f: Finding) -> str:
+    """A problem as a list item, its fix in a paragraph under it: the fix wraps in the page's
+    width, and a check id at the start of its line is never broken at its hyphen."""
+    item = f"- {SEVERITY_ICON[f.severity]} **`{f.id}`** ({_text(f.layer)}): {_prose(f.message)}"
+    # Four spaces: the item's own paragraph for GFM (2 would do) and python-markdown (4 needed).
+    return item + (f"\n\n    **Fix:** {_prose(f.fix)}" if f.fix else "")
+
+
+def _group_item(group: ProblemGroup) -> str:
+    """A fleet's problem: how many hosts, which (Slurm's notation), the fix, one host's words."""
+    from envcheck.render.table import HOST_LIST_CHARS, host_list
+
+    n = len(group.hosts)
+    hosts = _prose(host_list(group.hosts, HOST_LIST_CHARS))
+    item = f"- {SEVERITY_ICON[group.severity]} **`{group.id}`** on {_plural(n, 'host')}: {hosts}"
+    if group.fix:
+        item += f"\n\n    **Fix:** {_prose(group.fix)}"
+    example = f"{'' if n == 1 else 'e.g. '}{group.hosts[0]}: {group.message}"
+    return item + f"\n\n    {_prose(example)}"
+
+
 def _fleet_table(summary: FleetSummary) -> str:
     header = ["Host", "Verdict", *summary.layers, "First problem"]
     rows = []
@@ -119,45 +150,53 @@ def _fleet_table(summary: FleetSummary) -> str:
         first = host.first_problem()
         rows.append(
             [
-                _text(host.hostname or f"? ({host.source})"),
+                _text(host.label),
                 f"{VERDICT_ICON[host.verdict]} {host.verdict}",
                 *(
                     SEVERITY_ICON.get(layers.get(layer, ""), NOT_CHECKED)
                     for layer in summary.layers
                 ),
-                f"`{first.id}`: {_text(first.message)}" if first else "",
+                f"`{first.id}`" if first else "",
             ]
         )
     return _table(header, rows)
 
 
-def _problem_table(findings: list[Finding]) -> str:
-    rows = [
-        [
-            SEVERITY_ICON[f.severity],
-            f"`{f.id}`",
-            _text(f.layer),
-            _text(f.message),
-            _text(f.fix or ""),
-        ]
-        for f in findings
-    ]
-    return _table(["", "Check", "Layer", "What was found", "Fix"], rows)
+def smoke_section(smoke: Mapping[str, Any]) -> str:
+    """`### Smoke training: pass`, where and how long in words, then a row per device."""
+    status = smoke.get("status")
+    title = f"### Smoke training: {_text(status) if isinstance(status, str) else 'unknown'}"
+    lines = [title, _smoke_where(smoke)]
+    runs = smoke_runs(smoke)
+    if runs:
+        lines.append(_table(list(SMOKE_COLUMNS), ([_text(c) for c in smoke_row(r)] for r in runs)))
+    return "\n\n".join(line for line in lines if line)
+
+
+def _smoke_where(smoke: Mapping[str, Any]) -> str:
+    bits = []
+    image, python = smoke.get("image"), smoke.get("python")
+    if smoke.get("mode") == "container" and isinstance(image, str):
+        bits.append(f"Ran in a container of `{_code(image)}`")
+    elif isinstance(python, str):
+        bits.append(f"Ran in a subprocess of `{_code(python)}`")
+    if isinstance(smoke.get("duration_s"), (int, float)):
+        bits.append(f"{number(smoke['duration_s'])} s")
+    reason = smoke.get("gpu_expected_reason")
+    if isinstance(reason, str) and reason:
+        expected = "a GPU was expected" if smoke.get("gpu_expected") is True else "no GPU expected"
+        bits.append(f"{expected}: {_prose(reason)}")
+    return " · ".join(bits)
+
+
+def _code(text: str) -> str:
+    """Text for a code span in a paragraph: one line, no backtick to end the span early."""
+    return " ".join(visible(text).split()).replace("`", "'")
 
 
 def _passed_table(findings: list[Finding]) -> str:
     rows = [[f"`{f.id}`", _text(f.layer), _text(f.message)] for f in findings]
     return _table(["Check", "Layer", "What was found"], rows)
-
-
-def _key_values(data: Mapping[str, Any]) -> str:
-    """Scalar entries only: the smoke's nested traces belong in the JSON report, not a summary."""
-    rows = [
-        [f"`{key}`", _text(str(value))]
-        for key, value in data.items()
-        if isinstance(value, (str, int, float, bool)) or value is None
-    ]
-    return _table(["Field", "Value"], rows) if rows else "See the JSON report."
 
 
 def _table(header: list[str], rows: Iterable[list[str]]) -> str:
@@ -175,20 +214,27 @@ _CODE_SPAN = re.compile(r"(`[^`\n]*`)")
 _SPECIAL = re.compile(r"([\\*_<>\[\]|])")
 
 
-def _text(text: str) -> str:
-    """Text for one table cell: a single line, pipes escaped, Markdown/HTML neutralised.
+def _text(text: str, *, cell: bool = True) -> str:
+    """Text for one table cell (`cell`) or paragraph: a single line, Markdown/HTML neutralised.
 
     Code spans the fix text uses on purpose (`sudo nvidia-ctk …`) stay code spans: inside them
-    only the pipe needs escaping (GFM splits cells before it parses spans).
+    only a cell's pipe needs escaping (GFM splits cells before it parses spans; in a paragraph
+    the backslash would show).
     """
     text = " ".join(visible(text).split())
     if text.count("`") % 2:
         return _SPECIAL.sub(r"\\\1", text).replace("`", "\\`")
     parts = _CODE_SPAN.split(text)
     return "".join(
-        part.replace("|", "\\|") if part.startswith("`") else _SPECIAL.sub(r"\\\1", part)
+        (part.replace("|", "\\|") if cell else part)
+        if part.startswith("`")
+        else _SPECIAL.sub(r"\\\1", part)
         for part in parts
     )
+
+
+def _prose(text: str) -> str:
+    return _text(text, cell=False)
 
 
 def _plural(n: int, word: str) -> str:

@@ -2,7 +2,8 @@
 
 - `RichDisplay`: a live panel on a terminal — one bar per layer (download, then extraction) and an
   overall bar with bytes, speed and ETA. `rich` is imported only when this display is made.
-- `PlainDisplay`: CI logs — a line when a layer finishes a stage, an overall line every few seconds.
+- `PlainDisplay`: CI logs — a line when a layer finishes a stage, an overall line every few seconds,
+  each starting `envcheck: ` as every line envcheck writes on stderr does (#21.11).
 - `NullDisplay`: `--quiet`.
 All write to stderr by default: stdout belongs to the result (`--json`).
 """
@@ -20,6 +21,7 @@ from envcheck.pull.events import LayerProgress, PullProgress
 from envcheck.render.sanitize import rich_safe, visible
 
 DisplayKind = Literal["auto", "rich", "plain", "none"]
+LINE_PREFIX = "envcheck: "
 
 
 class PullDisplay(Protocol):
@@ -109,7 +111,8 @@ class PlainDisplay:
         self.stream.flush()
 
     def _line(self, text: str) -> None:
-        print(visible(text), file=self.stream, flush=True)  # layer ids and notes are the engine's
+        # layer ids and notes are the engine's
+        print(f"{LINE_PREFIX}{visible(text)}", file=self.stream, flush=True)
 
 
 class RichDisplay:
@@ -180,7 +183,16 @@ class RichDisplay:
             )
 
     def note(self, text: str) -> None:
-        self.console.print(visible(text), markup=False, highlight=False)
+        if self.live.is_started:  # above the bars, which rich redraws below it
+            self.console.print(visible(text), markup=False, highlight=False)
+            return
+        # Before the bars (a registry that failed before any layer came): the activity's live
+        # line is on the terminal, and a print from another console would land inside it.
+        activity.step_aside()
+        try:
+            self.console.print(visible(text), markup=False, highlight=False)
+        finally:
+            activity.step_back()
 
     def stop(self) -> None:
         # Always called (finally): leaves the terminal sane on errors and Ctrl-C.

@@ -1,16 +1,21 @@
-"""The fleet dashboard on a terminal or in a log: one row per host, then the problems grouped.
+"""The fleet dashboard on a terminal or in a log: the problems grouped, then one line per host.
 
-    HOST        GPUS                DRIVER      CUDA  PADDLE        VERDICT  EXIT  FIRST FAILING CHECK
-    gpu001      2x A100-SXM4-80GB   535.104.05  12.2  3.0.0 cu12.6  pass     0
-    gpu002      2x A100-SXM4-80GB   error       -     3.0.0 cu12.6  fail     1     driver.version-mismatch
+    1 host: driver.version-mismatch → reboot the machine (or reload the nvidia kernel modules) …
+      e.g. gpu002: NVML: Driver/library version mismatch (user space 550.54.14, kernel …)
 
-    12 hosts: driver.version-mismatch → reboot the machine (or reload the nvidia kernel modules) …
+    HOST    GPUS               DRIVER       CUDA  PADDLE        VERDICT  EXIT  FIRST FAILING CHECK
+    gpu001  2x A100-SXM4-80GB  535.104.05   12.2  3.0.0 cu12.6  pass     0
+    gpu002  2x A100-SXM4-80GB  535.104.05*  -     3.0.0 cu12.6  fail     1     driver.version-mismatch
 
-One layout for both: aligned plain text (logs, `grep`), coloured through rich on a terminal. A
-cell is never broken: when a row does not fit the terminal, the host name takes a line of its
-own and the other cells follow, indented, on the next (a 60-character name at 120 columns); a fix
-is printed whole after its arrow, even if the terminal has to wrap it. In a log (not a terminal)
-every row is one line. Rich is imported only on a terminal: it costs more than the CLI's start-up.
+    2 hosts: 1 pass, 1 fail; exit 1
+    * the loaded kernel module's version: the user-space driver differs (reboot pending)
+
+One line per host at any terminal width, as `sinfo` does (#24.3): when the columns do not fit,
+the widest of the host name, GPU, Paddle and check cells are shortened with `…` (a host name
+in its middle, which keeps its number), never broken over lines; the groups above name every
+check id and host whole. In a log (not a terminal) nothing is shortened. A fix is printed whole
+after its arrow, even if the terminal has to wrap it. Rich is imported only on a terminal: it
+costs more than the CLI's start-up.
 """
 
 from __future__ import annotations
@@ -24,11 +29,20 @@ if TYPE_CHECKING:
     from envcheck.fleet import FleetSummary, ProblemGroup
     from envcheck.saved_report import HostReport
 
-COLUMNS = ("HOST", "GPUS", "DRIVER", "CUDA", "PADDLE", "VERDICT", "EXIT", "FIRST FAILING CHECK")
+COLUMNS = ("HOST", "GPUS", "DRIVER", "CUDA", "PADDLE", "VERDICT", "EXIT", "PROBLEM")
+HOST_COLUMN = COLUMNS.index("HOST")
+CUDA_COLUMN = COLUMNS.index("CUDA")
 VERDICT_COLUMN = COLUMNS.index("VERDICT")
-CHECK_COLUMN = COLUMNS.index("FIRST FAILING CHECK")
+CHECK_COLUMN = COLUMNS.index("PROBLEM")  # the host's first failing (else warning) check
+# The cells that may be shortened to fit a terminal, the fewest characters each keeps, and how
+# many more than the others it keeps while shortened (a check id says the most, then the host).
+SHORTEST = {HOST_COLUMN: 8, COLUMNS.index("GPUS"): 7, COLUMNS.index("PADDLE"): 12, CHECK_COLUMN: 9}
+PRECEDENCE = {HOST_COLUMN: 4, CHECK_COLUMN: 10}
+SHORTENABLE = tuple(SHORTEST)
+ELLIPSIS = "…"
+KERNEL_MODULE_MARK = "*"
 GAP = "  "
-INDENT = "  "  # the cells under a host name that had to take its own line
+INDENT = "  "  # a group's host list and its example, under the group's line
 UNKNOWN = "-"
 STYLE = {
     "pass": "green",
@@ -63,15 +77,15 @@ def fleet_table_text(summary: FleetSummary, width: int | None = None) -> str:
 
 
 def fleet_lines(summary: FleetSummary, width: int | None) -> list[Line]:
-    rows = [host_cells(host) for host in summary.hosts]
-    lines = _grid([list(COLUMNS), *rows], width, [h.verdict for h in summary.hosts])
-    groups = summary.problem_groups()
-    if groups:
+    lines: list[Line] = []
+    for group in summary.problem_groups():
+        lines += _group_lines(group, width)
+    if lines:
         lines.append([])
-        for group in groups:
-            lines += _group_lines(group, width)
+    rows = [host_cells(host) for host in summary.hosts]
+    lines += _grid([list(COLUMNS), *rows], width, [h.verdict for h in summary.hosts])
     lines.append([])
-    lines += [[(text, "")] for text in _footer(summary)]
+    lines += [[(text, "")] for text in _footer(summary, width)]
     return lines
 
 
@@ -85,7 +99,7 @@ def host_cells(host: HostReport) -> list[str]:
         else [
             host.label,
             gpus_cell(host),
-            facts.driver.version or _status(facts.driver.status),
+            driver_cell(host),
             facts.driver.cuda or facts.cuda_driver.version or UNKNOWN,
             paddle_cell(host),
         ]
@@ -100,6 +114,17 @@ def gpus_cell(host: HostReport) -> str:
         (g.name or "unknown GPU").removeprefix("NVIDIA ").strip() for g in host.report.host.gpus
     )
     return " + ".join(f"{n}x {name}" for name, n in names.items()) or UNKNOWN
+
+
+def driver_cell(host: HostReport) -> str:
+    """The driver the GPUs run: the loaded kernel module's version, marked `*` when the
+    user-space driver differs (upgraded without a reboot: NVML then fails with a version
+    mismatch, and the user-space version alone would name a driver that is not running)."""
+    driver = host.report.host.driver
+    module, user = driver.kernel_module, driver.version
+    if module and user and module != user:
+        return module + KERNEL_MODULE_MARK
+    return module or user or _status(driver.status)
 
 
 def paddle_cell(host: HostReport) -> str:
@@ -117,37 +142,70 @@ def _status(status: str) -> str:
 
 
 def _grid(rows: list[list[str]], width: int | None, verdicts: list[str]) -> list[Line]:
-    """Aligned columns. When a row is wider than `width`, the host name gets its own line and the
-    other cells wrap, indented, between cells (never inside one), the same way on every row."""
-    widths = [max(len(row[c]) for row in rows) for c in range(len(COLUMNS))]
-    bands = [list(range(len(COLUMNS)))]
-    if width is not None and _band_width(widths, bands[0]) > width:
-        bands = [[0]] + _pack(widths, list(range(1, len(COLUMNS))), width - len(INDENT))
+    """Aligned columns, one line per row; cells shortened to fit `width` (None: never)."""
+    widths, gap = fit_widths([max(len(row[c]) for row in rows) for c in range(len(COLUMNS))], width)
     lines: list[Line] = []
     for r, row in enumerate(rows):
         styles = _styles(verdicts[r - 1] if r else None)
-        for b, band in enumerate(bands):
-            if b and r and not any(row[c] for c in band):
-                continue  # nothing to show there (a passing host's empty FIRST FAILING CHECK)
-            line: Line = [(INDENT, "")] if b else []
-            for i, c in enumerate(band):
-                text = row[c] if i == len(band) - 1 else row[c].ljust(widths[c]) + GAP
-                line.append((text, styles.get(c, "")))
-            lines.append(_rstrip(line))
+        shown = [c for c in range(len(row)) if widths[c]]
+        line: Line = []
+        for c in shown:
+            # a DNS name keeps its first label (`gpu004.rack-07.…`); another, both ends
+            middle = c == HOST_COLUMN and r > 0 and "." not in row[c]
+            text = shorten(row[c], widths[c], middle=middle)
+            if c != shown[-1]:
+                text = text.ljust(widths[c]) + gap
+            line.append((text, styles.get(c, "")))
+        lines.append(_rstrip(line))
     return lines
 
 
-def _band_width(widths: list[int], band: list[int]) -> int:
-    return sum(widths[c] for c in band) + len(GAP) * (len(band) - 1)
+def fit_widths(widths: list[int], width: int | None) -> tuple[list[int], str]:
+    """The column widths (0: left out) and the gap between columns for lines of at most `width`
+    columns. Too wide: first only long host names are shortened; if that is not enough, the CUDA
+    column goes (the driver's version implies it), one space separates columns (as in `sinfo`)
+    and every shortenable cell may be cut to its floor; the last column takes what is left (a
+    line is never wider than the terminal)."""
+    if width is None:
+        return list(widths), GAP
+    fitted = _shrunk(list(widths), width, GAP, (HOST_COLUMN,))
+    if sum(fitted) + len(GAP) * (len(fitted) - 1) <= width:
+        return fitted, GAP
+    narrow = list(widths)
+    narrow[CUDA_COLUMN] = 0
+    return _shrunk(narrow, width, " ", SHORTENABLE), " "
 
 
-def _pack(widths: list[int], columns: list[int], width: int) -> list[list[int]]:
-    bands: list[list[int]] = [[]]
-    for c in columns:
-        if bands[-1] and _band_width(widths, [*bands[-1], c]) > width:
-            bands.append([])
-        bands[-1].append(c)
-    return bands
+def _shrunk(widths: list[int], width: int, gap: str, shortenable: tuple[int, ...]) -> list[int]:
+    """The widest of `shortenable` (less its PRECEDENCE) loses a character at a time until the
+    line fits or each is at its floor; under `SHORTENABLE`, the last column then loses the rest."""
+
+    def total() -> int:
+        shown = [w for w in widths if w]
+        return sum(shown) + len(gap) * (len(shown) - 1)
+
+    while total() > width:
+        room = [c for c in shortenable if widths[c] > SHORTEST[c]]
+        if not room:
+            break
+        widths[max(room, key=lambda c: widths[c] - PRECEDENCE.get(c, 0))] -= 1
+    if shortenable == SHORTENABLE:
+        widths[-1] = max(1, widths[-1] - max(0, total() - width))
+    return widths
+
+
+def shorten(text: str, width: int, *, middle: bool = False) -> str:
+    """`text` in `width` columns, the cut marked `…`: at the end, or in the middle (a host name
+    without dots: `a-very-long-…ack12-gpu07` keeps both its start and its node's number)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    if not middle:
+        return text[: width - 1] + ELLIPSIS
+    head = width // 2
+    tail = width - 1 - head
+    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
 def _styles(verdict: str | None) -> dict[int, str]:
@@ -219,12 +277,38 @@ def host_list(labels: tuple[str, ...], budget: int) -> str:
     return ", ".join(shown) + (f" and {left} more (`--json` lists them all)" if left else "")
 
 
-def _footer(summary: FleetSummary) -> list[str]:
+def gpu_proof_words(summary: FleetSummary, width: int | None = None) -> str | None:
+    """`GPUs proven by a smoke: 14 of 16; fewer than all on gpu[001-002]` (#24.6), None when
+    the hosts have no GPU; the hosts are named only when some GPU was proven (a static run
+    proves none, on every host)."""
+    proven, total, partial = summary.gpus_proven()
+    if not total:
+        return None
+    line = f"GPUs proven by a smoke: {proven} of {total}"
+    if not (proven and partial):
+        return line
+    line += "; fewer than all on "
+    budget = HOST_LIST_CHARS if width is None else max(width - len(line), 20)
+    return line + host_list(partial, budget)
+
+
+def _gpu_proof_lines(summary: FleetSummary, width: int | None) -> list[str]:
+    words = gpu_proof_words(summary, width)
+    return [words] if words else []
+
+
+def _footer(summary: FleetSummary, width: int | None) -> list[str]:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary.counts.items())
     hosts = len(summary.hosts)
-    lines = [f"{hosts} host{'' if hosts == 1 else 's'}: {counts}; exit {summary.exit_code}"]
+    lines = _gpu_proof_lines(summary, width)
+    lines.append(f"{hosts} host{'' if hosts == 1 else 's'}: {counts}; exit {summary.exit_code}")
     lines += [
         visible(f"duplicate {d.hostname}: kept {d.kept} (newest), ignored {', '.join(d.ignored)}")
         for d in summary.duplicates
     ]
+    if any(driver_cell(h).endswith(KERNEL_MODULE_MARK) for h in summary.hosts if h.reported):
+        lines.append(
+            f"{KERNEL_MODULE_MARK} the loaded kernel module's version: the user-space driver "
+            "differs (reboot pending)"
+        )
     return lines

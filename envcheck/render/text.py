@@ -16,6 +16,7 @@ from envcheck.fixes import commands_in, paddle_install
 from envcheck.one_plan import RESOLVED_BY
 from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
+from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
 from envcheck.render.wrap import COMMAND, wrap
 from envcheck.report import ImageChoice, Report
 
@@ -122,7 +123,9 @@ def render_plain(
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
     for line, _ in summary_lines(report, width):
         w(line + "\n")
-    w(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}\n")
+    w(
+        f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}\n"
+    )
 
 
 Span = tuple[int, int, str]  # start, end, rich style
@@ -201,16 +204,13 @@ def _fix_spans(line: str, first: bool) -> list[Span]:
 def smoke_extra_lines(report: Report) -> list[str]:
     """What --amp and --compare-cpu measured per run, or why they were skipped (issue 13.6)."""
     lines = []
-    runs = (report.smoke or {}).get("runs")
-    for run in runs if isinstance(runs, list) else []:
-        if not isinstance(run, dict):
-            continue
+    for run in smoke_runs(report.smoke):
         device = visible(str(run.get("device_used") or run.get("device_requested") or "?"))
         amp = run.get("amp")
         if isinstance(amp, dict) and amp.get("enabled"):
             lines.append(
                 f"  amp on {device}: trained under auto_cast ({visible(str(amp.get('dtype') or 'float16'))}), "
-                f"loss {_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}"
+                f"loss {number(run.get('loss_start'))} → {number(run.get('loss_end'))}"
             )
         cpu = run.get("compare_cpu")
         if isinstance(cpu, dict):
@@ -226,7 +226,7 @@ def _compare_cpu_text(run: dict[str, object], cpu: dict[str, object]) -> str:
         return f"failed: {visible(str(error.get('type') or 'error'))}: {visible(str(error.get('message') or ''))}"
     speedup = cpu.get("speedup")
     times = f"{speedup:.1f}× the CPU" if isinstance(speedup, (int, float)) else "speedup unknown"
-    return f"{_num(run.get('steps_per_s'))} steps/s here, {_num(cpu.get('steps_per_s'))} on the CPU: {times}"
+    return f"{number(run.get('steps_per_s'))} steps/s here, {number(cpu.get('steps_per_s'))} on the CPU: {times}"
 
 
 def _plain_image(report: Report, write: Callable[[str], object], explain: bool) -> None:
@@ -236,7 +236,7 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
     install = pip_line(report)
     if install:
         write(f"  pip:   {install}\n")
-    for line in explain_lines(img) if explain else []:
+    for line in [*explain_lines(img), *matrix_lines(report)] if explain else []:
         write(f"  {line}\n")
 
 
@@ -246,6 +246,19 @@ def pip_line(report: Report) -> str | None:
     return f"`{visible(install.shell())}`" if install else None
 
 
+def matrix_lines(report: Report) -> list[str]:
+    """--explain: how current the matrix behind the verdict is (matrix/README.md, issue 22.11)."""
+    newest = report.meta.get("matrix_newest_source")
+    if not newest:
+        return []
+    when = visible(str(newest))
+    line = (
+        f"matrix: the newest source it has read is from {when}; releases, builds and images "
+        "published later are unknown to this verdict"
+    )
+    return [line]
+
+
 def explain_lines(img: ImageChoice) -> list[str]:
     """--explain: why this tag (the same text as `pull-image --dry-run`), then every rejected one."""
     from envcheck.render.choice import rejected_lines, why_lines
@@ -253,41 +266,13 @@ def explain_lines(img: ImageChoice) -> list[str]:
     return [*why_lines(img), *rejected_lines(img)]
 
 
-SMOKE_COLUMNS = (
-    "device asked",
-    "device used",
-    "loss start → end",
-    "steps/s",
-    "first step s",
-    "peak GPU MiB",
-)
-
-
-def smoke_row(run: dict[str, object]) -> tuple[str, ...]:
-    """One smoke run (per device) as table cells; `-` where the run did not measure it."""
-    peak = run.get("peak_gpu_mem_bytes")
-    return (
-        visible(run.get("device_requested", "-")),
-        visible(run.get("device_used", "-")),
-        f"{_num(run.get('loss_start'))} → {_num(run.get('loss_end'))}",
-        _num(run.get("steps_per_s")),
-        _num(run.get("first_step_s")),
-        f"{peak / 2**20:.0f}" if isinstance(peak, (int, float)) and peak else "-",
-    )
-
-
-def _num(value: object) -> str:
-    return f"{value:.3g}" if isinstance(value, (int, float)) else "-"
-
-
 def _plain_smoke(report: Report, write: Callable[[str], object]) -> None:
-    runs = (report.smoke or {}).get("runs")
-    if not isinstance(runs, list) or not runs:
+    runs = smoke_runs(report.smoke)
+    if not runs:
         return
     write("\n  " + " | ".join(SMOKE_COLUMNS) + "\n")
     for run in runs:
-        if isinstance(run, dict):
-            write("  " + " | ".join(smoke_row(run)) + "\n")
+        write("  " + " | ".join(smoke_row(run)) + "\n")
 
 
 def loaded_lines(report: Report, explain: bool) -> list[str]:
@@ -354,7 +339,11 @@ def render_rich(
         for start, end, style in spans:
             text.stylize(style, start, end)
         console.print(text, soft_wrap=True)
-    console.print(Text(f"Proof: {proof_words(report.proof, report.verdict, report.findings)}"))
+    console.print(
+        Text(
+            f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}"
+        )
+    )
 
 
 def message_text(text: str) -> str:
@@ -373,7 +362,7 @@ def _rich_image(report: Report, console: Console, explain: bool) -> None:
     install = pip_line(report)
     if install:  # a command: on one line whatever the width
         console.print(f"  pip: [cyan]{escape(install)}[/cyan]", soft_wrap=True)
-    for line in explain_lines(img) if img and explain else []:
+    for line in [*explain_lines(img), *matrix_lines(report)] if img and explain else []:
         console.print(
             f"  {escape(line)}",
             style="dim" if line.startswith("rejected") else None,
@@ -384,13 +373,12 @@ def _rich_image(report: Report, console: Console, explain: bool) -> None:
 def _rich_smoke(report: Report, console: Console) -> None:
     from rich.table import Table
 
-    runs = (report.smoke or {}).get("runs")
-    if not isinstance(runs, list) or not runs:
+    runs = smoke_runs(report.smoke)
+    if not runs:
         return
     table = Table(title="Smoke runs", title_justify="left")
     for col in SMOKE_COLUMNS:
         table.add_column(col)
     for run in runs:
-        if isinstance(run, dict):
-            table.add_row(*smoke_row(run))
+        table.add_row(*smoke_row(run))
     console.print(table)

@@ -1,5 +1,6 @@
-"""Arch coverage: the GPU architectures compiled into the installed Paddle build and into the chosen
-image, against every GPU ("no kernel image is available for execution on the device").
+"""Arch coverage: the GPU architectures compiled into the installed Paddle build, against every GPU
+("no kernel image is available for execution on the device"). The chosen image's coverage is part
+of the choice itself (`envcheck.assessment`: `ImageChoice.arch_note`, said on the image line).
 """
 
 from __future__ import annotations
@@ -7,46 +8,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from envcheck.assessment import gpu_compute_capability
-from envcheck.compat import arch_supported
+from packaging.version import InvalidVersion, Version
+
+from envcheck.compat import arch_supported, wheel_platform
 from envcheck.findings import Finding, fail, warn
-from envcheck.matrix.builds import ArchSource, plain_archs_source, runnable_archs
+from envcheck.matrix.builds import plain_archs_source
+from envcheck.proof import ARCH_UNVERIFIED_ID
 from envcheck.rules.paddle import installed_build
 from envcheck.versions import VersionParseError, sm_of
 
 if TYPE_CHECKING:
     from envcheck.judge import Context
-
-
-def check_image_archs(ctx: Context) -> Iterable[Finding]:
-    """The chosen GPU image's build: with no known arch list, the verdict says "arch coverage
-    unverified" (issue 10.1) instead of passing on the toolkit's reach alone."""
-    img = ctx.image
-    if img is None or img.ref is None or img.kind != "gpu" or not img.paddle or not img.cuda:
-        return
-    try:
-        archs = runnable_archs(ctx.matrix, img.paddle, img.cuda)
-    except (ValueError, VersionParseError):
-        return
-    if archs is None or not archs.verified:
-        yield warn(
-            "image.arch-unverified",
-            f"{img.tag}: {_unverified_text(ctx, archs, img.cuda)}",
-            fix="the smoke training in this image proves it (`envcheck doctor` without --no-smoke)",
-            layer="image",
-            tag=img.tag,
-            archs_source=archs.source if archs else None,
-        )
-
-
-def _unverified_text(ctx: Context, archs: ArchSource | None, cuda: str) -> str:
-    """What is known of the image's archs: at most the toolkit's reach, said once."""
-    if archs is None:
-        return f"CUDA {cuda} is unknown to the matrix: arch coverage unverified"
-    ccs = [gpu_compute_capability(g, ctx.matrix) for g in ctx.host.gpus]
-    if ccs and all(cc and arch_supported(cc, archs.archs) for cc in ccs):
-        return archs.covered
-    return archs.origin  # "CUDA x can target (…); … own list is unknown: arch coverage unverified"
 
 
 def check_build_archs(ctx: Context) -> Iterable[Finding]:
@@ -59,14 +31,16 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
         return
     archs, origin, verified = _installed_archs(ctx)
     build = installed_build(ctx, p.cuda)
-    absent = build.archs_absent if build and not p.compiled_cuda_archs else ()
+    own_list = p.compiled_cuda_archs or p.fatbin_archs
+    absent = build.archs_absent if build and not own_list else ()
     for g in gpus:
         cc = g.compute_capability or ""
         try:
             sm = sm_of(cc)
         except VersionParseError:  # saved facts may hold anything; the GPU check reports it
             continue
-        missing = sm in absent or (archs is not None and not arch_supported(cc, archs))
+        jit = any(a <= sm for a in p.fatbin_ptx or ())  # PTX compiles for any newer GPU
+        missing = sm in absent or (archs is not None and not arch_supported(cc, archs) and not jit)
         if missing:
             listed = " ".join(map(str, archs or ()))
             because = (
@@ -87,15 +61,34 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
             )
         elif not verified:
             yield warn(
-                "paddle.arch-unverified",
+                ARCH_UNVERIFIED_ID,
                 f"GPU {g.index} {g.name} (sm_{sm}): arch coverage unverified: Paddle {p.version} "
                 f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
-                f"for it; {origin} includes sm_{sm}, the build itself may not",
+                f"for it{_newer_than_known(ctx, sm)}; {origin} includes sm_{sm}, the build itself "
+                "may not: only the smoke training can prove it",
                 fix="prove it with the smoke training (`envcheck doctor`)",
                 layer="paddle",
                 index=g.index,
                 compute_capability=cc,
             )
+
+
+def _newer_than_known(ctx: Context, sm: int) -> str:
+    """ ", and sm_120 is newer than every arch in the lists it has of Paddle 3.1 builds (up to
+    sm_90)": a nightly or unknown build on a new architecture (issue 22.7)."""
+    p = ctx.host.paddle
+    try:
+        base = Version(p.version or "").base_version
+        lists = [b.archs for b in ctx.matrix.builds_for(base) if b.archs]
+    except InvalidVersion:
+        return ""
+    newest = max((max(archs) for archs in lists), default=None)
+    if newest is None or sm <= newest:
+        return ""
+    return (
+        f", and sm_{sm} is newer than every arch in its lists of Paddle {base} builds "
+        f"(up to sm_{newest})"
+    )
 
 
 def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
@@ -107,10 +100,18 @@ def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
             "was compiled for (its own paddle/version record)",
             True,
         )
+    if p.fatbin_archs:
+        return (
+            tuple(p.fatbin_archs),
+            "was compiled for (read from the .nv_fatbin of its libpaddle.so/libphi.so)",
+            True,
+        )
     build = installed_build(ctx, p.cuda or "")
-    if build is not None and build.archs:
+    machine = ctx.host.machine
+    own = build.archs_on(wheel_platform(machine.os, machine.arch)) if build else None
+    if build is not None and own:
         how = plain_archs_source(build.archs_source or build.source)
-        return build.archs, f"was compiled for ({how})", True
+        return own, f"was compiled for ({how})", True
     toolkit = _toolkit_archs(ctx, p.cuda or "")
     if toolkit is None:
         return None, "records no archs, and its CUDA is unknown to the matrix", False

@@ -60,9 +60,10 @@ def check_image(ctx: Context) -> Iterable[Finding]:
         note = f" ({img.reason})"
     else:
         note = "" if img.confirmed else f" (tag {plain_source(img.source or '', False)})"
+    archs = f"; {img.arch_note}" if img.arch_note else ""
     yield passed(
         "image.selected",
-        f"{img.ref}{note}",
+        f"{img.ref}{note}{archs}",
         layer="image",
         ref=img.ref,
         kind=img.kind,

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fixes import command, cudnn_install, matrix_install, target_python
+from envcheck.fixes import command, cudart_install, cudnn_install, matrix_install, target_python
 from envcheck.rules.environment import devices_hidden
 from envcheck.rules.paddle import installed_build
 from envcheck.versions import VersionParseError, release_of
@@ -47,6 +47,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
             version=rt.version,
             path=rt.path,
         )
+    yield from _check_runtime_for_build(ctx)
     p = ctx.host.paddle
     if p.status != "ok" or not p.cuda or not p.cudnn:
         return
@@ -84,6 +85,50 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         yield passed(
             "cudnn.ok", f"cuDNN {dnn.version} at {dnn.path}", layer="cuda", version=dnn.version
         )
+
+
+def _check_runtime_for_build(ctx: Context) -> Iterable[Finding]:
+    """A Paddle 2.x GPU build links libcudart.so.<major> (11.0, 12, 10.2) and fails at `import
+    paddle` when no path provides it ("ImportError: libcudart.so.11.0: cannot open shared object
+    file", Paddle#60906 for 2.5.2/2.6.0, Paddle#49280, Paddle#53775), whatever cuDNN is there.
+    3.x brings its runtime through pip; a build the matrix measured as static (the 2.6.2 PyPI
+    wheel, W-262: no libcudart in its NEEDED) needs none."""
+    p, rt = ctx.host.paddle, ctx.host.cuda_runtime
+    if p.status != "ok" or not p.cuda or rt.status == "unknown" or not _links_cudart(ctx):
+        return
+    major = _release(p.cuda)[0]
+    found = [c.version for c in rt.candidates if c.version] or ([rt.version] if rt.version else [])
+    if any(_release(v)[0] == major for v in found):
+        return
+    soname = _CUDART_SONAME.get(major, f"libcudart.so.{major}")
+    seen = f"found only CUDA {', '.join(found)}" if found else (rt.reason or "none found")
+    wheel = cudart_install(target_python(ctx.host), p.cuda)
+    get = (
+        f"`{wheel.shell()}` and put its lib folder (nvidia/cuda_runtime/lib) on LD_LIBRARY_PATH"
+        if wheel
+        else f"install the CUDA {p.cuda} toolkit and put its lib64 on LD_LIBRARY_PATH"
+    )
+    yield fail(
+        "cuda.runtime-missing",
+        f"Paddle {p.version} (CUDA {p.cuda}) loads {soname} at `import paddle`, but no path "
+        f'provides a CUDA {major} runtime ({seen}): "ImportError: {soname}: cannot open shared '
+        'object file"',
+        fix=f"{get}, or use the official image (`envcheck pull-image`)",
+        layer="cuda",
+        compiled=p.cuda,
+        found=found,
+    )
+
+
+_CUDART_SONAME = {10: "libcudart.so.10.2", 11: "libcudart.so.11.0", 12: "libcudart.so.12"}
+
+
+def _links_cudart(ctx: Context) -> bool:
+    p = ctx.host.paddle
+    if p.with_pip_cuda_libraries or _release(p.version or "0")[0] >= 3:
+        return False
+    build = installed_build(ctx, p.cuda or "")
+    return not (build is not None and build.cudart_static)
 
 
 def _release(text: str) -> tuple[int, ...]:

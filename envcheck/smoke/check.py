@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from envcheck import activity
 from envcheck.docker_adapter import GpuRequestRefused
 from envcheck.errors import EnvcheckError, EnvironmentProblem
 from envcheck.facts import HostFacts
@@ -78,6 +79,10 @@ def _container_with_fallback(
         # Train anyway, without the GPU: the report shows the CPU run and the verdict names
         # the refusal as the cause of the fallback.
         plan = replace(plan, gpu_refused=_engine_words(e.message))
+        activity.failed(
+            f"the engine refused the GPU request ({plan.gpu_refused}): creating the smoke "
+            "container again without a GPU, to train on the CPU"
+        )
         return plan, run_container(client, plan, options, image_id), [gpu_refused(plan)]
 
 
@@ -139,6 +144,7 @@ def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str 
     spec = ContainerSpec(
         # the image checked or pulled, by its id: a mirror's pull leaves no `plan.image` name
         image=image_id or plan.image,
+        label=plan.image,
         args=tuple(workload_args(plan, options)),
         script=script_path(),
         timeout=options.timeout,
@@ -163,6 +169,7 @@ def _run_spec(client: Any, spec: Any) -> tuple[RawRun, NvmlSummary]:
     with NvmlSampler() as sampler, SmokeContainer(client, spec) as box:
         watch = sampler.watch if sampler.status == "ok" else None  # skip the extra inspect
         raw = box.run(on_start=watch)
+    raw.extra["removed"] = box.removed  # asked of the engine after the removal, not assumed
     return raw, sampler.summary()
 
 

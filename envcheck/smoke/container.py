@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from envcheck import activity, signals
 from envcheck.docker_adapter import translate_errors
 from envcheck.errors import EnvcheckError
+from envcheck.reference import shown_image
 from envcheck.smoke import ownership
 from envcheck.smoke.attach import pump
 from envcheck.smoke.container_spec import ContainerSpec, create_kwargs
@@ -54,14 +55,15 @@ class SmokeContainer:
         self.run_id = uuid.uuid4().hex[:12]
         self.container: Container | None = None
         self.swept: list[str] = []
+        self.removed = False  # the engine, asked on the way out, has no container of this run
 
     def __enter__(self) -> Self:
-        activity.phase(f"creating the smoke container from {self.spec.image}")
+        activity.phase(f"creating the smoke container from {self.image_words}")
         self.swept = sweep_leftovers(self.client)
         try:
             with (
                 signals.deferred(),
-                translate_errors(f"creating the smoke container from {self.spec.image}"),
+                translate_errors(f"creating the smoke container from {self.image_words}"),
             ):
                 self.container = self.client.containers.create(
                     **create_kwargs(self.spec, self.run_id)
@@ -72,6 +74,16 @@ class SmokeContainer:
             raise
         return self
 
+    @property
+    def image_words(self) -> str:
+        """`paddlepaddle/paddle:3.3.1-… (image 4f0c1a2b3c4d)`: the id as `docker images` shows
+        it, beside the name it was checked or pulled under (#24.7)."""
+        image, label = self.spec.image, self.spec.label
+        shown = shown_image(image)
+        if label and label != image:
+            return f"{label} (image {shown})"
+        return shown
+
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
@@ -79,9 +91,11 @@ class SmokeContainer:
         self._remove(quiet=t is not None)
 
     def _remove(self, quiet: bool) -> None:
-        container = self.container or _by_name(self.client, ownership.container_name(self.run_id))
+        name = ownership.container_name(self.run_id)
+        container = self.container or _by_name(self.client, name)
         if container is not None:
             remove(container, quiet=quiet)
+        self.removed = _named(self.client, name) == []  # the engine answered: none left
 
     def run(self, on_start: Callable[[int | None], None] | None = None) -> RawRun:
         """Start, stream the output until exit, timeout or overflow; the container's verdict."""
@@ -109,8 +123,8 @@ class SmokeContainer:
                 done = attention.wait(
                     timeout=max(0.0, started + self.spec.timeout - time.monotonic())
                 )
-                if not done or collector.overflow.is_set():
-                    _kill(container)
+                if not done or collector.overflow.is_set() or failures:
+                    _kill(container)  # a reader's failure ends the run at once
                 reader.join(timeout=KILL_WAIT_S)  # the stream ends with the container
                 exit_code = _exit_code(container)
         finally:
@@ -184,12 +198,20 @@ def remove(container: Container, quiet: bool = False, volumes: bool = True) -> b
 
 def _by_name(client: docker.DockerClient, name: str) -> Container | None:
     """The container called `name`, if the engine has one (after a create whose answer we lost)."""
+    found = _named(client, name)
+    return found[0] if found else None
+
+
+def _named(client: docker.DockerClient, name: str) -> list[Container] | None:
+    """The engine's containers called `name`; None when the engine could not be asked."""
     try:
         with translate_errors(f"looking up smoke container {name}"):
-            found = client.containers.list(all=True, sparse=True, filters={"name": f"^/{name}$"})
+            found: list[Container] = client.containers.list(
+                all=True, sparse=True, filters={"name": f"^/{name}$"}
+            )
     except EnvcheckError:
         return None
-    return found[0] if found else None
+    return found
 
 
 def _host_pid(container: Container) -> int | None:

@@ -40,7 +40,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class ContainerSpec:
-    image: str
+    image: str  # what the engine creates from: a reference, or the id of the image checked
     args: tuple[str, ...]  # the workload's arguments
     script: Path  # host file, mounted read-only at SCRIPT_TARGET
     timeout: float
@@ -51,6 +51,7 @@ class ContainerSpec:
     limits: Limits = field(default_factory=Limits)
     # False only when an NVIDIA hook must write the root (hook_needs_writable_root).
     read_only: bool = True
+    label: str | None = None  # the reference `image` was resolved from, for people to read
 
 
 BASE_ENVIRONMENT = {

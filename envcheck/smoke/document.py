@@ -138,8 +138,8 @@ def _no_series(trace: GpuSummary) -> GpuSummary:
 
 
 def _container_info(raw: RawRun) -> dict[str, Any]:
-    keys = ("container", "run_id", "image_id", "limits", "swept", "read_only_dropped")
-    return {k: raw.extra.get(k) for k in keys} | {"removed": True}
+    keys = ("container", "run_id", "image_id", "limits", "swept", "read_only_dropped", "removed")
+    return {k: raw.extra.get(k) for k in keys}
 
 
 def _status(plan: Plan, outcome: Outcome) -> str:

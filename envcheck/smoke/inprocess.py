@@ -91,12 +91,19 @@ def _run(
     pumps = [
         threading.Thread(
             target=_pump,
-            args=(proc.stdout, collector.feed_stdout, collector, finished, failures),
+            args=(proc.stdout, collector.feed_stdout, collector, finished, failures, True),
             daemon=True,
         ),
         threading.Thread(
             target=_pump,
-            args=(proc.stderr, _both(collector.feed_stderr, lines.feed), collector, None, failures),
+            args=(
+                proc.stderr,
+                _both(collector.feed_stderr, lines.feed),
+                collector,
+                finished,
+                failures,
+                False,
+            ),
             daemon=True,
         ),
     ]
@@ -107,11 +114,11 @@ def _run(
         if on_start is not None:
             on_start(proc.pid)
         done = finished.wait(timeout=max(0.0, started + timeout - time.monotonic()))
-        if done and not collector.overflow.is_set():
+        if done and not collector.overflow.is_set() and not failures:
             exit_code: int | None = _wait(proc, started + timeout)
             done = exit_code is not None
-        if not done or collector.overflow.is_set():
-            _kill_group(proc)
+        if not done or collector.overflow.is_set() or failures:
+            _kill_group(proc)  # a reader's failure ends the run at once: nobody drains its pipe
         exit_code = proc.wait(timeout=KILL_WAIT_S)
         for pump in pumps:
             pump.join(timeout=KILL_WAIT_S)
@@ -124,9 +131,7 @@ def _run(
             proc.wait(timeout=KILL_WAIT_S)
     if failures:
         raise failures[0]
-    return collector.raw_run(
-        exit_code, started, timed_out=not done, pid=proc.pid, extra={"python": argv[0]}
-    )
+    return collector.raw_run(exit_code, started, timed_out=not done, extra={"python": argv[0]})
 
 
 def _both(
@@ -143,20 +148,23 @@ def _pump(
     pipe: IO[bytes],
     feed: Callable[[bytes], None],
     collector: OutputCollector,
-    finished: threading.Event | None,
+    finished: threading.Event,
     failures: list[Exception],
+    is_stdout: bool,
 ) -> None:
-    """Read one stream to its end; stdout's pump also signals the end (or the overflow).
-    Only the read is guarded: an error in `feed` is a bug, handed to the main thread."""
+    """Read one stream to its end; stdout's pump signals `finished` at its end (or the overflow),
+    either pump at its failure. Only the read is guarded: an error in `feed` is a bug, handed to
+    the main thread, which stops the run at once (exit 3) rather than at the smoke's timeout."""
     try:
         while chunk := _read(pipe):
             feed(chunk)
-            if finished is not None and collector.overflow.is_set():
+            if is_stdout and collector.overflow.is_set():
                 break
     except Exception as e:  # noqa: BLE001 - not swallowed: re-raised by _run in the main thread
         failures.append(e)
+        finished.set()
     finally:
-        if finished is not None:
+        if is_stdout:
             finished.set()
 
 

@@ -4,7 +4,7 @@ The workload computes every op class of the classifier on the run's device and w
 the same inputs, before and after training (`checks`), and reports the full-precision loss curve's
 red flags (`loss_check`). On a real H100 the PyPI paddlepaddle-gpu 2.6.2 build (sm_61–86 only)
 returned exactly 0.0 from matmul and Conv2D and trained to a loss of 0.0 with exit 0
-(/work/shared/facts/real-gpu-host.md): placement and memory are no proof; right numbers are.
+(docs/facts/real-gpu-host.md): placement and memory are no proof; right numbers are.
 """
 
 from __future__ import annotations

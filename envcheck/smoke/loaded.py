@@ -8,7 +8,7 @@ ones the build expects and the ones the host probe expected to win, and the driv
 (a CUDA compat libcuda, the libraries the NVIDIA runtime injected) against the host's kernel module.
 
 On a real H100 a 2.6.2 build (CUDA 11.8, cuDNN 8.6) loaded the system cuDNN 9.14 and a CUDA 13
-cuBLAS, while the host probe named the pip cuDNN 9.19 (/work/shared/facts/real-gpu-host.md): what
+cuBLAS, while the host probe named the pip cuDNN 9.19 (docs/facts/real-gpu-host.md): what
 is installed is no proof of what runs.
 """
 

@@ -93,7 +93,6 @@ class RawRun:
     stdout_overflow: bool = False
     timed_out: bool = False
     oom_killed: bool = False
-    pid: int | None = None  # host pid of the workload (NVML's per-process accounting key)
     extra: dict[str, Any] = field(default_factory=dict)  # container id, limits, image id...
 
 

@@ -125,6 +125,9 @@ def _worker(plan: Plan, errors: list[WorkloadError], said: list[str]) -> Finding
         _lines(thread["message"]) for error in errors for thread in error.get("thread_errors") or []
     ]
     own = [f"{lines[0]} … {lines[-1]}" if len(lines) > 1 else lines[0] for lines in raised if lines]
+    # Paddle may print "DataLoader 1 workers exit unexpectedly" before the line naming the signal
+    # (seen 2 of 3 runs under load): the signal is the why, whichever came first.
+    said = sorted(said, key=lambda line: "by signal" not in line)
     line = (own or said or [_first(errors[0]["message"])])[0]
     return fail(
         WORKER_ID,

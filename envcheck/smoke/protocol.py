@@ -20,7 +20,7 @@ SCHEMA = "envcheck-smoke/1"
 
 # Paddle's own stderr lines worth reporting, first match wins per line. Texts from
 # Paddle's gpu_resources.cc, place.cc, gpu_info.cc, dynamic_loader.cc and enforce.h, collected in
-# /work/shared/facts/compat_facts.md section 7 (row numbers in the comments).
+# docs/facts/compat_facts.md section 7 (row numbers in the comments).
 WARNING_PATTERNS: Tuple[Tuple[str, str], ...] = (
     # paddle/fluid/imperative/data_loader.cc (SIGBUS in a worker) and the queue's ENOSPC hint
     (

@@ -4,7 +4,7 @@ The sampler stamps every NVML sample with the host's wall clock; the workload st
 window (`train_window`) with the same clock (a container shares CLOCK_REALTIME with the host).
 Only the samples inside the window count: a CUDA context opened at start-up holds memory for the
 whole run even when every step computed on the CPU (612 MiB at 0.1 % mean utilisation on the real
-H100, /work/shared/facts/real-gpu-host.md), so memory alone proves a context, not training.
+H100, docs/facts/real-gpu-host.md), so memory alone proves a context, not training.
 """
 
 from __future__ import annotations

@@ -12,13 +12,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from envcheck.matrix.toml import tomllib
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -42,7 +43,7 @@ CUDNN_BUILDS: dict[str, tuple[str, int]] = {
 }
 
 PROC_VERSION_TEXT = {
-    # Formats from real /proc/driver/nvidia/version files (shared/facts/compat_facts.md §9).
+    # Formats from real /proc/driver/nvidia/version files (docs/facts/compat_facts.md §9).
     "proprietary": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {v}  Sat Aug 19 01:15:15 UTC 2023\n",
     "open": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build"
     "  (dvs-builder@U16-I3-B03-4-3)  Tue Jul 22 18:46:37 UTC 2025\n",
@@ -77,7 +78,8 @@ def profile_names() -> tuple[str, ...]:
 
 def load_profile(name: str) -> dict[str, Any]:
     with open(PROFILES / f"{name}.toml", "rb") as f:
-        return tomllib.load(f)
+        profile: dict[str, Any] = tomllib.load(f)
+    return profile
 
 
 def build(root: Path) -> FakeBuild:

@@ -1,11 +1,13 @@
 """Reports, as one JSON line, what the smoke container is allowed to do (tests the lockdown)."""
 
+from __future__ import annotations
+
 import json
 import os
 import sys
 
 
-def writable(path):
+def writable(path: str) -> bool:
     try:
         with open(path, "a"):
             return True
@@ -13,7 +15,7 @@ def writable(path):
         return False
 
 
-def status_field(name):
+def status_field(name: str) -> str | None:
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(name + ":"):
@@ -21,7 +23,7 @@ def status_field(name):
     return None
 
 
-def first(paths):
+def first(paths: list[str]) -> str | None:
     for path in paths:
         try:
             with open(path) as f:

@@ -1,0 +1,74 @@
+"""The job summary as a person sees it: the Markdown of the recorded real H100 (Paddle 2.6.2,
+`--expect-gpu`: five failures, a crashed GPU smoke) and of a 26-host fleet, rendered with
+python-markdown and laid out by headless Chromium (tests/browser.py, as the suite does), written
+as the pictures the README shows:
+
+    docs/job-summary.png     one host
+    docs/fleet-summary.png   a fleet: grouped problems, host ranges, each group's fix
+
+Prints, per picture, each table's laid-out width against the room it has (wider means a
+horizontal scroll) and the check ids the browser broke over two lines. Nothing is asserted here
+(tests/test_markdown_browser.py asserts).
+
+    .venv/bin/python bench/bench_markdown.py [--out docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests/ holds the browser helper and the report builders
+
+from envcheck.fleet import merge_reports
+from envcheck.render.markdown import render_fleet_markdown, render_markdown
+from envcheck.saved_report import SavedReport, parse_report
+from tests import report_samples as samples
+from tests.browser import screenshot
+
+REAL_H100 = ROOT / "tests" / "data" / "real-h100" / "f-gpu262-expect.json"
+CHECK_ID = re.compile(r"[a-z0-9]+(?:\.[a-z0-9-]+)+")
+
+
+def host_markdown() -> str:
+    doc = json.loads(REAL_H100.read_text(encoding="utf-8"))
+    return render_markdown(parse_report(SavedReport(REAL_H100.name, doc)).report)
+
+
+def fleet_markdown() -> str:
+    builders = [
+        samples.healthy,
+        samples.driver_upgraded_without_reboot,
+        samples.healthy,
+        samples.cpu_wheel_in_image,
+        samples.healthy,
+        samples.unconfirmed_image_tag,
+        samples.smoke_crashed,
+    ]
+    reports = [builders[i % len(builders)](hostname=f"gpu{i:03d}") for i in range(1, 27)]
+    saved = [SavedReport(f"{r.host.machine.hostname}.json", r.to_json()) for r in reports]
+    return render_fleet_markdown(merge_reports(saved))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, markdown in (("job-summary", host_markdown()), ("fleet-summary", fleet_markdown())):
+        png = args.out / f"{name}.png"
+        laid_out = screenshot(markdown, png)
+        widths = ", ".join(f"{t['scroll']}/{t['room']} px" for t in laid_out["tables"] if t["room"])
+        broken = [c for c in laid_out["wrapped_code"] if CHECK_ID.fullmatch(c)]
+        print(
+            f"{png}: {laid_out['height']} px tall; tables (laid out/room): {widths}; "
+            f"check ids broken: {len(broken)}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""`envcheck fix`'s text: the plan, what ran, the verification and the rollback, read from the
+same document `--json` prints (one source for both)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from envcheck.render.sanitize import visible
+
+OUTCOME_WORDS = {
+    "nothing-to-fix": "nothing to fix: the doctor found nothing this command repairs",
+    "manual-only": "only a person can fix what is left: the manual steps above",
+    "planned": "dry run: nothing was changed; `--yes` applies the plan and verifies it",
+    "fixed": "fixed: the plan was applied and the smoke proved it",
+    "rolled-back": "rolled back: the environment is back as it was (pip freeze matches the record "
+    "byte for byte)",
+    "rollback-incomplete": "the rollback did NOT restore the recorded state: compare "
+    "`pip freeze --all` with the record",
+}
+
+
+def render_fix(doc: dict[str, Any]) -> str:
+    plan = doc["plan"]
+    lines = [f"envcheck fix for {plan['python']}"]
+    doctor = doc["doctor"]
+    lines.append(f"doctor: {doctor['verdict']} (exit {doctor['exit_code']})")
+    lines += _findings(doctor)
+    runs = [s for s in plan["steps"] if s["kind"] != "manual"]
+    manual = [s for s in plan["steps"] if s["kind"] == "manual"]
+    if runs:
+        lines.append("plan (in order):")
+        for n, step in enumerate(runs, 1):
+            lines.append(f"  {n}. {step['kind']} [{step['why']}] {visible(step['changes'])}")
+            lines.append(f"     $ {shlex.join(step['argv'])}")
+        if plan["expect"]:
+            lines.append(
+                f"  then: a smoke training under {plan['python']} must train on the "
+                f"{plan['expect'].upper()}, else everything above is rolled back"
+            )
+    if manual:
+        lines.append("manual steps (need root or a reboot; never run by envcheck), in order:")
+        for n, step in enumerate(manual, 1):
+            lines.append(f"  {n}. [{step['why']}] {visible(step['changes'])}")
+    lines += _applied(doc)
+    lines.append(f"result: {OUTCOME_WORDS[doc['outcome']]} (exit {doc['exit_code']})")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _applied(doc: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if "record" in doc:
+        lines.append(
+            f"recorded before: {doc['record']['freeze']} and {doc['record']['pip_config']}"
+        )
+    for ran in doc.get("applied", []):
+        lines.append(
+            f"ran: {shlex.join(ran['argv'])} -> exit {ran['exit_code']} ({ran['seconds']} s)"
+        )
+    if "verification" in doc:
+        v = doc["verification"]
+        lines.append(f"verification: {v['verdict']} (exit {v['exit_code']}), proof {v['proof']}")
+        lines += _findings(v)
+    if "failed" in doc:
+        lines.append(f"failed: {visible(doc['failed'])}")
+    if "rollback" in doc:
+        for ran in doc["rollback"]["ran"]:
+            lines.append(
+                f"rollback: {shlex.join(ran['argv'])} -> exit {ran['exit_code']} ({ran['seconds']} s)"
+            )
+        after = doc["after_rollback"]
+        lines.append(f"doctor after the rollback: {after['verdict']} (exit {after['exit_code']})")
+        lines += _findings(after)
+    return lines
+
+
+def _findings(summary: dict[str, Any]) -> list[str]:
+    return [f"  {f['severity']}  {f['id']}: {visible(f['message'])}" for f in summary["findings"]]

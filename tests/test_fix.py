@@ -1,0 +1,317 @@
+"""`envcheck fix` end to end: real venvs, real pip, the real Paddle CPU wheel served by a PEP 503
+index on 127.0.0.1 (tests/fix_env.py), the real in-process smoke as the verification, and the
+C-level fake NVIDIA hosts (tests/fakenv) for the GPU plans (issue #25)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+
+from envcheck.fix import apply
+from envcheck.smoke.protocol import CORRUPT_ENV
+from tests import fix_env
+from tests.inprocess import ENV, envcheck_process, run_envcheck
+
+pytest_plugins = ("tests.fakenv",)
+
+CPU_INDEX = "packages/stable/cpu"
+SCHEMAS = Path(__file__).resolve().parent.parent / "schema"
+
+
+def _validator() -> jsonschema.Draft202012Validator:
+    """The published schema, its reference to the doctor's error document resolved locally."""
+    docs = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.schema.json")}
+    registry: Registry = Registry().with_resources(
+        (doc["$id"], Resource.from_contents(doc)) for doc in docs.values()
+    )
+    return jsonschema.Draft202012Validator(docs["fix-report.schema.json"], registry=registry)
+
+
+VALIDATOR = _validator()
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Paddle's index layout on 127.0.0.1, holding the real CPU wheel and its dependencies."""
+    root = tmp_path_factory.mktemp("paddle-index")
+    fix_env.build_index(root, CPU_INDEX, fix_env.wheels())
+    with fix_env.serve(root) as url:
+        yield url
+
+
+@pytest.fixture
+def variables(index: str, tmp_path: Path) -> dict[str, str]:
+    return ENV | {"ENVCHECK_PADDLE_INDEX": index, "XDG_STATE_HOME": str(tmp_path / "state")}
+
+
+def fix(variables: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
+    run = run_envcheck(["fix", "--json", "--quiet", *args], env=variables)
+    assert "Traceback" not in run.stderr, run.stderr
+    doc = json.loads(run.stdout)
+    VALIDATOR.validate(doc)
+    return run.returncode, doc
+
+
+def argvs(doc: dict[str, Any]) -> list[list[str]]:
+    return [s["argv"] for s in doc["plan"]["steps"]]
+
+
+def test_a_venv_without_paddle_gets_the_pinned_cpu_build_and_a_passing_smoke(
+    tmp_path: Path, variables: dict[str, str], index: str
+) -> None:
+    python = fix_env.make_venv(tmp_path / "venv")
+    before = fix_env.freeze(python)
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1")
+    assert (code, doc["outcome"], doc["dry_run"]) == (0, "planned", True)
+    assert argvs(doc) == [
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "paddlepaddle==3.3.1",
+            "--index-url",
+            f"{index}/{CPU_INDEX}/",
+        ]
+    ]
+    assert doc["plan"]["steps"][0]["why"] == "paddle.missing" and doc["plan"]["expect"] == "cpu"
+    assert fix_env.freeze(python) == before  # a dry run changes nothing
+
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+    assert (code, doc["outcome"]) == (0, "fixed"), doc
+    assert doc["verification"]["proof"] == "cpu-trained" and doc["verification"]["exit_code"] == 0
+    assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()
+    assert Path(doc["record"]["freeze"]).read_text() == before
+
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1")
+    assert (code, doc["outcome"], doc["plan"]["steps"]) == (0, "nothing-to-fix", [])
+
+
+def test_a_failing_verification_restores_the_exact_freeze(
+    tmp_path: Path, variables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = fix_env.make_venv(tmp_path / "venv")
+    before = fix_env.freeze(python)
+    # the verification smoke's matmul reads zeros: Paddle "computes" wrong results
+    monkeypatch.setenv(CORRUPT_ENV, "matmul:zero")
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+    assert code == 7 and doc["outcome"] == "rolled-back", doc
+    assert doc["verification"]["verdict"] == "wrong-results"
+    assert doc["rollback"]["freeze_matches"] is True
+    assert fix_env.freeze(python) == before  # byte for byte
+    assert [f["id"] for f in doc["after_rollback"]["findings"]] == ["paddle.missing"]
+    assert "wrong-results" in doc["failed"]
+
+
+def test_both_builds_installed_the_wrong_one_goes_first(
+    tmp_path: Path, variables: dict[str, str], index: str
+) -> None:
+    python = fix_env.make_venv(tmp_path / "venv")
+    paddle = next(w for w in fix_env.wheels() if w.name.startswith("paddlepaddle-"))
+    gpu_stub = fix_env.stub_wheel(tmp_path / "stub", "paddlepaddle-gpu", "3.3.1")
+    fix_env.pip(python, "install", "--no-deps", str(paddle), str(gpu_stub))
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1")
+    pip = [python, "-m", "pip"]
+    assert argvs(doc) == [
+        [*pip, "uninstall", "-y", "paddlepaddle-gpu"],
+        [*pip, "uninstall", "-y", "paddlepaddle"],
+        [*pip, "install", "paddlepaddle==3.3.1", "--index-url", f"{index}/{CPU_INDEX}/"],
+    ]
+    assert {s["why"] for s in doc["plan"]["steps"]} == {"paddle.both-installed"}
+    assert code == doc["doctor"]["exit_code"] == 1  # a dry run: the doctor's verdict of now
+
+
+def test_a_pep668_interpreter_is_refused_with_the_override_named(
+    tmp_path: Path, variables: dict[str, str]
+) -> None:
+    """A copy of this Python's base installation (not a venv) with the distributor's marker."""
+    python = _system_like_python(tmp_path / "sys")
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+    assert code == 2 and "--break-system-packages" in doc["error"]["hint"]
+    assert "PEP 668" in doc["error"]["message"]
+    _, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--break-system-packages")
+    assert all("--break-system-packages" in a for a in argvs(doc))  # pip's flag, on every pip step
+
+
+def _system_like_python(prefix: Path) -> str:
+    stdlib = Path(sysconfig.get_path("stdlib"))
+    lib = prefix / "lib" / stdlib.name
+    lib.mkdir(parents=True)
+    for entry in stdlib.iterdir():
+        (lib / entry.name).symlink_to(entry)
+    (lib / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use apt\n")
+    (prefix / "bin").mkdir()
+    binary = prefix / "bin" / "python3"
+    shutil.copy2(os.path.realpath(getattr(sys, "_base_executable", sys.executable)), binary)
+    return str(binary)
+
+
+def test_two_fixes_of_one_target_cannot_interleave(
+    tmp_path: Path, variables: dict[str, str]
+) -> None:
+    python = fix_env.make_venv(tmp_path / "venv")
+    before = fix_env.freeze(python)
+    prefix = str(tmp_path / "venv")
+    with apply.target_lock(prefix, apply.state_dir(variables) / "locks"):
+        code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+    assert code == 4 and "another `envcheck fix`" in doc["error"]["message"]
+    assert fix_env.freeze(python) == before
+
+
+def test_bad_flags_are_usage_errors() -> None:
+    run = run_envcheck(["fix", "--paddle-index", "not a url"], env=ENV)
+    assert run.returncode == 2 and "--paddle-index" in run.stderr
+    run = run_envcheck(["fix", "--smoke-timeout", "-1"], env=ENV)
+    assert run.returncode == 2 and "--smoke-timeout" in run.stderr
+    run = run_envcheck(["fix", "--yes", "--dry-run"], env=ENV)
+    assert run.returncode == 2 and "not allowed with" in run.stderr
+
+
+# -- GPU hosts: fake drivers (a process of their own) -----------------------------------------
+
+
+@pytest.fixture
+def gpu_host(fake_nvidia: Callable[[str], dict[str, str]], variables: dict[str, str]) -> Any:
+    def make(profile: str) -> dict[str, str]:
+        fake = fake_nvidia(profile)
+        return variables | fake | {"PYTHONPATH": fake["FAKE_NVIDIA_SITE_PACKAGES"]}
+
+    return make
+
+
+def fix_process(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
+    run = envcheck_process("fix", "--json", "--quiet", *args, env=env, timeout=600)
+    assert "Traceback" not in run.stderr, run.stderr
+    doc = json.loads(run.stdout)
+    VALIDATOR.validate(doc)
+    return run.returncode, doc
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize(
+    ("profile", "paddle", "cuda"),
+    [
+        ("a100x2-535", "3.3.1", "129"),  # CUDA 12.2 driver: 12.9 through minor-version compat
+        ("h100-580", "3.3.1", "130"),
+        ("t4-470", "3.2.2", "118"),  # CUDA 11.4 driver: no 3.3.1 build runs, 3.2.2's cu118 does
+    ],
+)
+def test_a_gpu_host_gets_the_gpu_build_of_its_driver_from_its_index(
+    gpu_host: Any, index: str, profile: str, paddle: str, cuda: str
+) -> None:
+    """This venv's Paddle is the CPU build: on a GPU host it goes, the GPU build of the CUDA the
+    driver runs comes from that CUDA's index."""
+    code, doc = fix_process(gpu_host(profile))
+    python = os.path.abspath(sys.executable)
+    assert argvs(doc)[:2] == [
+        [python, "-m", "pip", "uninstall", "-y", "paddlepaddle"],
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            f"paddlepaddle-gpu=={paddle}",
+            "--index-url",
+            f"{index}/packages/stable/cu{cuda}/",
+        ],
+    ]
+    assert doc["plan"]["steps"][0]["why"] == "paddle.cpu-build"
+    assert doc["plan"]["expect"] == "gpu" and code == doc["doctor"]["exit_code"]
+
+
+@pytest.mark.fakegpu
+def test_a_driver_that_needs_a_reboot_is_a_manual_step(gpu_host: Any) -> None:
+    code, doc = fix_process(gpu_host("rm-mismatch"))
+    steps = doc["plan"]["steps"]
+    assert code == 1 and doc["outcome"] == "manual-only"
+    assert [s["kind"] for s in steps] == ["manual"] and "reboot" in steps[0]["changes"]
+
+
+@pytest.mark.fakegpu
+def test_a_failed_gpu_install_is_rolled_back(gpu_host: Any, tmp_path: Path) -> None:
+    """Applied on a fake A100 against the local index, which holds no GPU build: pip fails,
+    the venv is restored, the exit says the environment (4)."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    before = fix_env.freeze(python)
+    code, doc = fix_process(gpu_host("a100x2-535"), "--python", python, "--yes")
+    assert code == 4 and doc["outcome"] == "rolled-back", doc
+    assert "paddlepaddle-gpu==3.3.1" in doc["failed"]
+    assert fix_env.freeze(python) == before
+
+
+def _fix_until(
+    variables: dict[str, str], python: str, start: str, words: str
+) -> tuple[int | None, str]:
+    """`fix --yes` in a process of its own, sent SIGTERM at the first stderr line that starts
+    with `start` and holds `words`: (its exit status, all it said on stderr)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "fix", "--python", python, "--paddle", "3.3.1", "--yes"],
+        env=variables,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith(start) and words in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest = proc.communicate(timeout=600)[1]
+    return proc.returncode, "".join(seen) + (rest or "")
+
+
+def test_sigterm_while_pip_installs_waits_for_it_then_rolls_back(
+    tmp_path: Path, variables: dict[str, str]
+) -> None:
+    """A signal never cuts pip half-way: the running step ends, then the recorded freeze comes
+    back and the run says so, with the interrupted exit status (130)."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    before = fix_env.freeze(python)
+    code, said = _fix_until(variables, python, "envcheck fix: $ ", " install ")
+    assert code == 130, said
+    assert "rolled back, the environment is as it was" in said
+    assert fix_env.freeze(python) == before
+
+
+def test_sigterm_during_the_verification_leaves_the_plan_applied_and_says_so(
+    tmp_path: Path, variables: dict[str, str]
+) -> None:
+    python = fix_env.make_venv(tmp_path / "venv")
+    code, said = _fix_until(variables, python, "envcheck fix: verifying", "smoke training")
+    assert code == 130, said
+    assert "the environment is as planned (every step applied), not verified" in said
+    assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()
+
+
+@pytest.mark.fakegpu
+def test_on_every_fake_host_only_the_target_runs_and_never_sudo(gpu_host: Any) -> None:
+    """Whatever a host needs, a step run by `fix` is the target's pip (or envcheck's own pull);
+    root's work (driver, module, docker group, toolkit) is a manual step with no argv."""
+    from tests import fakenv
+
+    python = os.path.abspath(sys.executable)
+    for profile in fakenv.profile_names():
+        _, doc = fix_process(gpu_host(profile), "--pull")
+        for step in doc["plan"]["steps"]:
+            argv = step["argv"]
+            assert "sudo" not in argv, (profile, step)
+            if step["kind"] == "manual":
+                assert argv == [], (profile, step)
+            elif step["kind"] == "pull":
+                assert argv[1:4] == ["-m", "envcheck", "pull-image"], (profile, step)
+            else:
+                assert argv[:3] == [python, "-m", "pip"], (profile, step)

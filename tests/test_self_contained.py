@@ -1,0 +1,64 @@
+"""The repository is self-contained (#20.4): no code, docstring or document points outside it.
+
+A user's clone has neither the workplace's shared folder nor its machine paths: what the project
+relies on lives here: sourced facts in `docs/facts/` and beside the matrix, the house style in
+`docs/STYLE.md`.
+Recordings under `tests/data/` keep what the recorded machine printed (its paths included).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Built from parts, so that this file does not match itself.
+OUTSIDE = re.compile(
+    "|".join(
+        re.escape(p)
+        for p in ("../" + "shared", "/" + "work/", "shared" + "/facts", "shared" + "/STYLE")
+    )
+)
+
+
+def _tracked() -> list[Path]:
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=30,
+    )
+    return [ROOT / name for name in out.stdout.decode().split("\0") if name]
+
+
+def test_nothing_in_the_repository_points_outside_it() -> None:
+    found = []
+    for path in _tracked():
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith("tests/data/") or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # a binary file (an image)
+        found += [
+            f"{relative}:{number}: {line.strip()}"
+            for number, line in enumerate(text.splitlines(), 1)
+            if OUTSIDE.search(line)
+        ]
+    assert not found, "\n".join(found)
+
+
+def test_the_documents_the_code_cites_are_here() -> None:
+    cited = set()
+    for path in _tracked():
+        if path.suffix in (".py", ".md", ".toml") and path.is_file():
+            cited |= set(
+                re.findall(
+                    r"(?<![\w/])docs/(?:facts/[\w.-]+\.md|STYLE\.md)", path.read_text("utf-8")
+                )
+            )
+    assert cited, "nothing cites docs/: the pattern no longer matches the citations"
+    assert sorted(c for c in cited if not (ROOT / c).is_file()) == []
