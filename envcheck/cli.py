@@ -123,9 +123,12 @@ def _failed(
 ) -> int:
     """One screen on stderr; under --json, also the error document on stdout (the README's
     contract: stdout is one JSON document, whatever happened)."""
-    print(f"envcheck: error: {message}", file=env.stderr)
+    from envcheck.render.sanitize import visible
+
+    # registry and engine texts, image-config values, facts keys: shown, never obeyed (#23.2)
+    print(f"envcheck: error: {visible(message, keep_lines=True)}", file=env.stderr)
     if hint:
-        print(f"envcheck: hint: {hint}", file=env.stderr)
+        print(f"envcheck: hint: {visible(hint, keep_lines=True)}", file=env.stderr)
     if wants_json:
         from envcheck.report import error_document
 

@@ -7,6 +7,7 @@ The SDK is imported lazily: it costs ~300 ms, more than the whole `doctor --no-s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -184,6 +185,13 @@ def translate_pull_errors(ref: str, registry: str) -> Iterator[None]:
         raise _unreachable(f"pulling {ref}", e) from e
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, PermissionError) as e:
         raise _unreachable(f"pulling {ref}", e) from e
+    except (ValueError, docker.errors.StreamParseError, RecursionError) as e:
+        # An answer that is not a stream of JSON objects (docker-py decodes a non-chunked one
+        # whole, raising JSONDecodeError): not an engine we can read; a retry will not fix it.
+        raise PullFailed(
+            f"pulling {ref}: the engine's answer is not a stream of JSON events: {str(e)[:200]}",
+            hint="check `docker info` and the engine's log (is DOCKER_HOST a Docker engine?)",
+        ) from e
 
 
 def inspect_distribution(
@@ -233,10 +241,18 @@ def saved_login(registry: str) -> tuple[str, str] | None:
     import docker.errors
     from docker import auth
     from docker.credentials.errors import StoreError
+    from docker.utils.config import find_config_file
 
+    from envcheck.userfiles import read_regular
+
+    path = find_config_file()
     try:
-        found = auth.resolve_authconfig(auth.load_config(), registry) or {}
-    except (docker.errors.DockerException, StoreError, OSError, ValueError):
+        # Read here, not by the SDK's open(): a FIFO planted there would block it forever (#23.9)
+        config = json.loads(read_regular(path, 1024 * 1024)) if path else None
+        if not isinstance(config, dict) or not config:
+            return None
+        found = auth.resolve_authconfig(auth.load_config(config_dict=config), registry) or {}
+    except (docker.errors.DockerException, StoreError, OSError, ValueError, RecursionError):
         return None  # an unreadable config.json or a failing credential helper: read anonymously
     if not isinstance(found, dict):
         return None

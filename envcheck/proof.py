@@ -1,12 +1,13 @@
 """What the verdict rests on (pure): how far the doctor's evidence goes, and what `--expect-gpu`
 makes of a run in which nothing trained on a GPU.
 
-    gpu-trained  the smoke trained on a GPU and every smoke check passed
+    gpu-trained  the smoke trained on a GPU, NVML saw that GPU work in the run's training window,
+                 and every smoke check passed
     cpu-trained  the smoke trained, on the CPU only
     static       no smoke was asked for (--no-smoke, --facts): the facts were judged, training
                  was not proven
     none         a smoke was asked for and nothing trained (no engine, no image, no Paddle,
-                 or the run failed)
+                 or the run failed), or Paddle's GPU claim was never witnessed by NVML
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def proof_words(
         return "none: the smoke trained on the CPU, not on the GPU it was meant to use"
     if verdict == "wrong-results":
         return "none: the smoke's results were wrong"
+    if _unwitnessed(findings):
+        return "none: Paddle reports training on the GPU, but NVML did not witness it"
     if any(f.family == "smoke" and f.severity == "fail" and f.id != UNPROVEN_ID for f in findings):
         return "none: the smoke training failed"
     return PROOF_WORDS["none"]
@@ -70,7 +73,23 @@ def proof_of(findings: Sequence[Finding], *, smoke_asked: bool) -> Proof:
     if passed is None or any(f.family == "smoke" and f.severity == "fail" for f in findings):
         return "none"
     devices = passed.observed.get("devices") or []
-    return "gpu-trained" if any(str(d).startswith("gpu") for d in devices) else "cpu-trained"
+    if not any(str(d).startswith("gpu") for d in devices):
+        return "cpu-trained"
+    return "none" if _unwitnessed(findings) else "gpu-trained"
+
+
+def _unwitnessed(findings: Sequence[Finding]) -> list[str]:
+    """The GPUs the smoke's pass claims and NVML did not see busy in their training window
+    (a report saved before `witnessed` was recorded claims none unwitnessed)."""
+    passed = next((f for f in findings if f.id == SMOKE_PASS_ID and f.severity == "pass"), None)
+    if passed is None or "witnessed" not in passed.observed:
+        return []
+    seen = passed.observed["witnessed"] or []
+    return [
+        str(d)
+        for d in passed.observed.get("devices") or []
+        if str(d).startswith("gpu") and d not in seen
+    ]
 
 
 def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | None:
@@ -94,6 +113,11 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
     why = [f for f in findings if f.family == "smoke" and f.severity == "warn"]
     if proof == "cpu-trained":
         reason = "the smoke trained on the CPU only"
+    elif unseen := _unwitnessed(findings):
+        reason = (
+            f"Paddle reports training on {', '.join(unseen)}, but NVML did not witness it"
+            + "".join(f": {f.message}" for f in why if f.id == "smoke.gpu-unconfirmed")
+        )
     else:
         reason = "; ".join(f.message for f in why) or "no smoke training ran"
     fixes = [f.fix for f in why if f.fix]

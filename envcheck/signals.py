@@ -1,10 +1,11 @@
-"""SIGTERM and SIGINT unwind the whole run like Ctrl-C, and never in the middle of a creation.
+"""Every ending signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1/2) unwinds the whole run like
+Ctrl-C, and never in the middle of a creation.
 
 CI cancelling a job, `timeout`, `kill` and a batch scheduler send SIGTERM, whose default action
 ends the process at once: containers, the in-process training child and its temp folder would be
 left behind. `unwind_on_signals()` (installed by `envcheck.cli.main` before any command runs)
-turns SIGTERM and SIGINT into `Interrupted`, a `KeyboardInterrupt`, so every `with` and
-`finally` that cleans up on Ctrl-C cleans up on SIGTERM too.
+turns them (`SIGNALS`) into `Interrupted`, a `KeyboardInterrupt`, so every `with` and `finally`
+that cleans up on Ctrl-C cleans up on SIGTERM or a hangup too.
 
 A signal can land between "the engine created a container" and "we hold its handle". Code that
 creates something wraps that step in `deferred()`: a signal arriving inside is raised when the
@@ -27,11 +28,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# What a terminal, an ssh session or a batch system sends to end a run (#23.5): SIGTERM (CI, `kill`,
+# `timeout`, Slurm before its SIGKILL), SIGINT (Ctrl-C), SIGHUP (the terminal or ssh session
+# closed), SIGQUIT (Ctrl-\), SIGUSR1/SIGUSR2 (`scancel --signal=USR1`, `sbatch --signal`): each
+# one's default ends the process at once and leaves the container and temp folder behind.
+SIGNALS = (
+    signal.SIGTERM,
+    signal.SIGINT,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGINT: unwind as Ctrl-C does. The process's exit status is 128 + signum."""
+    """One of `SIGNALS`: unwind as Ctrl-C does. The process exits 130 (ExitStatus.INTERRUPTED)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -57,7 +69,7 @@ def _handler(signum: int, frame: FrameType | None) -> None:
 
 @contextmanager
 def unwind_on_signals(*, process_ends_after: bool = False) -> Iterator[None]:
-    """SIGTERM/SIGINT raise `Interrupted` inside the block. Re-entrant; a no-op off the main
+    """`SIGNALS` raise `Interrupted` inside the block. Re-entrant; a no-op off the main
     thread (only it may set handlers). `process_ends_after`: the block is the process's whole
     run, and the signals are ignored after it instead of given back their previous handlers."""
     if _State.installed or threading.current_thread() is not threading.main_thread():

@@ -14,8 +14,10 @@ Hostile starts that used to end in a traceback (exit 3) or Python's own exit 120
   write or flush is an `EnvironmentProblem` (exit 4, one screen on stderr), and stdout then points
   at /dev/null so nothing else fails on it, the interpreter's final flush included.
 
-A reader leaving (`envcheck doctor | head -1`, EPIPE) stays BrokenPipeError until the report's
-writer (`reader_may_leave`) or the CLI meets it: the verdict is already decided and its exit code
+A reader leaving stderr (`envcheck doctor 2>&1 | head -1`, EPIPE on a progress line) silences
+stderr and nothing else: the pull or smoke under way goes on (#23.6). A reader leaving stdout
+(`envcheck doctor | head -1`) stays BrokenPipeError until the report's writer
+(`reader_may_leave`) or the CLI meets it: the verdict is already decided and its exit code
 must survive (a CI gate reading the first line must not turn a FAIL into 0). The rest of the
 output goes to /dev/null, as Python's documentation recommends for SIGPIPE-free programs
 (https://docs.python.org/3/library/signal.html#note-on-sigpipe).
@@ -114,7 +116,10 @@ class _Guarded(io.TextIOBase):
         try:
             return self._stream.write(text)
         except BrokenPipeError:
-            raise
+            if self._report:
+                raise  # the report's writer decides (`reader_may_leave`)
+            self._fail_silently()
+            return len(text)
         except OSError as e:
             self._fail(e)
             return len(text)
@@ -126,9 +131,17 @@ class _Guarded(io.TextIOBase):
         try:
             self._stream.flush()
         except BrokenPipeError:
-            raise
+            if self._report:
+                raise
+            self._fail_silently()
         except OSError as e:
             self._fail(e)
+
+    def _fail_silently(self) -> None:
+        """stderr's reader left (`doctor 2>&1 | head -1`): progress and errors have nobody to
+        read them, but the pull or smoke under way goes on and the verdict's code survives."""
+        self._failed = True
+        self._drop()
 
     def _fail(self, e: OSError) -> None:
         self._failed = True

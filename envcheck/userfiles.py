@@ -57,16 +57,44 @@ def names_stdout(path: str, env: Environment | None = None) -> bool:
 
 
 def append_output(path: str, text: str, *, what: str) -> None:
-    """Append to a file the environment named (`$GITHUB_STEP_SUMMARY`): a regular file or a
-    character device/FIFO, never a directory; created when missing. Raises EnvcheckError."""
+    """Append to a file the environment named (`$GITHUB_STEP_SUMMARY`, `$GITHUB_OUTPUT`): a
+    regular file (created when missing) or a character device/FIFO someone reads, never through
+    a symbolic link, never waited on, never a directory (#23.8, #23.9). A regular file is left
+    as it was when the text could not all be written (a full disk): never a cut-off table.
+    Raises EnvcheckError."""
     try:
-        info = _stat(path)
-        if info is not None and not (stat.S_ISREG(info.st_mode) or _in_place(info)):
-            raise UsageError(f"cannot write {what} {path}: {_kind(info)}")
-        with open(path, "a", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        _append(path, text.encode("utf-8", "backslashreplace"))
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UsageError(
+                f"refusing to write {what} {path}: it is a symbolic link",
+                hint="envcheck never writes a file through a link: name the target itself",
+            ) from e
+        if e.errno == errno.ENXIO:
+            raise UsageError(f"cannot write {what} {path}: a FIFO nothing is reading") from e
         raise output_error(what, path, e) from e
+
+
+def _append(path: str, data: bytes) -> None:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+    fd = os.open(path, flags | os.O_CLOEXEC, 0o666)
+    try:
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) or _in_place(info)):
+            raise UsageError(f"cannot write to {path}: it is {_kind(info)}")
+        os.set_blocking(fd, True)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if stat.S_ISREG(info.st_mode):
+                os.fsync(fd)
+        except OSError:
+            if stat.S_ISREG(info.st_mode):
+                os.ftruncate(fd, info.st_size)  # what was there before us, whole
+            raise
+    finally:
+        os.close(fd)
 
 
 def output_error(flag: str, path: str, e: OSError) -> EnvcheckError:
@@ -206,12 +234,18 @@ def _umask() -> int:
 
 
 def read_json(
-    path: str, *, what: str, hint: str | None = None, env: Environment | None = None
+    path: str,
+    *,
+    what: str,
+    hint: str | None = None,
+    env: Environment | None = None,
+    regular: bool = False,
 ) -> Any:
     """The JSON document at `path` (`-` = `env`'s stdin, None: the process's); any failure is a
-    UsageError naming `what`."""
+    UsageError naming `what`. `regular`: a file envcheck found itself (a folder's *.json), read
+    only if it is a regular file (`read_regular`); a path the user named may be a FIFO."""
     shown = path if path != "-" else "- (stdin)"
-    data = _read_bytes(path, what, hint, env.stdin if env else sys.stdin)
+    data = _read_bytes(path, what, hint, env.stdin if env else sys.stdin, regular)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -264,10 +298,37 @@ def read_bytes(path: str, stdin: TextIO | None, limit: int = MAX_DOCUMENT) -> by
     return data
 
 
-def _read_bytes(path: str, what: str, hint: str | None, stdin: TextIO | None) -> bytes:
+def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = True) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them: for every file envcheck
+    reads on its own (a Paddle version file, the docker client's config.json and context
+    meta.json, owner.key, a report folder's *.json). Opened with O_NONBLOCK, so a FIFO planted
+    there is refused at once instead of waited on forever (#23.9), and checked with fstat before
+    a byte is read. Raises OSError: the file's own, ELOOP for a link when not `follow`, EINVAL
+    for not a regular file, EFBIG over `limit`."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file: {_kind(info)}")
+        if info.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+        os.set_blocking(fd, True)
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # it grew since fstat
+        raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+    return data
+
+
+def _read_bytes(
+    path: str, what: str, hint: str | None, stdin: TextIO | None, regular: bool = False
+) -> bytes:
     shown = path if path != "-" else "- (stdin)"
     try:
-        return read_bytes(path, stdin)
+        return read_regular(path, MAX_DOCUMENT) if regular else read_bytes(path, stdin)
     except FileNotFoundError as e:
         raise UsageError(f"cannot read {what} {shown}: no such file", hint=hint) from e
     except OSError as e:

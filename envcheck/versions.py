@@ -27,7 +27,7 @@ class RawVersion:
         return self.raw
 
 
-_DOTTED = re.compile(r"\d{1,9}(\.\d{1,9}){0,3}")
+_DOTTED = re.compile(r"\d{1,9}(\.\d{1,9}){0,3}", re.ASCII)  # `١٢.٦` is not a version
 
 
 def parse_dotted(text: str) -> RawVersion:
@@ -67,7 +67,7 @@ def cudnn_version_from_int(value: int) -> str:
     return f"{major}.{minor}.{patch}"
 
 
-_CC = re.compile(r"(\d{1,2})\.(\d)")
+_CC = re.compile(r"(\d{1,2})\.(\d)", re.ASCII)
 
 
 def parse_compute_capability(text: str) -> tuple[int, int]:

@@ -34,12 +34,14 @@ ENV = {**inprocess.ENV, "ENVCHECK_CACHE_DIR": ""}
 
 @dataclass
 class Tally:
+    surface: str = "input"
     cases: int = 0
     tracebacks: int = 0
     wrong_exit: int = 0
     injections: int = 0  # a line of output that starts a workflow command, or an ESC byte
     leaks: int = 0  # files created outside the paths a case named
     damaged: int = 0  # files or device nodes changed that a case did not name
+    hangs: int = 0  # a run that had to be killed (#23.9: a FIFO where a file should be)
     failures: list[str] = field(default_factory=list)
 
     def record(
@@ -51,6 +53,7 @@ class Tally:
         injected: bool = False,
         leaks: int = 0,
         damaged: int = 0,
+        hung: bool = False,
         detail: str = "",
     ) -> None:
         self.cases += 1
@@ -59,14 +62,26 @@ class Tally:
         self.injections += injected
         self.leaks += leaks
         self.damaged += damaged
-        if traceback_seen or wrong_exit or injected or leaks or damaged:
+        self.hangs += hung
+        if traceback_seen or wrong_exit or injected or leaks or damaged or hung:
             self.failures.append(f"{name}: {detail}")
+
+    @property
+    def faults(self) -> tuple[int, int, int, int, int, int]:
+        return (
+            self.tracebacks,
+            self.wrong_exit,
+            self.injections,
+            self.leaks,
+            self.damaged,
+            self.hangs,
+        )
 
     def line(self) -> str:
         return (
-            f"fault campaign (input): {self.cases} cases, {self.tracebacks} tracebacks, "
+            f"fault campaign ({self.surface}): {self.cases} cases, {self.tracebacks} tracebacks, "
             f"{self.wrong_exit} wrong exit codes, {self.injections} injections, {self.leaks} leaks, "
-            f"{self.damaged} files damaged"
+            f"{self.damaged} files damaged, {self.hangs} hangs"
         )
 
 
@@ -459,7 +474,7 @@ def good_facts_text() -> str:
     return json.dumps(full_facts())
 
 
-def _snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
+def snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
     out = {}
     for path in sorted(folder.rglob("*")):
         try:
@@ -487,7 +502,7 @@ def run_cli_case(case: CliCase, tmp: Path) -> subprocess.CompletedProcess[str] |
     args = [a.replace("{tmp}", str(tmp)).replace("{facts}", str(facts)) for a in case.args]
     env = {**ENV, **dict(case.env)}
     named = {a for a in args if a.startswith(str(tmp))}
-    before, devices = _snapshot(tmp), _devices()
+    before, devices = snapshot(tmp), _devices()
     cmd = [sys.executable, "-m", "envcheck", *args]
     r: subprocess.CompletedProcess[str] | Result
     if not (case.shell or case.env or {"/dev/stdout", "/dev/stderr"} & set(args)):
@@ -515,7 +530,7 @@ def run_cli_case(case: CliCase, tmp: Path) -> subprocess.CompletedProcess[str] |
             timeout=120,
             check=False,
         )
-    after = _snapshot(tmp)
+    after = snapshot(tmp)
     new = [p for p in after if p not in before and p not in named]
     changed = [
         p

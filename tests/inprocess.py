@@ -80,6 +80,28 @@ def envcheck_process(
     )
 
 
+def run_with_a_gone_reader(
+    args: list[str], *, stderr_too: bool, env: Mapping[str, str] | None = None
+) -> tuple[int, str]:
+    """`envcheck ARGS | head -1` (with `2>&1` when `stderr_too`): the reader is gone before the
+    first byte, so every write to that pipe is EPIPE; the returned text is what stderr said when
+    it was not the pipe."""
+    read, write_end = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "envcheck", *args],
+            stdout=write_end,
+            stderr=write_end if stderr_too else subprocess.PIPE,
+            env=dict(env or ENV),
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    return proc.returncode, (proc.stderr or b"").decode()
+
+
 def doctor_process(
     env: Mapping[str, str], *args: str, timeout: float = 300
 ) -> tuple[int, dict[str, Any], str]:

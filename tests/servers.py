@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import socketserver
 import subprocess
 import tempfile
 import threading
@@ -430,3 +431,118 @@ def _pings(path: Path) -> bool:
             return s.recv(64).split(b" ")[1:2] == [b"200"]  # "HTTP/1.x 200 OK"
         except OSError:
             return False
+
+
+@dataclass
+class Answer:
+    """One canned HTTP answer of `FakeEngine`: `chunked` streams the body as one chunk."""
+
+    status: int = 200
+    body: bytes = b"{}"
+    content_type: str = "application/json"
+    chunked: bool = False
+
+
+class _Routes:
+    """Answers each request with the first route whose `(method, path part)` matches, else 404;
+    `requests` records `METHOD path` of every request."""
+
+    def __init__(self, routes: dict[tuple[str, str], Answer]) -> None:
+        self.routes, self.requests = routes, list[str]()
+
+    def serve(self, server: socketserver.BaseServer) -> None:
+        self.server = server
+        self.thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self) -> None:
+                owner.requests.append(f"{self.command} {self.path}")
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                answer = next(
+                    (
+                        a
+                        for (m, part), a in owner.routes.items()
+                        if m == self.command and part in self.path
+                    ),
+                    Answer(404, b'{"message": "no such route in the fake server"}'),
+                )
+                self.send_response(answer.status)
+                self.send_header("Content-Type", answer.content_type)
+                self.send_header("Api-Version", "1.45")
+                if answer.chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    body = answer.body
+                    self.wfile.write(f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+                else:
+                    self.send_header("Content-Length", str(len(answer.body)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(answer.body)
+
+            do_GET = do_POST = do_HEAD = do_DELETE = _answer
+
+            def address_string(self) -> str:
+                return "peer"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        return Handler
+
+
+class FakeEngine(_Routes):
+    """A misbehaving Engine API on a unix socket, a *peer* for the real docker SDK (never a mock
+    of it)."""
+
+    def __init__(self, path: Path, routes: dict[tuple[str, str], Answer]) -> None:
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+        super().__init__(routes)
+        self.path = path
+        self.serve(Server(str(path), self.handler()))
+
+    @property
+    def host(self) -> str:
+        return f"unix://{self.path}"
+
+
+class FakeRegistry(_Routes):
+    """A misbehaving registry on 127.0.0.1 (plain HTTP, as envcheck speaks to a loopback one)."""
+
+    def __init__(self, routes: dict[tuple[str, str], Answer]) -> None:
+        super().__init__(routes)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
+        server.daemon_threads = True
+        self.serve(server)
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.server.server_address[1]}"
+
+
+ENGINE_VERSION = Answer(
+    body=json.dumps(
+        {
+            "Version": "27.3.1",
+            "ApiVersion": "1.45",
+            "MinAPIVersion": "1.24",
+            "Os": "linux",
+            "Arch": "amd64",
+        }
+    ).encode()
+)

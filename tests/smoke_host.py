@@ -46,3 +46,20 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """The processes (`pid: command line`) whose command line holds `text`: a training child
+    left behind names its temp folder."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                cmdline = (
+                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
+            except OSError:
+                continue  # gone meanwhile
+            if text in cmdline:
+                found.append(f"{proc.name}: {cmdline}")
+    return found

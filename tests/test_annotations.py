@@ -227,3 +227,29 @@ def test_doctor_prints_no_workflow_command_outside_github_actions(tmp_path: Path
     assert done.returncode != 0
     assert "::error" not in done.stdout + done.stderr
     assert not (tmp_path / "summary.md").exists() and not (tmp_path / "output").exists()
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\u202egpu\x07"
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_fleet_annotations_show_hostile_hostnames_never_obey_them():
+    """#23.2: hostnames carried ESC/BEL/bidi into the "N more" annotation of a fleet."""
+    from envcheck.fleet import merge_reports
+    from envcheck.render.annotations import fleet_annotations
+    from envcheck.saved_report import SavedReport
+
+    reports = [samples.smoke_crashed(hostname=f"n{i}{HOSTILE}") for i in range(15)]
+    summary = merge_reports([SavedReport(f"{i}.json", r.to_json()) for i, r in enumerate(reports)])
+    lines = fleet_annotations(summary)
+    assert len(lines) == ANNOTATIONS_PER_LEVEL and "6 more" in lines[-1]
+    for line in lines:
+        assert not UNSAFE.search(line), repr(line)
+        assert "\\x1b" in line  # shown, escaped
+
+
+def test_step_outputs_carry_no_control_characters(monkeypatch, tmp_path):
+    out = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    assert ann.append_step_outputs({"image": f"img{HOSTILE}"}) is None
+    assert not UNSAFE.search(out.read_text(encoding="utf-8"))

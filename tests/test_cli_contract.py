@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import scenarios as s
-from tests.inprocess import ENV, envcheck
+from tests.inprocess import ENV, envcheck, run_with_a_gone_reader
 from tests.test_cli import write
 
 
@@ -61,3 +61,31 @@ def test_a_reader_that_leaves_keeps_the_verdicts_exit_code(tmp_path: Path, mode:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1, err
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"]], ids=["text", "json"])
+def test_a_reader_that_leaves_stdout_and_stderr_keeps_the_verdicts_code(
+    tmp_path: Path, mode: list[str]
+) -> None:
+    """#23.6: `envcheck doctor … 2>&1 | head -1` exited 120 (the progress line's EPIPE)."""
+    facts = write(
+        tmp_path,
+        s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU),
+    )
+    code, _ = run_with_a_gone_reader(["doctor", "--facts", facts, *mode], stderr_too=True)
+    assert code == 1
+
+
+@pytest.mark.parametrize("stderr_too", [False, True], ids=["stdout", "2>&1"])
+def test_report_piped_to_head_keeps_the_fleets_code(tmp_path: Path, stderr_too: bool) -> None:
+    """#23.6: `envcheck report DIR | head -1` exited 4 instead of the fleet's 1."""
+    from tests import report_samples as samples
+
+    for build in (samples.healthy, samples.driver_upgraded_without_reboot):
+        report = build()
+        (tmp_path / f"{report.host.machine.hostname}.json").write_text(
+            json.dumps(report.to_json()), encoding="utf-8"
+        )
+    code, err = run_with_a_gone_reader(["report", str(tmp_path)], stderr_too=stderr_too)
+    assert code == 1, err
+    assert "Traceback" not in err

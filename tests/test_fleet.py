@@ -672,7 +672,11 @@ def test_host_lists_read_like_slurm_writes_them(text, names):
         ("-rf", "line 1: '-rf' is not a host name"),
         ("n[]", "line 1: '' is not a range like 001-004"),
         ("r[1-999]n[1-999]", "line 1: 'r[1-999]n[1-999]' names more than 100000 hosts"),
-        ("n[0-999999999]", "line 1: the range 0-999999999 has too many hosts"),
+        ("n[0-999999999]", "line 1: 'n[0-999999999]' names more than 100000 hosts"),
+        # #23.4: each range under the limit, together 30 million names (2.1 GB before a check)
+        ("n[" + ",".join(["0-99999"] * 300) + "]", "names more than 100000 hosts"),
+        ("x" * 254, "is longer than a host name"),
+        ("x" * 250 + "[1-99999]", "is longer than a host name"),
     ],
     ids=[
         "reversed",
@@ -683,6 +687,9 @@ def test_host_lists_read_like_slurm_writes_them(text, names):
         "empty-range",
         "product-too-big",
         "range-too-big",
+        "many-ranges",
+        "long-name",
+        "long-names-ranged",
     ],
 )
 def test_bad_host_lists_say_where(text, error):
@@ -840,3 +847,24 @@ def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all():
         "total": 6,
         "not_all_proven": ["gpu001", "gpu002"],
     }
+
+
+def test_a_host_list_asking_for_gigabytes_is_exit_2(tmp_path: Path) -> None:
+    """#23.4: `n[0-99999,0-99999,…]` in a 2.4 KB file ended in MemoryError."""
+    hosts = tmp_path / "nodes.txt"
+    hosts.write_text("n[" + ",".join(["0-99999"] * 300) + "]\n")
+    (tmp_path / "reports").mkdir()
+    _write(tmp_path / "reports", samples.healthy())
+    run = run_envcheck(["report", "--expect-hosts", str(hosts), str(tmp_path / "reports")])
+    assert run.returncode == 2, run.stderr
+    assert "names more than 100000 hosts" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_bad_files_name_is_shown_never_obeyed(tmp_path: Path) -> None:
+    """#23.2: report's per-file errors printed the file name raw (ESC, a `::warning::` line)."""
+    _write(tmp_path, samples.healthy())
+    (tmp_path / "x\n::warning::forged\x1b[2J.json").write_text("not json")
+    run = run_envcheck(["report", str(tmp_path)])
+    assert run.returncode == 2
+    assert "forged" in run.stderr and "\x1b" not in run.stderr
+    assert not any(line.startswith("::") for line in run.stderr.splitlines())

@@ -12,6 +12,7 @@ from markdown_it import MarkdownIt
 from envcheck.findings import fail, passed, warn
 from envcheck.fleet import merge_reports
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
+from envcheck.render.sanitize import visible
 from envcheck.report import Report
 from envcheck.saved_report import SavedReport
 from tests import report_samples as samples
@@ -201,3 +202,22 @@ def test_fleet_summary_names_duplicates():
         "Duplicate host `gpu-node-1`: kept `new.json` (newest), ignored `old.json`."
         in render_fleet_markdown(summary)
     )
+
+
+@pytest.mark.parametrize(
+    "finding_id",
+    ["driver.x`<b>hi</b>`\n\n# heading", "a``b`", "`lead", "lone\udcffsurrogate", "p|ipe"],
+    ids=["backtick-html-blank-lines", "runs", "leading", "surrogate", "pipe"],
+)
+def test_a_reports_finding_id_stays_inside_its_code_span(finding_id: str) -> None:
+    """#23.2/#23.3: a saved report's finding id is not ours: a backtick in it closed the span (raw
+    HTML and blank lines reached $GITHUB_STEP_SUMMARY), a lone surrogate crashed the write."""
+    report = samples.report((fail(finding_id, "m", fix="f", layer="driver"),))
+    summary = merge_reports([SavedReport("n.json", report.to_json())])
+    shown = " ".join(visible(finding_id).split())
+    for md in (render_fleet_markdown(summary), render_markdown(report)):
+        md.encode("utf-8")
+        html_out = GFM.render(md)
+        assert "<b>" not in html_out and "<h1>" not in html_out
+        spans = [html.unescape(c).strip() for c in re.findall(r"<code>(.*?)</code>", html_out)]
+        assert shown in spans, (shown, spans)

@@ -186,3 +186,24 @@ def test_other_interpreter_is_asked_for_its_path(tmp_path: Path) -> None:
 
 def _at(site: str) -> Interpreter:
     return Interpreter(python="python", prefix="/", paths=(site,), version="3.11.2")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "cuda_version = 'abc'",
+        "cuda_version = '1.2.3.4.5.6.7'",
+        "cuda_version = 1e400",
+        "cudnn_version = '\u0669.\u0665'",
+        "full_version = '\u0661.\u0662'",
+        "compiled_cuda_archs = [80, 1000]",
+    ],
+    ids=["word", "seven-parts", "1e400", "arabic-digits", "arabic-full", "arch"],
+)
+def test_live_values_are_validated_like_a_facts_file(tmp_path: Path, line: str) -> None:
+    """#23.3: what `--facts` refuses with exit 2, the live probe reports as an error fact, never
+    handing the judge a value it would parse into a traceback."""
+    text = VERSION_331_CU126 + line + "\n"
+    facts = probe_paddle(_at(str(make_site(tmp_path, text, "paddlepaddle_gpu-3.3.1"))))
+    assert facts.status == "error", facts
+    assert facts.reason and "paddle." in facts.reason

@@ -35,6 +35,7 @@ from envcheck.reference import parse_reference
 from envcheck.registry.errors import ManifestNotFound, RegistryUnavailable
 from envcheck.render.progress import PlainDisplay
 from tests.conftest import BUSYBOX, BUSYBOX_CUDA, LocalRegistry
+from tests.inprocess import run_with_a_gone_reader
 from tests.registry_push import PushedImage, push_index, push_random_image
 from tests.servers import TrickleServer, free_port
 
@@ -631,3 +632,14 @@ def test_a_trickling_registry_alone_ends_in_exit_4(docker_client: Any) -> None:
         _wait_for(lambda: server.open == 0, 30)
     assert info.value.status == 4 and server.connections >= 2
     assert "the engine reading" in info.value.message
+
+
+def test_a_reader_leaving_stdout_and_stderr_does_not_abandon_the_pull(fresh: Fresh) -> None:
+    """#23.6: `pull-image … 2>&1 | head -1`: the first progress line's EPIPE abandoned the pull
+    (exit 4, no image). The reader's leaving silences the output, never the pull."""
+    repo, pushed = fresh.push()
+    ref = fresh.registry.ref(f"{repo}:1")
+    code, _ = run_with_a_gone_reader(["pull-image", "--image", ref], stderr_too=True)
+    assert code == 0
+    image = fresh.local(ref)
+    assert image is not None and any(pushed.digest in d for d in image["RepoDigests"])

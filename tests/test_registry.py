@@ -368,38 +368,37 @@ def test_envchecks_own_bug_is_not_a_malformed_manifest(
 
 
 class DocumentServer:
-    """Serves `document` for any manifest and `config` for any blob."""
+    """Serves `document` for any manifest and `config` for any blob; a config descriptor naming
+    DIGEST names the served config by its real digest (#23.10: configs are checked)."""
 
     def __init__(self, document: dict[str, Any], config: dict[str, Any]) -> None:
         self.document, self.config = document, config
 
     def __enter__(self) -> str:
+        import copy
+        import hashlib
         import json
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        owner = self
+        from tests.servers import Answer, FakeRegistry
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                doc = owner.document if "/manifests/" in self.path else owner.config
-                payload = json.dumps(doc).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", str(doc.get("mediaType", "application/json")))
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return f"127.0.0.1:{self.server.server_address[1]}"
+        config = json.dumps(self.config).encode()
+        document = copy.deepcopy(self.document)
+        descriptor = document.get("config")
+        if isinstance(descriptor, dict) and descriptor.get("digest") == DIGEST:
+            descriptor["digest"] = "sha256:" + hashlib.sha256(config).hexdigest()
+        kind = str(document.get("mediaType", "application/json"))
+        self.server = FakeRegistry(
+            {
+                ("GET", "/manifests/"): Answer(
+                    body=json.dumps(document).encode(), content_type=kind
+                ),
+                ("GET", "/blobs/"): Answer(body=config),
+            }
+        )
+        return self.server.addr
 
     def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
 
 # -- the engine's answer (#12.3): recorded from `docker.APIClient.inspect_distribution` ------------
@@ -473,3 +472,66 @@ def test_a_malformed_engine_answer_is_named(doc: Any, where: str) -> None:
     ) as info:
         parse_distribution(doc, parse_reference("127.0.0.1:5000/a/b:1"))
     assert where in info.value.message and info.value.status == 4
+
+
+# -- content addressed means checked (#23.10) -----------------------------------------------------
+def _registry_serving(config: bytes, served: bytes) -> Any:
+    """A fake registry whose manifest names `config` by its digest and which serves `served`
+    as that blob (a compromised mirror, a cache that kept another image's config)."""
+    import hashlib
+    import json
+
+    from tests.servers import Answer, FakeRegistry
+
+    digest = "sha256:" + hashlib.sha256(config).hexdigest()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {
+            "mediaType": "application/vnd.docker.container.image.v1+json",
+            "digest": digest,
+            "size": len(config),
+        },
+        "layers": [],
+    }
+    kind = "application/vnd.docker.distribution.manifest.v2+json"
+    server = FakeRegistry(
+        {
+            ("GET", "/manifests/"): Answer(body=json.dumps(manifest).encode(), content_type=kind),
+            ("GET", f"/blobs/{digest}"): Answer(
+                body=served, content_type="application/octet-stream"
+            ),
+            ("GET", "/v2/"): Answer(body=b"{}"),
+        }
+    )
+    return server
+
+
+def _config(cuda: str) -> bytes:
+    import json
+
+    env = {"Env": [f"CUDA_VERSION={cuda}"]}
+    rootfs = {"type": "layers", "diff_ids": []}
+    return json.dumps(
+        {"architecture": "amd64", "os": "linux", "config": env, "rootfs": rootfs}
+    ).encode()
+
+
+def test_an_image_config_is_judged_only_if_its_digest_matches() -> None:
+    server = _registry_serving(_config("12.6.3"), _config("11.0.3"))
+    try:
+        ref = parse_reference(f"{server.addr}/envcheck-test/forged:1")
+        with pytest.raises(RegistryError, match="image config whose digest is sha256:"):
+            RegistryClient.for_reference(ref, timeout=5).inspect(ref, AMD64)
+    finally:
+        server.close()
+
+
+def test_an_image_config_with_its_own_bytes_is_read() -> None:
+    server = _registry_serving(_config("12.6.3"), _config("12.6.3"))
+    try:
+        ref = parse_reference(f"{server.addr}/envcheck-test/honest:1")
+        remote = RegistryClient.for_reference(ref, timeout=5).inspect(ref, AMD64)
+        assert remote.env.get("CUDA_VERSION") == "12.6.3"
+    finally:
+        server.close()

@@ -25,7 +25,7 @@ from envcheck.smoke import ownership
 from envcheck.smoke.container import SmokeContainer
 from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.ownership import OWNER_LABEL
-from tests.smoke_host import SCRIPTS
+from tests.smoke_host import SCRIPTS, processes_mentioning
 
 pytest_plugins = ("tests.smoke_fixtures",)
 
@@ -122,21 +122,6 @@ def _wait_until_in_charge(proc: subprocess.Popen[str]) -> None:
         time.sleep(0.01)
 
 
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            try:
-                cmdline = (
-                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                )
-            except OSError:
-                continue  # gone meanwhile
-            if text in cmdline:
-                found.append(f"{proc.name}: {cmdline}")
-    return found
-
-
 @pytest.mark.docker
 @pytest.mark.parametrize(
     ("mode", "signum", "after"),
@@ -175,7 +160,7 @@ def test_a_signal_at_a_random_moment_leaves_nothing(
     assert proc.returncode in (0, 130), (proc.returncode, err[-2000:])
     left = docker_client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
     assert not left, f"containers left: {[c.name for c in left]}"
-    assert not _processes_mentioning(str(tmp_path)), "the training child survived"
+    assert not processes_mentioning(str(tmp_path)), "the training child survived"
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("envcheck")]
     if proc.returncode == 130:
         assert "interrupted" in (out + err)
@@ -185,3 +170,50 @@ def test_the_moments_cover_both_signals_and_both_modes() -> None:
     assert {(m, s) for m, s, _ in MOMENTS} == {
         (m, s) for m in ("container", "in-process") for s in (signal.SIGTERM, signal.SIGINT)
     }
+
+
+# -- every signal a terminal or a scheduler sends (#23.5) ------------------------------------------
+ENDING = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def _smoke_under_way(mode: str, docker_client: Any, owner: str, workdir: Path) -> bool:
+    """The moment there is something to leave behind: the smoke container, or the in-process
+    child's temp folder."""
+    if mode == "container":
+        # the low-level list: no inspect per container, which races the run's own removal
+        return bool(
+            docker_client.api.containers(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
+        )
+    return any(p.name.startswith("envcheck-smoke-") for p in workdir.iterdir())
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("mode", ["container", "in-process"])
+@pytest.mark.parametrize("signum", ENDING, ids=[s.name for s in ENDING])
+def test_a_hangup_quit_or_user_signal_mid_smoke_leaves_nothing(
+    docker_client: Any, paddle_image: str, tmp_path: Path, mode: str, signum: signal.Signals
+) -> None:
+    """SIGHUP (a closed terminal or ssh session), SIGQUIT, SIGUSR1/2 (`scancel --signal`) ended
+    the process at once: the smoke container kept running, the child kept its temp folder."""
+    flags = ["--image", paddle_image] if mode == "container" else ["--in-process"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "doctor", "--json", *flags],
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    owner = f"{socket.gethostname()}:{proc.pid}"
+    polls = 0
+    while proc.poll() is None and not _smoke_under_way(mode, docker_client, owner, tmp_path):
+        polls += 1
+        assert polls < 6000, "the smoke never started"  # a bound on the wait, not a timing
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    left = docker_client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
+    assert not left, f"containers left: {[c.name for c in left]}"
+    assert not processes_mentioning(str(tmp_path)), "the training child survived"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("envcheck")]

@@ -15,6 +15,7 @@ from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX
 from envcheck.exitcodes import ExitStatus
 from envcheck.facts import HostFacts, host_from_document
 from envcheck.findings import Finding
+from envcheck.proof import expect_gpu_unproven, proof_of, proof_words
 from envcheck.report import ImageChoice, exit_status_of, verdict_of
 from envcheck.smoke.document import smoke_document
 from envcheck.smoke.failures import image_unavailable
@@ -687,3 +688,62 @@ def test_an_unconfirmed_gpu_without_a_sample_count_says_no_none_samples() -> Non
         "smoke.gpu-unconfirmed",
     ).message
     assert message.endswith("(10 samples in all)")
+
+
+# -- proof that cannot be forged (#23.1) ---------------------------------------------------------
+def _host_ran(doc: dict[str, Any], nvml: dict[str, Any], shift: float = 0.0) -> dict[str, Any]:
+    """`nvml` with the interval the host started and reaped the run in, around the first run's
+    window shifted by `shift` seconds (what `outcome_of` adds from the RawRun)."""
+    window = doc["runs"][0]["train_window"]
+    return nvml | {
+        "run_window": {"start": window["start"] + shift - 3, "end": window["end"] + shift + 1}
+    }
+
+
+def test_a_training_window_outside_the_run_confirms_nothing() -> None:
+    """A result replayed from another run (its window an hour before this run started) with
+    NVML busy "inside" that window earned a pass: the window is checked against the host's."""
+    doc = rec.on_gpu(rec.result())
+    nvml = _host_ran(doc, rec.nvml_witness(doc, {0: (812, 57, 41)}), shift=3600.0)
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
+    assert ids(findings) == ["smoke.pass", "smoke.gpu-unconfirmed"]
+    assert "outside the run the host started and reaped" in findings[1].message
+    assert proof_of(findings, smoke_asked=True) == "none"
+    unproven = expect_gpu_unproven(findings, "none")
+    assert unproven is not None and unproven.severity == "fail"
+    assert "NVML did not witness" in unproven.message
+
+
+def test_the_windows_own_run_is_confirmed() -> None:
+    doc = rec.on_gpu(rec.result())
+    nvml = _host_ran(doc, rec.nvml_witness(doc, {0: (812, 57, 41)}))
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
+    assert ids(findings) == ["smoke.pass"]
+    assert proof_of(findings, smoke_asked=True) == "gpu-trained"
+
+
+def test_a_gpu_claim_with_no_nvidia_library_mapped_is_a_cpu_fallback() -> None:
+    """The same result said `loaded_libraries: []` after the first step: no libcuda, no GPU."""
+    doc = rec.on_gpu(rec.result()) | {"loaded_libraries": [], "loaded_when": "first-step"}
+    nvml = _host_ran(doc, rec.nvml_witness(doc, {0: (812, 57, 41)}))
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
+    assert "smoke.pass" not in ids(findings)
+    [fallback] = [f for f in findings if f.id == "smoke.cpu-fallback"]
+    assert fallback.observed["cause"] == "no-nvidia-library"
+    assert verdict_of(findings) == "cpu-fallback"
+
+
+@pytest.mark.parametrize(
+    "nvml",
+    [NVML_ABSENT, {"status": "ok", "samples": 10, "gpus": {"0": {}}}],
+    ids=["nvml-unavailable", "nvml-saw-nothing"],
+)
+def test_under_expect_gpu_a_claim_nvml_did_not_witness_fails(nvml: dict[str, Any]) -> None:
+    doc = rec.on_gpu(rec.result())
+    findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
+    assert "smoke.pass" in ids(findings)
+    proof = proof_of(findings, smoke_asked=True)
+    assert proof == "none"
+    assert "did not witness" in proof_words(proof, verdict_of(findings), findings)
+    unproven = expect_gpu_unproven(findings, proof)
+    assert unproven is not None and unproven.severity == "fail"

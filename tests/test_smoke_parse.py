@@ -227,3 +227,32 @@ def test_ordinary_noise_is_not_a_warning_and_repeats_are_reported_once() -> None
         ]
     )
     assert [w["kind"] for w in scan_paddle_warnings(text)] == ["cuda-mismatch"]
+
+
+def test_stdout_nested_past_the_recursion_limit_is_bad_output() -> None:
+    """#23.3: `[[[[…` a hundred thousand deep was a RecursionError out of the smoke."""
+    with pytest.raises(BadOutput, match="nested too deeply"):
+        parse_result(b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_the_host_stamps_when_it_started_and_reaped_the_run() -> None:
+    """#23.1: the interval a training window must lie in, on the clock the window uses."""
+    import time
+
+    from envcheck.smoke.check import outcome_of
+    from envcheck.smoke.parse import OutputCollector
+
+    before = time.time()
+    raw = OutputCollector().raw_run(0, time.monotonic(), timed_out=False)
+    assert raw.started_at is not None and raw.ended_at is not None
+    assert before - 1 <= raw.started_at <= raw.ended_at <= time.time()
+    nvml = outcome_of(raw, {"status": "unavailable"}).nvml
+    assert nvml.get("run_window") == {"start": raw.started_at, "end": raw.ended_at}
+
+
+def test_a_number_past_a_floats_range_is_bad_output() -> None:
+    """#23.11's campaign: `max_abs_diff: 1e400` written as an integer raised OverflowError."""
+    doc = rec.on_gpu(rec.result())
+    doc["runs"][0]["checks"][0]["max_abs_diff"] = 10**400
+    with pytest.raises(BadOutput, match="not a finite number"):
+        parse_result(json.dumps(doc).encode())

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -242,3 +245,77 @@ def test_the_owner_key_is_private(tmp_path: Any) -> None:
     path.chmod(0o644)
     with pytest.raises(OSError, match="private"):
         ownership._stored_key(path)  # readable by others: no longer proof of anything
+
+
+@pytest.mark.parametrize("damaged", [b"", b"\x01" * 7], ids=["empty", "short"])
+def test_an_empty_or_short_key_of_ours_is_remade_whole(tmp_path: Any, damaged: bytes) -> None:
+    """#23.7: a first run on a full disk left owner.key empty for good: every later run used a
+    process-only key and the sweep never removed a leftover again."""
+    path = tmp_path / "state" / "envcheck" / "owner.key"
+    path.parent.mkdir(parents=True, mode=0o700)
+    path.write_bytes(damaged)
+    path.chmod(0o600)
+    key = ownership._stored_key(path)
+    assert len(key) == ownership.KEY_BYTES and path.read_bytes() == key
+    assert ownership._stored_key(path) == key  # the next run proves with the same key
+    assert sorted(p.name for p in path.parent.iterdir()) == ["owner.key"]  # no temp file left
+
+
+@pytest.mark.parametrize("planted", ["fifo", "long"])
+def test_a_key_that_is_not_ours_is_refused_and_left_alone(tmp_path: Any, planted: str) -> None:
+    path = tmp_path / "state" / "envcheck" / "owner.key"
+    path.parent.mkdir(parents=True, mode=0o700)
+    if planted == "fifo":
+        os.mkfifo(path, 0o600)  # opened blocking, this hung the run (#23.9)
+    else:
+        path.write_bytes(b"x" * (ownership.KEY_BYTES + 1))
+        path.chmod(0o600)
+    with pytest.raises(OSError):
+        ownership._stored_key(path)
+    assert planted == "fifo" or path.read_bytes() == b"x" * (ownership.KEY_BYTES + 1)
+
+
+def test_a_first_run_on_a_full_disk_leaves_no_empty_key(tmp_path: Any) -> None:
+    """The key is written whole before it is linked in: a write that fails (here RLIMIT_FSIZE,
+    failing as ENOSPC would) leaves no key at all, so the next run makes a good one."""
+    path = tmp_path / "state" / "envcheck" / "owner.key"
+    code = (
+        "import resource, signal\n"
+        "from pathlib import Path\n"
+        "from envcheck.smoke import ownership\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
+        "try:\n"
+        f"    ownership._stored_key(Path({str(path)!r}))\n"
+        "except OSError as e:\n"
+        "    print('refused', e)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert "refused" in run.stdout, run.stdout + run.stderr
+    assert not path.exists()
+    assert len(ownership._stored_key(path)) == ownership.KEY_BYTES
+
+
+@pytest.mark.parametrize(("planted", "provable"), [(b"", True), (b"x" * 33, False)])
+def test_a_run_says_when_it_cannot_prove_ownership(
+    tmp_path: Any, planted: bytes, provable: bool
+) -> None:
+    """#23.7: an empty key is remade (ownership provable again); a key that is not ours is
+    left alone and the run says it cannot prove ownership (the sweep prints why)."""
+    folder = tmp_path / "envcheck"
+    folder.mkdir(mode=0o700)
+    (folder / "owner.key").write_bytes(planted)
+    (folder / "owner.key").chmod(0o600)
+    code = "from envcheck.smoke import ownership; print(ownership.unprovable())"
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+    )
+    assert (run.stdout.strip() == "None") == provable, run.stdout + run.stderr
+    assert provable or "not an envcheck owner key" in run.stdout

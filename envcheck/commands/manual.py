@@ -55,8 +55,10 @@ FILES: tuple[tuple[str, str], ...] = (
     ),
     (
         "$XDG_STATE_HOME/envcheck/fix/records/ (default: ~/.local/state/envcheck/fix/records/)",
-        "what `envcheck fix --yes` recorded before changing an interpreter (pip freeze, pip "
-        "config): the state a rollback restores",
+        (
+            "what `envcheck fix --yes` recorded before changing an interpreter (pip freeze, pip "
+            "config): the state a rollback restores"
+        ),
     ),
     (
         "$ENVCHECK_CACHE_DIR (default: ~/.cache/envcheck)",

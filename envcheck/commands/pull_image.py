@@ -91,12 +91,15 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     result = _pull(args, plan, matrix, host, env)
     for warning in result.warnings:  # stderr, --json or not: stdout is the result alone
         print(f"envcheck: warning: {visible(warning)}", file=env.stderr)
-    if args.json:
-        _print_json({"schema_version": JSON_SCHEMA_VERSION, **result.to_json()}, env)
-    else:
-        from envcheck.render.progress import result_text
+    from envcheck.streams import reader_may_leave
 
-        print(result_text(result), file=env.stdout)
+    with reader_may_leave(env.stdout):  # `| head -1`: the image is pulled, exit 0 stands
+        if args.json:
+            _print_json({"schema_version": JSON_SCHEMA_VERSION, **result.to_json()}, env)
+        else:
+            from envcheck.render.progress import result_text
+
+            print(result_text(result), file=env.stdout)
     return int(ExitStatus.OK)
 
 

@@ -73,23 +73,28 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     paths, errors = expand_paths(args.files, env)
     hosts, unreadable = read_reports(paths, env)
     errors += unreadable
-    for error in errors:
-        print(f"envcheck: error: {error}", file=env.stderr)
+    from envcheck.render.sanitize import visible
+
+    for error in errors:  # a file name or a report's text: shown, never obeyed (#23.2)
+        print(f"envcheck: error: {visible(error)}", file=env.stderr)
     if not hosts and expected is None:
         raise UsageError(f"no report could be read ({len(errors)} file(s) failed)", hint=FILE_HINT)
     if errors:
         print(f"envcheck: hint: {FILE_HINT}; the other reports were merged", file=env.stderr)
     summary = merge_reports(hosts, expected)
     for name in summary.missing:
-        print(f"envcheck: error: {name}: expected, but no report from it", file=env.stderr)
-    if args.json:
-        doc = summary.to_json() | {"errors": errors}
-        doc["exit_code"] = _exit_code(summary.exit_code, errors)
-        print(json.dumps(doc, indent=2), file=env.stdout)
-    elif to_stdout is None:
-        from envcheck.render.table import print_fleet_table
+        print(f"envcheck: error: {visible(name)}: expected, but no report from it", file=env.stderr)
+    from envcheck.streams import reader_may_leave
 
-        print_fleet_table(summary, env.stdout)
+    with reader_may_leave(env.stdout):  # `| head -1`: the fleet's exit code stands
+        if args.json:
+            doc = summary.to_json() | {"errors": errors}
+            doc["exit_code"] = _exit_code(summary.exit_code, errors)
+            print(json.dumps(doc, indent=2), file=env.stdout)
+        elif to_stdout is None:
+            from envcheck.render.table import print_fleet_table
+
+            print_fleet_table(summary, env.stdout)
     if args.junit:
         from envcheck.render.junit import write_fleet_junit
 
@@ -103,17 +108,18 @@ def _exit_code(worst: int, errors: list[str]) -> int:
     return int(ExitStatus.USAGE) if errors else worst
 
 
-def expand_paths(names: list[str], env: Environment) -> tuple[list[Path], list[str]]:
+def expand_paths(names: list[str], env: Environment) -> tuple[list[tuple[Path, bool]], list[str]]:
     """A folder stands for its `*.json` files: thousands of node reports overflow a command
-    line. Relative names are under `env.cwd`; `-` is `env.stdin`."""
-    paths: list[Path] = []
+    line. Relative names are under `env.cwd`; `-` is `env.stdin`. Each path comes with whether
+    it was found in a folder (read only if a regular file: a FIFO there would hang the run)."""
+    paths: list[tuple[Path, bool]] = []
     errors: list[str] = []
     for name in names:
         path = Path(env.path(name))
         if name == "-" or not path.is_dir():
-            paths.append(path)
+            paths.append((path, False))
         elif found := sorted(path.glob("*.json")):
-            paths += found
+            paths += [(p, True) for p in found]
         else:
             errors.append(f"{path}: a folder with no *.json report in it")
     return paths, errors
@@ -139,7 +145,9 @@ def read_expected_hosts(name: str, env: Environment) -> list[str]:
         raise UsageError(f"--expect-hosts {name}: {e}", hint=HOSTS_HINT) from e
 
 
-def read_reports(paths: list[Path], env: Environment) -> tuple[list[HostReport], list[str]]:
+def read_reports(
+    paths: list[tuple[Path, bool]], env: Environment
+) -> tuple[list[HostReport], list[str]]:
     """Parse every file (`-`: `env.stdin`, which has no mtime); return the good reports and one
     error line per bad file."""
     from envcheck.saved_report import ReportDocumentError, SavedReport, parse_report
@@ -147,9 +155,9 @@ def read_reports(paths: list[Path], env: Environment) -> tuple[list[HostReport],
 
     hosts: list[HostReport] = []
     errors: list[str] = []
-    for path in paths:
+    for path, in_folder in paths:
         try:
-            document = read_json(str(path), what="report", env=env)
+            document = read_json(str(path), what="report", env=env, regular=in_folder)
             mtime = None if str(path) == "-" else path.stat().st_mtime
             hosts.append(parse_report(SavedReport(str(path), document, mtime)))
         except OSError as e:

@@ -97,7 +97,8 @@ def _salt() -> bytes:
 
 def _read(entry: Path) -> dict[str, Any] | None:
     try:
-        fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO planted there is a miss (the fstat below), not a hang (#23.9)
+        fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None  # a miss, or a link someone planted
     try:

@@ -14,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from envcheck.errors import UsageError
+from envcheck.userfiles import read_regular
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
+_MAX_CLIENT_FILE = 1024 * 1024  # config.json, meta.json: a few KB each
 Source = Literal["DOCKER_HOST", "DOCKER_CONTEXT", "config.json", "rootless", "default"]
 
 
@@ -57,6 +60,7 @@ class Endpoint:
 
 def resolve_endpoint(environ: Mapping[str, str] | None = None) -> Endpoint:
     env = os.environ if environ is None else environ
+    _refuse_a_config_that_blocks(env)
     if env.get("DOCKER_HOST"):
         return _from_docker_host(env)
     name, source = _context_name(env)
@@ -84,13 +88,28 @@ def _config_dir(env: Mapping[str, str]) -> str:
     return env.get("DOCKER_CONFIG") or os.path.expanduser("~/.docker")
 
 
+def _refuse_a_config_that_blocks(env: Mapping[str, str]) -> None:
+    """The docker SDK opens config.json whatever chose the engine (`APIClient.__init__`,
+    `auth.load_config`), and a FIFO there blocks it forever (#23.9): refused here, before any
+    client is made."""
+    config = os.path.join(_config_dir(env), "config.json")
+    try:
+        info = os.stat(config)
+    except OSError:
+        return  # missing or unreachable: the SDK skips it too
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(
+            f"cannot read the docker client configuration {config}: not a regular file",
+            hint="remove it, or point DOCKER_CONFIG at a folder with a real config.json",
+        )
+
+
 def _context_name(env: Mapping[str, str]) -> tuple[str | None, Source]:
     if env.get("DOCKER_CONTEXT"):
         return env["DOCKER_CONTEXT"], "DOCKER_CONTEXT"
     config = os.path.join(_config_dir(env), "config.json")
     try:
-        with open(config, encoding="utf-8") as f:
-            doc = json.loads(f.read(1024 * 1024))
+        doc = json.loads(read_regular(config, _MAX_CLIENT_FILE))
     except FileNotFoundError:
         return None, "default"
     except (OSError, ValueError, RecursionError) as e:
@@ -114,8 +133,7 @@ def _from_context(name: str, source: Source, config_dir: str) -> Endpoint:
         "list them with `docker context ls`; unset DOCKER_CONTEXT or `docker context use default`"
     )
     try:
-        with open(meta_file, encoding="utf-8") as f:
-            meta = json.loads(f.read(1024 * 1024))
+        meta = json.loads(read_regular(meta_file, _MAX_CLIENT_FILE))
     except FileNotFoundError:
         raise UsageError(f"docker context {name!r} ({source}) does not exist", hint=hint) from None
     except (OSError, ValueError, RecursionError) as e:

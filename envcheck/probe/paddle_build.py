@@ -12,11 +12,13 @@ import dataclasses
 import os
 import re
 
-from envcheck.facts import PaddleFacts
+from envcheck.facts import FactsError, PaddleFacts, from_dict, to_dict
 from envcheck.probe.fatbin import library_archs
 from envcheck.probe.interpreter import Interpreter
+from envcheck.userfiles import read_regular
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
+_MAX_VERSION_FILE = 256 * 1024  # the real ones are about 1 KB
 _DISTS = {"paddlepaddle_gpu": "paddlepaddle-gpu", "paddlepaddle": "paddlepaddle"}
 
 
@@ -86,10 +88,16 @@ def probe_paddle(target: Interpreter) -> PaddleFacts:
     for site_dir in target.paths:
         version_file = os.path.join(site_dir, "paddle", "version", "__init__.py")
         try:
-            with open(version_file, encoding="utf-8", errors="replace") as f:
-                text = f.read(256 * 1024)
-        except OSError:
+            text = read_regular(version_file, _MAX_VERSION_FILE).decode("utf-8", "replace")
+        except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError as e:  # a FIFO, a folder, a huge file, no permission: not a version file
+            return PaddleFacts(
+                status="error",
+                python=python,
+                location=os.path.dirname(os.path.dirname(version_file)),
+                reason=f"cannot read {version_file}: {e.strerror or e}",
+            )
         dists = installed_distributions(site_dir)
         facts = build_facts(
             parse_version_file(text),
@@ -99,13 +107,8 @@ def probe_paddle(target: Interpreter) -> PaddleFacts:
             tuple(dists),
         )
         if facts.version is None and len(dists) <= 1:
-            return PaddleFacts(
-                status="error",
-                python=python,
-                location=facts.location,
-                reason=f"unreadable {version_file}",
-            )
-        return with_fatbin_archs(facts)
+            return _unreadable(facts, f"unreadable {version_file}")
+        return with_fatbin_archs(validated(facts, version_file))
     return PaddleFacts(
         status="absent", python=python, reason="Paddle is not installed for this interpreter"
     )
@@ -126,6 +129,20 @@ def with_fatbin_archs(facts: PaddleFacts) -> PaddleFacts:
         return facts
     sass, ptx = found
     return dataclasses.replace(facts, fatbin_archs=sass, fatbin_ptx=ptx)
+
+
+def validated(facts: PaddleFacts, version_file: str) -> PaddleFacts:
+    """`facts` checked as `--facts` checks a saved document (`cuda_version = 'abc'`, seven
+    parts, `1e400`, `١٢.٦`): the judge parses these fields, so a bad one is an error fact here."""
+    try:
+        from_dict(PaddleFacts, to_dict(facts), "paddle")
+    except FactsError as e:
+        return _unreadable(facts, f"unreadable {version_file}: {e}")
+    return facts
+
+
+def _unreadable(facts: PaddleFacts, reason: str) -> PaddleFacts:
+    return PaddleFacts(status="error", python=facts.python, location=facts.location, reason=reason)
 
 
 def _package(dists: list[str], text: str) -> str | None:

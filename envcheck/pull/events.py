@@ -110,9 +110,12 @@ class PullProgress:
     def apply(self, event: Mapping[str, Any]) -> LayerProgress | None:
         """Fold one event in; return the layer it changed, if any."""
         self.events += 1
+        if not isinstance(event, Mapping):  # `[1]`, `"x"`: not an event; the engine's, not ours
+            return None
         if event.get("error") or event.get("errorDetail"):
-            detail = event.get("errorDetail") or {}
-            self.error = str(event.get("error") or detail.get("message") or "unknown error")
+            detail = event.get("errorDetail")
+            message = detail.get("message") if isinstance(detail, Mapping) else None
+            self.error = str(event.get("error") or message or "unknown error")
             return None
         status = str(event.get("status") or "")
         if status.startswith("Digest: "):
@@ -125,7 +128,10 @@ class PullProgress:
         phase = _PHASES.get(status)
         if not layer_id or (phase is None and not status.startswith("Retrying")):
             return None  # "Pulling from …" (id = the tag) and unknown words
-        return self._update(str(layer_id), status, phase, event.get("progressDetail") or {})
+        detail = event.get("progressDetail")
+        return self._update(
+            str(layer_id), status, phase, detail if isinstance(detail, Mapping) else {}
+        )
 
     def _update(
         self, layer_id: str, status: str, phase: Phase | None, detail: Mapping[str, Any]

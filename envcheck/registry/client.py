@@ -116,11 +116,8 @@ class RegistryClient:
         url = f"{self.base}/{repository}/manifests/{reference}"
         response = self._get(url, repository, {"Accept": ACCEPT}, what=f"{repository}:{reference}")
         digest = "sha256:" + hashlib.sha256(response.body).hexdigest()
-        if reference.startswith("sha256:") and digest != reference:
-            raise RegistryError(
-                f"{self.registry} served a manifest whose digest is {digest}, "
-                f"not the {reference} asked for"
-            )
+        if reference.startswith("sha"):  # by digest: content addressed means checked
+            self._verified(response.body, reference, "a manifest")
         doc = json_object(response.body, url)
         media_type = response.headers.get("content-type", "").split(";")[0].strip()
         return doc, digest, str(doc.get("mediaType") or media_type)
@@ -139,7 +136,23 @@ class RegistryClient:
         response = self._get(
             f"{self.base}/{repository}/blobs/{digest}", repository, {}, what=f"config {digest}"
         )
+        # its CUDA requirement and platform are judged: only from the bytes the manifest names
+        self._verified(response.body, digest, "an image config")
         return json_object(response.body, digest)
+
+    def _verified(self, body: bytes, digest: str, what: str) -> None:
+        """`body` is the content `digest` (`sha256:…` or `sha512:…`) names, else RegistryError."""
+        algorithm, _, expected = digest.partition(":")
+        if algorithm not in ("sha256", "sha512"):
+            raise RegistryError(
+                f"{self.registry} named {what} by {digest!r}, which cannot be checked"
+            )
+        actual = hashlib.new(algorithm, body).hexdigest()
+        if actual != expected:
+            raise RegistryError(
+                f"{self.registry} served {what} whose digest is {algorithm}:{actual}, "
+                f"not the {digest} asked for"
+            )
 
     # -- HTTP with the auth handshake -------------------------------------------------------------
     def _get(

@@ -136,11 +136,11 @@ def append_step_outputs(
     path = (environ if environ is not None else os.environ).get("GITHUB_OUTPUT")
     if not path:
         return None
+    text = "".join(f"{key}={' '.join(visible(value).split())}\n" for key, value in outputs.items())
     try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.writelines(f"{key}={' '.join(value.split())}\n" for key, value in outputs.items())
-    except OSError as e:
-        return f"cannot write the step outputs {path}: {e.strerror or e}"
+        append_output(path, text, what="the step outputs")
+    except EnvcheckError as e:
+        return e.message
     return None
 
 
@@ -180,9 +180,11 @@ def _capped(problems: list[tuple[str, str, str, str]]) -> list[str]:
 
 def workflow_command(command: str, message: str, **properties: str) -> str:
     """`::command key=value,…::message` with GitHub's escaping (actions/toolkit `command.ts`):
-    data escapes `%`, CR and LF; property values also `:` and `,`."""
+    data escapes `%`, CR and LF; property values also `:` and `,`. Both pass `visible()` first
+    (idempotent): a hostname's ESC, BEL or bidi control never reaches the log (#23.2)."""
     props = ",".join(f"{k}={escape_property(visible(v))}" for k, v in properties.items() if v)
-    return f"::{command}{' ' + props if props else ''}::{escape_data(message)}"
+    shown = escape_data(visible(message, keep_lines=True))
+    return f"::{command}{' ' + props if props else ''}::{shown}"
 
 
 def escape_data(text: str) -> str:

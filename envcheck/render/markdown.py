@@ -114,9 +114,10 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     if summary.hosts:
         parts.append(_fleet_table(summary))
     for dup in summary.duplicates:
+        kept, ignored = _code(dup.kept, cell=False), (_code(s, cell=False) for s in dup.ignored)
         parts.append(
-            f"Duplicate host `{dup.hostname}`: kept `{dup.kept}` (newest), "
-            f"ignored {', '.join(f'`{s}`' for s in dup.ignored)}."
+            f"Duplicate host {_code(dup.hostname, cell=False)}: kept {kept} (newest), "
+            f"ignored {', '.join(ignored)}."
         )
     return "\n\n".join(parts) + "\n"
 
@@ -124,7 +125,7 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
 def _finding_item(f: Finding) -> str:
     """A problem as a list item, its fix in a paragraph under it: the fix wraps in the page's
     width, and a check id at the start of its line is never broken at its hyphen."""
-    item = f"- {SEVERITY_ICON[f.severity]} **`{f.id}`** ({_text(f.layer)}): {_prose(f.message)}"
+    item = f"- {SEVERITY_ICON[f.severity]} **{_code(f.id, cell=False)}** ({_text(f.layer)}): {_prose(f.message)}"
     # Four spaces: the item's own paragraph for GFM (2 would do) and python-markdown (4 needed).
     return item + (f"\n\n    **Fix:** {_prose(f.fix)}" if f.fix else "")
 
@@ -135,7 +136,7 @@ def _group_item(group: ProblemGroup) -> str:
 
     n = len(group.hosts)
     hosts = _prose(host_list(group.hosts, HOST_LIST_CHARS))
-    item = f"- {SEVERITY_ICON[group.severity]} **`{group.id}`** on {_plural(n, 'host')}: {hosts}"
+    item = f"- {SEVERITY_ICON[group.severity]} **{_code(group.id, cell=False)}** on {_plural(n, 'host')}: {hosts}"
     if group.fix:
         item += f"\n\n    **Fix:** {_prose(group.fix)}"
     example = f"{'' if n == 1 else 'e.g. '}{group.hosts[0]}: {group.message}"
@@ -156,7 +157,7 @@ def _fleet_table(summary: FleetSummary) -> str:
                     SEVERITY_ICON.get(layers.get(layer, ""), NOT_CHECKED)
                     for layer in summary.layers
                 ),
-                f"`{first.id}`" if first else "",
+                _code(first.id) if first else "",
             ]
         )
     return _table(header, rows)
@@ -177,9 +178,9 @@ def _smoke_where(smoke: Mapping[str, Any]) -> str:
     bits = []
     image, python = smoke.get("image"), smoke.get("python")
     if smoke.get("mode") == "container" and isinstance(image, str):
-        bits.append(f"Ran in a container of `{_code(image)}`")
+        bits.append(f"Ran in a container of {_code(image, cell=False)}")
     elif isinstance(python, str):
-        bits.append(f"Ran in a subprocess of `{_code(python)}`")
+        bits.append(f"Ran in a subprocess of {_code(python, cell=False)}")
     if isinstance(smoke.get("duration_s"), (int, float)):
         bits.append(f"{number(smoke['duration_s'])} s")
     reason = smoke.get("gpu_expected_reason")
@@ -189,13 +190,8 @@ def _smoke_where(smoke: Mapping[str, Any]) -> str:
     return " · ".join(bits)
 
 
-def _code(text: str) -> str:
-    """Text for a code span in a paragraph: one line, no backtick to end the span early."""
-    return " ".join(visible(text).split()).replace("`", "'")
-
-
 def _passed_table(findings: list[Finding]) -> str:
-    rows = [[f"`{f.id}`", _text(f.layer), _text(f.message)] for f in findings]
+    rows = [[_code(f.id), _text(f.layer), _text(f.message)] for f in findings]
     return _table(["Check", "Layer", "What was found"], rows)
 
 
@@ -235,6 +231,21 @@ def _text(text: str, *, cell: bool = True) -> str:
 
 def _prose(text: str) -> str:
     return _text(text, cell=False)
+
+
+_TICKS = re.compile(r"`+")
+
+
+def _code(text: str, *, cell: bool = True) -> str:
+    """`text` (a finding id, a file or host name from a report) as one code span in a table cell
+    (`cell`) or a paragraph, whatever it holds: a backtick in it can neither close the span nor
+    open raw HTML (GFM: the span's fence is a backtick run longer than any inside, padded with a
+    space); only a cell's pipe is escaped (GFM splits cells first; in a paragraph it would show)."""
+    text = " ".join(visible(text).split())
+    text = text.replace("|", "\\|") if cell else text
+    fence = "`" * (1 + max((len(run) for run in _TICKS.findall(text)), default=0))
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _plural(n: int, word: str) -> str:

@@ -190,6 +190,8 @@ def run_in_process(plan: Plan, options: SmokeOptions) -> Outcome:
 
 
 def outcome_of(raw: RawRun, nvml: NvmlSummary) -> Outcome:
+    if raw.started_at is not None and raw.ended_at is not None:
+        nvml = {**nvml, "run_window": {"start": raw.started_at, "end": raw.ended_at}}
     if raw.timed_out or raw.stdout_overflow:
         return Outcome(raw, None, None, nvml)
     try:

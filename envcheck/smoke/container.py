@@ -32,6 +32,7 @@ from envcheck import activity, signals
 from envcheck.docker_adapter import translate_errors
 from envcheck.errors import EnvcheckError
 from envcheck.reference import shown_image
+from envcheck.render.sanitize import visible
 from envcheck.smoke import ownership
 from envcheck.smoke.attach import pump
 from envcheck.smoke.container_spec import ContainerSpec, create_kwargs
@@ -154,6 +155,14 @@ def sweep_leftovers(
         )
     removed = []
     host, now = socket.gethostname(), time.time() if now is None else now
+    if found and (why := ownership.unprovable()):
+        print(
+            visible(
+                f"envcheck: {len(found)} stopped smoke container(s) of earlier runs left alone: "
+                f"this run cannot prove ownership without its owner key ({why})"
+            ),
+            file=sys.stderr,
+        )
     for container in found:
         reason = ownership.leftover_reason(
             container.attrs,
@@ -166,8 +175,10 @@ def sweep_leftovers(
         if reason is not None and remove(container, quiet=True, volumes=False):
             removed.append(container.short_id)
             print(
-                f"envcheck: removed leftover smoke container {container.short_id} "
-                f"({container.name}: {reason})",
+                visible(
+                    f"envcheck: removed leftover smoke container {container.short_id} "
+                    f"({container.name}: {reason})"
+                ),
                 file=sys.stderr,
             )
     return removed

@@ -19,6 +19,7 @@ import hmac
 import os
 import secrets
 import stat
+import tempfile
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -85,13 +86,23 @@ def leftover_reason(
     return f"{status} {age} s ago, owner {labels.get(OWNER_LABEL) or '?'} {'gone' if not owner_waits else 'past its deadline'}"
 
 
-@functools.cache
 def owner_key() -> bytes:
     """This user's owner key, created on first use; a process-only key when it cannot be kept."""
+    return _owner_key()[0]
+
+
+def unprovable() -> str | None:
+    """Why this process holds a process-only key (None: the stored one): no leftover of an
+    earlier run can then be proven ours, and the sweep says so instead of keeping quiet."""
+    return _owner_key()[1]
+
+
+@functools.cache
+def _owner_key() -> tuple[bytes, str | None]:
     try:
-        return _stored_key(_key_path())
-    except OSError:
-        return secrets.token_bytes(KEY_BYTES)
+        return _stored_key(_key_path()), None
+    except OSError as e:
+        return secrets.token_bytes(KEY_BYTES), f"{_key_path()}: {e.strerror or e}"
 
 
 def _key_path() -> Path:
@@ -102,24 +113,54 @@ def _key_path() -> Path:
 
 
 def _stored_key(path: Path) -> bytes:
+    """The key in `path`, made when missing and remade when damaged (empty or short: a first run
+    on a full disk left it so, and every later run then fell back to a process-only key and the
+    sweep never removed a leftover again, #23.7). A key is written whole to a temp file first,
+    then linked in (no other run's key is ever replaced) or, over a damaged one, renamed in."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     _private(path.parent, stat.S_ISDIR)
+    key = _read_key(path)
+    if key is None:
+        _install_key(path, replace=False)
+        key = _read_key(path)
+    if key is not None and len(key) == KEY_BYTES:
+        return key
+    if key is not None and len(key) < KEY_BYTES:  # ours, cut short: heal it
+        _install_key(path, replace=True)
+        key = _read_key(path)
+        if key is not None and len(key) == KEY_BYTES:
+            return key
+    raise OSError(f"{path}: not an envcheck owner key")  # foreign or too long: do not trust
+
+
+def _read_key(path: Path) -> bytes | None:
+    """The bytes of our private key file (None: there is none); OSError for anything else."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        pass
-    else:
+        # O_NONBLOCK: a FIFO planted there is refused by the fstat below, not waited on (#23.9)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as found:
+        _private_fd(found.fileno())
+        return found.read(KEY_BYTES + 1)
+
+
+def _install_key(path: Path, *, replace: bool) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".owner.key.", dir=path.parent)  # 0600, O_EXCL
+    try:
         with os.fdopen(fd, "wb") as out:
             out.write(secrets.token_bytes(KEY_BYTES))
             out.flush()
             os.fsync(out.fileno())
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as found:
-        _private_fd(found.fileno())
-        key = found.read(KEY_BYTES + 1)
-    if len(key) != KEY_BYTES:
-        raise OSError(f"{path}: not an envcheck owner key")  # half-written or foreign: do not trust
-    return key
+        if replace:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another run made it first: its key is the one
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _private(path: Path, kind: Callable[[int], bool]) -> None:

@@ -69,11 +69,14 @@ class OutputCollector:
         self, exit_code: int | None, started: float, *, timed_out: bool, **more: Any
     ) -> RawRun:
         """What the streams held when the run ended (`started` from time.monotonic())."""
+        duration, now = time.monotonic() - started, time.time()
         return RawRun(
             exit_code=exit_code,
             stdout=self.stdout(),
             stderr=self.stderr(),
-            duration_s=round(time.monotonic() - started, 3),
+            duration_s=round(duration, 3),
+            started_at=now - duration,
+            ended_at=now,
             stdout_bytes=self.stdout_bytes,
             stdout_overflow=self.overflow.is_set(),
             timed_out=timed_out,
@@ -93,6 +96,10 @@ class RawRun:
     stdout_overflow: bool = False
     timed_out: bool = False
     oom_killed: bool = False
+    # The host's wall clock (the clock `train_window` uses) when it started and reaped the run:
+    # a training window outside them was not this run's (#23.1).
+    started_at: float | None = None
+    ended_at: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # container id, limits, image id...
 
 
@@ -114,6 +121,8 @@ def parse_result(stdout: bytes) -> SmokeResult:
         doc = json.loads(lines[0], parse_constant=_reject_constant)
     except (json.JSONDecodeError, ValueError) as e:
         raise BadOutput(f"stdout is not JSON ({e}): {_preview(lines[0])}") from e
+    except RecursionError as e:  # `[[[[…` deeper than the parser's recursion limit
+        raise BadOutput(f"stdout is JSON nested too deeply: {_preview(lines[0])}") from e
     return validate(doc)
 
 
@@ -198,8 +207,16 @@ def _conform(value: Any, hint: Any, where: str) -> None:
             _conform(item, args[1], f"{where}.{key}")
     elif not _shallow(value, hint):
         raise BadOutput(f"{where}: expected {_names((hint,))}, got {_kind(value)}")
-    elif hint is float and not math.isfinite(value):
-        raise BadOutput(f"{where}: not a finite number: {value!r}")
+    elif hint is float and not _finite(value):
+        raise BadOutput(f"{where}: not a finite number: {_short(value)}")
+
+
+def _finite(value: float) -> bool:
+    """An int past a float's range (10**400) is no finite number either (#23.3: OverflowError)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _shallow(value: Any, hint: Any) -> bool:

@@ -22,7 +22,7 @@ from envcheck.smoke.failures import (
     timeout,
 )
 from envcheck.smoke.known_answers import is_wrong, wrong_results
-from envcheck.smoke.loaded import loaded_summary
+from envcheck.smoke.loaded import loaded_libraries, loaded_summary
 from envcheck.smoke.pieces import PIECE_IDS, piece_failure
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.protocol import PaddleWarning, RunResult, SmokeResult
@@ -79,6 +79,9 @@ def judge_runs(plan: Plan, result: SmokeResult, nvml: NvmlSummary) -> list[Findi
     if stuck:
         findings.append(not_learning(plan, stuck))
     findings += _extras(plan, trained)
+    unmapped = _claims_without_libraries(result, trained)
+    if unmapped:
+        findings.append(_no_library_mapped(unmapped))
     findings += _nvml_findings([r for r in trained if not is_wrong(r)], nvml, seen)
     if not any(f.severity == "fail" for f in findings):
         findings.insert(0, _passed(plan, result, trained, seen))
@@ -155,6 +158,8 @@ _UNCONFIRMED = {
     "unseen": "NVML never listed the process {pids} with GPU memory while it trained",
     "no-samples": "NVML took no sample during the {window} s training window",
     "unknown": "NVML reports no utilisation for GPU {gpu}, so the work cannot be confirmed",
+    "stale": "its training window lies outside the run the host started and reaped, so no "
+    "NVML sample can confirm it",
 }
 
 
@@ -187,6 +192,30 @@ def _nvml_findings(
             )
         )
     return found
+
+
+def _claims_without_libraries(result: SmokeResult, runs: list[RunResult]) -> list[RunResult]:
+    """GPU runs of a result that also says no NVIDIA library was mapped after the first step:
+    Paddle cannot compute on a GPU without libcuda, so the claim contradicts itself (#23.1)."""
+    libs = loaded_libraries(result)
+    if libs is None or libs or not result.get("loaded_when"):
+        return []
+    return [r for r in runs if on_gpu(r)]
+
+
+def _no_library_mapped(runs: list[RunResult]) -> Finding:
+    devices = ", ".join(r["device_used"] for r in runs)
+    return fail(
+        CPU_FALLBACK_ID,
+        f"Paddle's places say {devices}, but the process mapped no NVIDIA library while it "
+        "trained (/proc/self/maps after the first step): no GPU computed this",
+        fix="the result does not describe a GPU run: check the image and its entrypoint, and "
+        "watch `nvidia-smi pmon -s um` during `envcheck doctor`",
+        layer="smoke",
+        cause="no-nvidia-library",
+        causes=["no-nvidia-library"],
+        devices=[r["device_used"] for r in runs],
+    )
 
 
 def _sample_count(nvml: NvmlSummary) -> str:
@@ -239,6 +268,8 @@ def _passed(
         + note,
         layer="smoke",
         devices=[r["device_used"] for r in runs],
+        # the devices NVML saw busy in their window: what `proof` rests a GPU claim on
+        witnessed=[d for d, w in seen.items() if w.state == "busy"],
     )
 
 

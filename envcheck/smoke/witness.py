@@ -44,11 +44,15 @@ class NvmlSummary(TypedDict, total=False):
     interval_s: float
     pids: list[int]
     gpus: dict[str, GpuSummary]  # by NVML index
+    run_window: TrainWindow  # host wall clock: the workload started .. was reaped
 
 
-State = Literal["busy", "idle", "unseen", "unknown", "no-samples"]
+State = Literal["busy", "idle", "unseen", "unknown", "no-samples", "stale"]
 # When Paddle's gpu:i cannot be mapped to an NVML index, the GPU with the best evidence speaks.
-_BEST_FIRST: tuple[State, ...] = ("busy", "idle", "unknown", "unseen", "no-samples")
+_BEST_FIRST: tuple[State, ...] = ("busy", "idle", "unknown", "unseen", "no-samples", "stale")
+# The workload's clock is the host's (a container shares CLOCK_REALTIME); a second either side
+# covers the stamps' own rounding and the start-up before `started_at` is taken.
+CLOCK_SLACK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,11 @@ class Witness:
 
 
 def witness(nvml: NvmlSummary, gpu: int | None, window: TrainWindow | None) -> Witness:
-    """The evidence on NVML GPU `gpu` (None: unknown mapping, every GPU is asked)."""
+    """The evidence on NVML GPU `gpu` (None: unknown mapping, every GPU is asked). A training
+    window outside the run the host started and reaped is the workload's word against the
+    host's: NVML samples "inside" it prove nothing about this run (#23.1)."""
+    if not _within(window, nvml.get("run_window")):
+        return Witness(gpu, "stale", 0, None, None, None, _length(window))
     gpus = nvml.get("gpus") or {}
     if gpu is not None:
         return _on_gpu(gpu, gpus.get(str(gpu)) or {}, window)
@@ -141,6 +149,19 @@ def _in(t: float, window: TrainWindow | None) -> bool:
     if not window or window.get("start") is None or window.get("end") is None:
         return True
     return bool(window["start"] <= t <= window["end"] + UTIL_LAG_S)
+
+
+def _within(window: TrainWindow | None, run: TrainWindow | None) -> bool:
+    if not run or run.get("start") is None or run.get("end") is None:
+        return True  # a saved summary without the host's interval: nothing to check against
+    if not window or window.get("start") is None or window.get("end") is None:
+        return False  # a GPU claim without a window cannot be placed in this run
+    return bool(
+        run["start"] - CLOCK_SLACK_S
+        <= window["start"]
+        <= window["end"]
+        <= run["end"] + CLOCK_SLACK_S
+    )
 
 
 def _length(window: TrainWindow | None) -> float | None:

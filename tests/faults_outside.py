@@ -1,0 +1,760 @@
+"""The outside fault campaign (#23): where the input campaign (tests/faults.py) does not go.
+
+Surfaces, each with its own tally of the six counts (tracebacks, wrong exit codes, injections,
+leaks, damaged files, hangs):
+
+- live-probes: hostile Paddle version files and docker client files, read by a live `doctor`;
+- smoke-output: the workload's stdout broken field by field, parsed, judged and rendered;
+- engine: a fake Engine API on a unix socket answering pulls with what no engine should;
+- registry: fake registries on loopback, read by envcheck's client and by the real dockerd;
+- fleet: hostile saved reports, host lists and GitHub files under `report`;
+- streams: a reader that leaves stdout and stderr (`2>&1 | head -1`);
+- state: a damaged owner.key and a full disk under the step summary;
+- signals: SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 in the middle of an in-process smoke.
+
+Only peers are fake (servers on loopback and unix sockets); envcheck, the docker SDK, the real
+engine and Paddle are the real ones. A process case runs under a timeout (a hang is counted,
+never waited on) and an address-space limit (a blow-up is a MemoryError, not a dead machine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envcheck.errors import EnvcheckError
+from tests import report_samples as samples
+from tests.faults import Tally, field_paths, snapshot, with_value
+from tests.inprocess import ENV
+from tests.servers import ENGINE_VERSION, Answer, FakeEngine, FakeRegistry
+from tests.smoke_host import processes_mentioning
+
+SURFACES = (
+    "live-probes",
+    "smoke-output",
+    "engine",
+    "registry",
+    "fleet",
+    "streams",
+    "state",
+    "signals",
+)
+TALLIES = {surface: Tally(surface) for surface in SURFACES}
+HANG_S = float(os.environ.get("ENVCHECK_FAULTS_HANG_S", "60"))  # far past any case: a fault
+ADDRESS_SPACE = 4 << 30  # bytes: a 2.1 GB host list fails inside it
+FORGED = "FORGED\n::add-mask::FORGED\x1b]0;title\x07\u202e"
+# Output a reader is harmed by: ESC, BEL, bidi overrides, or a workflow command we never send.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+_OURS = re.compile(r"^::(error|warning)( [^:]*)?::")
+
+
+def injected(output: str, *, github: bool = False) -> bool:
+    lines = output.splitlines()
+    commands = [line for line in lines if line.lstrip().startswith("::")]
+    forged = [line for line in commands if not (github and _OURS.match(line))]
+    return bool(_UNSAFE.search(output) or forged)
+
+
+# -- process cases ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProcessCase:
+    surface: str
+    name: str
+    args: tuple[str, ...]  # envcheck's; "{tmp}" is the case's folder
+    codes: tuple[int, ...]  # the documented exit codes for this case
+    setup: Callable[[Path], dict[str, str]] | None = None  # plants files, returns variables
+    github: bool = False  # GITHUB_ACTIONS=true: our own annotations are expected
+    dead_pipe: bool = False  # stdout and stderr: a pipe whose reader has left
+    check: Callable[[Path, str], str | None] | None = None  # a damaged file or leak, in words
+    argv: tuple[str, ...] = ()  # instead of `python -m envcheck ARGS`
+
+
+# A limit set in a small launcher that then execs the case (no preexec_fn: the fake servers'
+# threads make forking with one unsafe).
+_LIMITED = (
+    sys.executable,
+    "-c",
+    (
+        "import os, resource, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))\n"
+        "os.execvp(sys.argv[1], sys.argv[1:])\n"
+    ),
+)
+
+
+def run_process_case(case: ProcessCase, tmp: Path) -> None:
+    """Run `case` with `tmp` as its cwd, home and state; everything it may write goes under
+    `tmp/out`. Record it in its surface's tally."""
+    tally = TALLIES[case.surface]
+    (tmp / "out").mkdir(exist_ok=True)
+    extra = case.setup(tmp) if case.setup else {}
+    env = {
+        **ENV,
+        "HOME": str(tmp / "home"),
+        "XDG_STATE_HOME": str(tmp / "out" / "state"),
+        "ENVCHECK_CACHE_DIR": "",
+        "GITHUB_ACTIONS": "true" if case.github else "",
+        **extra,
+    }
+    args = [a.replace("{tmp}", str(tmp)) for a in case.args]
+    cmd = list(case.argv) or [sys.executable, "-m", "envcheck", *args]
+    before = _outside_out(snapshot(tmp), tmp)
+    out, err, code, hung = _run(cmd, env, tmp, case.dead_pipe)
+    after = _outside_out(snapshot(tmp), tmp)
+    new = [p for p in after if p not in before]
+    changed = [p for p in before if p in after and after[p] != before[p]]
+    problem = case.check(tmp, out + err) if case.check and not hung else None
+    tally.record(
+        case.name,
+        traceback_seen="Traceback" in err or code == 3,
+        wrong_exit=not hung and code not in case.codes,
+        injected=injected(out + err, github=case.github),
+        leaks=len(new) + (problem is not None and problem.startswith("leak")),
+        damaged=len(changed) + (problem is not None and problem.startswith("damaged")),
+        hung=hung,
+        detail=f"exit {code} (want {case.codes}); new {new}; changed {changed}; {problem}; "
+        f"stderr {err[-600:]!r}",
+    )
+
+
+def _outside_out(files: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    out = str(tmp / "out")
+    return {p: v for p, v in files.items() if not p.startswith(out) and p != str(tmp)}
+
+
+def _run(
+    cmd: list[str], env: dict[str, str], cwd: Path, dead_pipe: bool
+) -> tuple[str, str, int | None, bool]:
+    if dead_pipe:
+        read, write = os.pipe()
+        os.close(read)
+        streams: dict[str, Any] = {"stdout": write, "stderr": write}
+    else:
+        streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    proc = subprocess.Popen([*_LIMITED, *cmd], cwd=cwd, env=env, **streams)
+    if dead_pipe:
+        os.close(write)
+    try:
+        out, err = proc.communicate(timeout=HANG_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return "", "", None, True
+    decode = (lambda b: b.decode("utf-8", "replace")) if out is not None else (lambda b: "")
+    return decode(out), decode(err), proc.returncode, False
+
+
+# -- live probes --------------------------------------------------------------------------------
+_VERSION = "full_version = '3.3.1'\ncuda_version = '12.6'\ncudnn_version = '9.5.1'\n"
+
+
+def _paddle_site(tmp: Path, text: str | bytes | None) -> dict[str, str]:
+    """A site folder whose `paddle/version/__init__.py` is `text` (None: a FIFO), and a stand-in
+    interpreter that names it (the doctor is pointed at it with --python)."""
+    site = tmp / "site"
+    version = site / "paddle" / "version" / "__init__.py"
+    version.parent.mkdir(parents=True)
+    (site / "paddlepaddle_gpu-3.3.1.dist-info").mkdir()
+    if text is None:
+        os.mkfifo(version)
+    else:
+        version.write_bytes(
+            text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+        )
+    answer = {"prefix": str(tmp), "path": [str(site)], "version": "3.11.2"}
+    python = tmp / "python"
+    python.write_text(
+        f"#!{sys.executable}\nimport json\nprint('envcheck-interpreter:' + json.dumps({answer!r}))\n"
+    )
+    python.chmod(0o755)
+    return {}
+
+
+VERSION_FILES: dict[str, str | bytes | None] = {
+    "cuda-word": _VERSION + "cuda_version = 'abc'\n",
+    "cuda-seven-parts": _VERSION + "cuda_version = '1.2.3.4.5.6.7'\n",
+    "cuda-1e400": _VERSION + "cuda_version = 1e400\n",
+    "cuda-arabic-digits": _VERSION + "cuda_version = '\u0661\u0662.\u0666'\n",
+    "full-arabic-digits": _VERSION + "full_version = '\u0661.\u0662'\n",
+    "archs-huge": _VERSION + "compiled_cuda_archs = [80, 1000, 10**9]\n",
+    "archs-deep": _VERSION + "compiled_cuda_archs = " + "[" * 5000 + "]" * 5000 + "\n",
+    "forged-version": _VERSION + "full_version = '3.3.1\\n::add-mask::FORGED\\x1b]0;t\\x07'\n",
+    "forged-cuda": _VERSION + "cuda_version = '\\u202e12.6\\x1b[2J'\n",
+    "garbage": b"\xff\xfe\x00" * 1000,
+    "huge": _VERSION + "#" * (300 * 1024) + "\n",
+    "fifo": None,
+}
+
+
+def _docker_config(kind: str) -> Callable[[Path], dict[str, str]]:
+    def setup(tmp: Path) -> dict[str, str]:
+        config = tmp / "docker-config"
+        config.mkdir()
+        env = {"DOCKER_CONFIG": str(config), "DOCKER_HOST": ""}
+        if kind == "config-fifo":
+            os.mkfifo(config / "config.json")
+        elif kind == "config-deep":
+            (config / "config.json").write_text("[" * 100_000)
+        elif kind == "config-forged":
+            (config / "config.json").write_text(json.dumps({"currentContext": FORGED}))
+        elif kind in ("meta-fifo", "meta-forged"):
+            meta = config / "contexts" / "meta" / hashlib.sha256(b"planted").hexdigest()
+            meta.mkdir(parents=True)
+            if kind == "meta-fifo":
+                os.mkfifo(meta / "meta.json")
+            else:
+                doc = {"Endpoints": {"docker": {"Host": f"unix:///nonexistent/{FORGED}"}}}
+                (meta / "meta.json").write_text(json.dumps(doc))
+            env["DOCKER_CONTEXT"] = "planted"
+        return env
+
+    return setup
+
+
+def _fake_gpu(tmp: Path) -> dict[str, str]:
+    """The variables of a fake two-A100 host (tests/fakenv, the C-ABI fakes), so the judge
+    compares the Paddle build with a driver and a GPU."""
+    from tests import fakenv
+
+    if "build" not in fakenv._BUILDS:
+        fakenv._BUILDS["build"] = fakenv.build(Path(tempfile.mkdtemp(prefix="fakenv-")))
+    return fakenv.make_host(fakenv._BUILDS["build"], "a100x2-535", tmp / "fake-host")
+
+
+def live_probe_cases() -> Iterator[ProcessCase]:
+    for gpu in (False, True):
+        for name, text in VERSION_FILES.items():
+
+            def setup(
+                tmp: Path, text: str | bytes | None = text, gpu: bool = gpu
+            ) -> dict[str, str]:
+                return {**_paddle_site(tmp, text), **(_fake_gpu(tmp) if gpu else {})}
+
+            yield ProcessCase(
+                "live-probes",
+                f"paddle-{name}{'-a100' if gpu else ''}",
+                ("doctor", "--no-smoke", "--python", "{tmp}/python"),
+                (0, 1),
+                setup=setup,
+            )
+    for kind in ("config-fifo", "config-deep", "config-forged", "meta-fifo", "meta-forged"):
+        yield ProcessCase(
+            "live-probes",
+            f"docker-{kind}",
+            ("doctor", "--no-smoke"),
+            (0, 1, 2, 4),
+            setup=_docker_config(kind),
+        )
+
+
+# -- the engine ---------------------------------------------------------------------------------
+REF = "127.0.0.1:5000/envcheck-test/busybox:1"
+DISTRIBUTION = {  # the real dockerd's answer for REF in the test registry
+    "Descriptor": {
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "digest": "sha256:eefa0937cd87770e2a6d55f7fb8c4fbe89953f6f4e406bfff57395c74aa0d16c",
+        "size": 527,
+    },
+    "Platforms": [{"architecture": "amd64", "os": "linux"}],
+}
+PULL_ANSWERS = {
+    "not-chunked-not-json": Answer(body=b"not json at all"),
+    "not-chunked-html": Answer(body=b"<html>proxy error</html>", content_type="text/html"),
+    "chunked-not-json": Answer(body=b"{broken", chunked=True),
+    "chunked-not-objects": Answer(body=b'[1]\n"x"\n3\n', chunked=True),
+    "error-detail-a-list": Answer(body=b'{"errorDetail": [1]}\n', chunked=True),
+    "progress-detail-a-list": Answer(
+        body=b'{"id": "a", "status": "Downloading", "progressDetail": [1]}\n', chunked=True
+    ),
+    "nested-too-deep": Answer(body=b"[" * 100_000 + b"]" * 100_000),
+    "error-event-forged": Answer(
+        body=json.dumps({"error": FORGED, "errorDetail": {"message": FORGED}}).encode() + b"\n",
+        chunked=True,
+    ),
+    "http-500-forged": Answer(500, json.dumps({"message": FORGED}).encode()),
+    "layer-id-forged": Answer(
+        body=json.dumps({"id": FORGED, "status": "Downloading"}).encode() + b"\n", chunked=True
+    ),
+}
+
+
+def engine_routes(pull: Answer) -> dict[tuple[str, str], Answer]:
+    return {
+        ("GET", "/_ping"): Answer(body=b"OK", content_type="text/plain"),
+        ("GET", "/version"): ENGINE_VERSION,
+        ("GET", "/distribution/"): Answer(body=json.dumps(DISTRIBUTION).encode()),
+        ("POST", "/images/create"): pull,
+    }
+
+
+@dataclass
+class Peers:
+    """The fake servers a case started, stopped when it ends."""
+
+    started: list[Any] = field(default_factory=list)
+
+    def engine(self, path: Path, routes: dict[tuple[str, str], Answer]) -> FakeEngine:
+        self.started.append(FakeEngine(path, routes))
+        return self.started[-1]  # type: ignore[no-any-return]
+
+    def registry(self, routes: dict[tuple[str, str], Answer]) -> FakeRegistry:
+        self.started.append(FakeRegistry(routes))
+        return self.started[-1]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        for server in self.started:
+            server.close()
+        self.started.clear()
+
+
+PEERS = Peers()
+
+
+def engine_cases() -> Iterator[ProcessCase]:
+    for name, answer in PULL_ANSWERS.items():
+
+        def setup(tmp: Path, answer: Answer = answer) -> dict[str, str]:
+            return {"DOCKER_HOST": PEERS.engine(tmp / "docker.sock", engine_routes(answer)).host}
+
+        yield ProcessCase(
+            "engine", f"pull-{name}", ("pull-image", "--image", REF), (4,), setup=setup
+        )
+
+
+# -- registries ---------------------------------------------------------------------------------
+def _manifest_for(config: bytes) -> dict[str, Any]:
+    return {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {
+            "mediaType": "application/vnd.docker.container.image.v1+json",
+            "digest": "sha256:" + hashlib.sha256(config).hexdigest(),
+            "size": len(config),
+        },
+        "layers": [],
+    }
+
+
+_CONFIG = json.dumps(
+    {"architecture": "amd64", "os": "linux", "config": {"Env": ["CUDA_VERSION=12.6.3"]}}
+).encode()
+_KIND = "application/vnd.docker.distribution.manifest.v2+json"
+REGISTRY_ANSWERS: dict[str, dict[tuple[str, str], Answer]] = {
+    "config-tampered": {
+        ("GET", "/manifests/"): Answer(
+            body=json.dumps(_manifest_for(_CONFIG)).encode(), content_type=_KIND
+        ),
+        ("GET", "/blobs/"): Answer(body=_CONFIG.replace(b"12.6.3", b"11.0.3")),
+    },
+    "manifest-not-json": {("GET", "/manifests/"): Answer(body=b"<html>", content_type=_KIND)},
+    "manifest-deep": {("GET", "/manifests/"): Answer(body=b"[" * 100_000, content_type=_KIND)},
+    "manifest-wrong-shape": {
+        ("GET", "/manifests/"): Answer(
+            body=b'{"mediaType": "%s", "layers": {"a": 1}}' % _KIND.encode()
+        )
+    },
+    "error-forged": {
+        ("GET", "/manifests/"): Answer(500, json.dumps({"errors": [{"message": FORGED}]}).encode())
+    },
+    "denied-forged": {
+        ("GET", "/manifests/"): Answer(
+            403, json.dumps({"errors": [{"code": "DENIED", "message": FORGED}]}).encode()
+        )
+    },
+    "config-not-json": {
+        ("GET", "/manifests/"): Answer(
+            body=json.dumps(_manifest_for(b"\xff")).encode(), content_type=_KIND
+        ),
+        ("GET", "/blobs/"): Answer(body=b"\xff"),
+    },
+}
+
+
+def registry_case(name: str, routes: dict[tuple[str, str], Answer]) -> None:
+    """envcheck's own client against a fake registry: an EnvcheckError or an answer, and a
+    message that shows the registry's words without obeying them."""
+    from envcheck.platforms import Platform
+    from envcheck.reference import parse_reference
+    from envcheck.registry.client import RegistryClient
+    from envcheck.render.sanitize import visible
+
+    server = FakeRegistry(routes)
+    message, trace = "", None
+    try:
+        ref = parse_reference(f"{server.addr}/envcheck-test/fake:1")
+        RegistryClient.for_reference(ref, timeout=5).inspect(ref, Platform("linux", "amd64"))
+    except EnvcheckError as e:
+        message = f"envcheck: error: {visible(e.message, keep_lines=True)}"
+    except Exception:  # noqa: BLE001 - what the campaign counts
+        trace = traceback.format_exc(limit=4)
+    finally:
+        server.close()
+    wrong = name == "config-tampered" and "digest" not in message  # judged unverified bytes
+    TALLIES["registry"].record(
+        f"client-{name}",
+        traceback_seen=trace is not None,
+        wrong_exit=wrong,
+        injected=injected(message),
+        detail=f"{trace or message[:300]}",
+    )
+
+
+def through_dockerd_cases() -> Iterator[ProcessCase]:
+    """The real dockerd pulls from a fake registry and relays its words."""
+    for name in ("error-forged", "denied-forged", "manifest-not-json"):
+
+        def setup(tmp: Path, name: str = name) -> dict[str, str]:
+            server = PEERS.registry(REGISTRY_ANSWERS[name])
+            (tmp / "out" / "ref").write_text(f"{server.addr}/envcheck-test/fake:1")
+            return {}
+
+        yield ProcessCase(
+            "registry",
+            f"dockerd-{name}",
+            (),
+            (2, 4),
+            setup=setup,
+            argv=(
+                "sh",
+                "-c",
+                f'exec {sys.executable} -m envcheck pull-image --image "$(cat out/ref)"',
+            ),
+        )
+
+
+# -- the smoke's output -------------------------------------------------------------------------
+SMOKE_VALUES: list[Any] = [
+    None, True, -1, 2**63, 10**400, 1.5, float("nan"), "", "gpu:0", "\x1b[2J", FORGED,
+    "\ud800", [], {}, [[[]]], "9" * 5000,
+]  # fmt: skip
+
+
+def smoke_output_cases() -> Iterator[tuple[str, bytes]]:
+    from tests import smoke_samples as rec
+
+    good = rec.on_gpu(rec.result())
+    yield "deep", b"[" * 100_000 + b"]" * 100_000
+    yield "deep-object", b'{"a":' * 50_000 + b"1" + b"}" * 50_000
+    yield "huge-int", b'{"schema": ' + b"9" * 5000 + b"}"
+    yield "surrogate", json.dumps(good).replace('"gpu:0"', '"gpu:\\ud800"').encode()
+    yield "two-lines", b"{}\n{}"
+    yield "not-utf8", b"\xff\xfe"
+    for path in sorted(field_paths(good), key=str)[::7]:
+        for value in SMOKE_VALUES:
+            try:
+                doc = with_value(good, path, value)
+                text = json.dumps(doc, allow_nan=True)
+            except (ValueError, TypeError, KeyError, IndexError):
+                continue
+            yield f"{path}={value!r:.12}", text.encode("utf-8", "surrogatepass")
+
+
+def smoke_output_case(name: str, stdout: bytes) -> None:
+    """Parse, judge and render one stdout: BadOutput or findings, never an exception."""
+    from envcheck.render.markdown import render_markdown
+    from envcheck.smoke.parse import RawRun
+    from envcheck.smoke.verdict import judge
+    from tests import report_samples as samples
+    from tests.test_smoke_judge import GPU_IMAGE, container_plan, gpu_host
+
+    trace, text = None, ""
+    try:
+        from envcheck.smoke.check import outcome_of
+
+        outcome = outcome_of(RawRun(0, stdout, "", 1.0), {"status": "unavailable", "samples": 0})
+        findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome)
+        text = render_markdown(samples.report(tuple(findings)))
+        text.encode("utf-8")
+    except Exception:  # noqa: BLE001
+        trace = traceback.format_exc(limit=4)
+    TALLIES["smoke-output"].record(
+        f"stdout-{name}",
+        traceback_seen=trace is not None,
+        injected=bool(_UNSAFE.search(text)),
+        detail=trace or "",
+    )
+
+
+# -- fleets -------------------------------------------------------------------------------------
+def _reports(tmp: Path, *reports: Any, names: tuple[str, ...] = ()) -> Path:
+    folder = tmp / "reports"
+    folder.mkdir(exist_ok=True)
+    for i, report in enumerate(reports):
+        name = names[i] if i < len(names) else f"r{i}.json"
+        (folder / name).write_text(json.dumps(report.to_json()), encoding="utf-8")
+    return folder
+
+
+def _github(tmp: Path, summary: str = "summary.md", output: str = "output") -> dict[str, str]:
+    return {
+        "GITHUB_STEP_SUMMARY": str(tmp / "out" / summary),
+        "GITHUB_OUTPUT": str(tmp / "out" / output),
+    }
+
+
+def _summary_is_markdown(tmp: Path, _: str) -> str | None:
+    """The step summary renders without raw HTML or headings a report's text opened."""
+    from markdown_it import MarkdownIt
+
+    path = tmp / "out" / "summary.md"
+    if not path.exists():
+        return None
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(path.read_text())
+    return "damaged: raw HTML in the step summary" if re.search(r"<(b|h1|script)>", html) else None
+
+
+def _hostile_id(tmp: Path) -> dict[str, str]:
+    from envcheck.findings import fail
+
+    bad = fail("driver.x`<b>hi</b>`\n\n# heading\udcff", FORGED, fix=FORGED, layer="driver")
+    _reports(tmp, samples.report((bad,)))
+    return _github(tmp)
+
+
+def _hostile_hosts(tmp: Path) -> dict[str, str]:
+    hosts = [samples.smoke_crashed(hostname=f"n{i}\x1b]0;x\x07\u202e") for i in range(12)]
+    _reports(tmp, *hosts)
+    return _github(tmp)
+
+
+def _fifo_report(tmp: Path) -> dict[str, str]:
+    folder = _reports(tmp, samples.healthy())
+    os.mkfifo(folder / "planted.json")
+    return {}
+
+
+def _forged_name(tmp: Path) -> dict[str, str]:
+    folder = _reports(tmp, samples.healthy())
+    (folder / "x\n::add-mask::FORGED\x1b[2J.json").write_text("not json")
+    return {}
+
+
+def _linked_summary(tmp: Path) -> dict[str, str]:
+    _reports(tmp, samples.driver_upgraded_without_reboot())
+    (tmp / "canary").write_text("not ours\n")
+    (tmp / "out" / "summary.md").symlink_to(tmp / "canary")
+    (tmp / "out" / "output").symlink_to(tmp / "canary")
+    return _github(tmp)
+
+
+def _fifo_github(tmp: Path) -> dict[str, str]:
+    _reports(tmp, samples.driver_upgraded_without_reboot())
+    os.mkfifo(tmp / "out" / "summary.md")
+    os.mkfifo(tmp / "out" / "output")
+    return _github(tmp)
+
+
+def _host_list(text: str) -> Callable[[Path], dict[str, str]]:
+    def setup(tmp: Path) -> dict[str, str]:
+        _reports(tmp, samples.healthy())
+        (tmp / "hosts.txt").write_text(text)
+        return {}
+
+    return setup
+
+
+def fleet_cases() -> Iterator[ProcessCase]:
+    report = ("report", "--markdown", "{tmp}/out/fleet.md", "{tmp}/reports")
+    yield ProcessCase(
+        "fleet", "finding-id-hostile", report, (1,), _hostile_id, True, check=_summary_is_markdown
+    )
+    yield ProcessCase(
+        "fleet", "hostnames-hostile", report, (5,), _hostile_hosts, True, check=_summary_is_markdown
+    )
+    yield ProcessCase("fleet", "fifo-in-folder", ("report", "{tmp}/reports"), (2,), _fifo_report)
+    yield ProcessCase("fleet", "file-name-forged", ("report", "{tmp}/reports"), (2,), _forged_name)
+    yield ProcessCase(
+        "fleet", "github-files-linked", ("report", "{tmp}/reports"), (1,), _linked_summary, True
+    )
+    yield ProcessCase(
+        "fleet", "github-files-fifo", ("report", "{tmp}/reports"), (1,), _fifo_github, True
+    )
+    expect = ("report", "--expect-hosts", "{tmp}/hosts.txt", "{tmp}/reports")
+    for name, text in (
+        ("hosts-many-ranges", "n[" + ",".join(["0-99999"] * 300) + "]\n"),
+        ("hosts-product", "a[0-999]b[0-999]c[0-999]\n"),
+        ("hosts-long-names", "x" * 250 + "[0-99999]\n"),
+        ("hosts-forged", "gpu1 \x1b[2J ::add-mask::x\n"),
+    ):
+        yield ProcessCase("fleet", name, expect, (2,), _host_list(text))
+
+
+# -- streams: a reader that leaves ----------------------------------------------------------------
+def _failing_facts(tmp: Path) -> dict[str, str]:
+    (tmp / "facts.json").write_text(json.dumps(samples.driver_upgraded_without_reboot().to_json()))
+    return {}
+
+
+def _two_reports(tmp: Path) -> dict[str, str]:
+    _reports(tmp, samples.healthy(), samples.driver_upgraded_without_reboot())
+    return {}
+
+
+def stream_cases() -> Iterator[ProcessCase]:
+    for mode in ((), ("--json",)):
+        yield ProcessCase(
+            "streams",
+            f"doctor{''.join(mode)}-2>&1-head",
+            ("doctor", "--facts", "{tmp}/facts.json", *mode),
+            (1,),
+            _failing_facts,
+            dead_pipe=True,
+        )
+    for mode in ((), ("--json",)):
+        yield ProcessCase(
+            "streams",
+            f"report{''.join(mode)}-2>&1-head",
+            ("report", "{tmp}/reports", *mode),
+            (1,),
+            _two_reports,
+            dead_pipe=True,
+        )
+
+
+# -- state --------------------------------------------------------------------------------------
+def _key(content: bytes | None) -> Callable[[Path], dict[str, str]]:
+    def setup(tmp: Path) -> dict[str, str]:
+        folder = tmp / "out" / "state" / "envcheck"
+        folder.mkdir(parents=True, mode=0o700)
+        path = folder / "owner.key"
+        if content is None:
+            os.mkfifo(path, 0o600)
+        else:
+            path.write_bytes(content)
+            path.chmod(0o600)
+        return {}
+
+    return setup
+
+
+def _key_healed(tmp: Path, _: str) -> str | None:
+    path = tmp / "out" / "state" / "envcheck" / "owner.key"
+    if path.is_fifo():
+        return None  # not ours: refused (process-only key), left alone
+    return None if len(path.read_bytes()) == 32 else "damaged: the owner key was not remade"
+
+
+_OWNER_KEY = (
+    sys.executable,
+    "-c",
+    "from envcheck.smoke import ownership; print(len(ownership.owner_key()))",
+)
+_FULL_DISK = (
+    sys.executable,
+    "-c",
+    (
+        "import resource, signal\n"
+        "from envcheck.render.annotations import append_step_summary\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))\n"
+        "print(append_step_summary('| row |\\n' * 50_000))\n"
+    ),
+)
+
+
+def _summary_whole(tmp: Path, _: str) -> str | None:
+    text = (tmp / "out" / "summary.md").read_text()
+    return None if text == "## earlier step\n" else f"damaged: a cut-off table ({len(text)} bytes)"
+
+
+def _earlier_summary(tmp: Path) -> dict[str, str]:
+    (tmp / "out" / "summary.md").write_text("## earlier step\n")
+    return _github(tmp)
+
+
+def state_cases() -> Iterator[ProcessCase]:
+    for name, content in (("empty", b""), ("short", b"\x01" * 7), ("fifo", None)):
+        yield ProcessCase(
+            "state",
+            f"owner-key-{name}",
+            (),
+            (0,),
+            _key(content),
+            check=_key_healed,
+            argv=_OWNER_KEY,
+        )
+    yield ProcessCase(
+        "state",
+        "step-summary-full-disk",
+        (),
+        (0,),
+        _earlier_summary,
+        check=_summary_whole,
+        argv=_FULL_DISK,
+    )
+
+
+# -- signals ------------------------------------------------------------------------------------
+def signal_case(signum: signal.Signals, tmp: Path) -> None:
+    """An in-process smoke (the real CPU Paddle) signalled once its temp folder exists."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "doctor", "--json", "--in-process"],
+        env={**ENV, "TMPDIR": str(tmp)},
+        cwd=tmp,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + HANG_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        if any(p.name.startswith("envcheck-smoke-") for p in tmp.iterdir()):
+            break
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    try:
+        _, err = proc.communicate(timeout=HANG_S)
+        hung = False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        hung = True
+    left = [p.name for p in tmp.iterdir() if p.name.startswith("envcheck")]
+    children = processes_mentioning(str(tmp))
+    TALLIES["signals"].record(
+        f"in-process-{signum.name}",
+        traceback_seen="Traceback" in err,
+        wrong_exit=not hung and proc.returncode != 130,
+        leaks=len(left) + len(children),
+        hung=hung,
+        detail=f"exit {proc.returncode}; left {left}; children {children}; {err[-300:]!r}",
+    )
+
+
+SIGNALS = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def process_cases() -> list[ProcessCase]:
+    return [
+        *live_probe_cases(),
+        *engine_cases(),
+        *through_dockerd_cases(),
+        *fleet_cases(),
+        *stream_cases(),
+        *state_cases(),
+    ]
+
+
+def totals() -> str:
+    lines = [TALLIES[s].line() for s in SURFACES]
+    whole = Tally("outside, all surfaces")
+    for tally in TALLIES.values():
+        whole.cases += tally.cases
+        whole.tracebacks += tally.tracebacks
+        whole.wrong_exit += tally.wrong_exit
+        whole.injections += tally.injections
+        whole.leaks += tally.leaks
+        whole.damaged += tally.damaged
+        whole.hangs += tally.hangs
+    return "\n".join([*lines, whole.line()])
