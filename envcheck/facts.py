@@ -46,6 +46,8 @@ class DriverFacts:
     error: str | None = None  # NVML error constant, e.g. "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
     reason: str | None = None
     library: str | None = None  # the libnvidia-ml file that answered
+    # NVIDIA GPUs seen without NVML (sysfs PCI, /proc/driver/nvidia/gpus) when NVML failed
+    gpus_present: int | None = _count()
 
 
 @dataclass(frozen=True)
@@ -325,3 +327,10 @@ def host_from_document(doc: Any) -> HostFacts:
 def usable_gpus(host: HostFacts) -> tuple[GpuFacts, ...]:
     """GPUs the driver reports, when the driver answered."""
     return host.gpus if host.driver.status == "ok" else ()
+
+
+def unlisted_gpus(host: HostFacts) -> int:
+    """NVIDIA GPUs the machine has while the driver cannot list them (a reboot pending): the
+    plan stays a GPU plan (issue 21.9)."""
+    d = host.driver
+    return d.gpus_present or 0 if d.status != "ok" else 0

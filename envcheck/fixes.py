@@ -3,7 +3,14 @@ tell the user two different things about the same change."""
 
 from __future__ import annotations
 
-from envcheck.facts import EngineFacts
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from envcheck.facts import EngineFacts, HostFacts
+from envcheck.known_packages import known_packages
 from envcheck.report import ImageChoice
 
 NVIDIA_RUNTIME_FIX = (
@@ -28,37 +35,148 @@ NO_GPU_BUILD_YET = (
 )
 
 
-def cudnn_pip_command(cudnn: str, cuda: str) -> str | None:
-    """NVIDIA's cuDNN wheel of that major for that CUDA major: `python -m pip install
-    nvidia-cudnn-cu11==8.*`; None when either version has no readable major."""
-    major, cu = cudnn.split(".")[0], cuda.split(".")[0]
-    if not (major.isdigit() and cu.isdigit()):
+COMMAND = re.compile(r"`([^`\n]+)`")  # every command of a fix or message is between backticks
+
+
+def commands_in(text: str) -> list[str]:
+    """The commands of a fix or message: each span between backticks."""
+    return COMMAND.findall(text)
+
+
+PADDLE_DISTRIBUTIONS = ("paddlepaddle", "paddlepaddle-gpu")
+# pip options whose value follows them (everything else after `install` is a requirement)
+_VALUE_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
+# A report whose facts do not record the interpreter (a hand-written or old `host` object)
+UNKNOWN_PYTHON = "python3"
+
+
+@dataclass(frozen=True)
+class PipInstall:
+    """One pinned install into the judged interpreter, what conflicts with it removed first:
+    `/venv/bin/python -m pip uninstall -y paddlepaddle && /venv/bin/python -m pip install
+    paddlepaddle-gpu==3.3.1 -i https://…/cu129/`, quoted for bash and zsh alike."""
+
+    python: str
+    args: tuple[str, ...]  # what follows `pip install`: requirements and index options
+    remove: tuple[str, ...] = ()  # uninstalled first
+
+    def argvs(self) -> tuple[tuple[str, ...], ...]:
+        pip = (self.python, "-m", "pip")
+        first = ((*pip, "uninstall", "-y", *self.remove),) if self.remove else ()
+        return (*first, (*pip, "install", *self.args))
+
+    def shell(self) -> str:
+        return " && ".join(shlex.join(argv) for argv in self.argvs())
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        found, skip = [], False
+        for arg in self.args:
+            if not skip and not arg.startswith("-"):
+                found.append(arg)
+            skip = arg in _VALUE_OPTIONS
+        return tuple(found)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.split("==", 1)[0] for r in self.requirements)
+
+
+def and_list(words: list[str]) -> list[list[str]]:
+    """`a b && c d` as shlex split it -> [[a, b], [c, d]]: the commands `PipInstall.shell` joins."""
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word == "&&":
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return parts
+
+
+def target_python(host: HostFacts) -> str:
+    """The interpreter the report judged, by its absolute path: never a bare `python` (a pyenv
+    shim, or absent on Ubuntu 24.04)."""
+    python = host.paddle.python
+    return python if python and posixpath.isabs(python) else UNKNOWN_PYTHON
+
+
+def installed_distributions(host: HostFacts) -> tuple[str, ...]:
+    p = host.paddle
+    if p.distributions:
+        return p.distributions
+    return (p.package,) if p.status == "ok" and p.package else ()
+
+
+def conflicting(installed: Iterable[str], installing: Iterable[str]) -> tuple[str, ...]:
+    """The Paddle distributions to remove before installing: the other one (they overwrite each
+    other's files), or both where both are there already."""
+    have = set(installed) & set(PADDLE_DISTRIBUTIONS)
+    want = set(installing) & set(PADDLE_DISTRIBUTIONS)
+    if not want:
+        return ()
+    return tuple(sorted(have if len(have) > 1 else have - want))
+
+
+def matrix_install(
+    pip: str, python: str, installed: Iterable[str] = (), extra: tuple[str, ...] = ()
+) -> PipInstall | None:
+    """A matrix row's `python -m pip install …` for `python`; None for any other shape."""
+    argv = shlex.split(pip)
+    if argv[:4] != ["python", "-m", "pip", "install"] or len(argv) < 5:
         return None
-    return f"python -m pip install nvidia-cudnn-cu{cu}=={major}.*"
+    plain = PipInstall(python, (*extra, *argv[4:]))
+    return PipInstall(python, plain.args, conflicting(installed, plain.names))
 
 
-def cudart_pip_command(cuda: str) -> str | None:
-    """NVIDIA's CUDA runtime wheel of that CUDA major (its `lib/libcudart.so.11.0` or `.so.12`):
-    `python -m pip install nvidia-cuda-runtime-cu11==11.*`; None before CUDA 11 (no such wheel)."""
+def paddle_install(
+    host: HostFacts, image: ImageChoice | None, *, gpu: bool = False, python: str | None = None
+) -> PipInstall | None:
+    """The one Paddle install this report recommends: the chosen build (the GPU build where a
+    GPU is usable, else the CPU one), pinned, from its index, into the judged interpreter.
+    `gpu`: only a GPU build (a CPU command is never offered as "the GPU build"); `python`: the
+    smoke's interpreter, where it was given (else the facts')."""
+    if image is None or not image.pip_command:
+        return None
+    target = python or target_python(host)
+    install = matrix_install(image.pip_command, target, installed_distributions(host))
+    return None if install is None or (gpu and "paddlepaddle-gpu" not in install.names) else install
+
+
+def command(install: PipInstall | None, otherwise: str) -> str:
+    """A fix's command between backticks, or the words that say why there is none."""
+    return f"`{install.shell()}`" if install else otherwise
+
+
+def cudnn_install(python: str, cudnn: str, cuda: str) -> PipInstall | None:
+    """NVIDIA's cuDNN wheel for that CUDA major, the newest recorded release of the build's
+    cuDNN major.minor (else of its major); None when PyPI has none (`nvidia-cudnn-cu10`)."""
+    cu = cuda.split(".")[0]
+    return _nvidia_wheel(python, f"nvidia-cudnn-cu{cu}", cudnn) if cu.isdigit() else None
+
+
+def cudart_install(python: str, cuda: str) -> PipInstall | None:
+    """NVIDIA's CUDA runtime wheel of that CUDA major (its `lib/libcudart.so.11.0` or `.so.12`);
+    None before CUDA 11 (PyPI has no such wheel)."""
     major = cuda.split(".")[0]
     if not major.isdigit() or int(major) < 11:
         return None
-    return f"python -m pip install nvidia-cuda-runtime-cu{major}=={major}.*"
+    return _nvidia_wheel(python, f"nvidia-cuda-runtime-cu{major}", cuda)
 
 
-def gpu_pip_command(image: ImageChoice | None) -> str | None:
-    """The pip command of the GPU build the doctor chose; None when it chose none (no driver, or
-    only the CPU image runs here): a CPU command is never offered as "the GPU build"."""
-    if image is not None and image.kind == "gpu" and image.pip_command:
-        return image.pip_command
-    return None
+def _nvidia_wheel(python: str, name: str, version: str) -> PipInstall | None:
+    """`name` pinned to the newest recorded release of `version`'s major.minor, else of its
+    major; None when the list has neither."""
+    parts = version.split(".")
+    if not parts[0].isdigit():
+        return None
+    known = known_packages()
+    minor = f"{parts[0]}.{parts[1]}." if len(parts) > 1 and parts[1].isdigit() else None
+    found = (minor and known.newest(name, minor)) or known.newest(name, f"{parts[0]}.")
+    return PipInstall(python, (f"{name}=={found}",)) if found else None
 
 
-def replace_cpu_build(image: ImageChoice | None, python: str = "python") -> str:
-    command = gpu_pip_command(image)
-    if command is None:
-        return NO_GPU_BUILD_YET
-    return f"`{python} -m pip uninstall -y paddlepaddle && {command}`"
+def replace_cpu_build(host: HostFacts, image: ImageChoice | None) -> str:
+    return command(paddle_install(host, image, gpu=True), NO_GPU_BUILD_YET)
 
 
 def engine_fix(engine: EngineFacts) -> str:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from envcheck.facts import GpuFacts, HostFacts, usable_gpus
+from envcheck.facts import GpuFacts, HostFacts, unlisted_gpus, usable_gpus
 from envcheck.findings import Finding
-from envcheck.fixes import gpu_pip_command
+from envcheck.fixes import NO_GPU_BUILD_YET, command, paddle_install, replace_cpu_build
 from envcheck.matrix.model import Matrix
+from envcheck.one_plan import settle
 from envcheck.report import ImageChoice
 from envcheck.rules.archs import check_build_archs
 from envcheck.rules.container import check_engine, check_image
@@ -37,10 +38,18 @@ class Context:
         return usable_gpus(self.host)
 
     @property
-    def pip_fix(self) -> str:
-        return gpu_pip_command(self.image) or (
-            "python -m pip install paddlepaddle-gpu  (pick the CUDA build for your driver: `envcheck doctor --explain`)"
-        )
+    def install_fix(self) -> str:
+        """The report's one Paddle install (GPU where a GPU is usable, else CPU), as a command."""
+        if self.gpus or unlisted_gpus(self.host) or self.image is None or not self.image.reason:
+            otherwise = NO_GPU_BUILD_YET
+        else:
+            otherwise = f"no Paddle build of the matrix fits: {self.image.reason}"
+        return command(paddle_install(self.host, self.image), otherwise)
+
+    @property
+    def gpu_build_fix(self) -> str:
+        """The GPU build the doctor chose, as a command, or why there is none yet."""
+        return replace_cpu_build(self.host, self.image)
 
 
 Check = Callable[[Context], Iterable[Finding]]
@@ -62,4 +71,4 @@ CHECKS: tuple[Check, ...] = (
 
 
 def judge(ctx: Context) -> list[Finding]:
-    return [finding for check in CHECKS for finding in check(ctx)]
+    return settle(finding for check in CHECKS for finding in check(ctx))

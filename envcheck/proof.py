@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from envcheck.findings import Finding, fail
+from envcheck.findings import Finding, fail, warn
 
 Proof = Literal["gpu-trained", "cpu-trained", "static", "none"]
 SMOKE_PASS_ID = "smoke.pass"
@@ -96,10 +96,18 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
     """Under --expect-gpu with a smoke asked for, nothing trained on a GPU is a failure, never a
     warning: the smoke's own failure when it has one, else this finding, which carries the
     smoke's reasons (no engine, image unavailable, no Paddle) and their fixes."""
-    if proof == "static":
-        return _static_unproven(findings)
     if proof == "gpu-trained":
         return None
+    if proof == "static":  # never a pass under --expect-gpu (issue 21.10): a failure where the
+        # build's arch coverage is unverified (issue 22.7), else a warning
+        return _static_unproven(findings) or warn(
+            UNPROVEN_ID,
+            "--expect-gpu: static checks only: nothing trained on a GPU (no smoke run)",
+            fix="run the smoke on this host: `envcheck doctor --expect-gpu`",
+            layer="smoke",
+            proof=proof,
+            reasons=[],
+        )
     if any(f.family == "smoke" and f.severity == "fail" for f in findings):
         return None  # the smoke already failed, with its own cause and exit code
     why = [f for f in findings if f.family == "smoke" and f.severity == "warn"]

@@ -101,7 +101,7 @@ def parse_report(saved: SavedReport) -> HostReport:
         raise ReportDocumentError(str(e)) from e
     meta = object_field(doc, "meta")
     report = Report(
-        host, _findings(doc.get("findings")), image, object_field(doc, "smoke") or None, meta
+        host, findings_of(doc.get("findings")), image, object_field(doc, "smoke") or None, meta
     )
     return HostReport(
         source=saved.source,
@@ -114,7 +114,8 @@ def parse_report(saved: SavedReport) -> HostReport:
     )
 
 
-def _findings(items: Any) -> tuple[Finding, ...]:
+def findings_of(items: Any) -> tuple[Finding, ...]:
+    """A saved report's `findings`, validated; ReportDocumentError names the entry at fault."""
     if not isinstance(items, list):
         raise ReportDocumentError('"findings" must be a list')
     return tuple(_finding(item, i) for i, item in enumerate(items))

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck.assessment import Assessment, assess_image, gpu_compute_capability
 from envcheck.compat import oci_platform
 from envcheck.errors import UsageError
-from envcheck.facts import HostFacts, usable_gpus
+from envcheck.facts import HostFacts, unlisted_gpus, usable_gpus
 from envcheck.matrix.builds import build_for
 from envcheck.matrix.model import Arm64Build, ImageTag, Matrix, PaddleRelease
 from envcheck.report import ImageChoice, Rejected
@@ -87,7 +87,7 @@ def _select_release(
     host: HostFacts, matrix: Matrix, release: PaddleRelease, registry: str
 ) -> ImageChoice:
     gpus = usable_gpus(host)
-    if not gpus:
+    if not gpus and not unlisted_gpus(host):  # GPUs the driver cannot list keep the GPU plan
         return _cpu_choice(matrix, release, registry, _why_no_gpu(host), host)
     candidates = gpu_candidates(matrix, release.version)
     assessed = [assess_image(host, gpus, image, matrix, release, registry) for image in candidates]
@@ -140,13 +140,13 @@ def _choice(
     matrix: Matrix, chosen: Assessment, registry: str, rejected: Iterable[Rejected]
 ) -> ImageChoice:
     return dataclasses.replace(
-        _image_choice(matrix, chosen.image, registry, chosen.reason, rejected),
+        image_choice(matrix, chosen.image, registry, chosen.reason, rejected),
         arch_known=chosen.arch_known,
         arch_note=chosen.arch_note,
     )
 
 
-def _image_choice(
+def image_choice(
     matrix: Matrix, image: ImageTag, registry: str, reason: str, rejected: Iterable[Rejected]
 ) -> ImageChoice:
     build = build_for(matrix, image.paddle, image.cuda)
@@ -175,7 +175,7 @@ def _cpu_choice(
     runnable = [i for i in images if platform is None or platform in i.platforms]
     for image in runnable:
         if registry in image.registries:
-            return _image_choice(matrix, image, registry, f"{why}: the CPU image", ())
+            return image_choice(matrix, image, registry, f"{why}: the CPU image", ())
     if images and not runnable:
         where = f" for {platform} ({_what_exists_for(platform, host, matrix)})"
     elif images:

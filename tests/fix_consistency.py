@@ -1,5 +1,6 @@
 """No report may give contradicting fixes (issue #8 item 14): one package (paddlepaddle vs
-paddlepaddle-gpu), one package index, one image, one way to reach the engine."""
+paddlepaddle-gpu), one package index, one image, one way to reach the engine; and one plan
+(issue 21.5): a report that replaces the Paddle build installs no library for the old one."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ _PACKAGE = re.compile(r"(?<![\w/.-])(paddlepaddle(?:-gpu)?)(?:==[\w.]+)?(?![\w-]
 _IMAGE = re.compile(
     r"(?:docker\.io/|registry\.baidubce\.com/|ccr-[\w.-]+/)?paddlepaddle/paddle:[\w.-]+"
 )
+_NVIDIA = re.compile(r"(?<![\w-])(nvidia-[\w-]+)")
 _ENGINE_WAYS = {
     "start": re.compile(r"start Docker|systemctl start docker"),
     "group": re.compile(r"docker group|usermod -aG docker"),
@@ -36,7 +38,22 @@ def contradictions(findings: Iterable[Mapping[str, Any]]) -> list[str]:
             if pattern.search(fix):
                 seen["engine"].setdefault(way, fid)
     found = [f"{kind}: {dict(values)}" for kind, values in seen.items() if len(values) > 1]
+    found += _two_plans(fixes, seen["package"])
     return found + [problem for fid, fix in fixes for problem in _self_contradictions(fid, fix)]
+
+
+def _two_plans(fixes: list[tuple[str, str]], paddle: dict[str, str]) -> list[str]:
+    """A new Paddle build brings its own CUDA libraries: NVIDIA's wheels offered beside it are
+    for the build being replaced (cuDNN 8 for 2.6.2 beside "install 3.3.1")."""
+    if not paddle:
+        return []
+    libraries = {
+        lib: fid
+        for fid, fix in fixes
+        for m in _PIP.finditer(fix)
+        for lib in _NVIDIA.findall(m["args"])
+    }
+    return [f"two plans: {lib} ({fid}) beside Paddle {paddle}" for lib, fid in libraries.items()]
 
 
 def _self_contradictions(fid: str, fix: str) -> list[str]:

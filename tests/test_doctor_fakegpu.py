@@ -91,6 +91,19 @@ def test_module_mismatch_shows_both_versions(host_env: Callable[[str], dict[str,
     assert driver["kernel_module"] == "535.104.05" and driver["version"] == "550.54.15"
 
 
+def test_a_pending_reboot_keeps_the_gpu_plan(host_env: Callable[[str], dict[str, str]]) -> None:
+    """Issue 21.9: NVML_ERROR_LIB_RM_VERSION_MISMATCH lists no GPU, but the GPU is on the PCI bus
+    (sysfs, vendor 0x10de). Before: `GPUs: none`, the CPU build passed "on a host without GPU"
+    and the CPU image and wheel were offered: after the reboot the user had the wrong wheel."""
+    code, doc = doctor(host_env("rm-mismatch"), "--python", sys.executable)  # the CPU wheel
+    assert doc["host"]["driver"]["gpus_present"] == 1  # the Intel VGA function is not counted
+    assert doc["host"]["gpus"] == []
+    cpu = findings(doc)["paddle.cpu-build"]
+    assert (code, cpu["severity"]) == (1, "fail")
+    assert "paddlepaddle-gpu==" in cpu["fix"] and "-gpu-cuda" in doc["image"]["ref"]
+    assert doc["image"]["kind"] == "gpu"
+
+
 def test_a_hanging_cuinit_does_not_hang_the_doctor(
     host_env: Callable[[str], dict[str, str]],
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from tests.fix_consistency import contradictions
 from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)
+DATA = Path(__file__).parent / "data"
 pytestmark = pytest.mark.fakegpu
 
 
@@ -51,6 +53,53 @@ def test_no_report_contradicts_itself(
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | fake
     env["PYTHONPATH"] = fake["FAKE_NVIDIA_SITE_PACKAGES"]
     assert contradictions(_findings(env, *mode, "--smoke-timeout", "120")) == []
+
+
+def test_the_checker_sees_two_plans() -> None:
+    """The real H100 with Paddle 2.6.2, as reported before issue 21.5."""
+    two = [
+        {"id": "cudnn.major-mismatch", "fix": "`python -m pip install nvidia-cudnn-cu11==8.*`"},
+        {
+            "id": "paddle.arch-missing",
+            "fix": "`python -m pip install paddlepaddle-gpu==3.3.1 -i https://x/cu129/`",
+        },
+    ]
+    assert contradictions(two) == [
+        (
+            "two plans: nvidia-cudnn-cu11 (cudnn.major-mismatch) beside Paddle "
+            "{'paddlepaddle-gpu': 'paddle.arch-missing'}"
+        )
+    ]
+
+
+RECORDED = {
+    **{p.name: p for p in sorted((DATA / "hosts").glob("*.json"))},
+    **{p.name: p for p in sorted((DATA / "real-h100").glob("[a-f]-*.json"))},
+}
+
+
+@pytest.mark.parametrize("name", RECORDED, ids=lambda n: n.removesuffix(".json"))
+@pytest.mark.parametrize(
+    "mode", [["--no-smoke"], ["--no-smoke", "--expect-gpu"]], ids=["static", "expect-gpu"]
+)
+def test_no_recorded_real_host_gets_two_plans(name: str, mode: list[str], tmp_path: Path) -> None:
+    """The recorded real machines judged again (`--facts`): one plan each."""
+    env = {**os.environ, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}  # nothing probed here
+    findings = _findings(env, "--facts", str(RECORDED[name]), *mode)
+    assert contradictions(findings) == []
+
+
+def test_on_the_real_h100_with_262_the_arch_fix_stands_and_cudnn_points_at_it(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}
+    report = RECORDED["f-gpu262-expect.json"]
+    fixes = {f["id"]: f["fix"] for f in _findings(env, "--facts", str(report), "--no-smoke")}
+    assert fixes["cudnn.major-mismatch"] == "resolved by the fix for paddle.arch-missing"
+    assert fixes["paddle.arch-missing"] == (
+        "install a build compiled for sm_90: `/opt/torch/.venv/bin/python3 -m pip install "
+        "paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu129/`"
+    )
 
 
 @pytest.mark.parametrize(

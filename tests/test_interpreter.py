@@ -123,3 +123,31 @@ def test_a_bug_in_the_cuda_probe_is_a_bug_not_a_timeout(monkeypatch: pytest.Monk
     monkeypatch.setattr(cuda_libs, "probe_cuda_libraries", broken)  # the library thread
     with pytest.raises(KeyError, match="a bug in the probe"):
         start_host_probe().facts()
+
+
+def test_envcheck_in_pipx_judges_the_python3_a_shell_runs_not_its_own_venv(
+    sibling_venv: Path,
+) -> None:
+    """Issue 21.1: installed with pipx, envcheck's own interpreter is pipx's venv of envcheck,
+    which never holds the user's Paddle: every fix named it. Without --python the target is the
+    `python3` on PATH (here this test's venv, with Paddle's CPU build, first on PATH)."""
+    (sibling_venv / "pipx_metadata.json").write_text("{}")  # what pipx leaves in its venvs
+    site = next(p for p in sys.path if p.startswith(sys.prefix) and p.endswith("site-packages"))
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {
+        **os.environ,
+        "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
+        "PYTHONPATH": f"{root}:{site}",  # envcheck and its dependencies, as pipx installs them
+    }
+    out = subprocess.run(
+        [str(sibling_venv / "bin" / "python"), "-m", "envcheck", "doctor", "--no-smoke", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    doc = json.loads(out.stdout)
+    assert doc["host"]["paddle"]["python"] == f"{sys.prefix}/bin/python3", out.stderr
+    fixes = " ".join(f["fix"] or "" for f in doc["findings"])
+    assert str(sibling_venv) not in fixes

@@ -62,7 +62,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "rule",  # pure: facts and matrix in, findings, choices and plans out
         (
             r"envcheck\.(judge|select|compat|image_checks|assessment|drift|fleet|fixes|proof)",
-            r"envcheck\.(platforms|visible_devices|hostlist|reference|one_plan)",
+            r"envcheck\.(platforms|visible_devices|hostlist|reference|one_plan|given_image|recorded)",
+            r"envcheck\.known_packages",  # reads its package data file, as the matrix does
             r"envcheck\.rules(\..*)?",
             r"envcheck\.fix(\.plan)?",
             r"envcheck\.smoke(\.(causes|document|failures|known_answers|loaded|options))?",

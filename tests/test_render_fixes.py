@@ -23,7 +23,7 @@ import pytest
 from envcheck.facts import host_from_document
 from envcheck.judge import Context, judge
 from envcheck.matrix.load import load_matrix
-from envcheck.render.text import render_plain, render_rich
+from envcheck.render.text import pip_line, render_plain, render_rich
 from envcheck.render.wrap import commands_in, wrap
 from envcheck.report import Report
 from envcheck.select import select_image
@@ -119,9 +119,8 @@ def _commands(report: Report) -> list[str]:
     found = [
         c for f in report.findings for text in (f.message, f.fix or "") for c in commands_in(text)
     ]
-    if report.image and report.image.pip_command:
-        found.append(report.image.pip_command)
-    return found
+    line = pip_line(report)
+    return found + ([line.strip("`")] if line else [])
 
 
 def test_every_fix_command_is_whole_on_one_line_at_every_width(

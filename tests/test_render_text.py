@@ -72,7 +72,9 @@ def test_text_from_the_host_is_not_taken_as_rich_markup() -> None:
     out = io.StringIO()
     from dataclasses import replace
 
-    render_rich(replace(r, image=replace(img, pip_command="pip install [bold]x[/bold]")), out)
+    render_rich(
+        replace(r, image=replace(img, pip_command="python -m pip install [bold]x[/bold]")), out
+    )
     assert "[bold]x[/bold]" in re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
 
 

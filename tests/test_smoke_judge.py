@@ -118,9 +118,10 @@ def test_gpus_flag_requests_exactly_those_and_maps_container_ordinals_back() -> 
     assert host_gpu(plan, run_on("gpu:1")) == 2  # the container sees host GPUs 0,2 as 0,1
 
 
-def test_gpu_host_with_a_cpu_image_does_not_expect_the_gpu() -> None:
+def test_gpu_host_with_a_cpu_image_expects_the_gpu() -> None:
+    """A CPU run beside a usable GPU is a CPU fallback, asked or not (issue 21.8)."""
     plan = container_plan(gpu_host(), CPU_IMAGE)
-    assert not plan.gpu_expected and plan.gpu_ids is None
+    assert plan.gpu_expected and plan.gpu_ids == ("all",)
 
 
 @pytest.mark.parametrize(
@@ -489,7 +490,7 @@ def test_arch_mismatch_crash_in_process_names_the_pip_command() -> None:
     doc["warnings"].append({"kind": "arch-mismatch", "text": rec.ARCH_NOT_SUPPORTED_H100})
     plan = in_process_plan(gpu_host(), GPU_IMAGE, SmokeOptions(), fallback=None)
     crashed = only(judge(plan, outcome(doc, exit_code=1)), "smoke.crashed")
-    assert f"`{GPU_IMAGE.pip_command}`" in (crashed.fix or "")
+    assert f"`{plan.python} -m pip install paddlepaddle-gpu==3.3.1 -i " in (crashed.fix or "")
     assert "a Paddle build with kernels for this GPU's compute capability" in (crashed.fix or "")
 
 

@@ -50,7 +50,7 @@ IN_PROCESS = Plan(
     gpu_reason="--expect-gpu",
     device_args=("gpu:all",),
     python="/venv/bin/python",
-    pip_command="python -m pip install paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu126/",
+    pip_command="/venv/bin/python -m pip install paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu126/",
 )
 CONTAINER = Plan(
     mode="container",
@@ -402,7 +402,7 @@ def test_recorded_real_h100_cudnn_9_14_and_cublas_13_under_a_cuda_11_8_build() -
     # each fix does what it says: cuDNN 8.6 from NVIDIA's CUDA 11 wheel, or the doctor's build
     # (on the real H100 the Paddle command was offered as "install cuDNN 8.6.0 …")
     assert (
-        "install cuDNN 8.6.0 (the one the build expects) in /venv/bin/python: `python -m pip install nvidia-cudnn-cu11==8.*`"
+        "install cuDNN 8.6.0 (the one the build expects) in /venv/bin/python: `/venv/bin/python -m pip install nvidia-cudnn-cu11==8.6.0.163`"
         in (cudnn.fix or "")
     )
     assert (

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.host import HostProbe
     from envcheck.probe.interpreter import Interpreter
+    from envcheck.recorded import RecordedSmoke
     from envcheck.report import ImageChoice, Report
     from envcheck.smoke.options import SmokeOptions
 
@@ -233,7 +234,9 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     from envcheck.report import Report
 
     matrix = load_matrix(args.matrix, env.env)
-    host = read_facts(args.facts, env) if probe is None else probe.facts()
+    host, recorded = (
+        read_facts_document(args.facts, env) if probe is None else (probe.facts(), None)
+    )
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
     ctx = Context(
@@ -252,12 +255,18 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
             host, image, _smoke_options(args, gpus, target, endpoint, matrix, env.stderr)
         )
         findings += smoke_findings
-    proof = proof_of(findings, smoke_asked=smoke_runs)
+    if recorded is not None:  # a saved report judged again keeps what its smoke saw
+        findings += recorded.findings
+        smoke_doc = recorded.smoke
+    proof = recorded.proof if recorded else proof_of(findings, smoke_asked=smoke_runs)
     unproven = expect_gpu_unproven(findings, proof) if args.expect_gpu else None
     if unproven is not None:
         findings.append(unproven)
     if args.baseline:
         findings += _drift(args, host, image, env)
+    from envcheck.one_plan import settle
+
+    findings = settle(findings)  # the smoke's fixes meet the judge's: one plan
     return Report(
         host=host,
         findings=tuple(findings),
@@ -272,7 +281,16 @@ def read_facts(path: str, env: Environment | None = None) -> HostFacts:
     """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
     (exit 2) naming the file and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7).
     Here, at the edge: `envcheck.facts` stays pure."""
+    return read_facts_document(path, env)[0]
+
+
+def read_facts_document(
+    path: str, env: Environment | None = None
+) -> tuple[HostFacts, RecordedSmoke | None]:
+    """`read_facts`, and the smoke outcome when the document is a saved report."""
     from envcheck.facts import FactsError, host_from_document
+    from envcheck.recorded import recorded_smoke
+    from envcheck.saved_report import ReportDocumentError
     from envcheck.userfiles import read_json
 
     doc = read_json(
@@ -282,8 +300,8 @@ def read_facts(path: str, env: Environment | None = None) -> HostFacts:
         env=env,
     )
     try:
-        return host_from_document(doc)
-    except FactsError as e:
+        return host_from_document(doc), recorded_smoke(doc)
+    except (FactsError, ReportDocumentError) as e:
         raise UsageError(
             f"facts file {path}: {e}",
             hint="fix the value, or remove the key (missing means unknown)",
@@ -295,19 +313,10 @@ def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> Ima
 
     choice = select_image(host, matrix, paddle=args.paddle, registry=args.registry)
     if args.image:
-        from dataclasses import replace
+        from envcheck.given_image import given_image
 
-        from envcheck.reference import parse_reference
-
-        parse_reference(args.image)  # a bad reference is exit 2 before anything runs
-        return replace(
-            choice,
-            ref=args.image,
-            tag=None,
-            digest=None,
-            reason="given with --image",
-            confirmed=True,
-        )
+        # a bad reference is exit 2 before anything runs
+        return given_image(args.image, matrix, choice)
     return choice
 
 

@@ -10,6 +10,7 @@ host — a fake driver, a broken one, or none at all — even on a machine with 
     DIR/lib/libnvidia-ml.so.1        NVML, loaded by this path (absent: no driver installed)
     DIR/lib/libcuda.so.1             the CUDA driver API, loaded by this path (absent: none)
     DIR/proc/driver/nvidia/version   the kernel module (absent: not loaded)
+    DIR/sys/bus/pci/devices/*/       the PCI functions (vendor, class): GPUs NVML cannot list
 
 Neither LD_LIBRARY_PATH nor the loader cache can then supply the real driver's libraries, and
 the real `/proc/driver/nvidia` is not read. The probes never open `/dev/nvidia*` themselves:
@@ -37,6 +38,12 @@ def driver_library(soname: str, env: Mapping[str, str] | None = None) -> str | N
     """The file to load for `soname` under the driver root; None: let dlopen search for it."""
     root = driver_root(env)
     return os.path.join(root, "lib", soname) if root else None
+
+
+def system_path(path: str, env: Mapping[str, str] | None = None) -> str:
+    """An absolute system path (`/sys/bus/pci/devices`), or its copy under the driver root."""
+    root = driver_root(env)
+    return os.path.join(root, path.lstrip("/")) if root else path
 
 
 def proc_driver_version(env: Mapping[str, str] | None = None) -> str:

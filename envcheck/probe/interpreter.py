@@ -58,12 +58,26 @@ def current_interpreter() -> Interpreter:
     )
 
 
+PIPX_METADATA = "pipx_metadata.json"  # pipx writes it at the root of each venv it makes
+
+
+def _default_target(timeout: float, limit: int) -> Interpreter:
+    """No --python: envcheck's own interpreter, except where that is pipx's venv of envcheck,
+    which never holds the user's Paddle (issue 21.1): then the `python3` a shell would run here
+    (the activated venv's, else the system's)."""
+    own = current_interpreter()
+    python3 = shutil.which("python3")
+    if not os.path.isfile(os.path.join(own.prefix, PIPX_METADATA)) or python3 is None:
+        return own
+    return resolve_interpreter(python3, timeout=timeout, limit=limit)
+
+
 def resolve_interpreter(
     python: str | None, *, timeout: float = ASK_TIMEOUT_S, limit: int = OUTPUT_LIMIT
 ) -> Interpreter:
     """`--python PATH` as an `Interpreter`; a path that is not a working Python is exit 2."""
     if python is None:
-        return current_interpreter()
+        return _default_target(timeout, limit)
     hint = "give --python the path of a working Python interpreter (e.g. /opt/venv/bin/python)"
     if not python.strip() or "\0" in python:
         raise UsageError(f"--python {python!r} is not a path", hint=hint)

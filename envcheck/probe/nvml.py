@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from envcheck.facts import DriverFacts, GpuFacts
 from envcheck.probe.driver_root import NVML_SONAME, driver_library, proc_driver_version
+from envcheck.probe.pci import probe_nvidia_gpus
 from envcheck.versions import VersionParseError, cuda_version_from_int, parse_kernel_module_version
 
 T = TypeVar("T")
@@ -231,6 +232,7 @@ def _failed(nvml: ModuleType, error: BaseException, kernel_module: str | None) -
         error=name,
         reason=template.format(module=module),
         library=library,
+        gpus_present=probe_nvidia_gpus(),
     )
 
 

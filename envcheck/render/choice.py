@@ -5,17 +5,18 @@ and every tag that was rejected says why. Lines without indent; each caller inde
 
 from __future__ import annotations
 
+from envcheck.matrix.provenance import plain_source
 from envcheck.render.sanitize import visible
 from envcheck.report import ImageChoice
 
-UNCONFIRMED_NOTE = "note: the matrix marks this tag UNCONFIRMED (seen only in third-party material)"
-
 
 def why_lines(choice: ImageChoice) -> list[str]:
-    """`why: …` and the UNCONFIRMED note, when there is a choice to explain."""
+    """`why: …` and, for a tag no official source confirms, its standing in the words of the
+    image line (one wording, issue 21.11: not "UNCONFIRMED (third-party)" beside "from Paddle's
+    install docs")."""
     lines = [f"why: {visible(choice.reason)}"] if choice.reason else []
-    if choice.ref and not choice.confirmed:
-        lines.append(UNCONFIRMED_NOTE)
+    if choice.ref and not choice.confirmed and choice.source:
+        lines.append(f"note: tag {plain_source(choice.source, False)}")
     return lines
 
 

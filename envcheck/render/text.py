@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING
 
 from envcheck import __version__
-from envcheck.facts import HostFacts
-from envcheck.findings import LAYERS, Finding
+from envcheck.facts import HostFacts, unlisted_gpus
+from envcheck.findings import LAYERS, Finding, Severity
+from envcheck.fixes import commands_in, paddle_install
+from envcheck.one_plan import RESOLVED_BY
 from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
@@ -46,6 +48,8 @@ def _layer_facts(host: HostFacts, layer: str) -> str:
         module = f", kernel module {d.kernel_module}" if d.kernel_module else ""
         return f"{d.version} (CUDA {d.cuda}){module}"
     if layer == "gpu":
+        if unlisted_gpus(h):
+            return f"unknown: {unlisted_gpus(h)} NVIDIA GPU(s) on the PCI bus, the driver cannot list them"
         return (
             ", ".join(f"[{g.index}] {g.name} (CC {g.compute_capability})" for g in h.gpus) or "none"
         )
@@ -107,6 +111,8 @@ def render_plain(
         for f in items:
             for line, _ in finding_lines(f, width):
                 w(line + "\n")
+            for line in detail_lines(f, width) if explain else []:
+                w(line + "\n")
         if name == "image":
             _plain_image(report, w, explain)
         elif name == "smoke":
@@ -115,6 +121,8 @@ def render_plain(
                 w(line + "\n")
             _plain_loaded(report, w, explain)
     w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
+    for line, _ in summary_lines(report, width):
+        w(line + "\n")
     w(
         f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}\n"
     )
@@ -139,6 +147,53 @@ def finding_lines(f: Finding, width: int | None) -> list[tuple[str, list[Span]]]
         fix = wrap(message_text(f.fix), width, "        fix: ", " " * 13)
         lines += [(line, _fix_spans(line, first=i == 0)) for i, line in enumerate(fix)]
     return lines
+
+
+def detail_lines(f: Finding, width: int | None) -> list[str]:
+    """--explain: the whole error behind a one-line message (a registry's, issue 21.11)."""
+    detail = f.observed.get("detail")
+    return wrap(message_text(str(detail)), width, "        detail: ", " " * 16) if detail else []
+
+
+def summary_lines(report: Report, width: int | None) -> list[tuple[str, list[Span]]]:
+    """Under the verdict, as pytest's short summary (issue 21.7): each failing, then warning,
+    check with its one command, so the reason is on the last screen; the checks another one's
+    fix resolves on one line after the failures."""
+    problems = [f for f in report.findings if f.severity != "pass"]
+    resolved: dict[str, list[Finding]] = {}
+    for f in problems:
+        if (f.fix or "").startswith(RESOLVED_BY):
+            resolved.setdefault((f.fix or "")[len(RESOLVED_BY) :], []).append(f)
+    rows: list[tuple[Severity, str, str]] = [
+        (f.severity, visible(f.id), _one_action(f.fix)) for f in problems if f.severity == "fail"
+    ]
+    rows = [r for r in rows if not r[2].startswith(RESOLVED_BY)]
+    for root, found in resolved.items():
+        worst: Severity = "fail" if any(f.severity == "fail" for f in found) else "warn"
+        rows.append((worst, ", ".join(visible(f.id) for f in found), RESOLVED_BY + visible(root)))
+    rows += [
+        (f.severity, visible(f.id), _one_action(f.fix))
+        for f in problems
+        if f.severity == "warn" and not (f.fix or "").startswith(RESOLVED_BY)
+    ]
+    lines: list[tuple[str, list[Span]]] = []
+    for severity, ident, action in rows:
+        mark = _MARK[severity]
+        text = message_text(f"{ident}: {action}")
+        for i, line in enumerate(wrap(text, width, f"  {mark}  ", " " * 8)):
+            spans = [(2, 6, _STYLE[severity]), (8, 8 + len(ident), "dim")] if i == 0 else []
+            lines.append((line, spans + _fix_spans(line, first=False)))
+    return lines
+
+
+def _one_action(fix: str | None) -> str:
+    """A fix's first command; a short fix without one as it is; else a pointer to it."""
+    commands = commands_in(fix or "")
+    if commands:
+        return f"`{commands[0]}`"
+    if fix and len(fix) <= 60:
+        return fix
+    return "its fix is above" if fix else "see its message above"
 
 
 def _fix_spans(line: str, first: bool) -> list[Span]:
@@ -178,10 +233,17 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
     img = report.image
     if img is None:
         return
-    if img.pip_command:
-        write(f"  pip:   {visible(img.pip_command)}\n")
+    install = pip_line(report)
+    if install:
+        write(f"  pip:   {install}\n")
     for line in [*explain_lines(img), *matrix_lines(report)] if explain else []:
         write(f"  {line}\n")
+
+
+def pip_line(report: Report) -> str | None:
+    """The chosen build's install into the judged interpreter, marked as every command is."""
+    install = paddle_install(report.host, report.image)
+    return f"`{visible(install.shell())}`" if install else None
 
 
 def matrix_lines(report: Report) -> list[str]:
@@ -257,6 +319,8 @@ def render_rich(
                 for start, end, style in spans:
                     text.stylize(style, start, end)
                 console.print(text, soft_wrap=True)  # wrapped already, commands whole
+            for line in detail_lines(f, console.width) if explain else []:
+                console.print(escape(line), soft_wrap=True, style="dim")
         if name == "image":
             _rich_image(report, console, explain)
         elif name == "smoke":
@@ -270,6 +334,11 @@ def render_rich(
             style=_VERDICT_STYLE[report.verdict],
         )
     )
+    for line, spans in summary_lines(report, console.width):
+        text = Text(line)
+        for start, end, style in spans:
+            text.stylize(style, start, end)
+        console.print(text, soft_wrap=True)
     console.print(
         Text(
             f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}"
@@ -290,8 +359,9 @@ def escape(text: str) -> str:
 
 def _rich_image(report: Report, console: Console, explain: bool) -> None:
     img = report.image
-    if img and img.pip_command:  # a command: on one line whatever the width
-        console.print(f"  pip: [cyan]{escape(img.pip_command)}[/cyan]", soft_wrap=True)
+    install = pip_line(report)
+    if install:  # a command: on one line whatever the width
+        console.print(f"  pip: [cyan]{escape(install)}[/cyan]", soft_wrap=True)
     for line in [*explain_lines(img), *matrix_lines(report)] if img and explain else []:
         console.print(
             f"  {escape(line)}",

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import re
 
+from envcheck.fixes import COMMAND, commands_in
+
 # A command with what is glued to it ("(`cmd`),"), else a plain word.
 _TOKEN = re.compile(r"[^\s`]*(?:`[^`\n]*`[^\s`]*)+|\S+")
-COMMAND = re.compile(r"`([^`\n]+)`")
-
-
-def commands_in(text: str) -> list[str]:
-    """The commands of a fix or message: each span between backticks."""
-    return COMMAND.findall(text)
+__all__ = ["COMMAND", "commands_in", "wrap"]
 
 
 def wrap(text: str, width: int | None, first: str = "", rest: str = "") -> list[str]:

@@ -52,7 +52,7 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
                 "paddle.arch-missing",
                 f'GPU {g.index} {g.name} is sm_{sm} but {because}: "no kernel image is available '
                 'for execution on the device"',
-                fix=f"install a build compiled for sm_{sm}: `{ctx.pip_fix}`",
+                fix=f"install a build compiled for sm_{sm}: {ctx.gpu_build_fix}",
                 layer="paddle",
                 index=g.index,
                 compute_capability=cc,
@@ -66,8 +66,7 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
                 f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
                 f"for it{_newer_than_known(ctx, sm)}; {origin} includes sm_{sm}, the build itself "
                 "may not: only the smoke training can prove it",
-                fix=f"prove it with the smoke training (`envcheck doctor`), or install a build with a "
-                f"known list: `{ctx.pip_fix}`",
+                fix="prove it with the smoke training (`envcheck doctor`)",
                 layer="paddle",
                 index=g.index,
                 compute_capability=cc,

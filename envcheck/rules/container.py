@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from envcheck.findings import Finding, fail, passed, warn
 from envcheck.fixes import NVIDIA_RUNTIME_FIX, engine_fix
+from envcheck.given_image import GIVEN
 from envcheck.matrix.provenance import plain_source
 
 if TYPE_CHECKING:
@@ -55,7 +56,10 @@ def check_image(ctx: Context) -> Iterable[Finding]:
             rejected=[r.ref for r in img.rejected],
         )
         return
-    note = "" if img.confirmed else f" (tag {plain_source(img.source or '', False)})"
+    if img.reason and img.reason.startswith(GIVEN):  # what is known of the user's image
+        note = f" ({img.reason})"
+    else:
+        note = "" if img.confirmed else f" (tag {plain_source(img.source or '', False)})"
     archs = f"; {img.arch_note}" if img.arch_note else ""
     yield passed(
         "image.selected",

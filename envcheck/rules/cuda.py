@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fixes import cudart_pip_command, cudnn_pip_command
+from envcheck.fixes import command, cudart_install, cudnn_install, matrix_install, target_python
 from envcheck.rules.environment import devices_hidden
 from envcheck.rules.paddle import installed_build
 from envcheck.versions import VersionParseError, release_of
@@ -56,7 +56,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "cudnn.missing",
             f"Paddle {p.version} is built with cuDNN {p.cudnn} but no libcudnn can be loaded",
-            fix=_cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            fix=_cudnn_fix(ctx),
             layer="cuda",
             compiled=p.cudnn,
         )
@@ -66,7 +66,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "cudnn.major-mismatch",
             f"cuDNN {dnn.version} ({dnn.path}) but Paddle {p.version} is built with cuDNN {p.cudnn}",
-            fix=_cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            fix=_cudnn_fix(ctx),
             layer="cuda",
             found=dnn.version,
             compiled=p.cudnn,
@@ -76,7 +76,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
             "cudnn.too-old",
             f"cuDNN {dnn.version} is older than the {p.cudnn} Paddle was built with "
             '(Paddle warns: "may cause serious incompatible bug")',
-            fix=_cudnn_fix(p.cudnn, p.cuda, p.with_pip_cuda_libraries),
+            fix=_cudnn_fix(ctx),
             layer="cuda",
             found=dnn.version,
             compiled=p.cudnn,
@@ -102,10 +102,10 @@ def _check_runtime_for_build(ctx: Context) -> Iterable[Finding]:
         return
     soname = _CUDART_SONAME.get(major, f"libcudart.so.{major}")
     seen = f"found only CUDA {', '.join(found)}" if found else (rt.reason or "none found")
-    command = cudart_pip_command(p.cuda)
+    wheel = cudart_install(target_python(ctx.host), p.cuda)
     get = (
-        f"`{command}` and put its lib folder (nvidia/cuda_runtime/lib) on LD_LIBRARY_PATH"
-        if command
+        f"`{wheel.shell()}` and put its lib folder (nvidia/cuda_runtime/lib) on LD_LIBRARY_PATH"
+        if wheel
         else f"install the CUDA {p.cuda} toolkit and put its lib64 on LD_LIBRARY_PATH"
     )
     yield fail(
@@ -139,15 +139,19 @@ def _release(text: str) -> tuple[int, ...]:
         return (0, 0, 0)
 
 
-def _cudnn_fix(cudnn: str, cuda: str, pip_libs: bool | None) -> str:
-    if pip_libs:
-        return (
-            "reinstall Paddle so pip brings its pinned cuDNN: `python -m pip install --force-reinstall "
-            "paddlepaddle-gpu` with the index of your CUDA build"
+def _cudnn_fix(ctx: Context) -> str:
+    p = ctx.host.paddle
+    cudnn, cuda, python = p.cudnn or "", p.cuda or "", target_python(ctx.host)
+    if p.with_pip_cuda_libraries:
+        build = installed_build(ctx, cuda)
+        again = matrix_install(build.pip, python, extra=("--force-reinstall",)) if build else None
+        return "reinstall Paddle so pip brings its pinned cuDNN: " + command(
+            again,
+            f"reinstall {p.package or 'paddlepaddle-gpu'} {p.version} from its CUDA {cuda} index",
         )
-    command = cudnn_pip_command(cudnn, cuda)
-    get = f": `{command}` and put its lib folder on LD_LIBRARY_PATH" if command else ""
+    get = cudnn_install(python, cudnn, cuda)
+    how = f": `{get.shell()}` and put its lib folder on LD_LIBRARY_PATH" if get else ""
     return (
-        f"install cuDNN {cudnn} for CUDA {cuda.split('.')[0]}{get}, "
+        f"install cuDNN {cudnn} for CUDA {cuda.split('.')[0]}{how}, "
         "or use the official image (`envcheck pull-image`)"
     )

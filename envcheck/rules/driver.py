@@ -34,7 +34,7 @@ _NVML_ERRORS: dict[str, tuple[str, str, str]] = {
         "driver.no-permission",
         "no permission to talk to the GPU driver (NVML: Insufficient Permissions)",
         (
-            "check `ls -l /dev/nvidia*`: the device files must be readable and writable by your "
+            "check `ls -l /dev/nvidiactl /dev/nvidia0`: the device files must be readable and writable by your "
             "user (add it to the `video` group, or fix NVreg_DeviceFileMode); in a container, pass "
             "the GPU with `--gpus all`"
         ),

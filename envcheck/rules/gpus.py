@@ -54,7 +54,8 @@ def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
         yield fail(
             "gpu.mig-no-instances",
             f"{label} is in MIG mode with no GPU instance: nothing can run on it",
-            fix=f"create instances (`sudo nvidia-smi mig -i {g.index} -cgi <profile> -C`) or disable MIG "
+            fix=f"create an instance of the whole GPU (`sudo nvidia-smi mig -i {g.index} -cgi 0 -C`; "
+            f"`sudo nvidia-smi mig -i {g.index} -lgip` lists the smaller profiles) or disable MIG "
             f"(`sudo nvidia-smi -i {g.index} -mig 0`, then reset the GPU)",
             layer="gpu",
             index=g.index,

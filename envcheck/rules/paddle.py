@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.compat import driver_support
+from envcheck.facts import unlisted_gpus
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fixes import replace_cpu_build
+from envcheck.fixes import paddle_install
 from envcheck.matrix.builds import build_for
 from envcheck.matrix.model import PaddleBuild
 from envcheck.versions import VersionParseError, parse_dotted
@@ -27,7 +28,7 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
         yield warn(
             "paddle.missing",
             f"Paddle is not installed for {p.python or 'this Python'}",
-            fix=ctx.pip_fix,
+            fix=ctx.install_fix,
             layer="paddle",
             python=p.python,
         )
@@ -37,7 +38,7 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
             yield warn(
                 "paddle.unreadable",
                 f"could not read the Paddle build: {p.reason}",
-                fix=ctx.pip_fix,
+                fix=ctx.install_fix,
                 layer="paddle",
             )
         return
@@ -45,7 +46,7 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "paddle.both-installed",
             "both paddlepaddle and paddlepaddle-gpu are installed: they overwrite each other's files",
-            fix=f"`python -m pip uninstall -y paddlepaddle paddlepaddle-gpu`, then `{ctx.pip_fix}`",
+            fix=ctx.install_fix,
             layer="paddle",
         )
     if not p.cuda:
@@ -64,12 +65,13 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
 
 def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
     p = ctx.host.paddle
-    if ctx.gpus or ctx.expect_gpu:
+    gpus = len(ctx.gpus) or unlisted_gpus(ctx.host)
+    if gpus or ctx.expect_gpu:
         yield fail(
             "paddle.cpu-build",
             f"{p.package or 'paddlepaddle'} {p.version} is the CPU-only build on a host with "
-            f"{len(ctx.gpus)} GPU(s): training will silently run on the CPU",
-            fix=replace_cpu_build(ctx.image),
+            f"{gpus} NVIDIA GPU(s): training will silently run on the CPU",
+            fix=ctx.gpu_build_fix,
             layer="paddle",
             package=p.package,
             version=p.version,
@@ -114,13 +116,18 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
             "driver.too-old",
             f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
             '(Paddle: "CUDA driver version is insufficient for CUDA runtime version")',
-            fix=f"upgrade the driver to {support.minimum_driver} or newer, or install a build for an "
-            f"older CUDA: `{ctx.pip_fix}`",
+            fix=f"upgrade the driver to {support.minimum_driver} or newer"
+            + _or_build_for_driver(ctx),
             layer="driver",
             driver=d.version,
             cuda=cuda,
             minimum_driver=support.minimum_driver,
         )
+
+
+def _or_build_for_driver(ctx: Context) -> str:
+    install = paddle_install(ctx.host, ctx.image, gpu=True)
+    return f", or install a build for this driver: `{install.shell()}`" if install else ""
 
 
 def _paddle_driver_note(ctx: Context, cuda: str, driver: str) -> str:

@@ -112,10 +112,9 @@ def hidden_by_env(plan: Plan, env: Mapping[str, str | None]) -> tuple[str, str, 
 
 def cpu_build_fix(plan: Plan) -> str:
     if plan.mode == "container":
-        image = (
-            f"`envcheck doctor --image {plan.gpu_image}`" if plan.gpu_image else "a `-gpu-cuda` tag"
-        )
-        return f"use a CUDA image of Paddle: {image}"
+        if plan.gpu_image:
+            return f"use a CUDA image of Paddle: `envcheck doctor --image {plan.gpu_image}`"
+        return "use a CUDA image of Paddle: `envcheck doctor` without --image chooses one for this host"
     if plan.pip_command is None:
         return NO_GPU_BUILD_YET
     return f"install the GPU build in {plan.python}: `{plan.pip_command}` ({INSTALL_GPU_PADDLE})"

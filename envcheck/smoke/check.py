@@ -67,8 +67,10 @@ def _container_with_fallback(
     except EnvcheckError as e:
         if _container_demanded(options):
             raise  # that image tested, or a failure: never a quiet move to the host's Python
-        reason = f"{e.message} ({e.hint})" if e.hint else e.message
-        why = Fallback("image-unavailable", f"image {plan.image} unavailable: {reason}")
+        detail = f"{e.message} ({e.hint})" if e.hint else e.message
+        # one line in the report: the engine's last words; the whole error under --explain
+        cause = e.message.rsplit(": ", 1)[-1]
+        why = Fallback("image-unavailable", f"image {plan.image} unavailable ({cause})", detail)
         fallback = in_process_plan(host, image, options, fallback=why)
         return fallback, None, [image_unavailable(fallback, why)]
     try:

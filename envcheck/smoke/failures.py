@@ -47,7 +47,12 @@ def image_unavailable(plan: Plan, fallback: Fallback) -> Finding:
         )
     reason = fallback.reason
     return warn(
-        "smoke.image-unavailable", f"{reason}; {then}", fix=fix, layer="smoke", reason=reason
+        "smoke.image-unavailable",
+        f"{reason}; {then}",
+        fix=fix,
+        layer="smoke",
+        reason=reason,
+        detail=fallback.detail,
     )
 
 
@@ -55,7 +60,10 @@ def not_run(plan: Plan) -> Finding:
     return warn(
         "smoke.not-run",
         f"no smoke training ran: no usable image and no Paddle in {plan.python}",
-        fix=f"install Paddle in {plan.python} (`python -m pip install paddlepaddle`) or start Docker",
+        fix=f"install Paddle in {plan.python}: `{plan.install_command}`, or start Docker"
+        if plan.install_command
+        else f"install Paddle in {plan.python} (`envcheck doctor --explain` says which build), "
+        "or start Docker",
         layer="smoke",
     )
 

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from envcheck.findings import Finding, fail
-from envcheck.fixes import cudnn_pip_command
+from envcheck.fixes import UNKNOWN_PYTHON, cudnn_install
 from envcheck.report import WRONG_RESULTS_ID
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.protocol import (
@@ -188,8 +188,9 @@ def install_fix(plan: Plan, what: str) -> str:
 def cudnn_fix(plan: Plan, result: SmokeResult) -> str:
     """The cuDNN the build was made with: NVIDIA's wheel for it, or the doctor's build."""
     cudnn, cuda = str(result.get("cudnn_version") or ""), str(result.get("cuda_version") or "")
+    get = cudnn_install(plan.python or UNKNOWN_PYTHON, cudnn, cuda)
     return library_fix(
-        plan, f"cuDNN {cudnn} (the one the build expects)", cudnn_pip_command(cudnn, cuda)
+        plan, f"cuDNN {cudnn} (the one the build expects)", get.shell() if get else None
     )
 
 

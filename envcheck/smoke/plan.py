@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from envcheck.facts import HostFacts, usable_gpus
-from envcheck.fixes import engine_fix, gpu_pip_command
+from envcheck.fixes import engine_fix, paddle_install
 from envcheck.report import ImageChoice
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
@@ -29,6 +29,7 @@ class Fallback:
 
     kind: FallbackKind
     reason: str
+    detail: str | None = None  # the whole error, for --explain and --json (issue 21.11)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Plan:
     fallback: Fallback | None = None  # why this is not the container run the doctor wanted
     gpu_refused: str | None = None  # the engine's refusal, when the GPU request failed
     pip_command: str | None = None  # the doctor's GPU install command, for fixes
+    install_command: str | None = None  # the doctor's Paddle install (GPU or CPU), for fixes
     gpu_image: str | None = None  # a GPU image the doctor would use, for fixes
     engine_fix: str | None = None  # how to reach the engine, when it could not be reached
 
@@ -85,7 +87,7 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
         gpu_ids=_gpu_request(options) if expected else None,
         host_gpus=tuple(sorted(options.gpus or [g.index for g in gpus])) if expected else None,
     )
-    return _fix_sources(plan, image)
+    return _fix_sources(plan, host, image)
 
 
 def in_process_plan(
@@ -107,13 +109,14 @@ def in_process_plan(
         host_gpus=host_gpus if expected else None,
         fallback=fallback,
     )
-    return _fix_sources(plan, image)
+    return _fix_sources(plan, host, image)
 
 
 def gpu_expectation(
     host: HostFacts, options: SmokeOptions, gpu_build: bool | None
 ) -> tuple[bool, str]:
-    """Whether the smoke must train on a GPU, from the host and the build's own facts.
+    """Whether the smoke must train on a GPU, from the host and the build's own facts: a host
+    with a usable GPU expects it whatever the build (a CPU build there is a CPU fallback).
 
     `gpu_build` None: nothing but a name is known of the build (a named --image), so a host with
     usable GPUs expects them, and the workload's own `is_compiled_with_cuda()` decides whether a
@@ -126,8 +129,8 @@ def gpu_expectation(
         return False, "the host has no usable NVIDIA GPU"
     if gpu_build is None:
         return True, f"{len(gpus)} usable GPU(s) on the host, and an image named with --image"
-    if not gpu_build:
-        return False, f"{len(gpus)} usable GPU(s), but the Paddle to test is a CPU build"
+    if not gpu_build:  # a CPU build beside a usable GPU is the fallback itself (issue 21.8)
+        return True, f"{len(gpus)} usable GPU(s) on the host"
     return True, f"{len(gpus)} usable GPU(s) and a CUDA build of Paddle that the matrix says fits"
 
 
@@ -143,9 +146,16 @@ def _gpu_request(options: SmokeOptions) -> tuple[str, ...]:
     return tuple(str(i) for i in options.gpus) if options.gpus else ("all",)
 
 
-def _fix_sources(plan: Plan, image: ImageChoice | None) -> Plan:
-    """The doctor's GPU image and pip command, quoted in the fixes of a CPU fallback."""
+def _fix_sources(plan: Plan, host: HostFacts, image: ImageChoice | None) -> Plan:
+    """The doctor's GPU image and install commands (the judge's own), quoted in the fixes."""
     if image is None:
         return plan
     gpu_image = image.ref if image.kind == "gpu" else None
-    return replace(plan, pip_command=gpu_pip_command(image), gpu_image=gpu_image)
+    gpu = paddle_install(host, image, gpu=True, python=plan.python)
+    any_build = paddle_install(host, image, python=plan.python)
+    return replace(
+        plan,
+        pip_command=gpu.shell() if gpu else None,
+        install_command=any_build.shell() if any_build else None,
+        gpu_image=gpu_image,
+    )

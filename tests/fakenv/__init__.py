@@ -156,6 +156,7 @@ def make_host(
         proc_version.parent.mkdir(parents=True, exist_ok=True)
         text = PROC_VERSION_TEXT[host.get("kernel_module_flavor", "proprietary")]
         proc_version.write_text(text.format(v=host["kernel_module"]) + "GCC version:  gcc 12.2.0\n")
+    _install_pci(root, host.get("pci_gpus", 0))
     env = {
         "FAKE_NVIDIA_PROFILE": str(PROFILES / f"{profile}.toml"),
         "LD_LIBRARY_PATH": f"{driver_dir}:{ld_dir}",
@@ -165,6 +166,20 @@ def make_host(
     if trace is not None:
         env["FAKE_NVIDIA_TRACE"] = str(trace)
     return env
+
+
+def _install_pci(root: Path, gpus: int) -> None:
+    """sysfs PCI functions as a real machine has them: `gpus` NVIDIA 3D controllers beside an
+    Intel VGA one (that is no GPU of ours), under root/sys/bus/pci/devices (`pci_gpus`)."""
+    if not gpus:
+        return
+    devices = root / "sys" / "bus" / "pci" / "devices"
+    functions = [("0000:00:02.0", "0x8086", "0x030000")]
+    functions += [(f"0000:{0x17 + i:02x}:00.0", "0x10de", "0x030200") for i in range(gpus)]
+    for address, vendor, cls in functions:
+        (devices / address).mkdir(parents=True)
+        (devices / address / "vendor").write_text(vendor + "\n")
+        (devices / address / "class").write_text(cls + "\n")
 
 
 def _install_driver(fake: FakeBuild, host: Mapping[str, Any], driver_dir: Path) -> None:

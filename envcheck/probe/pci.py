@@ -1,0 +1,50 @@
+"""NVIDIA GPUs the machine has, seen without the driver (issue 21.9): after a driver upgrade
+waiting for a reboot NVML answers NVML_ERROR_LIB_RM_VERSION_MISMATCH and lists no GPU, yet the
+GPUs are there and the user needs the GPU build once the machine is rebooted.
+
+`lspci -d 10de::0300; lspci -d 10de::0302` (VGA and 3D controllers of vendor 0x10de) read from
+sysfs, else `ls /proc/driver/nvidia/gpus/` (one folder per GPU the kernel module bound).
+"""
+
+from __future__ import annotations
+
+import os
+
+from envcheck.probe.driver_root import system_path
+
+NVIDIA_VENDOR = "0x10de"
+DISPLAY_CLASSES = ("0x0300", "0x0302")  # VGA compatible, 3D controller (class code, subclass)
+PCI_DEVICES = "/sys/bus/pci/devices"
+PROC_GPUS = "/proc/driver/nvidia/gpus"
+
+
+def probe_nvidia_gpus() -> int | None:
+    """How many NVIDIA GPUs the PCI bus (else the kernel module) shows; None when neither can
+    be read."""
+    pci = _pci_gpus(system_path(PCI_DEVICES))
+    if pci:
+        return pci
+    try:
+        return len(os.listdir(system_path(PROC_GPUS)))
+    except OSError:
+        return pci
+
+
+def _pci_gpus(devices: str) -> int | None:
+    try:
+        names = os.listdir(devices)
+    except OSError:
+        return None
+    return sum(
+        _read(devices, n, "vendor") == NVIDIA_VENDOR
+        and _read(devices, n, "class")[:6] in DISPLAY_CLASSES
+        for n in names
+    )
+
+
+def _read(devices: str, name: str, field: str) -> str:
+    try:
+        with open(os.path.join(devices, name, field), encoding="ascii", errors="replace") as f:
+            return f.read(64).strip().lower()
+    except OSError:
+        return ""
