@@ -18,7 +18,7 @@ from envcheck.select import select_image
 from envcheck.smoke.check import smoke_check
 from envcheck.smoke.options import SmokeOptions
 from tests import scenarios as s
-from tests.test_smoke_container import CPU_CHOICE, NO_GPU_HOST
+from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST
 
 
 def test_an_unconfirmed_tag_is_said_in_the_words_of_its_image_line() -> None:
