@@ -232,11 +232,20 @@ def test_a_gpu_host_gets_the_gpu_build_of_its_driver_from_its_index(
 
 
 @pytest.mark.fakegpu
-def test_a_driver_that_needs_a_reboot_is_a_manual_step(gpu_host: Any) -> None:
+def test_a_driver_that_needs_a_reboot_is_a_manual_step_and_the_gpu_plan_stands(
+    gpu_host: Any,
+) -> None:
+    """The pending reboot is a manual step, never run. The GPU it hides is still there (#21.9:
+    counted on the PCI bus), so this venv's CPU build is replaced by the GPU build, as on any GPU
+    host: after the reboot the user does not find the wrong wheel."""
     code, doc = fix_process(gpu_host("rm-mismatch"))
     steps = doc["plan"]["steps"]
-    assert code == 1 and doc["outcome"] == "manual-only"
-    assert [s["kind"] for s in steps] == ["manual"] and "reboot" in steps[0]["changes"]
+    manual = [s for s in steps if s["kind"] == "manual"]
+    assert len(manual) == 1 and manual[0]["argv"] == [] and "reboot" in manual[0]["changes"]
+    assert manual[0]["why"] == "driver.version-mismatch"
+    installs = [s["argv"] for s in steps if s["kind"] == "install"]
+    assert len(installs) == 1 and "paddlepaddle-gpu==3.3.1" in installs[0]
+    assert code == 1 == doc["doctor"]["exit_code"] and doc["outcome"] == "planned"
 
 
 @pytest.mark.fakegpu
