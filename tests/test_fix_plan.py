@@ -12,6 +12,7 @@ import pytest
 from envcheck.facts import host_from_document
 from envcheck.fix.apply import restore_commands
 from envcheck.fix.plan import PADDLE_INDEX, paddle_index_base, paddle_wheel, plan_fix
+from envcheck.fixes import cudnn_install
 from envcheck.judge import Context, judge
 from envcheck.matrix.load import load_matrix
 from envcheck.report import Report
@@ -125,8 +126,12 @@ def test_a_2x_gpu_build_gets_the_cudnn_it_does_not_bundle() -> None:
     report = Report(host=host, findings=tuple(judge(Context(host, MATRIX, image))), image=image)
     plan = plan_fix(report, PY)
     assert image.cuda and image.cudnn
+    cudnn = cudnn_install(PY, image.cudnn, image.cuda)  # the doctor's own pin, the same words
+    assert cudnn is not None and cudnn.requirements[0].startswith(
+        f"nvidia-cudnn-cu{image.cuda.split('.')[0]}=={image.cudnn.split('.')[0]}."
+    )
     assert [s.argv[3:5] for s in plan.runs] == [
         ("install", paddle_wheel("2.6.2", image.cuda).requirement),
-        ("install", f"nvidia-cudnn-cu{image.cuda.split('.')[0]}=={image.cudnn.split('.')[0]}.*"),
+        ("install", cudnn.requirements[0]),
     ]
     assert {s.why for s in plan.runs} == {"paddle.missing"}

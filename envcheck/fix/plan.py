@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from envcheck.facts import PaddleFacts, usable_gpus
 from envcheck.findings import LAYERS, Finding
+from envcheck.fixes import cudnn_install
 from envcheck.report import ImageChoice, Report
 
 PADDLE_INDEX = "https://www.paddlepaddle.org.cn"  # Paddle's own index (a mirror may replace it)
@@ -259,15 +260,18 @@ def _cudnn_step(
         if why is None or p.with_pip_cuda_libraries:
             return None
         cudnn, cuda = p.cudnn, p.cuda
-    if not (why and cudnn and cuda and cudnn.split(".")[0].isdigit()):
+    # the doctor's own pin: a release PyPI has (envcheck/known_packages.toml), none for CUDA 10
+    if not (why and cudnn and cuda):
         return None
-    requirement = f"nvidia-cudnn-cu{cuda.split('.')[0]}=={cudnn.split('.')[0]}.*"
+    install = cudnn_install(pip[0], cudnn, cuda)
+    if install is None:
+        return None
     return Step(
         "install",
         why,
-        f"installs cuDNN {cudnn.split('.')[0]} for CUDA {cuda.split('.')[0]} ({requirement}), "
-        "which this Paddle build loads but does not bring",
-        (*pip, "install", *flags, requirement),
+        f"installs cuDNN {cudnn.split('.')[0]} for CUDA {cuda.split('.')[0]} "
+        f"({' '.join(install.requirements)}), which this Paddle build loads but does not bring",
+        (*pip, "install", *flags, *install.args),
     )
 
 
