@@ -35,8 +35,14 @@ CHECK_ID = re.compile(r"[a-z0-9]+(?:\.[a-z0-9-]+)+")
 
 
 def host_markdown() -> str:
-    doc = json.loads(REAL_H100.read_text(encoding="utf-8"))
-    return render_markdown(parse_report(SavedReport(REAL_H100.name, doc)).report)
+    """The recorded H100 judged again by today's envcheck (its recorded smoke kept), as
+    `envcheck doctor --facts f-gpu262-expect.json --expect-gpu --markdown -` prints it."""
+    from tests.inprocess import run_envcheck
+
+    run = run_envcheck(["doctor", "--facts", str(REAL_H100), "--expect-gpu", "--markdown", "-"])
+    if not run.stdout.startswith("## "):
+        raise SystemExit(f"no Markdown from the doctor (exit {run.returncode}): {run.stderr}")
+    return run.stdout
 
 
 def fleet_markdown() -> str:
