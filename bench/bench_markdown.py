@@ -16,7 +16,6 @@ horizontal scroll) and the check ids the browser broke over two lines. Nothing i
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -25,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests/ holds the browser helper and the report builders
 
 from envcheck.fleet import merge_reports
-from envcheck.render.markdown import render_fleet_markdown, render_markdown
-from envcheck.saved_report import SavedReport, parse_report
+from envcheck.render.markdown import render_fleet_markdown
+from envcheck.saved_report import SavedReport
 from tests import report_samples as samples
 from tests.browser import screenshot
 
