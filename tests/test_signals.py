@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from envcheck.signals import Interrupted, deferred, unwind_on_signals
 from envcheck.smoke import ownership
 from envcheck.smoke.container import SmokeContainer
 from envcheck.smoke.container_spec import ContainerSpec
+from envcheck.smoke.inprocess import run_subprocess
 from envcheck.smoke.ownership import OWNER_LABEL
 from tests.smoke_host import SCRIPTS, processes_mentioning
 
@@ -50,6 +52,27 @@ def test_a_signal_inside_deferred_is_raised_when_the_block_ends() -> None:
         reached.append("after")  # pragma: no cover - never reached
     assert reached == ["end of the block"] and stopped.value.signum == signal.SIGTERM
     assert isinstance(stopped.value, KeyboardInterrupt)  # every Ctrl-C cleanup applies
+
+
+def test_a_signal_right_after_the_smoke_folder_is_made_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-process smoke's folder was made and the signal landed before anything held it
+    (seen once in CI: SIGUSR2, `envcheck-smoke-*` left in TMPDIR): now the signal waits."""
+    made = tempfile.mkdtemp
+
+    def made_then_signalled(*args: Any, **kwargs: Any) -> str:
+        path: str = made(*args, **kwargs)
+        os.kill(
+            os.getpid(), signal.SIGTERM
+        )  # handled at the next bytecode: before a caller holds it
+        return path
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "mkdtemp", made_then_signalled)
+    with pytest.raises(Interrupted), unwind_on_signals():
+        run_subprocess(sys.executable, SCRIPTS / "hang.py", [], timeout=60)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_second_signal_while_unwinding_does_not_cut_the_cleanup() -> None:

@@ -50,13 +50,22 @@ def run_subprocess(
     on_start: Callable[[int | None], None] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> RawRun:
-    """Run `python script ARGS` with a hard timeout and bounded output; always reaped."""
-    with tempfile.TemporaryDirectory(prefix="envcheck-smoke-") as workdir:
+    """Run `python script ARGS` with a hard timeout and bounded output; always reaped, and its
+    folder always removed: a signal between the folder's creation and the cleanup's taking charge
+    of it (or during the cleanup) waits until the cleanup holds it."""
+    workdir = None
+    try:
+        with signals.deferred():
+            workdir = tempfile.mkdtemp(prefix="envcheck-smoke-")
         copy = Path(workdir) / "workload.py"
         shutil.copyfile(script, copy)
         for source, placed in COMPANIONS:  # the workload imports them from beside it
             shutil.copyfile(source, Path(workdir) / placed)
         return _run([python, str(copy), *args], workdir, timeout, on_start, child_environment(env))
+    finally:
+        if workdir is not None:
+            with signals.deferred():
+                shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _run(
