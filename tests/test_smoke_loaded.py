@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from envcheck.commands.doctor import read_facts
+from envcheck.commands.doctor import read_facts_document
 from envcheck.facts import (
     DriverFacts,
     HostFacts,
@@ -371,7 +371,7 @@ REAL_H100_LOADED: list[dict[str, Any]] = [
 
 
 def test_recorded_real_h100_cudnn_9_14_and_cublas_13_under_a_cuda_11_8_build() -> None:
-    facts = read_facts(str(REAL_HOST))
+    facts, _ = read_facts_document(str(REAL_HOST))
     facts = replace(
         facts,
         paddle=PaddleFacts(

@@ -277,17 +277,13 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     )
 
 
-def read_facts(path: str, env: Environment | None = None) -> HostFacts:
-    """`--facts FILE` (`-` = stdin): any unreadable, non-JSON or invalid document is a UsageError
-    (exit 2) naming the file and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7).
-    Here, at the edge: `envcheck.facts` stays pure."""
-    return read_facts_document(path, env)[0]
-
-
 def read_facts_document(
     path: str, env: Environment | None = None
 ) -> tuple[HostFacts, RecordedSmoke | None]:
-    """`read_facts`, and the smoke outcome when the document is a saved report."""
+    """`--facts FILE` (`-` = stdin): the host, and the smoke outcome when the document is a saved
+    report. Any unreadable, non-JSON or invalid document is a UsageError (exit 2) naming the file
+    and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7). Here, at the edge:
+    `envcheck.facts` stays pure."""
     from envcheck.facts import FactsError, host_from_document
     from envcheck.recorded import recorded_smoke
     from envcheck.saved_report import ReportDocumentError
