@@ -104,6 +104,22 @@ def test_a_pending_reboot_keeps_the_gpu_plan(host_env: Callable[[str], dict[str,
     assert doc["image"]["kind"] == "gpu"
 
 
+def test_a_pending_reboot_expects_the_gpu_in_the_smoke(
+    host_env: Callable[[str], dict[str, str]],
+) -> None:
+    """The smoke on a host waiting for a reboot: before, "no GPU expected: the host has no usable
+    NVIDIA GPU" and the CPU build's CPU run was a smoke pass beside the driver's failure; the
+    GPU is on the PCI bus, so a CPU run there is the fallback the user must hear about."""
+    code, doc, _ = doctor_process(
+        host_env("rm-mismatch"), "--in-process", "--python", sys.executable
+    )
+    smoke = findings(doc)
+    assert code == 6 and "smoke.pass" not in smoke  # CPU_FALLBACK
+    assert smoke["smoke.cpu-fallback"]["severity"] == "fail"
+    assert doc["smoke"]["gpu_expected"] is True
+    assert "NVML_ERROR_LIB_RM_VERSION_MISMATCH" in doc["smoke"]["gpu_expected_reason"]
+
+
 def test_a_hanging_cuinit_does_not_hang_the_doctor(
     host_env: Callable[[str], dict[str, str]],
 ) -> None:

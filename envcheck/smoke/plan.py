@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from envcheck.facts import HostFacts, usable_gpus
+from envcheck.facts import HostFacts, unlisted_gpus, usable_gpus
 from envcheck.fixes import engine_fix, paddle_install
 from envcheck.report import ImageChoice
 from envcheck.smoke.options import SmokeOptions
@@ -77,7 +77,8 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
             host, image, options, Fallback("no-image", "the doctor chose no image for this host")
         )
     expected, reason = gpu_expectation(host, options, _matrix_build_is_gpu(ref, image, options))
-    gpus = usable_gpus(host)
+    # None (unknown) where the driver lists no GPU: a reboot pending (issue 21.9)
+    listed = tuple(sorted(options.gpus or [g.index for g in usable_gpus(host)])) or None
     plan = Plan(
         mode="container",
         gpu_expected=expected,
@@ -85,7 +86,7 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
         device_args=("gpu:all",) if expected else ("cpu",),
         image=ref,
         gpu_ids=_gpu_request(options) if expected else None,
-        host_gpus=tuple(sorted(options.gpus or [g.index for g in gpus])) if expected else None,
+        host_gpus=listed if expected else None,
     )
     return _fix_sources(plan, host, image)
 
@@ -125,6 +126,11 @@ def gpu_expectation(
     if options.expect_gpu:
         return True, "--expect-gpu"
     gpus = usable_gpus(host)
+    if not gpus and unlisted_gpus(host):  # the GPUs are there; the driver must be fixed first
+        return True, (
+            f"{unlisted_gpus(host)} NVIDIA GPU(s) on the PCI bus, which the driver cannot use yet"
+            f" ({host.driver.error or host.driver.reason})"
+        )
     if not gpus:
         return False, "the host has no usable NVIDIA GPU"
     if gpu_build is None:
