@@ -13,6 +13,7 @@ OUTCOME_WORDS = {
     "manual-only": "only a person can fix what is left: the manual steps above",
     "planned": "dry run: nothing was changed; `--yes` applies the plan and verifies it",
     "fixed": "fixed: the plan was applied and the smoke proved it",
+    "failed": "failed: the interpreter was not changed; nothing to roll back",
     "rolled-back": "rolled back: the environment is back as it was (pip freeze matches the record "
     "byte for byte)",
     "rollback-incomplete": "the rollback did NOT restore the recorded state: compare "
@@ -42,6 +43,10 @@ def render_fix(doc: dict[str, Any]) -> str:
         lines.append("manual steps (need root or a reboot; never run by envcheck), in order:")
         for n, step in enumerate(manual, 1):
             lines.append(f"  {n}. [{step['why']}] {visible(step['changes'])}")
+    image = plan.get("image")
+    if image is not None:
+        said = {True: "present", False: "absent", None: "unknown"}[image["present"]]
+        lines.append(f"image: {image['ref']}: {said} ({visible(image['why'])})")
     lines += _applied(doc)
     lines.append(f"result: {OUTCOME_WORDS[doc['outcome']]} (exit {doc['exit_code']})")
     return "".join(f"{line}\n" for line in lines)
@@ -57,9 +62,11 @@ def _applied(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"ran: {shlex.join(ran['argv'])} -> exit {ran['exit_code']} ({ran['seconds']} s)"
         )
-    if "verification" in doc:
-        v = doc["verification"]
-        lines.append(f"verification: {v['verdict']} (exit {v['exit_code']}), proof {v['proof']}")
+    for v in doc.get("verifications", [doc["verification"]] if "verification" in doc else []):
+        where = f" in {v['ran_in']}" if "ran_in" in v else ""
+        lines.append(
+            f"verification{where}: {v['verdict']} (exit {v['exit_code']}), proof {v['proof']}"
+        )
         lines += _findings(v)
     if "failed" in doc:
         lines.append(f"failed: {visible(doc['failed'])}")
