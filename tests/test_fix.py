@@ -431,3 +431,39 @@ def test_pull_is_deprecated_and_no_pull_leaves_the_container_alone(
         "--no-pull"
     )
     assert [s for s in doc["plan"]["steps"] if s["kind"] == "pull"] == []
+
+
+# -- what only a person can do (#25.3) ---------------------------------------------------------
+
+
+@pytest.mark.fakegpu
+def test_a_driver_too_old_for_every_build_leaves_only_manual_steps(gpu_host: Any) -> None:
+    """A T4 on driver 470 (CUDA 11.4, tests/fakenv/profiles/t4-470.toml) asked for Paddle 3.3.1:
+    no build of it runs there, so nothing is installed or pulled. What is left is a person's, in
+    the order to do it: the driver upgrade (root, a reboot) first, the NVIDIA Container Toolkit,
+    and last "then run the doctor again" for the GPU build that will fit. The plan-only outcome
+    is exit 1, in JSON (schema-valid) and in text."""
+    env = gpu_host("t4-470")
+    code, doc = fix_process(env, "--paddle", "3.3.1")
+    steps = doc["plan"]["steps"]
+    assert (code, doc["outcome"], doc["exit_code"]) == (1, "manual-only", 1), doc
+    assert [(s["kind"], s["why"], s["argv"]) for s in steps] == [
+        ("manual", "image.none", []),
+        ("manual", "engine.no-nvidia-runtime", []),
+        ("manual", "paddle.cpu-build", []),
+    ]
+    assert "upgrade the NVIDIA driver to >= 525.60.13" in steps[0]["changes"]
+    assert "nvidia-ctk runtime configure" in steps[1]["changes"]
+    assert "then run `envcheck doctor` again" in steps[2]["changes"]
+    assert (doc["plan"]["wheel"], doc["plan"]["expect"], doc["plan"]["image"]) == (None, None, None)
+
+    run = envcheck_process("fix", "--paddle", "3.3.1", env=env, timeout=600)
+    lines = run.stdout.splitlines()
+    start = lines.index("manual steps (need root or a reboot; never run by envcheck), in order:")
+    assert lines[start + 1 : start + 1 + len(steps)] == [
+        f"  {n}. [{s['why']}] {s['changes']}" for n, s in enumerate(steps, 1)
+    ]
+    assert "plan (in order):" not in lines and run.returncode == 1
+    assert (
+        lines[-1] == "result: only a person can fix what is left: the manual steps above (exit 1)"
+    )

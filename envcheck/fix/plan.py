@@ -18,7 +18,7 @@ from packaging.version import Version
 
 from envcheck.facts import PaddleFacts, usable_gpus
 from envcheck.findings import LAYERS, Finding
-from envcheck.fixes import PipInstall, cudnn_install, paddle_install
+from envcheck.fixes import NO_GPU_BUILD_YET, PipInstall, cudnn_install, paddle_install
 from envcheck.report import Report
 
 PIP_OVERRIDE = "--break-system-packages"  # pip's own PEP 668 override, the user's to give
@@ -215,7 +215,7 @@ def plan_fix(
                 (*pull, "--image", image.ref),
             )
         )
-    steps += _manual(report.findings, resolved)
+    steps += _manual(report, resolved)
     expect: Expect | None = None
     if any(s.kind != "manual" for s in steps):
         expect = wheel.kind if wheel is not None and why else _expected(report)
@@ -287,10 +287,22 @@ def _cudnn_step(
     )
 
 
-def _manual(findings: Sequence[Finding], resolved: set[str]) -> list[Step]:
-    """What a person must fix (root, a reboot), in the report's layer order: the driver (and its
-    kernel module) before the GPUs before the engine (docker group, then the toolkit)."""
+def _manual(report: Report, resolved: set[str]) -> list[Step]:
+    """What a person must fix (root, a reboot), in the order to do it: the driver (and its kernel
+    module) before the GPUs before the engine (docker group, then the toolkit). "No image runs
+    until the driver is upgraded" is the driver's work; "no GPU build yet: fix the rest, then run
+    the doctor again" comes after everything else."""
     rank = {layer: i for i, (layer, _) in enumerate(LAYERS)}
+    driver_floor = report.image is not None and report.image.min_driver is not None
+
+    def order(f: Finding) -> int:
+        if f.fix == NO_GPU_BUILD_YET:
+            return len(rank) + 1
+        if f.id == "image.none" and driver_floor:
+            return rank["driver"]
+        return rank.get(f.layer, len(rank))
+
+    findings = report.findings
     todo = [
         f
         for f in findings
@@ -299,7 +311,7 @@ def _manual(findings: Sequence[Finding], resolved: set[str]) -> list[Step]:
         and f.id not in resolved
         and f.family not in NOT_MANUAL
     ]
-    todo.sort(key=lambda f: rank.get(f.layer, len(rank)))
+    todo.sort(key=order)
     return [Step("manual", f.id, f.fix or "") for f in todo]
 
 

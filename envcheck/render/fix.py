@@ -35,10 +35,7 @@ def render_fix(doc: dict[str, Any]) -> str:
             lines.append(f"  {n}. {step['kind']} [{step['why']}] {visible(step['changes'])}")
             lines.append(f"     $ {shlex.join(step['argv'])}")
         if plan["expect"]:
-            lines.append(
-                f"  then: a smoke training under {plan['python']} must train on the "
-                f"{plan['expect'].upper()}, else everything above is rolled back"
-            )
+            lines.append(_then(plan, runs))
     if manual:
         lines.append("manual steps (need root or a reboot; never run by envcheck), in order:")
         for n, step in enumerate(manual, 1):
@@ -50,6 +47,18 @@ def render_fix(doc: dict[str, Any]) -> str:
     lines += _applied(doc)
     lines.append(f"result: {OUTCOME_WORDS[doc['outcome']]} (exit {doc['exit_code']})")
     return "".join(f"{line}\n" for line in lines)
+
+
+def _then(plan: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """Where the verification smokes run: the interpreter pip changed, then the pulled image."""
+    pip = any(s["kind"] in ("install", "uninstall") for s in runs)
+    where = [f"under {plan['python']}"] if pip else []
+    where += [f"in the image {s['argv'][-1]}" for s in runs if s["kind"] == "pull"]
+    undo = "the interpreter's changes are rolled back" if pip else "the fix fails"
+    return (
+        f"  then: a smoke training {' and '.join(where)} must train on the "
+        f"{plan['expect'].upper()}, else {undo}"
+    )
 
 
 def _applied(doc: dict[str, Any]) -> list[str]:
