@@ -1,16 +1,21 @@
-"""`envcheck fix --yes` with the real `paddlepaddle-gpu==2.6.2` from PyPI (issue 25, item 4).
+"""`envcheck fix --yes` with a real Paddle GPU wheel from PyPI (issue 25, item 4).
 
 A fake Tesla T4 on driver 470 (the C-ABI fakes, tests/fakenv/profiles/t4-470.toml: CUDA 11.4, the
-CUDA 11 minor-version compatibility, cuDNN 8.9.6 on LD_LIBRARY_PATH) asked for Paddle 2.6.2: the
-plan names that release's CUDA 11.8 build, `paddlepaddle-gpu==2.6.2`, which Paddle publishes on
-PyPI, so its index is pip's configured one. A PEP 503 index on 127.0.0.1 serves it under that
-path (`PIP_INDEX_URL`), beside Paddle's CPU path (`ENVCHECK_PADDLE_INDEX`) for the rollback of
-the venv's CPU build. `fix --yes` removes the CPU build, installs the 2.8 GB GPU build, and the
-verification smoke fails honestly (there is no GPU here); the rollback must bring `pip freeze
---all` back byte for byte. Prints the transcript (the same renderer as `envcheck fix`) and the
-timings; asserts nothing: the figures are for people.
+CUDA 11 minor-version compatibility, cuDNN 8.9.6 on LD_LIBRARY_PATH) holding Paddle's CPU build
+3.3.1 in a venv, asked for `--paddle RELEASE`. A PEP 503 index on 127.0.0.1 serves Paddle's CPU
+path (`ENVCHECK_PADDLE_INDEX`: the venv's build and its rollback) and, as pip's configured index
+(`PIP_INDEX_URL`), `paddlepaddle-gpu==RELEASE` downloaded from PyPI (PyPI's build is the CUDA
+11.8 one) with its dependencies. `fix --yes` follows its plan; the verification smoke fails
+honestly (there is no GPU here); the rollback must bring `pip freeze --all` back byte for byte.
+Prints the transcript (the renderer of `envcheck fix`) and the timings; asserts nothing.
 
-    .venv/bin/python bench/bench_fix_gpu_wheel.py [--work /tmp/bench-fix-gpu]
+Which build the plan names is the doctor's image choice: for 2.6.0 the only image is CUDA 11.8,
+whose build is PyPI's `paddlepaddle-gpu==2.6.0` (2.8 GB installed), so the whole install runs.
+2.6.2 has no CUDA 11.8 image (its images: 11.2, 11.7, 12.0; matrix/images.toml), so on this host
+the plan names `paddlepaddle-gpu==2.6.2.post117` from Paddle's cu117 path, which PyPI's 2.6.2
+wheel is not: pip finds no such build on the local index and the rollback runs from there.
+
+    .venv/bin/python bench/bench_fix_gpu_wheel.py [--paddle 2.6.0] [--work /tmp/bench-fix-gpu]
 
 The wheel (~760 MB) is downloaded once into .cache/wheels/gpu (git-ignored); ~8 GB free disk
 is needed (the wheel, the venv's 2.8 GB install, pip's unpacking).
@@ -34,7 +39,6 @@ sys.path.insert(0, str(ROOT))
 from tests import fakenv, fix_env  # the repo's own test helpers
 
 GPU_WHEELS = ROOT / ".cache" / "wheels" / "gpu"
-REQUIREMENT = "paddlepaddle-gpu==2.6.2"
 PROFILE = "t4-470"
 NEED_FREE = 8 << 30
 
@@ -43,13 +47,14 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def gpu_wheels() -> tuple[list[Path], float | None]:
+def gpu_wheels(paddle: str) -> tuple[list[Path], float | None]:
     """The GPU wheel and its dependencies from PyPI, downloaded once (seconds, None: cached)."""
-    if any(GPU_WHEELS.glob("paddlepaddle_gpu-2.6.2-*.whl")):
+    if any(GPU_WHEELS.glob(f"paddlepaddle_gpu-{paddle}-*.whl")):
         return sorted(GPU_WHEELS.glob("*.whl")), None
     GPU_WHEELS.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    cmd = [sys.executable, "-m", "pip", "download", REQUIREMENT, "-d", str(GPU_WHEELS)]
+    requirement = f"paddlepaddle-gpu=={paddle}"
+    cmd = [sys.executable, "-m", "pip", "download", requirement, "-d", str(GPU_WHEELS)]
     subprocess.run(cmd, check=True)
     return sorted(GPU_WHEELS.glob("*.whl")), time.perf_counter() - start
 
@@ -58,6 +63,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--paddle", default="2.6.0", help="the release to fix to (default: 2.6.0)")
     parser.add_argument("--work", help="the work folder (default: a new temporary one)")
     args = parser.parse_args()
     free = shutil.disk_usage(ROOT).free
@@ -66,8 +72,8 @@ def main() -> int:
         _say("not enough free disk: nothing done")
         return 1
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-fix-gpu-"))
-    wheels, downloaded = gpu_wheels()
-    gpu = next(w for w in wheels if w.name.startswith("paddlepaddle_gpu-"))
+    wheels, downloaded = gpu_wheels(args.paddle)
+    gpu = next(w for w in wheels if w.name.startswith(f"paddlepaddle_gpu-{args.paddle}-"))
     _say(
         f"wheel: {gpu.name}, {gpu.stat().st_size / 1e6:.0f} MB "
         + (f"(downloaded from PyPI in {downloaded:.1f} s)" if downloaded else "(cached)")
@@ -90,9 +96,9 @@ def main() -> int:
             "PIP_INDEX_URL": f"{url}/simple/",
             "XDG_STATE_HOME": str(work / "state"),
         }
-        fix = [sys.executable, "-m", "envcheck", "fix", "--python", python, "--paddle", "2.6.2"]
-        fix += ["--no-pull", "--smoke-timeout", "300", "--json", "--yes"]
-        _say(f"$ envcheck fix --python {python} --paddle 2.6.2 --no-pull --yes")
+        fix = [sys.executable, "-m", "envcheck", "fix", "--python", python]
+        fix += ["--paddle", args.paddle, "--no-pull", "--smoke-timeout", "300", "--json", "--yes"]
+        _say(f"$ envcheck fix --python {python} --paddle {args.paddle} --no-pull --yes")
         started = time.perf_counter()
         run = subprocess.run(fix, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
         took = time.perf_counter() - started

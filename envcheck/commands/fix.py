@@ -141,7 +141,6 @@ def _pull_argv(args: argparse.Namespace) -> tuple[str, ...]:
 def _image_state(args: argparse.Namespace, env: Environment, report: Report) -> ImageState | None:
     """Whether the engine holds the image the doctor chose, asked of the engine itself (never
     guessed from a name); None when the doctor chose no image."""
-    from envcheck.errors import EnvcheckError
     from envcheck.fix.plan import ImageState
 
     ref = report.image.ref if report.image is not None else None
@@ -158,14 +157,13 @@ def _image_state(args: argparse.Namespace, env: Environment, report: Report) -> 
             f"not planned: no Docker engine answered at {where} ({engine.reason or engine.status})"
             ", so whether it holds the image is unknown",
         )
-    from envcheck.docker_adapter import connect
     from envcheck.probe.endpoint import resolve_endpoint
-    from envcheck.pull.images import present
+    from envcheck.probe.engine import probe_image
 
     try:
-        found = present(connect(resolve_endpoint(env.env), timeout=10), ref)
-    except EnvcheckError as e:
-        return ImageState(ref, None, f"not planned: the engine did not say ({e.message})")
+        found = probe_image(ref, resolve_endpoint(env.env), timeout=10)
+    except (OSError, ValueError) as e:
+        return ImageState(ref, None, f"not planned: the engine did not say ({e})")
     if found:
         return ImageState(ref, True, f"the engine holds it as {found[:19]}")
     return ImageState(ref, False, "the engine does not hold it")
