@@ -467,3 +467,16 @@ def test_a_driver_too_old_for_every_build_leaves_only_manual_steps(gpu_host: Any
     assert (
         lines[-1] == "result: only a person can fix what is left: the manual steps above (exit 1)"
     )
+
+
+@pytest.mark.docker
+def test_the_engine_is_asked_for_the_image_by_its_name(docker_client: Any, registry: Any) -> None:
+    """One GET to the engine, the answer the docker SDK's inspect gives: the id, or None."""
+    from envcheck.probe.endpoint import resolve_endpoint
+    from envcheck.probe.engine import probe_image
+    from tests.conftest import PADDLE_CPU
+
+    ref = registry.ref(PADDLE_CPU)
+    endpoint = resolve_endpoint(ENV)
+    assert probe_image(ref, endpoint) == docker_client.api.inspect_image(ref)["Id"]
+    assert probe_image(registry.ref("envcheck-test/never-pushed:1"), endpoint) is None
