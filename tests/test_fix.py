@@ -235,6 +235,20 @@ def test_a_gpu_host_gets_the_gpu_build_of_its_driver_from_its_index(
 
 
 @pytest.mark.fakegpu
+@pytest.mark.docker
+def test_a_gpu_image_the_engine_cannot_give_a_gpu_is_not_pulled(gpu_host: Any) -> None:
+    """This engine lacks the GPU image and has no NVIDIA runtime: a pull could never pass its
+    smoke (and its failure would roll back the interpreter's good fix), so it is not planned;
+    the report says why, and the toolkit is a manual step."""
+    _, doc = fix_process(gpu_host("a100x2-535"))
+    image = doc["plan"]["image"]
+    assert image["ref"].endswith("-gpu-cuda12.9-cudnn9.9") and image["present"] is False
+    assert "not pulled: this engine cannot give a container a GPU" in image["why"]
+    kinds = {s["why"]: s["kind"] for s in doc["plan"]["steps"]}
+    assert "pull" not in kinds.values() and kinds["engine.no-nvidia-runtime"] == "manual"
+
+
+@pytest.mark.fakegpu
 def test_a_driver_that_needs_a_reboot_is_a_manual_step_and_the_gpu_plan_stands(
     gpu_host: Any,
 ) -> None:

@@ -10,7 +10,7 @@ Container Toolkit) is never a command we run: it is a manual step, in the report
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any, Literal
 
@@ -38,7 +38,8 @@ PADDLE_FINDINGS = (
 CUDNN_FINDINGS = ("cudnn.missing", "cudnn.major-mismatch")
 # Warnings that are still a person's job: the container path needs them (docker group or a
 # started engine, the NVIDIA Container Toolkit); other warnings are advice, not repairs.
-MANUAL_WARNINGS = ("engine.unreachable", "engine.no-nvidia-runtime")
+RUNTIME_MISSING = "engine.no-nvidia-runtime"
+MANUAL_WARNINGS = ("engine.unreachable", RUNTIME_MISSING)
 NOT_MANUAL = ("smoke", "drift", "fleet")  # judged again by the verification, or not the host's
 _BOTH = ("paddlepaddle", "paddlepaddle-gpu")
 
@@ -206,7 +207,10 @@ def plan_fix(
     if cudnn is not None:
         steps.append(cudnn)
         resolved.add(cudnn.why)
-    if pull and image is not None and image.present is False:
+    blocked = _pull_blocked(report, bad) if image is not None else None
+    if image is not None and image.present is False and blocked:
+        image = replace(image, why=f"{image.why}; not pulled: {blocked}")
+    elif pull and image is not None and image.present is False:
         steps.append(
             Step(
                 "pull",
@@ -313,6 +317,18 @@ def _manual(report: Report, resolved: set[str]) -> list[Step]:
     ]
     todo.sort(key=order)
     return [Step("manual", f.id, f.fix or "") for f in todo]
+
+
+def _pull_blocked(report: Report, bad: dict[str, Finding]) -> str | None:
+    """Why a pull of the doctor's image is not planned though the engine lacks it: a GPU image
+    on an engine that cannot give a container a GPU could never pass its verification smoke (and
+    its failure would roll back a good interpreter fix)."""
+    if report.image is not None and report.image.kind == "gpu" and RUNTIME_MISSING in bad:
+        return (
+            "this engine cannot give a container a GPU until the NVIDIA Container Toolkit is "
+            "installed (a manual step); run `envcheck fix` again after it"
+        )
+    return None
 
 
 def _expected(report: Report) -> Expect:
