@@ -105,6 +105,7 @@ def _select_release(
         paddle=release.version,
         reason=_what_would_fix(assessed, matrix, release, registry, host),
         rejected=tuple(rejected),
+        min_driver=floor[0] if (floor := _driver_floor(assessed)) else None,
     )
 
 
@@ -246,14 +247,9 @@ def _what_would_fix(
         return f"{head}: {_what_exists_for(platform, host, matrix)}"
     if all(a.driver is None for a in assessed):
         return f"{head}: the driver version is unknown; check that `nvidia-smi` prints it"
-    # Tags held back by the driver alone: the lowest driver that would run one of them.
-    floors = [
-        (a.driver.minimum_driver, a.image)
-        for a in assessed
-        if a.problems == (a.driver_problem,) and a.driver and a.driver.minimum_driver
-    ]
-    if floors:
-        driver, image = min(floors, key=lambda floor: Version(floor[0]))
+    floor = _driver_floor(assessed)
+    if floor:
+        driver, image = floor
         ref = matrix.image_ref(image, registry)
         return f"{head}: upgrade the NVIDIA driver to >= {driver} to run {ref}"
     registry_only = [a for a in assessed if a.problems == (a.registry_problem,)]
@@ -262,6 +258,16 @@ def _what_would_fix(
         others = " or ".join(f"--registry {r}" for r in image.registries)
         return f"{head}: use {others} ({matrix.image_ref(image, image.registries[0])})"
     return f"{head}: choose another release with --paddle, or a GPU its builds support"
+
+
+def _driver_floor(assessed: list[Assessment]) -> tuple[str, ImageTag] | None:
+    """Of the tags held back by the driver alone, the lowest driver that would run one."""
+    floors = [
+        (a.driver.minimum_driver, a.image)
+        for a in assessed
+        if a.problems == (a.driver_problem,) and a.driver and a.driver.minimum_driver
+    ]
+    return min(floors, key=lambda floor: Version(floor[0]), default=None)
 
 
 # -- small parsing helpers -------------------------------------------------------------------------

@@ -8,15 +8,20 @@ import base64
 import hashlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
+
+from envcheck.fixes import and_list, commands_in
 
 ROOT = Path(__file__).resolve().parent.parent
 # the wheels `scripts/dev setup` downloads (a worktree may point at its main checkout's)
@@ -107,3 +112,31 @@ def stub_wheel(folder: Path, name: str, version: str) -> Path:
 def _digest(text: str) -> str:
     raw = hashlib.sha256(text.encode()).digest()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+# -- what the doctor advises and what the plan installs (#25.1) ------------------------------
+
+
+def paddle_installs(argvs: Iterable[Sequence[str]]) -> set[tuple[str, str | None]]:
+    """(package==version, index or links page) of every Paddle install among `argvs`."""
+    found: set[tuple[str, str | None]] = set()
+    for argv in argvs:
+        if list(argv[1:4]) != ["-m", "pip", "install"]:
+            continue
+        for requirement in (a for a in argv[4:] if a.startswith("paddlepaddle")):
+            where = next((v for a, v in pairwise(argv) if a in INDEX_OPTIONS), None)
+            found.add((requirement, where))
+    return found
+
+
+INDEX_OPTIONS = ("-i", "--index-url", "-f", "--find-links")
+
+
+def advised(fixes: Iterable[str | None]) -> set[tuple[str, str | None]]:
+    """What the doctor's printed fixes install: each command between backticks."""
+    commands = [c for fix in fixes if fix for c in commands_in(fix)]
+    return paddle_installs(argv for c in commands for argv in and_list(shlex.split(c)))
+
+
+def planned(steps: Iterable[dict[str, Any]]) -> set[tuple[str, str | None]]:
+    return paddle_installs(s["argv"] for s in steps if s["kind"] == "install")

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from referencing import Registry, Resource
 
 from envcheck.fix import apply
 from envcheck.smoke.protocol import CORRUPT_ENV
-from tests import fix_env
+from tests import fakenv, fix_env
 from tests.inprocess import ENV, envcheck_process, run_envcheck
 
 pytest_plugins = ("tests.fakenv",)
@@ -73,7 +74,7 @@ def test_a_venv_without_paddle_gets_the_pinned_cpu_build_and_a_passing_smoke(
 ) -> None:
     python = fix_env.make_venv(tmp_path / "venv")
     before = fix_env.freeze(python)
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1")
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull")
     assert (code, doc["outcome"], doc["dry_run"]) == (0, "planned", True)
     assert argvs(doc) == [
         [
@@ -82,20 +83,20 @@ def test_a_venv_without_paddle_gets_the_pinned_cpu_build_and_a_passing_smoke(
             "pip",
             "install",
             "paddlepaddle==3.3.1",
-            "--index-url",
+            "-i",
             f"{index}/{CPU_INDEX}/",
         ]
     ]
     assert doc["plan"]["steps"][0]["why"] == "paddle.missing" and doc["plan"]["expect"] == "cpu"
     assert fix_env.freeze(python) == before  # a dry run changes nothing
 
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
     assert (code, doc["outcome"]) == (0, "fixed"), doc
     assert doc["verification"]["proof"] == "cpu-trained" and doc["verification"]["exit_code"] == 0
     assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()
     assert Path(doc["record"]["freeze"]).read_text() == before
 
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1")
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull")
     assert (code, doc["outcome"], doc["plan"]["steps"]) == (0, "nothing-to-fix", [])
 
 
@@ -106,7 +107,7 @@ def test_a_failing_verification_restores_the_exact_freeze(
     before = fix_env.freeze(python)
     # the verification smoke's matmul reads zeros: Paddle "computes" wrong results
     monkeypatch.setenv(CORRUPT_ENV, "matmul:zero")
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
     assert code == 7 and doc["outcome"] == "rolled-back", doc
     assert doc["verification"]["verdict"] == "wrong-results"
     assert doc["rollback"]["freeze_matches"] is True
@@ -122,12 +123,12 @@ def test_both_builds_installed_the_wrong_one_goes_first(
     paddle = next(w for w in fix_env.wheels() if w.name.startswith("paddlepaddle-"))
     gpu_stub = fix_env.stub_wheel(tmp_path / "stub", "paddlepaddle-gpu", "3.3.1")
     fix_env.pip(python, "install", "--no-deps", str(paddle), str(gpu_stub))
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1")
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull")
     pip = [python, "-m", "pip"]
     assert argvs(doc) == [
         [*pip, "uninstall", "-y", "paddlepaddle-gpu"],
         [*pip, "uninstall", "-y", "paddlepaddle"],
-        [*pip, "install", "paddlepaddle==3.3.1", "--index-url", f"{index}/{CPU_INDEX}/"],
+        [*pip, "install", "paddlepaddle==3.3.1", "-i", f"{index}/{CPU_INDEX}/"],
     ]
     assert {s["why"] for s in doc["plan"]["steps"]} == {"paddle.both-installed"}
     assert code == doc["doctor"]["exit_code"] == 1  # a dry run: the doctor's verdict of now
@@ -138,10 +139,12 @@ def test_a_pep668_interpreter_is_refused_with_the_override_named(
 ) -> None:
     """A copy of this Python's base installation (not a venv) with the distributor's marker."""
     python = _system_like_python(tmp_path / "sys")
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
     assert code == 2 and "--break-system-packages" in doc["error"]["hint"]
     assert "PEP 668" in doc["error"]["message"]
-    _, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--break-system-packages")
+    _, doc = fix(
+        variables, "--python", python, "--paddle", "3.3.1", "--no-pull", "--break-system-packages"
+    )
     assert all("--break-system-packages" in a for a in argvs(doc))  # pip's flag, on every pip step
 
 
@@ -165,7 +168,7 @@ def test_two_fixes_of_one_target_cannot_interleave(
     before = fix_env.freeze(python)
     prefix = str(tmp_path / "venv")
     with apply.target_lock(prefix, apply.state_dir(variables) / "locks"):
-        code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+        code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
     assert code == 4 and "another `envcheck fix`" in doc["error"]["message"]
     assert fix_env.freeze(python) == before
 
@@ -223,12 +226,26 @@ def test_a_gpu_host_gets_the_gpu_build_of_its_driver_from_its_index(
             "pip",
             "install",
             f"paddlepaddle-gpu=={paddle}",
-            "--index-url",
+            "-i",
             f"{index}/packages/stable/cu{cuda}/",
         ],
     ]
     assert doc["plan"]["steps"][0]["why"] == "paddle.cpu-build"
     assert doc["plan"]["expect"] == "gpu" and code == doc["doctor"]["exit_code"]
+
+
+@pytest.mark.fakegpu
+@pytest.mark.docker
+def test_a_gpu_image_the_engine_cannot_give_a_gpu_is_not_pulled(gpu_host: Any) -> None:
+    """This engine lacks the GPU image and has no NVIDIA runtime: a pull could never pass its
+    smoke (and its failure would roll back the interpreter's good fix), so it is not planned;
+    the report says why, and the toolkit is a manual step."""
+    _, doc = fix_process(gpu_host("a100x2-535"))
+    image = doc["plan"]["image"]
+    assert image["ref"].endswith("-gpu-cuda12.9-cudnn9.9") and image["present"] is False
+    assert "not pulled: this engine cannot give a container a GPU" in image["why"]
+    kinds = {s["why"]: s["kind"] for s in doc["plan"]["steps"]}
+    assert "pull" not in kinds.values() and kinds["engine.no-nvidia-runtime"] == "manual"
 
 
 @pytest.mark.fakegpu
@@ -266,7 +283,18 @@ def _fix_until(
     """`fix --yes` in a process of its own, sent SIGTERM at the first stderr line that starts
     with `start` and holds `words`: (its exit status, all it said on stderr)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envcheck", "fix", "--python", python, "--paddle", "3.3.1", "--yes"],
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "fix",
+            "--python",
+            python,
+            "--paddle",
+            "3.3.1",
+            "--no-pull",
+            "--yes",
+        ],
         env=variables,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -310,11 +338,9 @@ def test_sigterm_during_the_verification_leaves_the_plan_applied_and_says_so(
 def test_on_every_fake_host_only_the_target_runs_and_never_sudo(gpu_host: Any) -> None:
     """Whatever a host needs, a step run by `fix` is the target's pip (or envcheck's own pull);
     root's work (driver, module, docker group, toolkit) is a manual step with no argv."""
-    from tests import fakenv
-
     python = os.path.abspath(sys.executable)
     for profile in fakenv.profile_names():
-        _, doc = fix_process(gpu_host(profile), "--pull")
+        _, doc = fix_process(gpu_host(profile))
         for step in doc["plan"]["steps"]:
             argv = step["argv"]
             assert "sudo" not in argv, (profile, step)
@@ -324,3 +350,147 @@ def test_on_every_fake_host_only_the_target_runs_and_never_sudo(gpu_host: Any) -
                 assert argv[1:4] == ["-m", "envcheck", "pull-image"], (profile, step)
             else:
                 assert argv[:3] == [python, "-m", "pip"], (profile, step)
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize("profile", fakenv.profile_names())
+def test_on_every_fake_host_the_plan_installs_what_the_doctor_advises(
+    gpu_host: Any, index: str, profile: str
+) -> None:
+    """The doctor's printed fixes and the plan quote one derivation (the matrix row of the image
+    the doctor chose), here with a mirror (the local index): the same package==version and URL."""
+    _, doc = fix_process(gpu_host(profile))
+    said = fix_env.advised(f["fix"] for f in doc["doctor"]["findings"])
+    assert said == fix_env.planned(doc["plan"]["steps"]), profile
+    wheel = doc["plan"]["wheel"]
+    if wheel is not None:
+        where = wheel["index"] or wheel["find_links"]
+        assert said == {(wheel["requirement"], where)} and where.startswith(index), profile
+
+
+# -- the container: the doctor's image, pulled where the engine lacks it (#25.2) --------------
+
+
+@pytest.fixture
+def lacked_image(docker_client: Any, registry: Any) -> Iterator[str]:
+    """The local registry's Paddle CPU image under a name this engine has never held: pushed,
+    then untagged here (only the name goes: the shared image stays for other tests)."""
+    from tests.conftest import PADDLE_CPU
+
+    ref = registry.ref(f"envcheck-test/fix-pull-{uuid.uuid4().hex[:10]}:3.3.1")
+    docker_client.images.get(registry.ref(PADDLE_CPU)).tag(ref)
+    docker_client.images.push(ref)
+    docker_client.images.remove(ref)
+    yield ref
+    if any(ref in i.tags for i in docker_client.images.list()):
+        docker_client.images.remove(ref)  # the name only, never by id
+
+
+@pytest.mark.docker
+def test_the_image_the_engine_lacks_is_pulled_and_verified_by_a_smoke_in_it(
+    docker_client: Any, lacked_image: str, variables: dict[str, str]
+) -> None:
+    """The engine is asked (not the name guessed): it lacks the image, so the plan pulls it with
+    pull-image; --yes pulls it and the verification smoke trains in it. The interpreter (already
+    right) is neither locked nor recorded."""
+    from envcheck.pull.images import present
+
+    python = os.path.abspath(sys.executable)
+    code, doc = fix(variables, "--python", python, "--image", lacked_image)
+    assert doc["plan"]["image"] == {
+        "ref": lacked_image,
+        "present": False,
+        "why": "the engine does not hold it",
+    }
+    (step,) = doc["plan"]["steps"]
+    assert step["kind"] == "pull" and step["argv"][1:4] == ["-m", "envcheck", "pull-image"]
+    assert step["argv"][-2:] == ["--image", lacked_image] and doc["outcome"] == "planned"
+    assert present(docker_client, lacked_image) is None  # a dry run pulls nothing
+
+    code, doc = fix(variables, "--python", python, "--image", lacked_image, "--yes")
+    assert (code, doc["outcome"]) == (0, "fixed"), doc
+    assert present(docker_client, lacked_image) is not None
+    assert [(v["ran_in"], v["proof"]) for v in doc["verifications"]] == [
+        (lacked_image, "cpu-trained")
+    ]
+    assert "record" not in doc  # pip changed nothing: the interpreter was left alone
+
+    code, doc = fix(variables, "--python", python, "--image", lacked_image)
+    assert (code, doc["outcome"], doc["plan"]["image"]["present"]) == (0, "nothing-to-fix", True)
+
+
+def test_with_no_engine_the_pull_is_not_planned_and_the_report_says_why(
+    variables: dict[str, str], tmp_path: Path
+) -> None:
+    python = os.path.abspath(sys.executable)
+    dead = variables | {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    image = "127.0.0.1:5000/envcheck-test/paddle-cpu:3.3.1"
+    _, doc = fix(dead, "--python", python, "--image", image)
+    assert [s for s in doc["plan"]["steps"] if s["kind"] == "pull"] == []
+    said = doc["plan"]["image"]
+    assert (said["ref"], said["present"]) == (image, None)
+    assert said["why"].startswith("not planned: no Docker engine answered at unix://")
+    text = run_envcheck(["fix", "--python", python, "--image", image], env=dead).stdout
+    assert f"image: {image}: unknown (not planned: no Docker engine answered" in text
+
+
+def test_pull_is_deprecated_and_no_pull_leaves_the_container_alone(
+    variables: dict[str, str],
+) -> None:
+    python = os.path.abspath(sys.executable)
+    run = run_envcheck(["fix", "--python", python, "--pull", "--no-pull", "--json"], env=variables)
+    assert "--pull is deprecated and does nothing" in run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["plan"]["image"]["present"] is None and doc["plan"]["image"]["why"].endswith(
+        "--no-pull"
+    )
+    assert [s for s in doc["plan"]["steps"] if s["kind"] == "pull"] == []
+
+
+# -- what only a person can do (#25.3) ---------------------------------------------------------
+
+
+@pytest.mark.fakegpu
+def test_a_driver_too_old_for_every_build_leaves_only_manual_steps(gpu_host: Any) -> None:
+    """A T4 on driver 470 (CUDA 11.4, tests/fakenv/profiles/t4-470.toml) asked for Paddle 3.3.1:
+    no build of it runs there, so nothing is installed or pulled. What is left is a person's, in
+    the order to do it: the driver upgrade (root, a reboot) first, the NVIDIA Container Toolkit,
+    and last "then run the doctor again" for the GPU build that will fit. The plan-only outcome
+    is exit 1, in JSON (schema-valid) and in text."""
+    env = gpu_host("t4-470")
+    code, doc = fix_process(env, "--paddle", "3.3.1")
+    steps = doc["plan"]["steps"]
+    assert (code, doc["outcome"], doc["exit_code"]) == (1, "manual-only", 1), doc
+    assert [(s["kind"], s["why"], s["argv"]) for s in steps] == [
+        ("manual", "image.none", []),
+        ("manual", "engine.no-nvidia-runtime", []),
+        ("manual", "paddle.cpu-build", []),
+    ]
+    assert "upgrade the NVIDIA driver to >= 525.60.13" in steps[0]["changes"]
+    assert "nvidia-ctk runtime configure" in steps[1]["changes"]
+    assert "then run `envcheck doctor` again" in steps[2]["changes"]
+    assert (doc["plan"]["wheel"], doc["plan"]["expect"], doc["plan"]["image"]) == (None, None, None)
+
+    run = envcheck_process("fix", "--paddle", "3.3.1", env=env, timeout=600)
+    lines = run.stdout.splitlines()
+    start = lines.index("manual steps (need root or a reboot; never run by envcheck), in order:")
+    assert lines[start + 1 : start + 1 + len(steps)] == [
+        f"  {n}. [{s['why']}] {s['changes']}" for n, s in enumerate(steps, 1)
+    ]
+    assert "plan (in order):" not in lines and run.returncode == 1
+    assert (
+        lines[-1] == "result: only a person can fix what is left: the manual steps above (exit 1)"
+    )
+
+
+@pytest.mark.docker
+def test_the_engine_is_asked_for_the_image_by_its_name(docker_client: Any, registry: Any) -> None:
+    """One GET to the engine, the answer the docker SDK's inspect gives: the id, or None."""
+    from envcheck.probe.endpoint import resolve_endpoint
+    from envcheck.probe.engine import probe_image
+    from tests.conftest import PADDLE_CPU
+
+    ref = registry.ref(PADDLE_CPU)
+    endpoint = resolve_endpoint(ENV)
+    assert probe_image(ref, endpoint) == docker_client.api.inspect_image(ref)["Id"]
+    assert probe_image(registry.ref("envcheck-test/never-pushed:1"), endpoint) is None

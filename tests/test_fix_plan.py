@@ -4,19 +4,21 @@ and the rollback's commands (issue #25)."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from envcheck.facts import host_from_document
 from envcheck.fix.apply import restore_commands
-from envcheck.fix.plan import PADDLE_INDEX, paddle_index_base, paddle_wheel, plan_fix
-from envcheck.fixes import cudnn_install
+from envcheck.fix.plan import Wheel, plan_fix
+from envcheck.fixes import PipInstall, cudnn_install, target_python
 from envcheck.judge import Context, judge
 from envcheck.matrix.load import load_matrix
+from envcheck.matrix.mirror import PADDLE_INDEX
 from envcheck.report import Report
 from envcheck.select import select_image
+from tests import fix_env
 
 DATA = Path(__file__).parent / "data"
 MATRIX = load_matrix(None, {})
@@ -47,35 +49,29 @@ def test_the_real_h100_gets_the_gpu_build_of_its_image_from_its_index(
     3.3.1-gpu-cuda12.9-cudnn9.9), from Paddle's cu129 index."""
     plan = plan_fix(report_of(DATA / recorded), PY)
     runs = [list(s.argv) for s in plan.runs]
-    install = [PY, "-m", "pip", "install", "paddlepaddle-gpu==3.3.1", "--index-url"]
+    install = [PY, "-m", "pip", "install", "paddlepaddle-gpu==3.3.1", "-i"]
     assert runs[-1] == [*install, f"{PADDLE_INDEX}/packages/stable/cu129/"]
     assert runs[:-1] == ([first] if first else [])
     assert plan.expect == "gpu" and plan.wheel is not None and plan.wheel.cuda == "12.9"
 
 
-def test_every_matrix_build_is_derived_as_its_row_says() -> None:
-    """The pip command each matrix row cites and the requirement + index derived from the row's
-    data (release, CUDA) name the same thing: no string of the matrix is parsed by `fix`."""
-    for build in MATRIX.builds:
-        wheel = paddle_wheel(build.paddle, build.cuda)
-        words = build.pip.split()
-        requirement = next(w for w in words if w.startswith("paddlepaddle"))
-        where = re.search(r"(?:-i|-f)\s+(\S+)", build.pip)
-        assert wheel.requirement == requirement, build
-        assert (wheel.index or wheel.find_links) == (where.group(1) if where else None), build
-
-
-def test_a_mirror_replaces_the_index_base() -> None:
-    base = paddle_index_base({"ENVCHECK_PADDLE_INDEX": "https://mirror.example/paddle/"})
-    wheel = paddle_wheel("3.3.1", "12.6", base)
-    assert wheel.index == "https://mirror.example/paddle/packages/stable/cu126/"
-    assert paddle_index_base({}) == PADDLE_INDEX
+def test_a_mirror_replaces_paddles_index_in_every_build_and_nothing_else() -> None:
+    """ENVCHECK_PADDLE_INDEX rebases each row's command as the matrix loads: the doctor and the
+    plan read the same rows, so both name the mirror (PyPI's builds keep pip's own index)."""
+    mirrored = load_matrix(None, {"ENVCHECK_PADDLE_INDEX": "https://mirror.example/paddle/"})
+    for ours, theirs in zip(MATRIX.builds, mirrored.builds, strict=True):
+        assert theirs.pip == ours.pip.replace(PADDLE_INDEX, "https://mirror.example/paddle"), ours
+        assert PADDLE_INDEX not in theirs.pip
+    assert any(
+        "-i https://mirror.example/paddle/packages/stable/cu126/" in b.pip for b in mirrored.builds
+    )
 
 
 def test_the_rollback_removes_what_came_and_brings_back_what_went() -> None:
     before = "numpy==1.26.4\npaddlepaddle-gpu==3.3.1\npip==24.0\nsix @ file:///w/six.whl\n"
     after = "numpy==2.4.6\npaddlepaddle==3.3.1\npip==24.0\nprotobuf==7.36.2\n"
-    source = paddle_wheel("3.3.1", "12.6", "https://m.example")
+    cu126 = ("paddlepaddle-gpu==3.3.1", "-i", "https://m.example/packages/stable/cu126/")
+    source = Wheel.of(PipInstall(PY, cu126), "12.6")
     pip = (PY, "-m", "pip")
     assert restore_commands(PY, before, after, paddle_source=source) == [
         (*pip, "uninstall", "-y", "numpy", "paddlepaddle", "protobuf"),
@@ -85,7 +81,7 @@ def test_the_rollback_removes_what_came_and_brings_back_what_went() -> None:
             "install",
             "--no-deps",
             "paddlepaddle-gpu==3.3.1",
-            "--index-url",
+            "-i",
             "https://m.example/packages/stable/cu126/",
         ),
     ]
@@ -125,13 +121,51 @@ def test_a_2x_gpu_build_gets_the_cudnn_it_does_not_bundle() -> None:
     image = select_image(host, MATRIX, paddle="2.6.2")
     report = Report(host=host, findings=tuple(judge(Context(host, MATRIX, image))), image=image)
     plan = plan_fix(report, PY)
-    assert image.cuda and image.cudnn
+    assert image.cuda and image.cudnn and image.pip_command
     cudnn = cudnn_install(PY, image.cudnn, image.cuda)  # the doctor's own pin, the same words
     assert cudnn is not None and cudnn.requirements[0].startswith(
         f"nvidia-cudnn-cu{image.cuda.split('.')[0]}=={image.cudnn.split('.')[0]}."
     )
     assert [s.argv[3:5] for s in plan.runs] == [
-        ("install", paddle_wheel("2.6.2", image.cuda).requirement),
+        ("install", image.pip_command.split()[4]),  # the doctor's own pin, the same words
         ("install", cudnn.requirements[0]),
     ]
     assert {s.why for s in plan.runs} == {"paddle.missing"}
+
+
+# -- the doctor's advice and the plan: one derivation (#25.1) ---------------------------------
+
+MIRROR = "http://127.0.0.1:9/paddle-mirror"
+RECORDED = sorted((DATA / "hosts").glob("*.json")) + sorted(
+    (DATA / "real-h100").glob("[a-f]-*.json")
+)
+
+
+def _cpu_host() -> dict[str, Any]:
+    from tests import scenarios as s
+
+    return s.host(
+        driver={"status": "absent", "reason": "no libnvidia-ml"}, paddle={"status": "absent"}
+    )
+
+
+@pytest.mark.parametrize("base", [None, MIRROR], ids=["paddle-index", "mirror"])
+@pytest.mark.parametrize("host", [*RECORDED, "cpu"], ids=[*(p.name for p in RECORDED), "cpu-host"])
+def test_the_doctors_advice_and_the_plan_name_the_same_build_and_index(
+    host: Path | str, base: str | None
+) -> None:
+    """Every recorded GPU host and a CPU host, with Paddle's index and with a mirror: the build
+    the doctor tells the user to install is the one the plan installs, from the same URL."""
+    doc = _cpu_host() if host == "cpu" else json.loads(Path(host).read_text())
+    matrix = load_matrix(None, {"ENVCHECK_PADDLE_INDEX": base} if base else {})
+    facts = host_from_document(doc)
+    image = select_image(facts, matrix)
+    report = Report(facts, tuple(judge(Context(facts, matrix, image))), image)
+    plan = plan_fix(report, target_python(facts))
+    said = fix_env.advised(f.fix for f in report.findings)
+    assert said == fix_env.planned(s.to_json() for s in plan.steps)
+    if plan.wheel is not None:  # something to install: both name it, from the base in use
+        assert said == {(plan.wheel.requirement, plan.wheel.index or plan.wheel.find_links)}
+        where = plan.wheel.index or plan.wheel.find_links  # None: PyPI's build (2.6 cu118)
+        assert where is None or where.startswith(f"{base or PADDLE_INDEX}/packages/"), where
+    assert host != "cpu" or (plan.wheel is not None and plan.wheel.kind == "cpu")

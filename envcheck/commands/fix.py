@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 from envcheck import __version__
 from envcheck.commands import add_choice_arguments
 from envcheck.commands.doctor import positive_seconds
-from envcheck.errors import UsageError
 from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
     from envcheck.environment import Environment
     from envcheck.fix.apply import Ran, Record, Rollback
-    from envcheck.fix.plan import FixPlan, Wheel
+    from envcheck.fix.plan import FixPlan, ImageState, Wheel
     from envcheck.report import Report
 
 SCHEMA_VERSION = 1
@@ -31,7 +30,7 @@ EXAMPLES = """examples:
   envcheck fix                                  # the plan: what would change and why; nothing runs
   envcheck fix --yes                            # apply it, verify with a smoke, roll back on failure
   envcheck fix --python /opt/venv/bin/python --yes --json > fix.json
-  envcheck fix --paddle 2.6.2 --pull --yes      # that release, and pull its image too
+  envcheck fix --paddle 2.6.2 --no-pull --yes   # that release; leave the container alone
   envcheck fix --paddle-index https://mirror.example/paddle   # a mirror of Paddle's index"""
 
 
@@ -40,10 +39,11 @@ def register(sub: Any) -> None:
         "fix",
         help="repair what the doctor found: a plan (dry run), --yes applies and verifies it",
         description="Run the doctor, turn its findings into a plan (remove conflicting Paddle "
-        "builds, install the pinned build for this host's driver and GPUs, pull the image; "
-        "root-only steps printed, never run). Nothing changes without --yes; then the target is "
-        "locked, its `pip freeze` recorded, the plan applied, a smoke run in it again, and the "
-        "recorded state restored if the smoke does not prove the expected result. A dry run "
+        "builds, install the pinned build for this host's driver and GPUs, pull the image the "
+        "doctor chose where the engine lacks it; root-only steps printed, never run). Nothing "
+        "changes without --yes; then the target is locked, its `pip freeze` recorded, the plan "
+        "applied, a smoke run in it (and in the pulled image) again, and the recorded state "
+        "restored if a smoke does not prove the expected result. A dry run "
         "exits 0 when there is nothing to fix, 1 when only manual steps are left, else with the "
         "doctor's code.",
         epilog=f"{EXAMPLES}\n\n{EXIT_CODES_HELP}",
@@ -52,10 +52,17 @@ def register(sub: Any) -> None:
     what = p.add_argument_group("what to fix")
     add_choice_arguments(what)
     what.add_argument(
-        "--image", metavar="REF", help="the image to pull with --pull (default: the chosen one)"
+        "--image", metavar="REF", help="the image to check and pull (default: the chosen one)"
     )
     what.add_argument(
-        "--pull", action="store_true", help="also pull the image the doctor chose (pull-image)"
+        "--no-pull",
+        action="store_true",
+        help="leave the container alone: do not plan the pull of the image the doctor chose",
+    )
+    what.add_argument(
+        "--pull",
+        action="store_true",
+        help="deprecated, does nothing: the pull is planned whenever the engine lacks the image",
     )
     what.add_argument(
         "--paddle-index",
@@ -86,35 +93,87 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from envcheck.fix.plan import PIP_OVERRIDE, paddle_index_base, plan_fix
+    from envcheck.fix.plan import PIP_OVERRIDE, plan_fix
     from envcheck.probe.interpreter import resolve_interpreter
 
-    base = _index_base(args.paddle_index or paddle_index_base(env.env))
+    env = _with_index(args, env)
     target = resolve_interpreter(args.python)
     report = _diagnose(args, env, target.python, smoke=False)
     flags = (PIP_OVERRIDE,) if args.break_system_packages else ()
-    pull = (sys.executable, "-m", "envcheck", "pull-image") if args.pull else ()
-    plan = plan_fix(report, target.python, index_base=base, pip_flags=flags, pull=pull)
+    if args.pull:
+        _say(
+            env,
+            "envcheck: warning: --pull is deprecated and does nothing: the pull of the "
+            "image the doctor chose is planned whenever the engine lacks it (--no-pull: never)",
+        )
+    pull = () if args.no_pull else _pull_argv(args)
+    image = _image_state(args, env, report)
+    plan = plan_fix(report, target.python, pip_flags=flags, pull=pull, image=image)
     doc = _document(plan, report, dry_run=not args.yes)
     if not args.yes or not plan.runs:
         doc.update(_plan_only(plan, report))
     else:
-        doc.update(_apply(args, env, plan, report, target.prefix, base))
+        doc.update(_apply(args, env, plan, report, target.prefix))
     _print(args, doc, env)
     return int(doc["exit_code"])
 
 
-def _index_base(url: str) -> str:
-    if not url.startswith(("https://", "http://", "file://")) or any(c.isspace() for c in url):
-        raise UsageError(
-            f"--paddle-index {url!r} is not a URL",
-            hint="give the base of Paddle's index or its mirror, e.g. https://www.paddlepaddle.org.cn",
+def _with_index(args: argparse.Namespace, env: Environment) -> Environment:
+    """--paddle-index is ENVCHECK_PADDLE_INDEX for this run: the matrix is loaded with it, so the
+    doctor's advice, the plan and the rollback name the same index (envcheck.matrix.mirror)."""
+    import dataclasses
+
+    from envcheck.matrix.mirror import PADDLE_INDEX_ENV, paddle_index
+
+    if not args.paddle_index:
+        return env
+    base = paddle_index(args.paddle_index, "--paddle-index")
+    return dataclasses.replace(env, env={**env.env, PADDLE_INDEX_ENV: base})
+
+
+def _pull_argv(args: argparse.Namespace) -> tuple[str, ...]:
+    """The existing pull (`envcheck pull-image`: its checks, retries, progress and digest proof),
+    run as a step like pip: what follows is `--image REF`."""
+    argv = (sys.executable, "-m", "envcheck", "pull-image", "--registry", args.registry)
+    return (*argv, *(("--matrix", args.matrix) if args.matrix else ()))
+
+
+def _image_state(args: argparse.Namespace, env: Environment, report: Report) -> ImageState | None:
+    """Whether the engine holds the image the doctor chose, asked of the engine itself (never
+    guessed from a name); None when the doctor chose no image."""
+    from envcheck.fix.plan import ImageState
+
+    ref = report.image.ref if report.image is not None else None
+    if not ref:
+        return None
+    if args.no_pull:
+        return ImageState(ref, None, "not asked: --no-pull")
+    engine = report.host.engine
+    if engine.status != "ok":
+        where = engine.host or "the default socket"
+        return ImageState(
+            ref,
+            None,
+            f"not planned: no Docker engine answered at {where} ({engine.reason or engine.status})"
+            ", so whether it holds the image is unknown",
         )
-    return url.rstrip("/")
+    from envcheck.probe.endpoint import resolve_endpoint
+    from envcheck.probe.engine import probe_image
+
+    try:
+        found = probe_image(ref, resolve_endpoint(env.env), timeout=10)
+    except (OSError, ValueError) as e:
+        return ImageState(ref, None, f"not planned: the engine did not say ({e})")
+    if found:
+        return ImageState(ref, True, f"the engine holds it as {found[:19]}")
+    return ImageState(ref, False, "the engine does not hold it")
 
 
-def _doctor_args(args: argparse.Namespace, python: str, *, smoke: bool) -> argparse.Namespace:
-    """The doctor's own command line for this target: its parser, so its defaults hold."""
+def _doctor_args(
+    args: argparse.Namespace, python: str, *, smoke: bool, image: str | None = None
+) -> argparse.Namespace:
+    """The doctor's own command line for this target: its parser, so its defaults hold. `image`:
+    the smoke runs in that (pulled) image, never pulling it again; else in the target."""
     from envcheck.commands import doctor
 
     parser = argparse.ArgumentParser(prog="envcheck")
@@ -122,10 +181,12 @@ def _doctor_args(args: argparse.Namespace, python: str, *, smoke: bool) -> argpa
     argv = ["doctor", "--python", python, "--registry", args.registry, "--quiet"]
     argv += ["--paddle", args.paddle] if args.paddle else []
     argv += ["--matrix", args.matrix] if args.matrix else []
-    argv += ["--image", args.image] if args.image else []
-    argv += (
-        ["--in-process", "--smoke-timeout", str(args.smoke_timeout)] if smoke else ["--no-smoke"]
-    )
+    argv += ["--image", image or args.image] if image or args.image else []
+    if not smoke:
+        argv += ["--no-smoke"]
+    else:
+        argv += ["--no-pull"] if image else ["--in-process"]
+        argv += ["--smoke-timeout", str(args.smoke_timeout)]
     return parser.parse_args(argv)
 
 
@@ -136,10 +197,11 @@ def _diagnose(
     *,
     smoke: bool,
     expect_gpu: bool = False,
+    image: str | None = None,
 ) -> Report:
     from envcheck.commands.doctor import diagnose
 
-    doctor_args = _doctor_args(args, python, smoke=smoke)
+    doctor_args = _doctor_args(args, python, smoke=smoke, image=image)
     doctor_args.expect_gpu = expect_gpu
     return diagnose(doctor_args, env)
 
@@ -160,7 +222,7 @@ def _summary(report: Report) -> dict[str, Any]:
         "exit_code": int(report.exit_status),
         "proof": report.proof,
         "findings": [
-            {"id": f.id, "severity": f.severity, "message": f.message}
+            {"id": f.id, "severity": f.severity, "message": f.message, "fix": f.fix}
             for f in report.findings
             if f.severity != "pass"
         ],
@@ -181,48 +243,53 @@ def _apply(
     plan: FixPlan,
     report: Report,
     prefix: str,
-    base: str,
 ) -> dict[str, Any]:
+    """The interpreter is locked and recorded only where a step changes it (a pull-only plan
+    leaves it alone)."""
     from envcheck.fix import apply
     from envcheck.fix.plan import PIP_OVERRIDE
 
     pip_flags = (PIP_OVERRIDE,) if args.break_system_packages else ()
-    if any(s.kind in ("install", "uninstall") for s in plan.runs):
-        apply.refuse_externally_managed(plan.python, pip_flags, env.env)
+    if not plan.pip:
+        return _apply_steps(args, env, plan, report, None, pip_flags)
+    apply.refuse_externally_managed(plan.python, pip_flags, env.env)
     folder = apply.state_dir(env.env)
     with apply.target_lock(prefix, folder / "locks"):
         rec = apply.record(plan.python, prefix, folder / "records", env.env)
-        return _apply_locked(args, env, plan, report, rec, base, pip_flags)
+        return _apply_steps(args, env, plan, report, rec, pip_flags)
 
 
-def _apply_locked(
+def _apply_steps(
     args: argparse.Namespace,
     env: Environment,
     plan: FixPlan,
     report: Report,
-    rec: Record,
-    base: str,
+    rec: Record | None,
     pip_flags: tuple[str, ...],
 ) -> dict[str, Any]:
     from envcheck.fix import apply
 
     runner = _runner(args, env)
-    source = _installed_source(report, base)
-    result: dict[str, Any] = {"record": rec.to_json()}
+    source = _installed_source(args, env, report, plan.python) if rec else None
+    result: dict[str, Any] = {"record": rec.to_json()} if rec else {}
 
-    def restore() -> Rollback:
+    def restore() -> Rollback | None:
+        if rec is None:  # nothing of the interpreter changed; a pulled image is only a cache
+            return None
         return apply.roll_back(
             plan.python, rec, runner, env.env, paddle_source=source, pip_flags=pip_flags
         )
 
     def back(failed: str, code: int) -> dict[str, Any]:
         rb = restore()
+        if rb is None:
+            return result | {"outcome": "failed", "exit_code": code, "failed": failed}
         after = _diagnose(args, env, plan.python, smoke=False)  # the doctor, once more
         return result | _rolled_back(rb, failed, code, after)
 
     try:
         done, failed = apply.run_steps(plan.runs, runner)
-    except KeyboardInterrupt:  # after the running pip ended (deferred): undo what ran
+    except KeyboardInterrupt:  # after the running step ended (deferred): undo what ran
         _say(env, _interrupted_words(restore()))
         raise
     result["applied"] = [r.to_json() for r in done]
@@ -230,14 +297,40 @@ def _apply_locked(
         last = (failed.tail.strip().splitlines() or [""])[-1]
         what = f"`{shlex.join(failed.argv)}` exited {failed.code}: {last}"
         return back(what, int(ExitStatus.ENVIRONMENT))
+    want = "gpu-trained" if plan.expect == "gpu" else "cpu-trained"
+    result["verifications"] = []
+    # the target interpreter where pip changed it, then the pulled image
+    for image in ([None] if plan.pip else []) + ([plan.pulled] if plan.pulled else []):
+        verified = _verify(args, env, plan, image)
+        result["verification"] = _summary(verified) | {"ran_in": image or plan.python}
+        result["verifications"].append(result["verification"])
+        if verified.exit_status != ExitStatus.OK or verified.proof != want:
+            code = int(verified.exit_status) or int(
+                ExitStatus.CPU_FALLBACK if plan.expect == "gpu" else ExitStatus.SMOKE_FAILED
+            )
+            failures = [f.message for f in verified.findings if f.severity == "fail"]
+            what = (
+                f"the verification smoke in {image or plan.python}: verdict {verified.verdict}, "
+                f"proof {verified.proof} (expected {want})"
+                + (f": {failures[0]}" if failures else "")
+            )
+            return back(what, code)
+    return result | {"outcome": "fixed", "exit_code": int(ExitStatus.OK)}
+
+
+def _verify(args: argparse.Namespace, env: Environment, plan: FixPlan, image: str | None) -> Report:
+    """The smoke again, in the target interpreter (`image` None) or in the pulled image."""
+    where = f"in the image {image}" if image else f"under {plan.python}"
     try:
         _say(
             env,
-            f"envcheck fix: verifying: a smoke training under {plan.python} (on the "
+            f"envcheck fix: verifying: a smoke training {where} (on the "
             f"{(plan.expect or 'cpu').upper()})",
             quiet=args.quiet,
         )
-        verified = _diagnose(args, env, plan.python, smoke=True, expect_gpu=plan.expect == "gpu")
+        return _diagnose(
+            args, env, plan.python, smoke=True, expect_gpu=plan.expect == "gpu", image=image
+        )
     except KeyboardInterrupt:
         _say(
             env,
@@ -245,19 +338,6 @@ def _apply_locked(
             "(every step applied), not verified; run `envcheck doctor` to verify it",
         )
         raise
-    result["verification"] = _summary(verified)
-    want = "gpu-trained" if plan.expect == "gpu" else "cpu-trained"
-    if verified.exit_status == ExitStatus.OK and verified.proof == want:
-        return result | {"outcome": "fixed", "exit_code": int(ExitStatus.OK)}
-    code = int(verified.exit_status) or int(
-        ExitStatus.CPU_FALLBACK if plan.expect == "gpu" else ExitStatus.SMOKE_FAILED
-    )
-    failures = [f.message for f in verified.findings if f.severity == "fail"]
-    what = (
-        f"the verification smoke: verdict {verified.verdict}, proof {verified.proof} "
-        f"(expected {want})" + (f": {failures[0]}" if failures else "")
-    )
-    return back(what, code)
 
 
 def _rolled_back(rb: Rollback, failed: str, code: int, after: Report) -> dict[str, Any]:
@@ -270,7 +350,9 @@ def _rolled_back(rb: Rollback, failed: str, code: int, after: Report) -> dict[st
     }
 
 
-def _interrupted_words(rb: Rollback) -> str:
+def _interrupted_words(rb: Rollback | None) -> str:
+    if rb is None:
+        return "envcheck fix: interrupted while applying: the interpreter was not changed"
     if rb.freeze_matches:
         return (
             "envcheck fix: interrupted while applying: rolled back, the environment is as it was "
@@ -279,17 +361,25 @@ def _interrupted_words(rb: Rollback) -> str:
     return "envcheck fix: interrupted while applying: the rollback did NOT restore the record"
 
 
-def _installed_source(report: Report, base: str) -> Wheel | None:
-    """Where the Paddle build installed before the fix came from (its index), for the rollback."""
-    from envcheck.fix.plan import paddle_wheel
+def _installed_source(
+    args: argparse.Namespace, env: Environment, report: Report, python: str
+) -> Wheel | None:
+    """Where the Paddle build installed before the fix came from (its matrix row's index), for
+    the rollback; None: pip's configured index."""
+    from envcheck.fix.plan import Wheel
+    from envcheck.fixes import matrix_install
+    from envcheck.matrix.builds import build_for
+    from envcheck.matrix.load import load_matrix
 
     p = report.host.paddle
     if p.status != "ok" or not p.version:
         return None
     try:
-        return paddle_wheel(p.version, p.cuda, base)
-    except ValueError:  # an unreadable version: pip's configured index
+        build = build_for(load_matrix(args.matrix, env.env), p.version, p.cuda)
+    except ValueError:  # an unreadable version
         return None
+    install = matrix_install(build.pip, python) if build else None
+    return Wheel.of(install, p.cuda) if install else None
 
 
 def _runner(args: argparse.Namespace, env: Environment) -> Any:

@@ -17,8 +17,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     (
         "ENVCHECK_PADDLE_INDEX",
         (
-            "the base URL of the Paddle package index `envcheck fix` installs from, a mirror "
-            "(default: https://www.paddlepaddle.org.cn); its flag takes precedence"
+            "the base URL of a mirror of the Paddle package index: every pip command the doctor "
+            "prints and `envcheck fix` runs names it "
+            "(default: https://www.paddlepaddle.org.cn); `envcheck fix --paddle-index` takes precedence"
         ),
     ),
     ("ENVCHECK_HEARTBEAT_S", "seconds between `still …` lines in a log (default: 10)"),

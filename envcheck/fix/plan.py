@@ -1,27 +1,26 @@
 """The repair plan (pure): the doctor's report → ordered steps for the target interpreter.
 
 Each step is an argv (a list, never a shell string) naming the target by absolute path, the
-finding it resolves, and what it changes. The Paddle build comes from the doctor's image choice
-as data (release, kind, CUDA variant): `paddle_wheel` derives the pinned requirement and the
-index from them. What needs root or a reboot (driver, kernel module, docker group, the NVIDIA
+finding it resolves, and what it changes. The Paddle build is the doctor's own advice: the
+install command of the matrix row its image choice names (`envcheck.fixes.paddle_install`), so
+the plan and the doctor name the same package==version and index. What needs root or a reboot (driver, kernel module, docker group, the NVIDIA
 Container Toolkit) is never a command we run: it is a manual step, in the report's layer order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any, Literal
 
 from packaging.version import Version
 
 from envcheck.facts import PaddleFacts, usable_gpus
 from envcheck.findings import LAYERS, Finding
-from envcheck.fixes import cudnn_install
-from envcheck.report import ImageChoice, Report
+from envcheck.fixes import NO_GPU_BUILD_YET, PipInstall, cudnn_install, paddle_install
+from envcheck.report import Report
 
-PADDLE_INDEX = "https://www.paddlepaddle.org.cn"  # Paddle's own index (a mirror may replace it)
-PADDLE_INDEX_ENV = "ENVCHECK_PADDLE_INDEX"  # the base URL of a mirror of Paddle's index
 PIP_OVERRIDE = "--break-system-packages"  # pip's own PEP 668 override, the user's to give
 
 StepKind = Literal["uninstall", "install", "pull", "manual"]
@@ -39,33 +38,54 @@ PADDLE_FINDINGS = (
 CUDNN_FINDINGS = ("cudnn.missing", "cudnn.major-mismatch")
 # Warnings that are still a person's job: the container path needs them (docker group or a
 # started engine, the NVIDIA Container Toolkit); other warnings are advice, not repairs.
-MANUAL_WARNINGS = ("engine.unreachable", "engine.no-nvidia-runtime")
+RUNTIME_MISSING = "engine.no-nvidia-runtime"
+MANUAL_WARNINGS = ("engine.unreachable", RUNTIME_MISSING)
 NOT_MANUAL = ("smoke", "drift", "fleet")  # judged again by the verification, or not the host's
 _BOTH = ("paddlepaddle", "paddlepaddle-gpu")
 
 
 @dataclass(frozen=True)
 class Wheel:
-    """One pinned Paddle build and where pip finds it (`index` None: pip's configured index)."""
+    """One pinned Paddle build and where pip finds it: the doctor's own install command (the
+    matrix row's, `envcheck.fixes.paddle_install`) read as data, never derived a second time."""
 
-    package: str  # "paddlepaddle" | "paddlepaddle-gpu"
-    version: str  # as pip pins it: "3.3.1", "2.6.2.post112"
+    install: PipInstall
     kind: Expect
     cuda: str | None = None
-    index: str | None = None  # --index-url
-    find_links: str | None = None  # -f (Paddle 2.5 and older publish a links page)
+
+    @classmethod
+    def of(cls, install: PipInstall, cuda: str | None) -> Wheel:
+        gpu = "paddlepaddle-gpu" in install.names
+        return cls(install, "gpu" if gpu else "cpu", cuda if gpu else None)
 
     @property
     def requirement(self) -> str:
-        return f"{self.package}=={self.version}"
+        return self.install.requirements[0]
+
+    @property
+    def package(self) -> str:
+        return self.install.names[0]
+
+    @property
+    def version(self) -> str:
+        return self.requirement.split("==", 1)[1]
+
+    @property
+    def index(self) -> str | None:  # --index-url
+        return _option(self.install.args, ("-i", "--index-url"))
+
+    @property
+    def find_links(self) -> str | None:  # -f (Paddle 2.5 and older publish a links page)
+        return _option(self.install.args, ("-f", "--find-links"))
 
     @property
     def pip_args(self) -> tuple[str, ...]:
-        if self.index:
-            return (self.requirement, "--index-url", self.index)
-        if self.find_links:
-            return (self.requirement, "--find-links", self.find_links)
-        return (self.requirement,)
+        """What follows `pip install`: the requirement, then where pip finds it."""
+        return self.install.args
+
+
+def _option(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+    return next((v for a, v in pairwise(args) if a in names), None)
 
 
 @dataclass(frozen=True)
@@ -85,15 +105,39 @@ class Step:
 
 
 @dataclass(frozen=True)
+class ImageState:
+    """What the engine said of the image the doctor chose (asked at the edge, commands/fix.py):
+    `present` None when it could not be asked (no engine answered, or the user said --no-pull)."""
+
+    ref: str
+    present: bool | None
+    why: str  # in words: what the engine said, or why it was not asked
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "present": self.present, "why": self.why}
+
+
+@dataclass(frozen=True)
 class FixPlan:
     python: str  # the target interpreter, by absolute path
     steps: tuple[Step, ...]
     wheel: Wheel | None = None  # the Paddle build the target holds afterwards, when it changes
     expect: Expect | None = None  # what the verification smoke must prove (None: nothing applied)
+    image: ImageState | None = None  # the doctor's image, as the engine has it (None: no image)
 
     @property
     def runs(self) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.kind != "manual")
+
+    @property
+    def pulled(self) -> str | None:
+        """The image a step pulls: the verification smoke runs in it too."""
+        return next((s.argv[-1] for s in self.steps if s.kind == "pull"), None)
+
+    @property
+    def pip(self) -> bool:
+        """Whether a step changes the target interpreter."""
+        return any(s.kind in ("install", "uninstall") for s in self.steps)
 
     @property
     def manual(self) -> tuple[Step, ...]:
@@ -114,66 +158,35 @@ class FixPlan:
                 "find_links": wheel.find_links,
             },
             "steps": [s.to_json() for s in self.steps],
+            "image": None if self.image is None else self.image.to_json(),
         }
 
 
-def paddle_index_base(variables: Mapping[str, str]) -> str:
-    return (variables.get(PADDLE_INDEX_ENV) or PADDLE_INDEX).rstrip("/")
-
-
-def cuda_tag(cuda: str) -> str:
-    """ "12.6" → "126", the CUDA variant in Paddle's index paths and `.post` versions."""
-    return "".join(cuda.split(".")[:2])
-
-
-def paddle_wheel(paddle: str, cuda: str | None, base: str = PADDLE_INDEX) -> Wheel:
-    """The build of Paddle `paddle` for CUDA `cuda` (None: the CPU build), as Paddle publishes it:
-    3.x under `{base}/packages/stable/{cpu,cuXYZ}/`; 2.6 likewise with `.postXYZ` versions except
-    its CUDA 11.8 build (PyPI's paddlepaddle-gpu); 2.5 and older on the links page."""
-    release = Version(paddle)
-    if cuda is None:
-        index = f"{base}/packages/stable/cpu/" if release.major >= 3 else None
-        return Wheel("paddlepaddle", paddle, "cpu", index=index)
-    cu = cuda_tag(cuda)
-    if release.major >= 3:
-        return Wheel(
-            "paddlepaddle-gpu", paddle, "gpu", cuda, index=f"{base}/packages/stable/cu{cu}/"
-        )
-    if cu == "118":
-        return Wheel("paddlepaddle-gpu", paddle, "gpu", cuda)
-    version = f"{paddle}.post{cu}"
-    if release >= Version("2.6"):
-        return Wheel(
-            "paddlepaddle-gpu", version, "gpu", cuda, index=f"{base}/packages/stable/cu{cu}/"
-        )
-    links = f"{base}/whl/linux/mkl/avx/stable.html"
-    return Wheel("paddlepaddle-gpu", version, "gpu", cuda, find_links=links)
-
-
-def wanted_wheel(image: ImageChoice | None, base: str) -> Wheel | None:
-    """The build the doctor chose for this host: its GPU build, the CPU build where no GPU is
-    usable; None when no build runs here (the image choice's reason says what would fix it)."""
-    if image is None or not image.paddle:
+def wanted_wheel(report: Report, python: str) -> Wheel | None:
+    """The build the doctor chose for this host, as its advice names it: its GPU build, the CPU
+    build where no GPU is usable; None when no build runs here (the image choice's reason says
+    what would fix it)."""
+    image = report.image
+    if image is None or (image.kind == "gpu" and not (image.ref and image.cuda)):
         return None
-    if image.kind == "gpu":
-        return paddle_wheel(image.paddle, image.cuda, base) if image.ref and image.cuda else None
-    return paddle_wheel(image.paddle, None, base)
+    install = paddle_install(report.host, image, python=python)
+    return Wheel.of(install, image.cuda) if install is not None else None
 
 
 def plan_fix(
     report: Report,
     python: str,
     *,
-    index_base: str = PADDLE_INDEX,
     pip_flags: Sequence[str] = (),
     pull: Sequence[str] = (),
+    image: ImageState | None = None,
 ) -> FixPlan:
     """The plan for `report`'s host: Paddle's removals then its install (then cuDNN where the
-    build does not bring it), the container's pull (`pull`: the pull-image argv prefix, empty for
-    none), then the manual steps. `pip_flags`: pip's own flags for every pip command
-    (`--break-system-packages`)."""
+    build does not bring it), the pull of the doctor's image where the engine said it does not
+    have it (`image`; `pull`: the pull-image argv prefix), then the manual steps. `pip_flags`:
+    pip's own flags for every pip command (`--break-system-packages`)."""
     bad = {f.id: f for f in report.findings if f.severity != "pass"}
-    wheel = wanted_wheel(report.image, index_base)
+    wheel = wanted_wheel(report, python)
     why = next((i for i in PADDLE_FINDINGS if i in bad), None)
     pip = (python, "-m", "pip")
     steps: list[Step] = []
@@ -194,20 +207,23 @@ def plan_fix(
     if cudnn is not None:
         steps.append(cudnn)
         resolved.add(cudnn.why)
-    if pull and report.image is not None and report.image.ref:
+    blocked = _pull_blocked(report, bad) if image is not None else None
+    if image is not None and image.present is False and blocked:
+        image = replace(image, why=f"{image.why}; not pulled: {blocked}")
+    elif pull and image is not None and image.present is False:
         steps.append(
             Step(
                 "pull",
                 "image.selected",
-                f"pulls {report.image.ref} (the image the doctor chose) into the engine",
-                (*pull, "--image", report.image.ref),
+                f"pulls {image.ref} (the image the doctor chose; {image.why}) into the engine",
+                (*pull, "--image", image.ref),
             )
         )
-    steps += _manual(report.findings, resolved)
+    steps += _manual(report, resolved)
     expect: Expect | None = None
     if any(s.kind != "manual" for s in steps):
         expect = wheel.kind if wheel is not None and why else _expected(report)
-    return FixPlan(python, tuple(steps), wheel if why else None, expect)
+    return FixPlan(python, tuple(steps), wheel if why else None, expect, image)
 
 
 def _removals(
@@ -275,10 +291,22 @@ def _cudnn_step(
     )
 
 
-def _manual(findings: Sequence[Finding], resolved: set[str]) -> list[Step]:
-    """What a person must fix (root, a reboot), in the report's layer order: the driver (and its
-    kernel module) before the GPUs before the engine (docker group, then the toolkit)."""
+def _manual(report: Report, resolved: set[str]) -> list[Step]:
+    """What a person must fix (root, a reboot), in the order to do it: the driver (and its kernel
+    module) before the GPUs before the engine (docker group, then the toolkit). "No image runs
+    until the driver is upgraded" is the driver's work; "no GPU build yet: fix the rest, then run
+    the doctor again" comes after everything else."""
     rank = {layer: i for i, (layer, _) in enumerate(LAYERS)}
+    driver_floor = report.image is not None and report.image.min_driver is not None
+
+    def order(f: Finding) -> int:
+        if f.fix == NO_GPU_BUILD_YET:
+            return len(rank) + 1
+        if f.id == "image.none" and driver_floor:
+            return rank["driver"]
+        return rank.get(f.layer, len(rank))
+
+    findings = report.findings
     todo = [
         f
         for f in findings
@@ -287,8 +315,20 @@ def _manual(findings: Sequence[Finding], resolved: set[str]) -> list[Step]:
         and f.id not in resolved
         and f.family not in NOT_MANUAL
     ]
-    todo.sort(key=lambda f: rank.get(f.layer, len(rank)))
+    todo.sort(key=order)
     return [Step("manual", f.id, f.fix or "") for f in todo]
+
+
+def _pull_blocked(report: Report, bad: dict[str, Finding]) -> str | None:
+    """Why a pull of the doctor's image is not planned though the engine lacks it: a GPU image
+    on an engine that cannot give a container a GPU could never pass its verification smoke (and
+    its failure would roll back a good interpreter fix)."""
+    if report.image is not None and report.image.kind == "gpu" and RUNTIME_MISSING in bad:
+        return (
+            "this engine cannot give a container a GPU until the NVIDIA Container Toolkit is "
+            "installed (a manual step); run `envcheck fix` again after it"
+        )
+    return None
 
 
 def _expected(report: Report) -> Expect:

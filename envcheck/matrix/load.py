@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -24,6 +25,7 @@ from envcheck.matrix.cache import read_toml
 from envcheck.matrix.crossrows import cross_check
 from envcheck.matrix.fields import Bad, type_name
 from envcheck.matrix.location import matrix_dir
+from envcheck.matrix.mirror import index_of, on_index
 from envcheck.matrix.model import (
     Matrix,
 )
@@ -32,10 +34,10 @@ from envcheck.matrix.toml import tomllib
 
 
 def load_matrix(path: str | None = None, environ: Mapping[str, str] | None = None) -> Matrix:
-    """Load and validate the matrix (`environ`: where ENVCHECK_MATRIX is read, None: the
-    process's variables); raise `MatrixError` listing every problem found."""
+    """Load and validate the matrix (`environ`: where ENVCHECK_MATRIX and ENVCHECK_PADDLE_INDEX
+    are read, None: the process's variables); raise `MatrixError` listing every problem found."""
     root, origin = matrix_dir(path, environ)
-    return _load(root, origin)
+    return on_index(_load(root, origin), index_of(os.environ if environ is None else environ))
 
 
 def _load(root: Path, origin: str) -> Matrix:

@@ -14,7 +14,7 @@ import os
 import socket
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from envcheck.facts import EngineFacts
 from envcheck.probe.endpoint import Endpoint, resolve_endpoint
@@ -24,7 +24,12 @@ _MAX_RESPONSE = 4 * 1024 * 1024
 
 
 class EngineAnswerError(OSError):
-    """The engine answered something other than a 200 with a JSON body."""
+    """The engine answered something other than a 200 with a JSON body (`status`: its HTTP
+    status, where it gave one)."""
+
+    def __init__(self, message: str, status: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _connect(docker_host: str, timeout: float) -> socket.socket:
@@ -62,7 +67,8 @@ def parse_response(raw: bytes, path: str) -> Any:
     if not sep or len(status) < 2 or not status[0].startswith(b"HTTP/"):
         raise EngineAnswerError(f"GET {path}: not an HTTP answer")
     if status[1] != b"200":
-        raise EngineAnswerError(f"GET {path} answered {status[1].decode('ascii', 'replace')}")
+        code = status[1].decode("ascii", "replace")
+        raise EngineAnswerError(f"GET {path} answered {code}", code)
     return json.loads(body)
 
 
@@ -92,6 +98,27 @@ def probe_engine(endpoint: Endpoint | str | None = None, timeout: float = _TIMEO
     except (OSError, ValueError) as e:
         return replace(where, status="error", reason=f"the engine did not answer: {e}")
     return replace(engine_facts(version, info, host), context=endpoint.context)
+
+
+def probe_image(ref: str, endpoint: Endpoint, timeout: float = _TIMEOUT) -> str | None:
+    """`docker image inspect REF --format '{{.Id}}'`: the engine's image id for `ref`, None when
+    it holds no image of that name. Raises OSError when the engine does not answer. One GET, as
+    above (`envcheck fix`'s dry run asks it: the SDK would cost more than the whole plan)."""
+    if uses_sdk(endpoint):
+        from envcheck.docker_adapter import connect
+        from envcheck.errors import EnvcheckError
+        from envcheck.pull.images import present
+
+        try:
+            return present(connect(endpoint, timeout), ref)
+        except EnvcheckError as e:
+            raise OSError(e.message) from e
+    try:
+        return str(_get(endpoint.host, f"/images/{quote(ref, safe='/:@')}/json", timeout)["Id"])
+    except EngineAnswerError as e:
+        if e.status == "404":
+            return None
+        raise
 
 
 def uses_sdk(endpoint: Endpoint) -> bool:

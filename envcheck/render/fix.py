@@ -13,6 +13,7 @@ OUTCOME_WORDS = {
     "manual-only": "only a person can fix what is left: the manual steps above",
     "planned": "dry run: nothing was changed; `--yes` applies the plan and verifies it",
     "fixed": "fixed: the plan was applied and the smoke proved it",
+    "failed": "failed: the interpreter was not changed; nothing to roll back",
     "rolled-back": "rolled back: the environment is back as it was (pip freeze matches the record "
     "byte for byte)",
     "rollback-incomplete": "the rollback did NOT restore the recorded state: compare "
@@ -34,17 +35,30 @@ def render_fix(doc: dict[str, Any]) -> str:
             lines.append(f"  {n}. {step['kind']} [{step['why']}] {visible(step['changes'])}")
             lines.append(f"     $ {shlex.join(step['argv'])}")
         if plan["expect"]:
-            lines.append(
-                f"  then: a smoke training under {plan['python']} must train on the "
-                f"{plan['expect'].upper()}, else everything above is rolled back"
-            )
+            lines.append(_then(plan, runs))
     if manual:
         lines.append("manual steps (need root or a reboot; never run by envcheck), in order:")
         for n, step in enumerate(manual, 1):
             lines.append(f"  {n}. [{step['why']}] {visible(step['changes'])}")
+    image = plan.get("image")
+    if image is not None:
+        said = {True: "present", False: "absent", None: "unknown"}[image["present"]]
+        lines.append(f"image: {image['ref']}: {said} ({visible(image['why'])})")
     lines += _applied(doc)
     lines.append(f"result: {OUTCOME_WORDS[doc['outcome']]} (exit {doc['exit_code']})")
     return "".join(f"{line}\n" for line in lines)
+
+
+def _then(plan: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """Where the verification smokes run: the interpreter pip changed, then the pulled image."""
+    pip = any(s["kind"] in ("install", "uninstall") for s in runs)
+    where = [f"under {plan['python']}"] if pip else []
+    where += [f"in the image {s['argv'][-1]}" for s in runs if s["kind"] == "pull"]
+    undo = "the interpreter's changes are rolled back" if pip else "the fix fails"
+    return (
+        f"  then: a smoke training {' and '.join(where)} must train on the "
+        f"{plan['expect'].upper()}, else {undo}"
+    )
 
 
 def _applied(doc: dict[str, Any]) -> list[str]:
@@ -57,9 +71,11 @@ def _applied(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"ran: {shlex.join(ran['argv'])} -> exit {ran['exit_code']} ({ran['seconds']} s)"
         )
-    if "verification" in doc:
-        v = doc["verification"]
-        lines.append(f"verification: {v['verdict']} (exit {v['exit_code']}), proof {v['proof']}")
+    for v in doc.get("verifications", [doc["verification"]] if "verification" in doc else []):
+        where = f" in {v['ran_in']}" if "ran_in" in v else ""
+        lines.append(
+            f"verification{where}: {v['verdict']} (exit {v['exit_code']}), proof {v['proof']}"
+        )
         lines += _findings(v)
     if "failed" in doc:
         lines.append(f"failed: {visible(doc['failed'])}")
