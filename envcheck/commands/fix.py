@@ -255,7 +255,7 @@ def _apply(
     apply.refuse_externally_managed(plan.python, pip_flags, env.env)
     folder = apply.state_dir(env.env)
     with apply.target_lock(prefix, folder / "locks"):
-        rec = apply.record(plan.python, prefix, folder / "records", env.env)
+        rec = apply.record(plan.python, prefix, folder / "records", env.env, plan.packages)
         return _apply_steps(args, env, plan, report, rec, pip_flags)
 
 

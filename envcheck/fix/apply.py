@@ -14,13 +14,15 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from envcheck.errors import EnvironmentProblem, UsageError
 from envcheck.fix.plan import PIP_OVERRIDE, Step, Wheel
@@ -194,9 +196,28 @@ def freeze(python: str, variables: Mapping[str, str]) -> str:
     return capture([python, "-m", "pip", "freeze", "--all"], variables)
 
 
-def record(python: str, prefix: str, folder: Path, variables: Mapping[str, str]) -> Record:
-    """The state to come back to, on disk before anything changes."""
+def record(
+    python: str,
+    prefix: str,
+    folder: Path,
+    variables: Mapping[str, str],
+    changed: Collection[str] = (),
+) -> Record:
+    """The state to come back to, on disk before anything changes; refused (nothing changed)
+    when a package the plan removes or replaces (`changed`) could not be put back."""
     frozen = freeze(python, variables)
+    lost = unrestorable(frozen, {canonical(n) for n in changed})
+    if lost:
+        names = [name for name, _ in lost]
+        raise EnvironmentProblem(
+            f"{python} holds package(s) the plan replaces that were installed from a local file"
+            " that is gone or has changed since, so a rollback could not put them back: "
+            + "; ".join(f"{name} ({why})" for name, why in lost),
+            hint="remove them first, as the plan would: "
+            f"`{shlex.join([python, '-m', 'pip', 'uninstall', '-y', *names])}`, or reinstall"
+            " them from a file that exists; then run `envcheck fix --yes` again. Nothing was"
+            " changed",
+        )
     config = capture([python, "-m", "pip", "config", "list"], variables)
     where = folder / f"{_key(prefix)}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     where.mkdir(parents=True, mode=0o700)
@@ -204,6 +225,36 @@ def record(python: str, prefix: str, folder: Path, variables: Mapping[str, str])
     (where / "pip-config.txt").write_text(config)
     (where / "target.txt").write_text(f"{python}\n{prefix}\n")
     return Record(str(where), frozen, config)
+
+
+_FILE_LINE = re.compile(
+    r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*@\s*(file://[^\s#]+)(?:#sha256=([0-9a-f]{64}))?$"
+)
+
+
+def unrestorable(frozen: str, names: Collection[str]) -> list[tuple[str, str]]:
+    """(name, why) of the freeze lines of `names` (canonical) that name a local file
+    (`name @ file:///…whl#sha256=…`) no longer holding what was installed: gone, or its sha256
+    is not the one pip recorded at install."""
+    lost: list[tuple[str, str]] = []
+    for line in frozen.splitlines():
+        m = _FILE_LINE.match(line.strip())
+        if not m or canonical(m.group(1)) not in names:
+            continue
+        path = Path(unquote(urlsplit(m.group(2)).path))
+        if not path.is_file():
+            lost.append((m.group(1), f"{path} is gone"))
+        elif m.group(3) and _sha256(path) != m.group(3):
+            lost.append((m.group(1), f"{path} has changed: its sha256 is not the one installed"))
+    return lost
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def run_steps(steps: Sequence[Step], run: Runner) -> tuple[list[Ran], Ran | None]:

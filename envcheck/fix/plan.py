@@ -94,6 +94,7 @@ class Step:
     why: str  # the finding id it resolves
     changes: str  # what it changes, in words
     argv: tuple[str, ...] = ()  # the exact command; () for a manual step
+    packages: tuple[str, ...] = ()  # the distributions a pip step removes or installs
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +139,11 @@ class FixPlan:
     def pip(self) -> bool:
         """Whether a step changes the target interpreter."""
         return any(s.kind in ("install", "uninstall") for s in self.steps)
+
+    @property
+    def packages(self) -> frozenset[str]:
+        """Every distribution the pip steps remove or install."""
+        return frozenset(p for s in self.steps for p in s.packages)
 
     @property
     def manual(self) -> tuple[Step, ...]:
@@ -201,6 +207,7 @@ def plan_fix(
                 f"installs {wheel.requirement} ({_build_words(wheel)}) "
                 f"from {wheel.index or wheel.find_links or 'pip’s configured index'}",
                 (*pip, "install", *pip_flags, *wheel.pip_args),
+                wheel.install.names,
             )
         )
     cudnn = _cudnn_step(report, wheel if why else None, bad, pip, pip_flags, why)
@@ -247,6 +254,7 @@ def _removals(
                 else " (reinstalled below as the build this host needs)"
             ),
             (*pip, "uninstall", "-y", *flags, dist),
+            (dist,),
         )
         for dist in order
     ]
@@ -288,6 +296,7 @@ def _cudnn_step(
         f"installs cuDNN {cudnn.split('.')[0]} for CUDA {cuda.split('.')[0]} "
         f"({' '.join(install.requirements)}), which this Paddle build loads but does not bring",
         (*pip, "install", *flags, *install.args),
+        install.names,
     )
 
 
