@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import sys
 
+from envcheck.environment import process_variables
 from envcheck.probe.host import discard_early, start_early
 
 
 def main() -> int:
     argv = sys.argv[1:]
-    start_early(argv)
+    start_early(argv, process_variables())
     try:
         from envcheck.cli import main as run
 

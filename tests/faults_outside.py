@@ -649,7 +649,7 @@ def _key_healed(tmp: Path, _: str) -> str | None:
 _OWNER_KEY = (
     sys.executable,
     "-c",
-    "from envcheck.smoke import ownership; print(len(ownership.owner_key()))",
+    "import os; from envcheck.smoke import ownership; print(len(ownership.owner_key(os.environ)))",
 )
 _FULL_DISK = (
     sys.executable,

@@ -100,13 +100,14 @@ def test_a_venv_without_paddle_gets_the_pinned_cpu_build_and_a_passing_smoke(
 
 
 def test_a_failing_verification_restores_the_exact_freeze(
-    tmp_path: Path, variables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, variables: dict[str, str]
 ) -> None:
     python = fix_env.make_venv(tmp_path / "venv")
     before = fix_env.freeze(python)
-    # the verification smoke's matmul reads zeros: Paddle "computes" wrong results
-    monkeypatch.setenv(CORRUPT_ENV, "matmul:zero")
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--yes")
+    # the verification smoke's matmul reads zeros: Paddle "computes" wrong results (the
+    # command's variables reach the smoke's child, #26.3)
+    corrupt = {**variables, CORRUPT_ENV: "matmul:zero"}
+    code, doc = fix(corrupt, "--python", python, "--paddle", "3.3.1", "--yes")
     assert code == 7 and doc["outcome"] == "rolled-back", doc
     assert doc["verification"]["verdict"] == "wrong-results"
     assert doc["rollback"]["freeze_matches"] is True

@@ -6,6 +6,7 @@ paths end in the engine's real refusal, and bad scripts run in real containers.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -39,7 +40,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("paddle_image", "no_le
 
 def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
     return smoke_check(
-        NO_GPU_HOST, CPU_CHOICE, SmokeOptions(**{"quiet": True, "timeout": 180.0, **options})
+        NO_GPU_HOST,
+        CPU_CHOICE,
+        SmokeOptions(**{"quiet": True, "timeout": 180.0, "variables": os.environ, **options}),
     )
 
 
@@ -227,7 +230,7 @@ def test_no_pull_with_a_missing_image_is_an_error_not_a_fallback(registry: Any) 
     """`--no-pull` names a wish: that image, or a failure (#8.5)."""
     choice = replace(CPU_CHOICE, ref=registry.ref("envcheck-test/nothing:1"))
     with pytest.raises(EnvironmentProblem, match=r"pulling is off \(--no-pull\)"):
-        smoke_check(NO_GPU_HOST, choice, SmokeOptions(pull=False, quiet=True))
+        smoke_check(NO_GPU_HOST, choice, SmokeOptions(pull=False, quiet=True, variables=os.environ))
 
 
 @pytest.mark.registry
@@ -238,7 +241,7 @@ def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
     registry: Any, name: str, words: str
 ) -> None:
     choice = replace(CPU_CHOICE, ref=registry.ref(name))
-    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True))
+    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True, variables=os.environ))
     assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
     assert words in findings[0].message and findings[0].severity == "warn"
     assert doc is not None and doc["mode"] == "in-process" and doc["fallback"]
@@ -247,7 +250,7 @@ def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
 
 def test_unreachable_registry_warns_and_falls_back_in_process() -> None:
     choice = replace(CPU_CHOICE, ref="127.0.0.1:1/envcheck-test/paddle-cpu:3.3.1")
-    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True))
+    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True, variables=os.environ))
     assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
     assert "connection refused" in findings[0].message.lower()  # the engine says it (#12.3)
     assert doc is not None and doc["runs"][0]["device_used"] == "cpu"

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.probe.interpreter import resolve_interpreter
 
     base = _index_base(args.paddle_index or paddle_index_base(env.env))
-    target = resolve_interpreter(args.python)
+    target = resolve_interpreter(args.python, env.env)
     report = _diagnose(args, env, target.python, smoke=False)
     flags = (PIP_OVERRIDE,) if args.break_system_packages else ()
     pull = (sys.executable, "-m", "envcheck", "pull-image") if args.pull else ()

@@ -21,25 +21,28 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from envcheck import __version__
 from envcheck.digest import sha256
+from envcheck.environment import home
 from envcheck.matrix.toml import tomllib
 
 CACHE_DIR_VAR = "ENVCHECK_CACHE_DIR"  # "" turns the cache off
 _MAX_ENTRY = 4 * 1024 * 1024
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """`tomllib.load(path)`, from the cache when these exact bytes were parsed before.
+def read_toml(path: Path, variables: Mapping[str, str]) -> dict[str, Any]:
+    """`tomllib.load(path)`, from the cache (its folder from the command's `variables`) when
+    these exact bytes were parsed before.
 
     Raises what `tomllib` and `open` raise (TOMLDecodeError, OSError, UnicodeDecodeError);
     errors are never cached."""
     data = path.read_bytes()
-    folder = cache_dir()
+    folder = cache_dir(variables)
     if folder is None:
         return _parse(data)
     entry = folder / f"toml-{sha256(_salt() + data).hexdigest()[:48]}.json"
@@ -56,15 +59,15 @@ def _parse(data: bytes) -> dict[str, Any]:
     return doc
 
 
-def cache_dir() -> Path | None:
+def cache_dir(variables: Mapping[str, str]) -> Path | None:
     """The cache folder, created 0700 if missing; None when off or not safely ours."""
-    configured = os.environ.get(CACHE_DIR_VAR)
+    configured = variables.get(CACHE_DIR_VAR)
     if configured is not None:
         if not configured:
             return None
         folder = Path(configured)
     else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = variables.get("XDG_CACHE_HOME") or os.path.join(home(variables), ".cache")
         folder = Path(base) / "envcheck"
     try:
         folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ import functools
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from envcheck.errors import MatrixError
@@ -31,16 +32,18 @@ from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Row
 from envcheck.matrix.toml import tomllib
 
 
-def load_matrix(path: str | None = None, environ: Mapping[str, str] | None = None) -> Matrix:
-    """Load and validate the matrix (`environ`: where ENVCHECK_MATRIX is read, None: the
-    process's variables); raise `MatrixError` listing every problem found."""
+def load_matrix(
+    path: str | None = None, environ: Mapping[str, str] = MappingProxyType({})
+) -> Matrix:
+    """Load and validate the matrix (`environ`: the command's variables, where ENVCHECK_MATRIX
+    is read; none given: the shipped matrix); raise `MatrixError` listing every problem found."""
     root, origin = matrix_dir(path, environ)
-    return _load(root, origin)
+    return _load(root, origin, environ)
 
 
-def _load(root: Path, origin: str) -> Matrix:
+def _load(root: Path, origin: str, environ: Mapping[str, str]) -> Matrix:
     problems: list[str] = []
-    rows = list(_read_rows(root, origin, problems))
+    rows = list(_read_rows(root, origin, problems, environ))
     problems += cross_check(rows)
     if problems:
         raise MatrixError(problems)
@@ -50,7 +53,9 @@ def _load(root: Path, origin: str) -> Matrix:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
+def _read_rows(
+    root: Path, origin: str, problems: list[str], environ: Mapping[str, str]
+) -> Iterator[Row]:
     if not root.is_dir():
         problems.append(f"{root} (from {origin}): no such directory")
         return
@@ -60,7 +65,7 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
         return
     seen: set[str] = set()
     for path in files:
-        doc = _read_toml(path, problems)
+        doc = _read_toml(path, problems, environ)
         for key, entries in doc.items():
             if _check_table(path.name, key, entries, problems):
                 seen.add(key)
@@ -71,9 +76,9 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
     ]
 
 
-def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
+def _read_toml(path: Path, problems: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
     try:
-        return read_toml(path)  # parsed TOML cached as JSON; validation below always runs
+        return read_toml(path, environ)  # parsed TOML cached as JSON; validation below always runs
     except tomllib.TOMLDecodeError as e:  # the message ends "(at line L, column C)"
         problems.append(f"{path.name}: TOML syntax error: {e}")
     except (OSError, UnicodeDecodeError) as e:

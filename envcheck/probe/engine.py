@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from envcheck.facts import EngineFacts
-from envcheck.probe.endpoint import Endpoint, resolve_endpoint
+from envcheck.probe.endpoint import Endpoint
 
 _TIMEOUT = 2.0
 _MAX_RESPONSE = 4 * 1024 * 1024
@@ -66,13 +66,13 @@ def parse_response(raw: bytes, path: str) -> Any:
     return json.loads(body)
 
 
-def probe_engine(endpoint: Endpoint | str | None = None, timeout: float = _TIMEOUT) -> EngineFacts:
+def probe_engine(endpoint: Endpoint | str, timeout: float = _TIMEOUT) -> EngineFacts:
     """`docker version --format json` + `docker info --format json`, reduced to what matters.
 
-    `endpoint`: the resolved engine (a bare host string is taken as given, for tests); None
-    resolves it as the docker CLI would."""
+    `endpoint`: the resolved engine (`resolve_endpoint` of the command's variables; a bare host
+    string is taken as given, for tests)."""
     if not isinstance(endpoint, Endpoint):
-        endpoint = Endpoint(endpoint, "DOCKER_HOST") if endpoint else resolve_endpoint()
+        endpoint = Endpoint(endpoint, "DOCKER_HOST")
     host, path = endpoint.host, endpoint.socket_path
     where = EngineFacts(host=host, context=endpoint.context)
     if path is not None and not os.path.exists(path):
