@@ -343,7 +343,7 @@ def test_a_failed_pull_in_the_smoke_says_so_and_is_never_marked_done(
     shown = RichActivity(out)
     with activity.showing(shown), pytest.raises(EnvcheckError):
         try:
-            ensure_image(ref, allow_pull=True, quiet=True, client=fresh.client)
+            ensure_image(ref, allow_pull=True, quiet=True, client=docker_client)
         finally:
             activity.phase("smoke: starting /usr/bin/python3")
     lines = screen(out.getvalue())

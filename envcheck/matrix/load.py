@@ -21,7 +21,6 @@ from types import MappingProxyType
 from typing import Any
 
 from envcheck.errors import MatrixError
-from envcheck.matrix.cache import read_toml
 from envcheck.matrix.crossrows import cross_check
 from envcheck.matrix.fields import Bad, type_name
 from envcheck.matrix.location import matrix_dir
@@ -38,12 +37,12 @@ def load_matrix(
     """Load and validate the matrix (`environ`: the command's variables, where ENVCHECK_MATRIX
     is read; none given: the shipped matrix); raise `MatrixError` listing every problem found."""
     root, origin = matrix_dir(path, environ)
-    return _load(root, origin, environ)
+    return _load(root, origin)
 
 
-def _load(root: Path, origin: str, environ: Mapping[str, str]) -> Matrix:
+def _load(root: Path, origin: str) -> Matrix:
     problems: list[str] = []
-    rows = list(_read_rows(root, origin, problems, environ))
+    rows = list(_read_rows(root, origin, problems))
     problems += cross_check(rows)
     if problems:
         raise MatrixError(problems)
@@ -53,9 +52,7 @@ def _load(root: Path, origin: str, environ: Mapping[str, str]) -> Matrix:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def _read_rows(
-    root: Path, origin: str, problems: list[str], environ: Mapping[str, str]
-) -> Iterator[Row]:
+def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
     if not root.is_dir():
         problems.append(f"{root} (from {origin}): no such directory")
         return
@@ -65,7 +62,7 @@ def _read_rows(
         return
     seen: set[str] = set()
     for path in files:
-        doc = _read_toml(path, problems, environ)
+        doc = _read_toml(path, problems)
         for key, entries in doc.items():
             if _check_table(path.name, key, entries, problems):
                 seen.add(key)
@@ -76,9 +73,10 @@ def _read_rows(
     ]
 
 
-def _read_toml(path: Path, problems: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
+def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
     try:
-        return read_toml(path, environ)  # parsed TOML cached as JSON; validation below always runs
+        doc: dict[str, Any] = tomllib.loads(path.read_bytes().decode("utf-8"))
+        return doc
     except tomllib.TOMLDecodeError as e:  # the message ends "(at line L, column C)"
         problems.append(f"{path.name}: TOML syntax error: {e}")
     except (OSError, UnicodeDecodeError) as e:
