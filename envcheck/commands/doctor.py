@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from envcheck.environment import Environment
     from envcheck.facts import HostFacts
     from envcheck.findings import Finding
+    from envcheck.matrix.model import Matrix
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.host import HostProbe
     from envcheck.probe.interpreter import Interpreter
@@ -302,7 +303,7 @@ def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, Recorde
         ) from e
 
 
-def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> ImageChoice:
+def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Matrix) -> ImageChoice:
     from envcheck.select import select_image
 
     choice = select_image(host, matrix, paddle=args.paddle, registry=args.registry)
@@ -319,7 +320,7 @@ def _smoke_options(
     gpus: tuple[int, ...] | None,
     target: Interpreter | None,
     endpoint: Endpoint | None,
-    matrix: Any,  # the loaded Matrix (typed as _choose_image types it)
+    matrix: Matrix,
     env: Environment,
 ) -> SmokeOptions:
     """The smoke's options, carrying the targets resolved once: the interpreter, the engine, the
