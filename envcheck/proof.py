@@ -13,9 +13,12 @@ makes of a run in which nothing trained on a GPU.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from envcheck.findings import Finding, fail, warn
+
+if TYPE_CHECKING:
+    from envcheck.report import Verdict
 
 Proof = Literal["gpu-trained", "cpu-trained", "static", "none"]
 SMOKE_PASS_ID = "smoke.pass"
@@ -34,7 +37,7 @@ PROOF_WORDS: dict[Proof, str] = {
 
 
 def proof_words(
-    proof: Proof, verdict: str, findings: Sequence[Finding], gpus: int | None = None
+    proof: Proof, verdict: Verdict, findings: Sequence[Finding], gpus: int | None = None
 ) -> str:
     """The `Proof:` line. "none" says why: a run that trained on the CPU where a GPU was
     expected did complete (the real H100 with the CPU wheel read "no smoke training completed"

@@ -92,7 +92,7 @@ def emit_fleet_ci_outputs(
 def _emit(
     markdown: str,
     annotations: list[str],
-    outputs: dict[str, str],
+    outputs: Mapping[str, str],
     markdown_path: str | None,
     stream: TextIO,
     env: Environment,
