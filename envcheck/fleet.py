@@ -15,6 +15,7 @@ from typing import Any
 
 from envcheck.facts import HostFacts, MachineFacts
 from envcheck.findings import LAYERS, Finding, Severity, fail
+from envcheck.fixes import UNREPORTED_HOST_FIX
 from envcheck.proof import proven_gpus
 from envcheck.report import SCHEMA_VERSION, VERDICTS, Report, Verdict
 from envcheck.saved_report import HostReport, SavedReport, parse_report
@@ -191,8 +192,7 @@ def not_reported(expected: Sequence[str], hosts: Sequence[HostReport]) -> list[H
             f"{name} was expected but no readable report came from it: its doctor did not run, "
             "crashed before writing JSON, or its report was not collected",
             # The same words for every missing host: they make one line of the dashboard.
-            fix="on that host, run `envcheck doctor --json` by hand and read its stderr "
-            "(the job's log, or `kubectl logs` of its pod)",
+            fix=UNREPORTED_HOST_FIX,
             layer="fleet",
             hostname=name,
         )

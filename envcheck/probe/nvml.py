@@ -41,8 +41,8 @@ _REASONS: dict[str, str] = {
         " nvidia kernel modules) before using the GPU."
     ),
     "NVML_ERROR_NO_PERMISSION": (
-        "NVML was denied access to the GPU device files (/dev/nvidia*). Run as a user allowed to"
-        " open them or, in a container, start it with the GPUs exposed (`--gpus all`)."
+        "NVML was denied access to the GPU device files (/dev/nvidia*): this user cannot open"
+        " them, or this container was started without the GPUs."
     ),
     "NVML_ERROR_FUNCTION_NOT_FOUND": (
         "The driver's libnvidia-ml lacks a function nvidia-ml-py needs: the driver is older than"
