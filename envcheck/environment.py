@@ -14,8 +14,9 @@ but `dlopen` searches the process's own LD_LIBRARY_PATH and a library loaded sta
 host described by a fake NVML is always a subprocess of its own.
 
 This module is the process's edge: nothing else in envcheck reads `os.environ` or writes to
-`sys.stdout`/`sys.stderr` (tests/test_one_environment.py walks the source for it), so an injected
-`Environment` is honoured by every layer, the probes' children and the smoke's included.
+`sys.stdout`/`sys.stderr` (tests/test_one_environment.py walks the source for it), but the entry
+point, whose early CUDA probe gets the same `os.environ` before this module is imported; so an
+injected `Environment` is honoured by every layer, the probes' children and the smoke's included.
 
 Standard library only: `envcheck --version` pays for this module.
 """
@@ -49,7 +50,7 @@ class Environment:
         process's own, so that the interpreter's last flush meets them too; its variables and
         folder."""
         sys.stdout, sys.stderr = guard(sys.stdout, sys.stderr)
-        return cls(sys.stdin, sys.stdout, sys.stderr, process_variables(), PROCESS_CWD)
+        return cls(sys.stdin, sys.stdout, sys.stderr, os.environ, PROCESS_CWD)
 
     def path(self, name: str) -> str:
         """A path the user named, to open from this process. Kept as written (messages name it
@@ -65,12 +66,6 @@ class Environment:
     def live(self, stream: TextIO) -> bool:
         """A live display on `stream`: a terminal whose TERM can redraw a line."""
         return isatty(stream) and self.env.get("TERM") != "dumb"
-
-
-def process_variables() -> Mapping[str, str]:
-    """The process's variables, live: the one place envcheck reads them (tests/test_one_environment.py).
-    The entry point hands them to the probe it starts before the command's `Environment` exists."""
-    return os.environ
 
 
 def home(variables: Mapping[str, str]) -> str:
