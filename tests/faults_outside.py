@@ -654,11 +654,11 @@ _FULL_DISK = (
     sys.executable,
     "-c",
     (
-        "import resource, signal\n"
+        "import os, resource, signal\n"
         "from envcheck.render.annotations import append_step_summary\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))\n"
-        "print(append_step_summary('| row |\\n' * 50_000))\n"
+        "print(append_step_summary('| row |\\n' * 50_000, os.environ))\n"
     ),
 )
 
