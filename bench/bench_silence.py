@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envcheck.docker_adapter import connect
+from envcheck.probe.endpoint import resolve_endpoint
 from tests.registry_push import push_random_image
 from tests.silence import watch
 
@@ -57,7 +58,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     measure("warm", ["--image", IMAGE], env)
 
-    client = connect()
+    client = connect(resolve_endpoint(os.environ))
     repo = f"envcheck-bench/cold-{uuid.uuid4().hex[:8]}"
     push_random_image(
         f"http://{REGISTRY}", repo, "1", layers=opts.layers, layer_size=opts.layer_mb << 20

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from typing import Any
 
 from envcheck.docker_adapter import connect
 from envcheck.facts import EngineFacts, HostFacts, PaddleFacts
+from envcheck.probe.endpoint import resolve_endpoint
 from envcheck.report import ImageChoice
 from envcheck.smoke.check import smoke_check
 from envcheck.smoke.container import SmokeContainer
@@ -69,7 +71,7 @@ def smoke(
         image=image, args=("--device", "cpu", "--steps", str(steps)), script=script, timeout=300
     )
     start = time.perf_counter()
-    with SmokeContainer(client, spec) as box:
+    with SmokeContainer(client, spec, variables=os.environ, stderr=sys.stderr) as box:
         raw = box.run()
     elapsed = time.perf_counter() - start
     if raw.exit_code != 0 or not raw.stdout:
@@ -86,7 +88,9 @@ def doctor(image: str, steps: int) -> float:
     host = HostFacts(engine=EngineFacts(status="ok"), paddle=PaddleFacts(status="ok"))
     start = time.perf_counter()
     _, findings = smoke_check(
-        host, ImageChoice(ref=image, kind="cpu"), SmokeOptions(quiet=True, steps=steps, timeout=300)
+        host,
+        ImageChoice(ref=image, kind="cpu"),
+        SmokeOptions(quiet=True, steps=steps, timeout=300, variables=os.environ),
     )
     elapsed = time.perf_counter() - start
     assert [f.id for f in findings] == ["smoke.pass"], findings
@@ -123,7 +127,7 @@ def main() -> int:
 
 
 def measure(args: argparse.Namespace, old: Path | None) -> int:
-    client = connect()
+    client = connect(resolve_endpoint(os.environ))
     bare(args.image), smoke(client, args.image, args.steps)  # warm-up, not measured
     if old is not None:
         smoke(client, args.image, args.steps, old)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -62,7 +63,7 @@ time.sleep(0.3)
 
 
 def run_case(case: str, seconds: float) -> dict[str, object]:
-    with NvmlSampler() as sampler:
+    with NvmlSampler(os.environ) as sampler:
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, case, str(seconds)], stdout=subprocess.PIPE, text=True
         )

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from envcheck.environment import Environment
 
 
-def load_baseline(path: str, env: Environment | None = None) -> dict[str, Any]:
+def load_baseline(path: str, env: Environment) -> dict[str, Any]:
     """Read `--baseline FILE`: a baseline written by --save-baseline, or a saved `--json` report
     of a good run (teams already archive those). Missing or corrupt → UsageError (exit 2)."""
     hint = "write one with `envcheck doctor --save-baseline FILE` after a good run"
@@ -27,7 +27,7 @@ def load_baseline(path: str, env: Environment | None = None) -> dict[str, Any]:
         raise UsageError(f"--baseline {path}: {e}", hint=hint) from e
 
 
-def save_baseline(report: Report, path: str, env: Environment | None = None) -> bool:
+def save_baseline(report: Report, path: str, env: Environment) -> bool:
     """`--save-baseline FILE`: write the baseline if this run passed (exit 0, warnings allowed).
 
     Returns whether it was written: a failed run is never a baseline, or the next run would

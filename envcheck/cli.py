@@ -63,8 +63,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> i
     """Run one command line; `env=None`: in this process's environment, its stdio guarded."""
     own_process = env is None
     if env is None:
-        guard_stdio()  # closed, unencodable or full stdout/stderr: never a traceback (#9.7)
-        env = Environment.from_process()
+        env = Environment.from_process(guard_stdio)  # never a traceback on stdio (#9.7)
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_json = "--json" in argv  # known before parsing: a bad flag under --json is a document too
     try:
@@ -136,7 +135,7 @@ def _failed(
             json.dump(error_document(int(status), message, hint), env.stdout, indent=2)
             env.stdout.write("\n")
             env.stdout.flush()
-        except (BrokenPipeError, EnvcheckError):  # the reader left, or stdout is full (guard_stdio)
+        except (BrokenPipeError, EnvcheckError):  # the reader left, or stdout is full (guarded)
             discard_stdout(env.stdout)
     return int(status)
 

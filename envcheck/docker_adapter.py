@@ -31,20 +31,21 @@ class GpuRequestRefused(EnvironmentProblem):
     """The engine has no NVIDIA runtime/CDI to satisfy a GPU device request."""
 
 
+_CONNECTED: list[str] = []  # the engine hosts `connect` was asked for, the last one last
+
+
 def engine_host() -> str:
-    from envcheck.probe.endpoint import resolve_endpoint
+    """The engine this process last connected to (resolved from the command's variables by its
+    caller), for the messages of an engine that cannot be reached."""
+    return _CONNECTED[-1] if _CONNECTED else "the engine DOCKER_HOST names"
 
-    return resolve_endpoint().host
 
-
-def connect(endpoint: Endpoint | None = None, timeout: float = 30.0) -> docker.DockerClient:
-    """A client for `endpoint` (None: resolved as the docker CLI does: DOCKER_HOST, the current
-    context with its TLS material, the default socket), pinged once."""
+def connect(endpoint: Endpoint, timeout: float = 30.0) -> docker.DockerClient:
+    """A client for `endpoint` (`probe.endpoint.resolve_endpoint` of the command's variables:
+    DOCKER_HOST, the current context with its TLS material, the default socket), pinged once."""
     import docker
 
-    from envcheck.probe.endpoint import resolve_endpoint
-
-    endpoint = endpoint or resolve_endpoint()
+    _CONNECTED.append(endpoint.host)
     with translate_errors("connecting to the Docker engine"):
         client = docker.DockerClient(**endpoint.sdk_kwargs(), timeout=int(timeout))
         client.ping()

@@ -10,6 +10,7 @@ called directly (tests, in-process) starts its probe in the doctor, as before.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from envcheck.probe.host import discard_early, start_early
@@ -17,7 +18,10 @@ from envcheck.probe.host import discard_early, start_early
 
 def main() -> int:
     argv = sys.argv[1:]
-    start_early(argv)
+    # the process's variables, the very mapping `Environment.from_process()` hands the command
+    # (the doctor adopts a probe started on them): envcheck.environment costs ~10 ms of imports
+    # this early, before the CUDA child is on its way
+    start_early(argv, os.environ)
     try:
         from envcheck.cli import main as run
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Severity = Literal["pass", "warn", "fail"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)  # in order of weight, the worst last
 Layer = Literal[
     "host", "driver", "gpu", "cuda", "paddle", "env", "engine", "image", "smoke", "drift", "fleet"
 ]

@@ -184,3 +184,119 @@ def engine_fix(engine: EngineFacts) -> str:
     if engine.denied:
         return DOCKER_GROUP_FIX
     return f"{START_DOCKER_FIX} or set DOCKER_HOST (now {engine.host or 'unset'})"
+
+
+# -- the fixes the rules, the proof and the smoke's verdict give: each said here, once ----------
+
+GPUS_ALL = "`--gpus all` (or NVIDIA_VISIBLE_DEVICES=all with the NVIDIA runtime)"
+PASS_THE_GPUS_FIX = f"start the container with {GPUS_ALL}"
+LOAD_DRIVER_FIX = (
+    "load it: `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvrm` "
+    "(Secure Boot blocking an unsigned module, or the module missing for this kernel: "
+    "reinstall the driver for `uname -r`)"
+)
+DEVICE_FILES_FIX = (
+    "check `ls -l /dev/nvidiactl /dev/nvidia0`: the device files must be readable and writable by "
+    "your user (add it to the `video` group, or fix NVreg_DeviceFileMode); in a container, start "
+    f"it with {GPUS_ALL}"
+)
+GPU_MISSING_FIX = (
+    "check `nvidia-smi -L` and `lspci | grep -i nvidia`; a GPU may have fallen off the bus "
+    "(`sudo dmesg | grep -i xid`)"
+)
+OLD_GPU_FIX = (
+    "use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)"
+)
+CUDA_INIT_FIX = (
+    "run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
+    "(`sudo modprobe nvidia-uvm`) and that no stub libcuda.so shadows the driver's"
+)
+OTHER_RELEASE_FIX = "upgrade the driver, or choose another release with --paddle"
+PROVE_WITH_SMOKE_FIX = "prove it with the smoke training (`envcheck doctor`)"
+SMOKE_ON_THIS_HOST_FIX = "run the smoke on this host: `envcheck doctor --expect-gpu`"
+SMOKE_WITH_GPU_FIX = "run the doctor where its smoke can use the GPU"
+SMOKE_NOT_SKIPPED_FIX = (
+    "run `envcheck doctor --expect-gpu` on the host without --no-smoke: its smoke training "
+    "on the GPU is the proof"
+)
+UNREPORTED_HOST_FIX = (
+    "on that host, run `envcheck doctor --json` by hand and read its stderr "
+    "(the job's log, or `kubectl logs` of its pod)"
+)
+SMOKE_TIMEOUT_FIX = "look at the last log lines; if the machine is just slow, raise --smoke-timeout"
+SMOKE_OUTPUT_FIX = (
+    "the smoke script must print exactly one JSON line on stdout; is the image's `python` "
+    "wrapped by something that prints?"
+)
+READ_THE_LOG_FIX = "read the last log lines above"
+READ_THE_TRACEBACK_FIX = "read the traceback in the log"
+READ_THE_JSON_TRACEBACK_FIX = "read the traceback in the smoke JSON (`--json`)"
+FLAT_LOSS_FIX = (
+    "a loss that stays flat on a learnable task points to broken kernels: check the arch "
+    "and cuDNN warnings; try --amp off, another image, or a newer driver"
+)
+INFERENCE_FIX = "check that the image ships paddle.inference for this device (GPU builds do)"
+WATCH_PMON = "watch `nvidia-smi pmon -s um` during `envcheck doctor`"
+NOT_A_GPU_RUN_FIX = (
+    f"the result does not describe a GPU run: check the image and its entrypoint, and {WATCH_PMON}"
+)
+RAN_ELSEWHERE_FIX = (
+    "the computation ran elsewhere: check the Paddle warnings (arch, cuDNN) and the device "
+    f"placement, and {WATCH_PMON}"
+)
+UNWITNESSED_FIX = (
+    "per-process accounting and utilisation are missing under some vGPU/WSL drivers; "
+    "otherwise the run was not on this host's GPU: compare `nvidia-smi pmon -s um` "
+    "during a run"
+)
+
+
+def gpu_check_command(image: str | None) -> str:
+    """Does a container of `image` see the GPUs? (`nvidia-smi` inside it)"""
+    return f"docker run --rm --gpus all {image} nvidia-smi"
+
+
+def mig_instance_fix(index: int) -> str:
+    """A MIG GPU without an instance: make one of the whole GPU, or turn MIG off."""
+    return (
+        f"create an instance of the whole GPU (`sudo nvidia-smi mig -i {index} -cgi 0 -C`; "
+        f"`sudo nvidia-smi mig -i {index} -lgip` lists the smaller profiles) or disable MIG "
+        f"(`sudo nvidia-smi -i {index} -mig 0`, then reset the GPU)"
+    )
+
+
+def upgrade_driver_fix(version: str | None, *, full_support: bool = False) -> str:
+    return f"upgrade the driver to {version} or newer" + (
+        " for full support" if full_support else ""
+    )
+
+
+def visible_devices_fix(gpus: int, uuids: str) -> str:
+    """CUDA_VISIBLE_DEVICES hides every GPU: unset it, or list the `gpus` there are."""
+    listed = ",".join(str(i) for i in range(gpus))
+    fix = f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES={listed}`"
+    return fix + (f" (or full UUIDs as NVML reports them: {uuids})" if uuids else "")
+
+
+def arch_build_fix(sm: int, gpu_build_fix: str) -> str:
+    return f"install a build compiled for sm_{sm}: {gpu_build_fix}"
+
+
+def engine_or_in_process_fix(engine: EngineFacts) -> str:
+    return f"{engine_fix(engine)}; or run the smoke with --in-process"
+
+
+def runtime_or_image_fix(get: str) -> str:
+    """`get`: how to get the CUDA runtime itself (a pinned wheel, or the toolkit)."""
+    return f"{get}, or use the official image (`envcheck pull-image`)"
+
+
+def paddle_or_docker_fix(python: str | None, install: str | None) -> str:
+    """No smoke could run: Paddle in the target (`install`: its command), or an engine."""
+    if install:
+        return f"install Paddle in {python}: `{install}`, or start Docker"
+    return f"install Paddle in {python} (`envcheck doctor --explain` says which build), or start Docker"
+
+
+def paddle_or_container_fix(python: str | None) -> str:
+    return f"install Paddle in {python} or run the smoke in a container"

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.facts import HostFacts, MachineFacts
-from envcheck.findings import LAYERS, Finding, fail
+from envcheck.findings import LAYERS, Finding, Severity, fail
+from envcheck.fixes import UNREPORTED_HOST_FIX
 from envcheck.proof import proven_gpus
-from envcheck.report import SCHEMA_VERSION, Report
-from envcheck.saved_report import VERDICT_ORDER, HostReport, SavedReport, parse_report
+from envcheck.report import SCHEMA_VERSION, VERDICTS, Report, Verdict
+from envcheck.saved_report import HostReport, SavedReport, parse_report
 
 LAYER_ORDER = tuple(name for name, _ in LAYERS)  # the doctor's own layer order
 
@@ -35,7 +36,7 @@ class ProblemGroup:
     dashboard (`12 hosts: driver.version-mismatch → reboot …`), not twelve."""
 
     id: str
-    severity: str
+    severity: Severity
     fix: str | None
     hosts: tuple[str, ...]  # labels, in the fleet's order
     message: str  # the first host's, as an example: messages carry per-host values
@@ -60,8 +61,8 @@ class FleetSummary:
         return max((h.exit_code for h in self.hosts), default=0)
 
     @property
-    def verdict(self) -> str:
-        return max((h.verdict for h in self.hosts), key=VERDICT_ORDER.index, default="pass")
+    def verdict(self) -> Verdict:
+        return max((h.verdict for h in self.hosts), key=VERDICTS.index, default="pass")
 
     def gpus_proven(self) -> tuple[int, int, tuple[str, ...]]:
         """GPUs a passing smoke trained on, of the GPUs the hosts have, and the hosts where it
@@ -79,9 +80,9 @@ class FleetSummary:
     def problem_groups(self) -> tuple[ProblemGroup, ...]:
         """Every problem of the fleet, identical ones (same check, severity and fix) together;
         failures first, then the most widespread."""
-        members: dict[tuple[str, str, str | None], list[tuple[HostReport, Finding]]] = {}
+        members: dict[tuple[str, Severity, str | None], list[tuple[HostReport, Finding]]] = {}
         for host in self.hosts:
-            seen: set[tuple[str, str, str | None]] = set()
+            seen: set[tuple[str, Severity, str | None]] = set()
             for f in host.report.findings:
                 key = (f.id, f.severity, f.fix)
                 if f.severity != "pass" and key not in seen:  # one per host, even if per GPU
@@ -163,7 +164,7 @@ def merge_reports(
     """
     hosts = [s if isinstance(s, HostReport) else parse_report(s) for s in saved]
     kept, duplicates = _newest_per_host(hosts)
-    counts = {v: sum(h.verdict == v for h in kept) for v in VERDICT_ORDER}
+    counts: dict[str, int] = {v: sum(h.verdict == v for h in kept) for v in VERDICTS}
     if expected is not None:
         absent = not_reported(expected, kept)
         counts["missing"] = len(absent)
@@ -191,8 +192,7 @@ def not_reported(expected: Sequence[str], hosts: Sequence[HostReport]) -> list[H
             f"{name} was expected but no readable report came from it: its doctor did not run, "
             "crashed before writing JSON, or its report was not collected",
             # The same words for every missing host: they make one line of the dashboard.
-            fix="on that host, run `envcheck doctor --json` by hand and read its stderr "
-            "(the job's log, or `kubectl logs` of its pod)",
+            fix=UNREPORTED_HOST_FIX,
             layer="fleet",
             hostname=name,
         )

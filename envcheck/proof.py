@@ -13,9 +13,13 @@ makes of a run in which nothing trained on a GPU.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from envcheck.findings import Finding, fail, warn
+from envcheck.fixes import SMOKE_NOT_SKIPPED_FIX, SMOKE_ON_THIS_HOST_FIX, SMOKE_WITH_GPU_FIX
+
+if TYPE_CHECKING:
+    from envcheck.report import Verdict
 
 Proof = Literal["gpu-trained", "cpu-trained", "static", "none"]
 SMOKE_PASS_ID = "smoke.pass"
@@ -34,7 +38,7 @@ PROOF_WORDS: dict[Proof, str] = {
 
 
 def proof_words(
-    proof: Proof, verdict: str, findings: Sequence[Finding], gpus: int | None = None
+    proof: Proof, verdict: Verdict, findings: Sequence[Finding], gpus: int | None = None
 ) -> str:
     """The `Proof:` line. "none" says why: a run that trained on the CPU where a GPU was
     expected did complete (the real H100 with the CPU wheel read "no smoke training completed"
@@ -103,7 +107,7 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
         return _static_unproven(findings) or warn(
             UNPROVEN_ID,
             "--expect-gpu: static checks only: nothing trained on a GPU (no smoke run)",
-            fix="run the smoke on this host: `envcheck doctor --expect-gpu`",
+            fix=SMOKE_ON_THIS_HOST_FIX,
             layer="smoke",
             proof=proof,
             reasons=[],
@@ -124,8 +128,7 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
     return fail(
         UNPROVEN_ID,
         f"--expect-gpu: nothing trained on a GPU, so nothing proves this host can ({reason})",
-        fix="; then ".join(dict.fromkeys(fixes))
-        or "run the doctor where its smoke can use the GPU",
+        fix="; then ".join(dict.fromkeys(fixes)) or SMOKE_WITH_GPU_FIX,
         layer="smoke",
         proof=proof,
         reasons=[f.id for f in why],
@@ -142,8 +145,7 @@ def _static_unproven(findings: Sequence[Finding]) -> Finding | None:
         UNPROVEN_ID,
         "--expect-gpu: no smoke ran, and static checks cannot prove this build runs on the GPU "
         f"(arch coverage unverified: {'; '.join(f.message for f in unverified)})",
-        fix="run `envcheck doctor --expect-gpu` on the host without --no-smoke: its smoke training "
-        "on the GPU is the proof",
+        fix=SMOKE_NOT_SKIPPED_FIX,
         layer="smoke",
         proof="static",
         reasons=[f.id for f in unverified],

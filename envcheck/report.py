@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from envcheck.exitcodes import ExitStatus
 from envcheck.facts import HostFacts, to_dict
@@ -15,7 +15,10 @@ if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
 # 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
 SCHEMA_VERSION = 2
 
+# The verdict names, said once: every per-verdict table is keyed by `Verdict` (mypy checks the
+# keys) and tests/test_verdict_names.py checks that each covers `VERDICTS`.
 Verdict = Literal["pass", "warn", "fail", "cpu-fallback", "wrong-results"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)  # in order of weight, the worst last
 
 CPU_FALLBACK_ID = "smoke.cpu-fallback"
 WRONG_RESULTS_ID = "smoke.wrong-results"  # the GPU computed wrong numbers: worse than a fallback

@@ -14,11 +14,9 @@ from typing import Any, get_args
 
 from envcheck.exitcodes import ExitStatus
 from envcheck.facts import FactsError, from_dict, host_from_document
-from envcheck.findings import Finding, Layer
-from envcheck.report import SCHEMA_VERSION, ImageChoice, Report
+from envcheck.findings import SEVERITIES, Finding, Layer, Severity
+from envcheck.report import SCHEMA_VERSION, VERDICTS, ImageChoice, Report, Verdict
 
-VERDICT_ORDER = ("pass", "warn", "fail", "cpu-fallback", "wrong-results")  # worst last
-SEVERITY_ORDER = ("pass", "warn", "fail")
 TIMESTAMP_KEYS = ("generated_at", "finished_at", "started_at", "timestamp")  # in `meta`
 MAX_EXIT_CODE = int(ExitStatus.WRONG_RESULTS)  # the worst verdict; 130 leaves no report
 
@@ -40,7 +38,7 @@ class SavedReport:
 class HostReport:
     source: str
     hostname: str | None
-    verdict: str  # as that host's envcheck said (the document's, not recomputed)
+    verdict: Verdict  # as that host's envcheck said (the document's, not recomputed)
     exit_code: int
     report: Report
     timestamp: datetime | None = None
@@ -52,11 +50,11 @@ class HostReport:
         """The host's name, or the file it came from when its report names no host."""
         return self.hostname or f"? ({self.source})"
 
-    def layer_severities(self) -> dict[str, str]:
+    def layer_severities(self) -> dict[str, Severity]:
         """The worst severity per layer: `{"driver": "fail", "smoke": "pass", …}`."""
-        worst: dict[str, str] = {}
+        worst: dict[str, Severity] = {}
         for f in self.report.findings:
-            if SEVERITY_ORDER.index(f.severity) >= SEVERITY_ORDER.index(worst.get(f.layer, "pass")):
+            if SEVERITIES.index(f.severity) >= SEVERITIES.index(worst.get(f.layer, "pass")):
                 worst[f.layer] = f.severity
         return worst
 
@@ -79,9 +77,9 @@ def parse_report(saved: SavedReport) -> HostReport:
             f"written by a newer envcheck (schema_version {version} > {SCHEMA_VERSION}); upgrade envcheck"
         )
     verdict = doc.get("verdict")
-    if verdict not in VERDICT_ORDER:
+    if verdict not in VERDICTS:
         raise ReportDocumentError(
-            f'"verdict" must be one of {", ".join(VERDICT_ORDER)}, got {verdict!r}'
+            f'"verdict" must be one of {", ".join(VERDICTS)}, got {verdict!r}'
         )
     exit_code = doc.get("exit_code")
     if (
@@ -128,7 +126,7 @@ def _finding(item: Any, i: int) -> Finding:
     for key in ("id", "message"):
         if not isinstance(item.get(key), str):
             raise ReportDocumentError(f"{where}.{key}: expected a string")
-    if item.get("severity") not in SEVERITY_ORDER:
+    if item.get("severity") not in SEVERITIES:
         raise ReportDocumentError(
             f"{where}.severity: expected pass, warn or fail, got {item.get('severity')!r}"
         )

@@ -3,7 +3,7 @@ surviving a reader that leaves.
 
 Hostile starts that used to end in a traceback (exit 3) or Python's own exit 120 (#9.7):
 
-- a closed stdout or stderr (`envcheck doctor >&-`): Python sets `sys.stdout` to None and the
+- a closed stdout or stderr (`envcheck doctor >&-`): Python sets the process's stdout to None and the
   first write raises AttributeError; worse, `print(file=None)` writes to stdout, so an error meant
   for a closed stderr would land in the `--json` document. A closed stream becomes /dev/null: the
   caller chose not to read it, the exit code still says the verdict;
@@ -28,9 +28,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import sys
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from envcheck.errors import EnvironmentProblem
 
@@ -66,20 +65,21 @@ def reader_may_leave(stdout: TextIO) -> Iterator[None]:
 _SAMPLE = "—✓→…"  # characters our own reports use
 
 
-def guard_stdio() -> None:
-    """Call first in `main` of a real process (an in-process run brings its own streams): make
-    sys.stdout/sys.stderr safe for every renderer."""
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        if stream is None or _closed(stream):
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - process-long
-            continue
-        if not _can_encode(stream) and isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(errors="backslashreplace")
-    if not isinstance(sys.stdout, _Guarded):
-        sys.stdout = _Guarded(sys.stdout, report=True)
-    if not isinstance(sys.stderr, _Guarded):
-        sys.stderr = _Guarded(sys.stderr, report=False)  # where would we say it failed?
+def guard_stdio(stdout: TextIO | None, stderr: TextIO | None) -> tuple[TextIO, TextIO]:
+    """A real process's stdout and stderr made safe for every renderer (an in-process run brings
+    its own streams): `Environment.from_process()` installs them as the process's own."""
+    return _guarded(stdout, report=True), _guarded(stderr, report=False)
+
+
+def _guarded(stream: TextIO | None, *, report: bool) -> TextIO:
+    """`report`: a failed write is exit 4 (stdout); stderr's is silenced (where would we say it?)."""
+    if isinstance(stream, _Guarded):
+        return stream
+    if stream is None or _closed(stream):
+        stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - process-long
+    elif not _can_encode(stream) and isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="backslashreplace")
+    return cast(TextIO, _Guarded(stream, report=report))  # a text stream in all but name
 
 
 def _closed(stream: TextIO) -> bool:

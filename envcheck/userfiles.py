@@ -27,7 +27,6 @@ import errno
 import json
 import os
 import stat
-import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -41,19 +40,18 @@ MAX_DOCUMENT = 16 * 1024 * 1024
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
-def write_output(path: str, text: str, *, flag: str, env: Environment | None = None) -> None:
+def write_output(path: str, text: str, *, flag: str, env: Environment) -> None:
     """Write `text` to the file `flag` named, as the module docstring's table says; `-` and
-    "our stdout/stderr" mean `env`'s streams (None: the process's)."""
+    "our stdout/stderr" mean `env`'s streams, the command's."""
     try:
-        _write(path, text, flag, (env.stdout, env.stderr) if env else (sys.stdout, sys.stderr))
+        _write(path, text, flag, (env.stdout, env.stderr))
     except OSError as e:
         raise output_error(flag, path, e) from e
 
 
-def names_stdout(path: str, env: Environment | None = None) -> bool:
-    """`path` is `-`, or the very file `env`'s stdout (None: the process's) writes to."""
-    stdout = env.stdout if env else sys.stdout
-    return path == "-" or _our_stream(path, (stdout, None)) is not None
+def names_stdout(path: str, env: Environment) -> bool:
+    """`path` is `-`, or the very file `env`'s stdout, the command's, writes to."""
+    return path == "-" or _our_stream(path, (env.stdout, None)) is not None
 
 
 def append_output(path: str, text: str, *, what: str) -> None:
@@ -238,14 +236,14 @@ def read_json(
     *,
     what: str,
     hint: str | None = None,
-    env: Environment | None = None,
+    env: Environment,
     regular: bool = False,
 ) -> Any:
-    """The JSON document at `path` (`-` = `env`'s stdin, None: the process's); any failure is a
+    """The JSON document at `path` (`-` = `env`'s stdin, the command's); any failure is a
     UsageError naming `what`. `regular`: a file envcheck found itself (a folder's *.json), read
     only if it is a regular file (`read_regular`); a path the user named may be a FIFO."""
     shown = path if path != "-" else "- (stdin)"
-    data = _read_bytes(path, what, hint, env.stdin if env else sys.stdin, regular)
+    data = _read_bytes(path, what, hint, env.stdin, regular)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -104,7 +104,6 @@ def run_process_case(case: ProcessCase, tmp: Path) -> None:
         **ENV,
         "HOME": str(tmp / "home"),
         "XDG_STATE_HOME": str(tmp / "out" / "state"),
-        "ENVCHECK_CACHE_DIR": "",
         "GITHUB_ACTIONS": "true" if case.github else "",
         **extra,
     }
@@ -649,17 +648,17 @@ def _key_healed(tmp: Path, _: str) -> str | None:
 _OWNER_KEY = (
     sys.executable,
     "-c",
-    "from envcheck.smoke import ownership; print(len(ownership.owner_key()))",
+    "import os; from envcheck.smoke import ownership; print(len(ownership.owner_key(os.environ)))",
 )
 _FULL_DISK = (
     sys.executable,
     "-c",
     (
-        "import resource, signal\n"
+        "import os, resource, signal\n"
         "from envcheck.render.annotations import append_step_summary\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))\n"
-        "print(append_step_summary('| row |\\n' * 50_000))\n"
+        "print(append_step_summary('| row |\\n' * 50_000, os.environ))\n"
     ),
 )
 

@@ -60,6 +60,13 @@ def run_envcheck(
     return Result(code, out.getvalue(), err.getvalue())
 
 
+def process_env() -> Environment:
+    """This test process's own streams and variables as they are now (pytest's capture and a
+    `monkeypatch.setenv` included): for a test that calls a library function the way the
+    process's command would."""
+    return Environment(sys.stdin, sys.stdout, sys.stderr, os.environ, PROCESS_CWD)
+
+
 def envcheck(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> Result:
     """`run_envcheck` with the arguments spread, as most tests write them."""
     return run_envcheck(args, env=env, stdin=stdin)

@@ -25,7 +25,7 @@ from envcheck.render.annotations import (
 )
 from envcheck.render.markdown import render_markdown
 from tests import report_samples as samples
-from tests.inprocess import Result, run_envcheck
+from tests.inprocess import Result, process_env, run_envcheck
 
 COMMAND = re.compile(r"^::(error|warning|notice)(?: (?P<props>[^:]*))?::(?P<data>.*)$")
 
@@ -111,7 +111,12 @@ def test_nothing_for_github_unless_github_actions_is_true(
         monkeypatch.setenv("GITHUB_ACTIONS", value)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     stream = io.StringIO()
-    emit_ci_outputs(samples.driver_upgraded_without_reboot(), markdown_path=None, stream=stream)
+    emit_ci_outputs(
+        samples.driver_upgraded_without_reboot(),
+        markdown_path=None,
+        stream=stream,
+        env=process_env(),
+    )
     assert stream.getvalue() == ""
     assert not summary.exists()
 
@@ -120,7 +125,7 @@ def test_markdown_file_is_written_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     out = tmp_path / "summary.md"
     report = samples.cpu_wheel_in_image()
-    emit_ci_outputs(report, markdown_path=str(out), stream=io.StringIO())
+    emit_ci_outputs(report, markdown_path=str(out), stream=io.StringIO(), env=process_env())
     assert out.read_text(encoding="utf-8") == render_markdown(report)
 
 
@@ -128,14 +133,14 @@ def test_under_github_actions_summary_is_appended_and_annotations_printed(github
     github.write_text("# earlier step output\n", encoding="utf-8")
     report = samples.driver_upgraded_without_reboot()
     stream = io.StringIO()
-    emit_ci_outputs(report, markdown_path=None, stream=stream)
+    emit_ci_outputs(report, markdown_path=None, stream=stream, env=process_env())
     assert github.read_text(encoding="utf-8") == "# earlier step output\n" + render_markdown(report)
     assert stream.getvalue().splitlines() == github_annotations(report)
 
 
 def test_passing_report_prints_no_annotation_but_still_summarises(github: Path) -> None:
     stream = io.StringIO()
-    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
+    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream, env=process_env())
     assert stream.getvalue() == ""
     assert "**pass**" in github.read_text(encoding="utf-8")
 
@@ -145,7 +150,7 @@ def test_summary_that_cannot_be_written_is_a_warning_not_a_crash(
 ) -> None:
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing-dir" / "summary.md"))
     stream = io.StringIO()
-    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
+    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream, env=process_env())
     level, props, message = _parse(stream.getvalue().strip())
     assert level == "warning" and props["title"] == "envcheck"
     assert message.startswith("cannot write the step summary")
@@ -157,7 +162,10 @@ def test_step_summary_stays_under_githubs_one_mebibyte(
     monkeypatch.setattr(ann, "STEP_SUMMARY_LIMIT", 2000)
     github.write_text("x" * 1500, encoding="utf-8")
     emit_ci_outputs(
-        samples.driver_upgraded_without_reboot(), markdown_path=None, stream=io.StringIO()
+        samples.driver_upgraded_without_reboot(),
+        markdown_path=None,
+        stream=io.StringIO(),
+        env=process_env(),
     )
     text = github.read_text(encoding="utf-8")
     assert len(text.encode("utf-8")) <= 2000
@@ -171,7 +179,9 @@ def test_step_outputs_for_the_steps_that_follow(
     outputs = tmp_path / "output"
     outputs.write_text("earlier=1\n", encoding="utf-8")
     monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
-    emit_ci_outputs(samples.cpu_wheel_in_image(), markdown_path=None, stream=io.StringIO())
+    emit_ci_outputs(
+        samples.cpu_wheel_in_image(), markdown_path=None, stream=io.StringIO(), env=process_env()
+    )
     assert outputs.read_text(encoding="utf-8").splitlines() == [
         "earlier=1",
         "verdict=cpu-fallback",
@@ -185,7 +195,7 @@ def test_step_outputs_that_cannot_be_written_are_a_warning(
 ) -> None:
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "missing-dir" / "output"))
     stream = io.StringIO()
-    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream)
+    emit_ci_outputs(samples.healthy(), markdown_path=None, stream=stream, env=process_env())
     level, _, message = _parse(stream.getvalue().strip())
     assert level == "warning" and message.startswith("cannot write the step outputs")
 
@@ -253,5 +263,5 @@ def test_step_outputs_carry_no_control_characters(
 ) -> None:
     out = tmp_path / "out"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
-    assert ann.append_step_outputs({"image": f"img{HOSTILE}"}) is None
+    assert ann.append_step_outputs({"image": f"img{HOSTILE}"}, os.environ) is None
     assert not UNSAFE.search(out.read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ from envcheck.errors import UsageError
 from envcheck.facts import DriverFacts, GpuFacts, PaddleFacts
 from envcheck.report import SCHEMA_VERSION, Report
 from tests import report_samples as samples
-from tests.inprocess import ENV, Result, run_envcheck
+from tests.inprocess import ENV, Result, process_env, run_envcheck
 
 FACT_KEYS = [f.key for f in FACTS]
 
@@ -29,8 +29,8 @@ FACT_KEYS = [f.key for f in FACTS]
 def _saved(tmp_path: Path, report: Report | None = None) -> dict[str, Any]:
     """A baseline as the doctor would have saved it, read back from disk."""
     path = tmp_path / "baseline.json"
-    assert save_baseline(report or samples.healthy(), str(path))
-    return load_baseline(str(path))
+    assert save_baseline(report or samples.healthy(), str(path), process_env())
+    return load_baseline(str(path), process_env())
 
 
 def test_baseline_holds_the_facts_that_matter() -> None:
@@ -206,16 +206,22 @@ def test_fact_missing_from_an_older_baseline_is_not_compared(tmp_path: Path) -> 
 
 
 def test_save_baseline_only_after_a_passing_run(tmp_path: Path) -> None:
-    assert save_baseline(samples.unconfirmed_image_tag(), str(tmp_path / "warn.json"))
-    assert not save_baseline(samples.driver_upgraded_without_reboot(), str(tmp_path / "fail.json"))
-    assert not save_baseline(samples.cpu_wheel_in_image(), str(tmp_path / "fallback.json"))
+    assert save_baseline(
+        samples.unconfirmed_image_tag(), str(tmp_path / "warn.json"), process_env()
+    )
+    assert not save_baseline(
+        samples.driver_upgraded_without_reboot(), str(tmp_path / "fail.json"), process_env()
+    )
+    assert not save_baseline(
+        samples.cpu_wheel_in_image(), str(tmp_path / "fallback.json"), process_env()
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["warn.json"]
 
 
 def test_a_saved_good_report_serves_as_a_baseline(tmp_path: Path) -> None:
     path = tmp_path / "last-good.json"
     path.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
-    baseline = load_baseline(str(path))
+    baseline = load_baseline(str(path), process_env())
     assert baseline["facts"] == baseline_document(samples.healthy())["facts"]
     assert baseline["created"] == "2026-03-01T10:00:00+00:00"
 
@@ -257,7 +263,7 @@ def test_bad_baseline_files_are_usage_errors_naming_the_file(
     elif content is not None:
         path.write_text(content, encoding="utf-8")
     with pytest.raises(UsageError) as info:
-        load_baseline(str(path))
+        load_baseline(str(path), process_env())
     assert str(path) in info.value.message and error in info.value.message
     assert info.value.hint and "--save-baseline" in info.value.hint
     assert int(info.value.status) == 2

@@ -110,7 +110,7 @@ def _resolve(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> ep.Endpoin
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    return resolve_endpoint()
+    return resolve_endpoint(os.environ)
 
 
 def test_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from envcheck.commands.doctor import read_facts_document
 from envcheck.errors import UsageError
 from envcheck.facts import FactsError, HostFacts, host_from_document, to_dict
 from tests import report_samples as samples
-from tests.inprocess import envcheck
+from tests.inprocess import envcheck, process_env
 from tests.test_cli import write
 
 
@@ -81,7 +81,7 @@ def from_good() -> HostFacts:
 def test_read_facts_names_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, changed("paddle.cuda", "abc"))
     with pytest.raises(UsageError, match=f"facts file {path}: host.paddle.cuda"):
-        read_facts_document(path)
+        read_facts_document(path, process_env())
 
 
 @pytest.mark.parametrize(

@@ -102,13 +102,14 @@ def test_a_venv_without_paddle_gets_the_pinned_cpu_build_and_a_passing_smoke(
 
 
 def test_a_failing_verification_restores_the_exact_freeze(
-    tmp_path: Path, variables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, variables: dict[str, str]
 ) -> None:
     python = fix_env.make_venv(tmp_path / "venv")
     before = fix_env.freeze(python)
-    # the verification smoke's matmul reads zeros: Paddle "computes" wrong results
-    monkeypatch.setenv(CORRUPT_ENV, "matmul:zero")
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
+    # the verification smoke's matmul reads zeros: Paddle "computes" wrong results (the
+    # command's variables reach the smoke's child, #26.3)
+    corrupt = {**variables, CORRUPT_ENV: "matmul:zero"}
+    code, doc = fix(corrupt, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
     assert code == 7 and doc["outcome"] == "rolled-back", doc
     assert doc["verification"]["verdict"] == "wrong-results"
     assert doc["rollback"]["freeze_matches"] is True
@@ -119,7 +120,7 @@ def test_a_failing_verification_restores_the_exact_freeze(
 
 @pytest.mark.parametrize("change", ["changed", "gone"])
 def test_a_package_whose_local_file_changed_is_refused_before_anything_changes(
-    tmp_path: Path, variables: dict[str, str], monkeypatch: pytest.MonkeyPatch, change: str
+    tmp_path: Path, variables: dict[str, str], change: str
 ) -> None:
     """A build the plan removes, installed from a local wheel since rebuilt or deleted, cannot be
     put back by a rollback (pip refuses the recorded sha256, or finds nothing). Before, `--yes`
@@ -136,8 +137,8 @@ def test_a_package_whose_local_file_changed_is_refused_before_anything_changes(
     else:
         with stub.open("ab") as f:
             f.write(b"rebuilt")
-    monkeypatch.setenv(CORRUPT_ENV, "matmul:zero")  # a verification that fails
-    code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
+    corrupt = {**variables, CORRUPT_ENV: "matmul:zero"}  # a verification that fails
+    code, doc = fix(corrupt, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
     assert code == 4 and f"paddlepaddle-gpu ({stub} " in doc["error"]["message"], doc
     assert change in doc["error"]["message"] and "Nothing was changed" in doc["error"]["hint"]
     assert fix_env.freeze(python) == before
@@ -518,10 +519,13 @@ def test_a_driver_too_old_for_every_build_leaves_only_manual_steps(gpu_host: Any
 def test_the_engine_is_asked_for_the_image_by_its_name(docker_client: Any, registry: Any) -> None:
     """One GET to the engine, the answer the docker SDK's inspect gives: the id, or None."""
     from envcheck.probe.endpoint import resolve_endpoint
-    from envcheck.probe.engine import probe_image
+    from envcheck.probe.engine import _sdk_image_id, probe_image
     from tests.conftest import PADDLE_CPU
 
     ref = registry.ref(PADDLE_CPU)
     endpoint = resolve_endpoint(ENV)
     assert probe_image(ref, endpoint) == docker_client.api.inspect_image(ref)["Id"]
     assert probe_image(registry.ref("envcheck-test/never-pushed:1"), endpoint) is None
+    # the SDK's transport (TLS, ssh:// engines) gives the same answers, without docker_adapter
+    assert _sdk_image_id(ref, endpoint, 5) == probe_image(ref, endpoint)
+    assert _sdk_image_id(registry.ref("envcheck-test/never-pushed:1"), endpoint, 5) is None

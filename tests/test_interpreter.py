@@ -29,7 +29,7 @@ def _script(tmp_path: Path, body: str, name: str = "python") -> str:
 
 
 def test_a_sibling_venv_is_its_own_interpreter(sibling_venv: Path) -> None:
-    target = resolve_interpreter(str(sibling_venv / "bin" / "python"))
+    target = resolve_interpreter(str(sibling_venv / "bin" / "python"), os.environ)
     assert target.prefix == str(sibling_venv)
     assert not any(p.startswith(sys.prefix + os.sep) for p in target.paths), target.paths
 
@@ -69,7 +69,7 @@ def test_doctor_judges_the_python_it_was_given(sibling_venv: Path) -> None:
 )
 def test_not_a_python_is_a_usage_error(tmp_path: Path, body: str, words: str) -> None:
     with pytest.raises(UsageError) as err:
-        resolve_interpreter(_script(tmp_path, body), timeout=20)
+        resolve_interpreter(_script(tmp_path, body), os.environ, timeout=20)
     assert words in err.value.message
 
 
@@ -77,7 +77,7 @@ def test_a_hanging_python_is_stopped_with_what_it_started(tmp_path: Path) -> Non
     pidfile = tmp_path / "child.pid"
     python = _script(tmp_path, f"sleep 1000 & echo $! > {pidfile}\nsleep 1000\n")
     with pytest.raises(UsageError, match="did not answer within 1 s"):  # its own timeout ended it
-        resolve_interpreter(python, timeout=1)
+        resolve_interpreter(python, os.environ, timeout=1)
     child = int(pidfile.read_text())
     for _ in range(100):  # the SIGKILL of the group is delivered asynchronously
         if not _alive(child):
@@ -122,7 +122,7 @@ def test_a_bug_in_the_cuda_probe_is_a_bug_not_a_timeout(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(cuda_libs, "probe_cuda_libraries", broken)  # the library thread
     with pytest.raises(KeyError, match="a bug in the probe"):
-        start_host_probe().facts()
+        start_host_probe(os.environ).facts()
 
 
 def test_envcheck_in_pipx_judges_the_python3_a_shell_runs_not_its_own_venv(

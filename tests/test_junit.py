@@ -16,6 +16,7 @@ from envcheck.render.junit import junit_xml, write_fleet_junit, write_junit
 from envcheck.render.sanitize import visible
 from envcheck.report import Report
 from tests import report_samples as samples
+from tests.inprocess import process_env
 
 
 def _load(path: Path) -> JUnitXml:
@@ -34,7 +35,7 @@ def test_one_testcase_per_check_with_layer_as_classname(
 ) -> None:
     report: Report = builder()
     out = tmp_path / "envcheck.xml"
-    write_junit(report, str(out))
+    write_junit(report, str(out), process_env())
 
     xml = _load(out)
     (suite,) = list(xml)
@@ -59,7 +60,7 @@ def test_one_testcase_per_check_with_layer_as_classname(
 def test_failure_carries_message_and_fix(tmp_path: Path, builder: samples.Builder) -> None:
     report = builder()
     out = tmp_path / "r.xml"
-    write_junit(report, str(out))
+    write_junit(report, str(out), process_env())
     failed = {f.id: f for f in report.findings if f.severity == "fail"}
     seen = {}
     for case in next(iter(_load(out))):
@@ -80,7 +81,7 @@ def test_failure_carries_message_and_fix(tmp_path: Path, builder: samples.Builde
 def test_warning_is_a_passing_case_that_says_warning_and_fix(tmp_path: Path) -> None:
     report = samples.unconfirmed_image_tag()
     out = tmp_path / "w.xml"
-    write_junit(report, str(out))
+    write_junit(report, str(out), process_env())
     (case,) = [c for c in next(iter(_load(out))) if c.name == "image.unconfirmed"]
     assert case.is_passed and not case.is_skipped
     assert case.system_out.startswith("WARNING: tag 3.3.1")
@@ -89,7 +90,7 @@ def test_warning_is_a_passing_case_that_says_warning_and_fix(tmp_path: Path) -> 
 
 def test_round_trips_through_junitparser_unchanged(tmp_path: Path) -> None:
     first, second = tmp_path / "a.xml", tmp_path / "b.xml"
-    write_junit(samples.cpu_wheel_in_image(), str(first))
+    write_junit(samples.cpu_wheel_in_image(), str(first), process_env())
     _load(first).write(str(second))
     a, b = _load(first), _load(second)
     assert (a.tests, a.failures, a.errors, a.skipped) == (b.tests, b.failures, b.errors, b.skipped)
@@ -123,7 +124,7 @@ def test_fleet_has_one_suite_per_host_and_totals(tmp_path: Path) -> None:
         samples.cpu_wheel_in_image(),
     ]
     out = tmp_path / "fleet.xml"
-    write_fleet_junit(reports, str(out))
+    write_fleet_junit(reports, str(out), process_env())
     xml = _load(out)
     assert [s.hostname for s in xml] == ["gpu-node-1", "gpu-node-3", "gpu-node-4"]
     assert xml.tests == sum(len(r.findings) for r in reports)
@@ -132,11 +133,11 @@ def test_fleet_has_one_suite_per_host_and_totals(tmp_path: Path) -> None:
 
 def test_unwritable_path_is_a_usage_error_naming_the_flag(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"--junit .*no-such-dir"):
-        write_junit(samples.healthy(), str(tmp_path / "no-such-dir" / "r.xml"))
+        write_junit(samples.healthy(), str(tmp_path / "no-such-dir" / "r.xml"), process_env())
 
 
 def test_no_temp_file_left_behind(tmp_path: Path) -> None:
-    write_junit(samples.healthy(), str(tmp_path / "r.xml"))
+    write_junit(samples.healthy(), str(tmp_path / "r.xml"), process_env())
     assert [p.name for p in tmp_path.iterdir()] == ["r.xml"]
 
 

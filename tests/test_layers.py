@@ -179,20 +179,23 @@ def graph() -> dict[str, frozenset[str]]:
     return edges
 
 
-def chain_to(start: str, forbidden: Iterable[str]) -> list[str] | None:
-    """The shortest import chain from `start` to a module of a forbidden layer, else None."""
+def chains_to(start: str, forbidden: Iterable[str]) -> list[list[str]]:
+    """The shortest import chain from `start` to each module of a forbidden layer it reaches:
+    every violation is named, not only the nearest (an added `import rich` beside an added
+    adapter import is reported too)."""
     banned, edges = set(forbidden), graph()
-    paths, seen = [[start]], {start}
+    paths, seen, chains = [[start]], {start}, []
     while paths:
         path = paths.pop(0)
         for nxt in sorted(edges.get(path[-1], ())):
             if nxt in seen:
                 continue
-            if layer_of(nxt) in banned:
-                return [*path, nxt]
             seen.add(nxt)
-            paths.append([*path, nxt])
-    return None
+            if layer_of(nxt) in banned:
+                chains.append([*path, nxt])
+            else:
+                paths.append([*path, nxt])
+    return chains
 
 
 def test_every_module_belongs_to_one_layer() -> None:
@@ -210,7 +213,7 @@ def test_contract_holds_over_the_whole_import_graph(contract: Contract) -> None:
         " -> ".join(chain)
         for module in modules()
         if layer_of(module) in contract.layers
-        and (chain := chain_to(module, contract.forbidden)) is not None
+        for chain in chains_to(module, contract.forbidden)
     ]
     assert broken == [], f"{contract.reason}:\n" + "\n".join(broken)
 

@@ -272,22 +272,21 @@ def test_pyproject_ships_the_matrix_folder_inside_the_wheel() -> None:
 # -- where the matrix comes from ------------------------------------------------------------------
 
 
-def test_env_var_overrides_the_shipped_matrix(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_env_var_overrides_the_shipped_matrix(tmp_path: Path) -> None:
     copy = _copy_shipped(tmp_path / "mine")
     images = copy / "images.toml"
     images.write_text(
         images.read_text().replace('"docker.io/paddlepaddle/paddle"', '"mirror.example/paddle"')
     )
-    monkeypatch.setenv(ENV_VAR, str(copy))
-    m = load_matrix()
+    m = load_matrix(None, {ENV_VAR: str(copy)})  # the command's variables
     assert m.path == str(copy) and m.registries["dockerhub"] == "mirror.example/paddle"
 
 
-def test_explicit_path_beats_the_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV_VAR, str(tmp_path / "nowhere"))
-    assert load_matrix(str(_copy_shipped(tmp_path / "flag"))).path == str(tmp_path / "flag")
+def test_explicit_path_beats_the_env_var(tmp_path: Path) -> None:
+    variables = {ENV_VAR: str(tmp_path / "nowhere")}
+    assert load_matrix(str(_copy_shipped(tmp_path / "flag")), variables).path == str(
+        tmp_path / "flag"
+    )
 
 
 def test_wheel_copy_beats_the_repo_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -311,11 +310,10 @@ def _copy_shipped(dest: Path) -> Path:
     ids=["typo-in-ENVCHECK_MATRIX", "folder-without-toml"],
 )
 def test_unusable_override_is_a_matrix_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Callable[[Path], Path], problem: str
+    tmp_path: Path, make: Callable[[Path], Path], problem: str
 ) -> None:
-    monkeypatch.setenv(ENV_VAR, str(make(tmp_path)))
     with pytest.raises(MatrixError) as e:
-        load_matrix()
+        load_matrix(None, {ENV_VAR: str(make(tmp_path))})
     assert len(e.value.problems) == 1 and problem in e.value.problems[0]
     assert isinstance(e.value, UsageError)  # exit 2
 

@@ -5,6 +5,7 @@ JSON."""
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import replace
 
 import pytest
@@ -44,7 +45,9 @@ def test_a_registry_failure_is_one_line_and_the_whole_error_under_explain() -> N
     """Before: the pull's whole error, its reference three times, as the message (22 lines at
     80 columns)."""
     ref = "127.0.0.1:1/envcheck-test/paddle-cpu:3.3.1"
-    doc, findings = smoke_check(NO_GPU_HOST, replace(CPU_CHOICE, ref=ref), SmokeOptions(quiet=True))
+    doc, findings = smoke_check(
+        NO_GPU_HOST, replace(CPU_CHOICE, ref=ref), SmokeOptions(quiet=True, variables=os.environ)
+    )
     (unavailable,) = (f for f in findings if f.id == "smoke.image-unavailable")
     assert unavailable.message.startswith(f"image {ref} unavailable (connection refused); ran ")
     assert unavailable.message.count(ref) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from envcheck.probe.endpoint import resolve_endpoint
 from envcheck.probe.engine import engine_facts, parse_response, probe_engine
 
 # `GET /info` of an engine with the NVIDIA Container Toolkit registered (trimmed), and of one with CDI.
@@ -29,11 +31,22 @@ INFO_CDI = {
 
 @pytest.mark.docker
 def test_real_engine_agrees_with_the_docker_sdk(docker_client: Any) -> None:
-    facts = probe_engine()
+    facts = probe_engine(resolve_endpoint(os.environ))
     info, version = docker_client.info(), docker_client.version()
     assert facts.status == "ok"
     assert facts.version == version["Version"] and facts.api_version == version["ApiVersion"]
     assert set(facts.runtimes) == set(info["Runtimes"]) and facts.nvidia_runtime is False
+
+
+@pytest.mark.docker
+def test_the_sdk_transport_reads_the_same_engine(docker_client: Any) -> None:
+    """The path a TLS or ssh:// engine takes (the docker SDK's transports), on the real engine:
+    it raised TypeError (this SDK's DockerClient is no context manager), a crash, not a fact."""
+    from envcheck.probe.engine import _sdk_documents
+
+    version, info = _sdk_documents(resolve_endpoint(dict(os.environ)), 5)
+    assert version["ApiVersion"] == docker_client.version()["ApiVersion"]
+    assert info["ID"] == docker_client.info()["ID"]
 
 
 @pytest.mark.parametrize(

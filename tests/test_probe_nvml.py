@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from envcheck.probe import nvml
+from envcheck.probe.driver_root import proc_driver_version
 
 pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
 
@@ -167,8 +168,8 @@ def test_toolkit_stub_without_nvml_is_absent(probed_host: Probed) -> None:
 
 
 PROBE_DRIVER_ONLY = (
-    "import json; from envcheck.facts import to_dict; from envcheck.probe.nvml import probe_driver;"
-    " d, g = probe_driver(); print(json.dumps({'driver': to_dict(d), 'gpus': to_dict(g)}))"
+    "import json; from envcheck.facts import to_dict; import os; from envcheck.probe.nvml import probe_driver;"
+    " d, g = probe_driver(os.environ); print(json.dumps({'driver': to_dict(d), 'gpus': to_dict(g)}))"
 )
 
 
@@ -331,9 +332,9 @@ def test_kernel_module_version_is_read_under_the_driver_root(
     path.parent.mkdir(parents=True)
     path.write_text(PROC_FILES[0][1])
     monkeypatch.setenv("ENVCHECK_DRIVER_ROOT", str(tmp_path))
-    assert nvml.read_kernel_module_version() == "535.104.05"
+    assert nvml.read_kernel_module_version(proc_driver_version(os.environ)) == "535.104.05"
     monkeypatch.setenv("ENVCHECK_DRIVER_ROOT", str(tmp_path / "missing"))
-    assert nvml.read_kernel_module_version() is None
+    assert nvml.read_kernel_module_version(proc_driver_version(os.environ)) is None
 
 
 @pytest.mark.parametrize(

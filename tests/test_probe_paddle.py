@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -180,7 +181,7 @@ def test_other_interpreter_is_asked_for_its_path(tmp_path: Path) -> None:
         f"#!{sys.executable}\nimport json\nprint('envcheck-interpreter:' + json.dumps({answer!r}))\n"
     )
     fake_python.chmod(0o755)
-    facts = probe_paddle(resolve_interpreter(str(fake_python)))
+    facts = probe_paddle(resolve_interpreter(str(fake_python), os.environ))
     assert facts.version == "2.6.2" and facts.python == str(fake_python)
 
 

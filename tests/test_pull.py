@@ -582,14 +582,16 @@ def test_plan_from_the_shipped_matrix_has_the_baidu_mirror() -> None:
 
 def test_ensure_image_returns_a_present_image_and_pulls_a_missing_one(fresh: Fresh) -> None:
     present = fresh.client.images.get(BUSYBOX)
-    assert ensure_image(BUSYBOX, allow_pull=False, quiet=True) == present.id
+    assert ensure_image(BUSYBOX, allow_pull=False, quiet=True, client=fresh.client) == present.id
     repo, pushed = fresh.push(layers=1)
     ref = fresh.registry.ref(f"{repo}:1")
     with pytest.raises(EnvironmentProblem, match="pulling is off"):
-        ensure_image(ref, allow_pull=False, quiet=True)
-    assert ensure_image(ref, allow_pull=True, quiet=True) == pushed.config_digest
+        ensure_image(ref, allow_pull=False, quiet=True, client=fresh.client)
+    assert (
+        ensure_image(ref, allow_pull=True, quiet=True, client=fresh.client) == pushed.config_digest
+    )
     with pytest.raises(EnvcheckError) as info:
-        ensure_image("Not A Ref", allow_pull=True, quiet=True)
+        ensure_image("Not A Ref", allow_pull=True, quiet=True, client=fresh.client)
     assert info.value.status == 2
 
 

@@ -71,7 +71,7 @@ def test_a_signal_right_after_the_smoke_folder_is_made_leaves_no_folder(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(tempfile, "mkdtemp", made_then_signalled)
     with pytest.raises(Interrupted), unwind_on_signals():
-        run_subprocess(sys.executable, SCRIPTS / "hang.py", [], timeout=60)
+        run_subprocess(sys.executable, SCRIPTS / "hang.py", [], 60, os.environ)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -116,7 +116,12 @@ def test_a_create_whose_answer_was_lost_is_found_by_its_run_id(
 ) -> None:
     """The engine made the container, envcheck never got the handle (the create's answer was cut):
     the failed `__enter__` looks the container up by its name, the run id, and removes it."""
-    box = SmokeContainer(docker_client, ContainerSpec(paddle_image, (), SCRIPTS / "hang.py", 60.0))
+    box = SmokeContainer(
+        docker_client,
+        ContainerSpec(paddle_image, (), SCRIPTS / "hang.py", 60.0),
+        variables=os.environ,
+        stderr=sys.stderr,
+    )
     made = docker_client.containers.create(
         paddle_image, ["true"], name=ownership.container_name(box.run_id)
     )

@@ -6,6 +6,7 @@ paths end in the engine's real refusal, and bad scripts run in real containers.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -37,9 +38,16 @@ pytest_plugins = ("tests.smoke_fixtures",)
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("paddle_image", "no_leftovers")]
 
 
+# what the doctor hands a container: the command's variables (the test's own) and its stderr
+# (none: a sweep's removals are not this file's subject)
+COMMAND: dict[str, Any] = {"variables": os.environ, "stderr": None}
+
+
 def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
     return smoke_check(
-        NO_GPU_HOST, CPU_CHOICE, SmokeOptions(**{"quiet": True, "timeout": 180.0, **options})
+        NO_GPU_HOST,
+        CPU_CHOICE,
+        SmokeOptions(**{"quiet": True, "timeout": 180.0, "variables": os.environ, **options}),
     )
 
 
@@ -122,7 +130,7 @@ def test_expect_gpu_is_cpu_fallback_naming_the_refusal_and_the_cpu_build() -> No
 
 
 def test_gpu_request_is_refused_at_start_and_leaves_no_container(docker_client: Any) -> None:
-    box = SmokeContainer(docker_client, spec(WORKLOAD, gpu_ids=("all",)))
+    box = SmokeContainer(docker_client, spec(WORKLOAD, gpu_ids=("all",)), **COMMAND)
     with pytest.raises(GpuRequestRefused) as refused, box:
         box.run()
     assert refused.value.hint == NVIDIA_RUNTIME_FIX
@@ -156,7 +164,7 @@ def test_hanging_smoke_is_killed_at_the_timeout_and_removed(
 # -- the lockdown ---------------------------------------------------------------------------------
 def test_the_container_is_locked_down(docker_client: Any) -> None:
     with SmokeContainer(
-        docker_client, spec(SCRIPTS / "lockdown.py", args=("--device", "cpu"))
+        docker_client, spec(SCRIPTS / "lockdown.py", args=("--device", "cpu")), **COMMAND
     ) as box:
         raw = box.run()
     seen = json.loads(raw.stdout)
@@ -175,7 +183,7 @@ def test_ctrl_c_while_running_removes_the_container(docker_client: Any) -> None:
     def interrupt(pid: int | None) -> None:
         raise KeyboardInterrupt
 
-    box = SmokeContainer(docker_client, spec(SCRIPTS / "hang.py"))
+    box = SmokeContainer(docker_client, spec(SCRIPTS / "hang.py"), **COMMAND)
     with pytest.raises(KeyboardInterrupt), box:
         box.run(on_start=interrupt)
     assert envcheck_containers(docker_client) == []
@@ -186,7 +194,7 @@ def test_sigterm_during_the_run_removes_the_container(docker_client: Any) -> Non
     import os
     import signal
 
-    box = SmokeContainer(docker_client, spec(SCRIPTS / "hang.py"))
+    box = SmokeContainer(docker_client, spec(SCRIPTS / "hang.py"), **COMMAND)
     timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
     with pytest.raises(Interrupted) as stopped, box:
         timer.start()
@@ -227,7 +235,7 @@ def test_no_pull_with_a_missing_image_is_an_error_not_a_fallback(registry: Any) 
     """`--no-pull` names a wish: that image, or a failure (#8.5)."""
     choice = replace(CPU_CHOICE, ref=registry.ref("envcheck-test/nothing:1"))
     with pytest.raises(EnvironmentProblem, match=r"pulling is off \(--no-pull\)"):
-        smoke_check(NO_GPU_HOST, choice, SmokeOptions(pull=False, quiet=True))
+        smoke_check(NO_GPU_HOST, choice, SmokeOptions(pull=False, quiet=True, variables=os.environ))
 
 
 @pytest.mark.registry
@@ -238,7 +246,7 @@ def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
     registry: Any, name: str, words: str
 ) -> None:
     choice = replace(CPU_CHOICE, ref=registry.ref(name))
-    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True))
+    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True, variables=os.environ))
     assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
     assert words in findings[0].message and findings[0].severity == "warn"
     assert doc is not None and doc["mode"] == "in-process" and doc["fallback"]
@@ -247,7 +255,7 @@ def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
 
 def test_unreachable_registry_warns_and_falls_back_in_process() -> None:
     choice = replace(CPU_CHOICE, ref="127.0.0.1:1/envcheck-test/paddle-cpu:3.3.1")
-    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True))
+    doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True, variables=os.environ))
     assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
     assert "connection refused" in findings[0].message.lower()  # the engine says it (#12.3)
     assert doc is not None and doc["runs"][0]["device_used"] == "cpu"
@@ -265,7 +273,7 @@ def test_a_bug_while_reading_the_output_is_raised_and_the_container_removed(
     monkeypatch.setattr(OutputCollector, "feed_stdout", broken)
     with (
         pytest.raises(KeyError, match="a bug in envcheck"),
-        SmokeContainer(docker_client, spec(SCRIPTS / "lockdown.py")) as box,
+        SmokeContainer(docker_client, spec(SCRIPTS / "lockdown.py"), **COMMAND) as box,
     ):
         box.run()
     assert envcheck_containers(docker_client) == []

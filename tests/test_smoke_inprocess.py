@@ -33,7 +33,10 @@ IN_PROCESS = SmokeOptions(in_process=True, timeout=180)
 
 
 def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
-    opts = SmokeOptions(**{"in_process": True, "timeout": 180.0, **options})
+    # the test process's variables, live: the fixtures' no_driver and smoke_script set them
+    opts = SmokeOptions(
+        **{"in_process": True, "timeout": 180.0, "variables": os.environ, **options}
+    )
     return smoke_check(NO_GPU_HOST, CPU_CHOICE, opts)
 
 
@@ -94,7 +97,7 @@ def test_hanging_script_is_killed_at_the_timeout_with_its_children(
 
 
 def test_megabytes_are_not_kept_in_memory() -> None:
-    raw = run_subprocess(sys.executable, SCRIPTS / "megabytes.py", [], timeout=60)
+    raw = run_subprocess(sys.executable, SCRIPTS / "megabytes.py", [], 60, os.environ)
     assert raw.stdout_overflow and len(raw.stdout) == 256 * 1024 and raw.exit_code != 0
 
 
@@ -150,7 +153,7 @@ def test_a_bug_while_reading_the_output_is_raised_at_once_not_a_smoke_verdict(
     def run() -> None:
         try:
             run_subprocess(
-                sys.executable, SCRIPTS / script, [], timeout=3600, on_start=started.append
+                sys.executable, SCRIPTS / script, [], 3600, os.environ, on_start=started.append
             )
         except BaseException as e:  # noqa: BLE001 - handed to the test's thread
             raised.append(e)

@@ -38,6 +38,7 @@ from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.verdict import judge
 from tests import fakenv
 from tests import smoke_samples as rec
+from tests.inprocess import process_env
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -371,7 +372,7 @@ REAL_H100_LOADED: list[dict[str, Any]] = [
 
 
 def test_recorded_real_h100_cudnn_9_14_and_cublas_13_under_a_cuda_11_8_build() -> None:
-    facts, _ = read_facts_document(str(REAL_HOST))
+    facts, _ = read_facts_document(str(REAL_HOST), process_env())
     facts = replace(
         facts,
         paddle=PaddleFacts(

@@ -7,7 +7,9 @@ upgrade without a reboot; the workload's own /proc/self/maps reading and NVML ca
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,7 @@ def test_injected_driver_libraries_newer_than_the_kernel_module_are_driver_libra
             "FAKE_NVIDIA_PROFILE": f"{INJECTED}/profile.toml",
         },
     )
-    with SmokeContainer(docker_client, spec) as box:
+    with SmokeContainer(docker_client, spec, variables=os.environ, stderr=sys.stderr) as box:
         raw = box.run()
     outcome = outcome_of(raw, {})
     assert outcome.result is not None, outcome.problem

@@ -10,6 +10,8 @@ cuDNN cannot run on a CPU build: its causes are judged from Paddle's own texts
 from __future__ import annotations
 
 import copy
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,7 @@ def test_a_dataloader_worker_that_fails_is_its_own_finding_with_its_log_line(
 ) -> None:
     monkeypatch.setenv(CORRUPT_ENV, mode)
     doc, findings = smoke_check(
-        NO_GPU_HOST, CPU_CHOICE, SmokeOptions(in_process=True, timeout=180.0)
+        NO_GPU_HOST, CPU_CHOICE, SmokeOptions(in_process=True, timeout=180.0, variables=os.environ)
     )
     finding = only(findings, WORKER_ID)
     assert all(w in f"{finding.message} {finding.fix}" for w in words), finding
@@ -82,7 +84,7 @@ def test_a_container_with_too_little_shared_memory_is_smoke_shm_with_the_shm_siz
         timeout=300,
         limits=Limits(shm=shm),
     )
-    with SmokeContainer(docker_client, spec) as box:
+    with SmokeContainer(docker_client, spec, variables=os.environ, stderr=sys.stderr) as box:
         raw = box.run()
     findings = judge(container_plan(), outcome_of(raw, NVML_ABSENT))
     finding = only(findings, SHM_ID)

@@ -21,14 +21,14 @@ pytest_plugins = ("tests.fakenv",)
 FAKE_PID = 4242  # the process tests/fakenv/src/fake_nvml.c reports on a GPU with `processes = 1`
 
 SAMPLE = f"""
-import json, time
+import json, os, time
 from envcheck.smoke.sampler import NvmlSampler
 from envcheck.smoke.witness import witness
 def wait_for_samples(n):  # events, not a fixed time: n more samples were taken
     target = sampler.summary()["samples"] + n
     while sampler.summary()["samples"] < target and sampler.status == "ok":
         time.sleep(0.005)
-with NvmlSampler(interval=0.01) as sampler:
+with NvmlSampler(os.environ, interval=0.01) as sampler:
     sampler.watch({FAKE_PID})
     wait_for_samples(5)
     window = {{"start": time.time(), "end": None}}  # as the workload stamps its training
@@ -141,7 +141,7 @@ def test_a_broken_driver_is_an_error_summary_not_an_exception(
 
 
 def test_no_driver_is_unavailable_with_the_reason(no_driver: Path) -> None:
-    with NvmlSampler() as sampler:
+    with NvmlSampler(os.environ) as sampler:
         sampler.watch(os.getpid())
     summary = sampler.summary()
     assert summary["status"] == "unavailable" and summary["gpus"] == {}

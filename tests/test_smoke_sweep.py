@@ -33,15 +33,17 @@ HOST = socket.gethostname()
 
 
 def crashed_labels(
-    run_id: str, owner: str | None = None, deadline: str = "9999999999"
+    run_id: str, owner: str | None = None, deadline: str = "9999999999", key: bytes | None = None
 ) -> dict[str, str]:
-    """What a run whose process died (SIGKILL) left on its container."""
+    """What a run whose process died (SIGKILL) left on its container (`key`: its owner key,
+    else this process's)."""
     owner = owner or f"{HOST}:{dead_pid()}"
+    key = ownership.owner_key(os.environ) if key is None else key
     return {
         LABEL: run_id,
         OWNER_LABEL: owner,
         DEADLINE_LABEL: deadline,
-        MARK_LABEL: ownership.mark(ownership.owner_key(), run_id, owner, deadline),
+        MARK_LABEL: ownership.mark(key, run_id, owner, deadline),
     }
 
 
@@ -103,7 +105,7 @@ def test_a_container_whose_image_presets_the_labels_is_not_ours(
     foreign = exited(docker_client, made, labelled_image)
     foreign.reload()
     assert foreign.labels[MARK_LABEL] and foreign.labels[LABEL]
-    assert sweep_leftovers(docker_client, grace=0) == []
+    assert sweep_leftovers(docker_client, grace=0, variables=os.environ, stderr=sys.stderr) == []
     assert present(docker_client, foreign)
 
 
@@ -120,7 +122,7 @@ def test_a_label_key_alone_is_not_ours(docker_client: Any, made: list[Any]) -> N
         name=ownership.container_name("forged1"),
         labels={**crashed_labels("forged1"), MARK_LABEL: "0" * 64},
     )
-    assert sweep_leftovers(docker_client, grace=0) == []
+    assert sweep_leftovers(docker_client, grace=0, variables=os.environ, stderr=sys.stderr) == []
     assert present(docker_client, foreign) and present(docker_client, forged)
 
 
@@ -136,7 +138,7 @@ def test_a_running_container_with_our_labels_is_never_swept(
         labels=crashed_labels(run_id, deadline="1"),
     )
     made.append(running)
-    assert sweep_leftovers(docker_client, grace=0) == []
+    assert sweep_leftovers(docker_client, grace=0, variables=os.environ, stderr=sys.stderr) == []
     running.reload()
     assert running.status == "running"
 
@@ -158,9 +160,13 @@ def test_a_fresh_leftover_waits_out_the_grace_period_then_goes_alone(
     )
     volume = next(m["Name"] for m in leftover.attrs["Mounts"] if m["Type"] == "volume")
     try:
-        assert sweep_leftovers(docker_client) == []  # exited a moment ago: inside the grace period
+        assert (
+            sweep_leftovers(docker_client, variables=os.environ, stderr=sys.stderr) == []
+        )  # exited a moment ago: inside the grace period
         assert present(docker_client, leftover)
-        assert sweep_leftovers(docker_client, grace=0) == [leftover.short_id]
+        assert sweep_leftovers(docker_client, grace=0, variables=os.environ, stderr=sys.stderr) == [
+            leftover.short_id
+        ]
         assert not present(docker_client, leftover)
         assert docker_client.volumes.get(volume) is not None
         err = capfd.readouterr().err
@@ -182,8 +188,10 @@ def test_a_live_owners_container_waits_for_its_deadline(
         name=ownership.container_name(run_id),
         labels=crashed_labels(run_id, owner=f"{HOST}:1", deadline=deadline),
     )  # pid 1 lives
-    assert sweep_leftovers(docker_client, grace=0) == []
-    assert sweep_leftovers(docker_client, grace=0, now=int(deadline) + 1) == [mine.short_id]
+    assert sweep_leftovers(docker_client, grace=0, variables=os.environ, stderr=sys.stderr) == []
+    assert sweep_leftovers(
+        docker_client, grace=0, now=int(deadline) + 1, variables=os.environ, stderr=sys.stderr
+    ) == [mine.short_id]
 
 
 # -- the rules, pure --------------------------------------------------------------------------------
@@ -222,18 +230,18 @@ def test_leftover_rules(status: str, now: float, swept: bool) -> None:
     labels = crashed_labels("abc", owner="h:5")
     found = attrs(labels, name=ownership.container_name("abc"), status=status)
     reason = ownership.leftover_reason(
-        found, key=ownership.owner_key(), now=now, hostname="h", alive=lambda pid: False
+        found, key=ownership.owner_key(os.environ), now=now, hostname="h", alive=lambda pid: False
     )
     assert (reason is not None) == swept
 
 
 def test_another_key_or_name_is_not_ours() -> None:
     labels = crashed_labels("abc", owner="h:5")
-    assert ownership.is_ours(ownership.owner_key(), "/envcheck-smoke-abc", labels)
+    assert ownership.is_ours(ownership.owner_key(os.environ), "/envcheck-smoke-abc", labels)
     assert not ownership.is_ours(b"k" * 32, "/envcheck-smoke-abc", labels)
-    assert not ownership.is_ours(ownership.owner_key(), "/envcheck-smoke-abd", labels)
+    assert not ownership.is_ours(ownership.owner_key(os.environ), "/envcheck-smoke-abd", labels)
     assert not ownership.is_ours(
-        ownership.owner_key(), "/envcheck-smoke-abc", {**labels, DEADLINE_LABEL: "1"}
+        ownership.owner_key(os.environ), "/envcheck-smoke-abc", {**labels, DEADLINE_LABEL: "1"}
     )  # labels changed after marking
 
 
@@ -308,7 +316,9 @@ def test_a_run_says_when_it_cannot_prove_ownership(
     folder.mkdir(mode=0o700)
     (folder / "owner.key").write_bytes(planted)
     (folder / "owner.key").chmod(0o600)
-    code = "from envcheck.smoke import ownership; print(ownership.unprovable())"
+    code = (
+        "from envcheck.smoke import ownership; import os; print(ownership.unprovable(os.environ))"
+    )
     run = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

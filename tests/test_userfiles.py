@@ -17,7 +17,7 @@ import pytest
 from envcheck.errors import EnvironmentProblem, UsageError
 from envcheck.userfiles import append_output, read_json, write_output
 from tests import scenarios as s
-from tests.inprocess import ENV, envcheck, envcheck_process
+from tests.inprocess import ENV, envcheck, envcheck_process, process_env
 from tests.test_cli import write
 
 
@@ -27,7 +27,7 @@ def test_a_regular_file_is_replaced_atomically_with_the_umask_mode(tmp_path: Pat
     target.chmod(0o600)
     old_umask = os.umask(0o022)
     try:
-        write_output(str(target), "new\n", flag="--junit")
+        write_output(str(target), "new\n", flag="--junit", env=process_env())
     finally:
         os.umask(old_umask)
     assert target.read_text() == "new\n"
@@ -40,7 +40,7 @@ def test_a_character_device_is_written_in_place_never_replaced(tmp_path: Path) -
     of the same device stands in for it, so a regression cannot break this machine."""
     node = tmp_path / "null"
     os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # needs root: fails loudly otherwise
-    write_output(str(node), "<testsuites/>\n", flag="--junit")
+    write_output(str(node), "<testsuites/>\n", flag="--junit", env=process_env())
     assert stat.S_ISCHR(node.lstat().st_mode) and os.major(node.lstat().st_rdev) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["null"]
 
@@ -50,7 +50,7 @@ def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader waits before we write
     try:
-        write_output(str(fifo), "# summary\n", flag="--markdown")
+        write_output(str(fifo), "# summary\n", flag="--markdown", env=process_env())
         got = os.read(reader, 1024)
     finally:
         os.close(reader)
@@ -61,7 +61,7 @@ def test_a_fifo_nobody_reads_is_exit_2_not_a_hang(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     with pytest.raises(UsageError, match="nothing is reading it"):
-        write_output(str(fifo), "x", flag="--markdown")
+        write_output(str(fifo), "x", flag="--markdown", env=process_env())
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_a_symlink_is_never_replaced_nor_written_through(tmp_path: Path, target:
     link = tmp_path / "report.md"
     link.symlink_to(dest)
     with pytest.raises(UsageError, match="symbolic link"):
-        write_output(str(link), "x", flag="--markdown")
+        write_output(str(link), "x", flag="--markdown", env=process_env())
     assert link.is_symlink() and os.readlink(link) == str(dest)
     assert target != "file" or dest.read_text() == "not ours"
     assert target != "missing" or not dest.exists()
@@ -87,23 +87,25 @@ def test_a_symlink_to_a_character_device_writes_the_device(tmp_path: Path) -> No
     os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     link = tmp_path / "out"
     link.symlink_to(node)
-    write_output(str(link), "x", flag="--junit")
+    write_output(str(link), "x", flag="--junit", env=process_env())
     assert link.is_symlink() and stat.S_ISCHR(node.lstat().st_mode)
 
 
 def test_a_directory_is_exit_2(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="is a directory"):
-        write_output(str(tmp_path), "x", flag="--junit")
+        write_output(str(tmp_path), "x", flag="--junit", env=process_env())
 
 
 def test_no_space_is_exit_4() -> None:
     with pytest.raises(EnvironmentProblem, match="No space left"):
-        write_output("/dev/full", "x", flag="--junit")
+        write_output("/dev/full", "x", flag="--junit", env=process_env())
 
 
 def test_a_folder_that_does_not_exist_is_exit_2(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--save-baseline"):
-        write_output(str(tmp_path / "no" / "base.json"), "x", flag="--save-baseline")
+        write_output(
+            str(tmp_path / "no" / "base.json"), "x", flag="--save-baseline", env=process_env()
+        )
 
 
 def test_the_step_summary_is_appended_never_replaced(tmp_path: Path) -> None:
@@ -197,11 +199,11 @@ def test_a_hostile_document_is_a_usage_error(tmp_path: Path, content: bytes, say
     path = tmp_path / "doc.json"
     path.write_bytes(content)
     with pytest.raises(UsageError, match=says) as e:
-        read_json(str(path), what="--facts")
+        read_json(str(path), what="--facts", env=process_env())
     assert str(path) in e.value.message
 
 
 def test_a_document_is_read_whole(tmp_path: Path) -> None:
     path = tmp_path / "doc.json"
     path.write_text(json.dumps({"a": [1, 2]}))
-    assert read_json(str(path), what="--facts") == {"a": [1, 2]}
+    assert read_json(str(path), what="--facts", env=process_env()) == {"a": [1, 2]}

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from envcheck.environment import Environment
     from envcheck.facts import HostFacts
     from envcheck.findings import Finding
+    from envcheck.matrix.model import Matrix
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.host import HostProbe
     from envcheck.probe.interpreter import Interpreter
@@ -163,7 +164,7 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 def run(args: argparse.Namespace, env: Environment) -> int:
     # The CUDA driver child first: its cuInit (~0.2 s on an H100) is the slowest probe, and the
     # imports and the other probes overlap it (#27.2). Whatever happens next, it is reaped.
-    with _host_probe(args) as probe:
+    with _host_probe(args, env) as probe:
         from envcheck import activity
         from envcheck.render.activity import make_activity_display
 
@@ -181,21 +182,21 @@ def run(args: argparse.Namespace, env: Environment) -> int:
 def diagnose(args: argparse.Namespace, env: Environment) -> Report:
     """The report of a parsed `doctor` command line, not rendered (`envcheck fix` plans from it
     and verifies with it)."""
-    with _host_probe(args) as probe:
+    with _host_probe(args, env) as probe:
         _resolve_paths(args, env)
         return _diagnose(args, env, probe)
 
 
 @contextmanager
-def _host_probe(args: argparse.Namespace) -> Iterator[HostProbe | None]:
-    """The host probe, its NVML and CUDA children started (None under `--facts`: nothing is
-    probed); reaped on the way out, whatever happened."""
+def _host_probe(args: argparse.Namespace, env: Environment) -> Iterator[HostProbe | None]:
+    """The host probe on the command's variables, its NVML and CUDA children started (None under
+    `--facts`: nothing is probed); reaped on the way out, whatever happened."""
     if args.facts:
         yield None
         return
     from envcheck.probe.host import adopt
 
-    probe = adopt()  # the one envcheck.entry started before the imports, else a new one
+    probe = adopt(env.env)  # the one envcheck.entry started before the imports, else a new one
     try:
         yield probe
     finally:
@@ -223,7 +224,7 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     gpus = parse_gpus(args.gpus)
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
-    target = None if probe is None else resolve_interpreter(args.python)
+    target = None if probe is None else resolve_interpreter(args.python, env.env)
     endpoint = None if probe is None else resolve_endpoint(env.env)
     if probe is not None and target is not None:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
@@ -252,7 +253,7 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
         from envcheck.smoke.check import smoke_check
 
         smoke_doc, smoke_findings = smoke_check(
-            host, image, _smoke_options(args, gpus, target, endpoint, matrix, env.stderr)
+            host, image, _smoke_options(args, gpus, target, endpoint, matrix, env)
         )
         findings += smoke_findings
     if recorded is not None:  # a saved report judged again keeps what its smoke saw
@@ -277,9 +278,7 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     )
 
 
-def read_facts_document(
-    path: str, env: Environment | None = None
-) -> tuple[HostFacts, RecordedSmoke | None]:
+def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, RecordedSmoke | None]:
     """`--facts FILE` (`-` = stdin): the host, and the smoke outcome when the document is a saved
     report. Any unreadable, non-JSON or invalid document is a UsageError (exit 2) naming the file
     and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7). Here, at the edge:
@@ -304,7 +303,7 @@ def read_facts_document(
         ) from e
 
 
-def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Any) -> ImageChoice:
+def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Matrix) -> ImageChoice:
     from envcheck.select import select_image
 
     choice = select_image(host, matrix, paddle=args.paddle, registry=args.registry)
@@ -321,12 +320,12 @@ def _smoke_options(
     gpus: tuple[int, ...] | None,
     target: Interpreter | None,
     endpoint: Endpoint | None,
-    matrix: Any,  # the loaded Matrix (typed as _choose_image types it)
-    stderr: TextIO,
+    matrix: Matrix,
+    env: Environment,
 ) -> SmokeOptions:
     """The smoke's options, carrying the targets resolved once: the interpreter, the engine, the
-    loaded matrix (a missing image is pulled with the mirrors of the matrix it was chosen from)
-    and the command's stderr (for the pull's progress)."""
+    loaded matrix (a missing image is pulled with the mirrors of the matrix it was chosen from),
+    the command's stderr (the pull's progress, the sweep's removals) and its variables."""
     from envcheck.smoke.options import SmokeOptions
 
     python = target.python if target else args.python
@@ -344,7 +343,8 @@ def _smoke_options(
         timeout=args.smoke_timeout,
         quiet=args.quiet,
         matrix=matrix,
-        stderr=stderr,
+        stderr=env.stderr,
+        variables=env.env,
     )
 
 

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.probe.interpreter import resolve_interpreter
 
     env = _with_index(args, env)
-    target = resolve_interpreter(args.python)
+    target = resolve_interpreter(args.python, env.env)
     report = _diagnose(args, env, target.python, smoke=False)
     flags = (PIP_OVERRIDE,) if args.break_system_packages else ()
     if args.pull:

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     choice: ImageChoice | None = None
     if named is None:
         matrix: Matrix | None = _load_matrix(args, env)
-        host, choice = _selected(args, matrix)  # type: ignore[arg-type]
+        host, choice = _selected(args, matrix, env)  # type: ignore[arg-type]
         if choice.ref is None:
             return _no_image(choice)
         ref = parse_reference(choice.ref)
@@ -132,12 +132,14 @@ def _matrix_if_it_knows(
     return _load_matrix(args, env) if (ref.registry, ref.repository) in known else None
 
 
-def _selected(args: argparse.Namespace, matrix: Matrix) -> tuple[HostFacts, ImageChoice]:
+def _selected(
+    args: argparse.Namespace, matrix: Matrix, env: Environment
+) -> tuple[HostFacts, ImageChoice]:
     from envcheck.probe.host import probe_host
     from envcheck.probe.interpreter import resolve_interpreter
     from envcheck.select import select_image
 
-    host = probe_host(resolve_interpreter(args.python))
+    host = probe_host(env.env, resolve_interpreter(args.python, env.env))
     return host, select_image(host, matrix, paddle=args.paddle, registry=args.registry)
 
 
@@ -161,6 +163,7 @@ def _pull(
         client=client,
         check=check,
         display=make_display("none" if args.quiet else "auto", env.stderr),
+        variables=env.env,
     )
 
 
@@ -183,7 +186,7 @@ def _cuda_check(
             from envcheck.probe.host import probe_host
             from envcheck.probe.interpreter import resolve_interpreter
 
-            host = probe_host(resolve_interpreter(args.python))
+            host = probe_host(env.env, resolve_interpreter(args.python, env.env))
         matrix = matrix or _load_matrix(args, env)
         refusal = cuda_refusal(claims, host, matrix)
         if refusal:

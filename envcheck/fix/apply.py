@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from envcheck.environment import home
 from envcheck.errors import EnvironmentProblem, UsageError
 from envcheck.fix.plan import PIP_OVERRIDE, Step, Wheel
 from envcheck.signals import deferred
@@ -112,9 +113,7 @@ def _ask(python: str, variables: Mapping[str, str]) -> dict[str, Any]:
 
 
 def state_dir(variables: Mapping[str, str]) -> Path:
-    base = variables.get("XDG_STATE_HOME") or os.path.join(
-        variables.get("HOME") or os.path.expanduser("~"), ".local", "state"
-    )
+    base = variables.get("XDG_STATE_HOME") or os.path.join(home(variables), ".local", "state")
     return Path(base) / "envcheck" / "fix"
 
 

@@ -14,30 +14,42 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 from envcheck.errors import MatrixError
-from envcheck.matrix.cache import read_toml
 from envcheck.matrix.crossrows import cross_check
 from envcheck.matrix.fields import Bad, type_name
 from envcheck.matrix.location import matrix_dir
 from envcheck.matrix.mirror import index_of, on_index
 from envcheck.matrix.model import (
+    ArchSet,
+    Arm64Build,
+    Defect,
+    GpuModel,
+    ImageTag,
     Matrix,
+    MinorCompat,
+    PaddleBuild,
+    PaddleRelease,
+    ToolkitDriver,
 )
-from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Row
+from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Registry, Row
 from envcheck.matrix.toml import tomllib
 
+T = TypeVar("T")
 
-def load_matrix(path: str | None = None, environ: Mapping[str, str] | None = None) -> Matrix:
-    """Load and validate the matrix (`environ`: where ENVCHECK_MATRIX and ENVCHECK_PADDLE_INDEX
-    are read, None: the process's variables); raise `MatrixError` listing every problem found."""
+
+def load_matrix(
+    path: str | None = None, environ: Mapping[str, str] = MappingProxyType({})
+) -> Matrix:
+    """Load and validate the matrix (`environ`: the command's variables, where ENVCHECK_MATRIX
+    and ENVCHECK_PADDLE_INDEX are read; none given: the shipped matrix); raise `MatrixError` listing every problem found."""
     root, origin = matrix_dir(path, environ)
-    return on_index(_load(root, origin), index_of(os.environ if environ is None else environ))
+    return on_index(_load(root, origin), index_of(environ))
 
 
 def _load(root: Path, origin: str) -> Matrix:
@@ -75,7 +87,8 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
 
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
     try:
-        return read_toml(path)  # parsed TOML cached as JSON; validation below always runs
+        doc: dict[str, Any] = tomllib.loads(path.read_bytes().decode("utf-8"))
+        return doc
     except tomllib.TOMLDecodeError as e:  # the message ends "(at line L, column C)"
         problems.append(f"{path.name}: TOML syntax error: {e}")
     except (OSError, UnicodeDecodeError) as e:
@@ -123,23 +136,30 @@ def _did_you_mean(key: str, known: dict[str, Any]) -> str:
 
 
 def _build(rows: list[Row], root: Path) -> Matrix:
-    made: dict[str, list[Any]] = {t: [] for t in TABLES}
+    made: dict[str, list[object]] = {t: [] for t in TABLES}
     for row in rows:
         made[row.table].append(_make(TABLES[row.table].make, row.values))
     return Matrix(
-        toolkit_drivers=tuple(made["toolkit"]),
-        minor_compat=tuple(made["minor_compat"]),
-        arch_sets=tuple(made["arch_set"]),
-        gpus=tuple(made["gpu"]),
-        releases=tuple(made["release"]),
-        builds=tuple(made["build"]),
-        images=tuple(made["image"]),
-        registries={r.name: r.ref for r in made["registry"]},
+        toolkit_drivers=_rows(made, "toolkit", ToolkitDriver),
+        minor_compat=_rows(made, "minor_compat", MinorCompat),
+        arch_sets=_rows(made, "arch_set", ArchSet),
+        gpus=_rows(made, "gpu", GpuModel),
+        releases=_rows(made, "release", PaddleRelease),
+        builds=_rows(made, "build", PaddleBuild),
+        images=_rows(made, "image", ImageTag),
+        registries={r.name: r.ref for r in _rows(made, "registry", Registry)},
         path=str(root),
-        defects=tuple(made["defect"]),
+        defects=_rows(made, "defect", Defect),
         newest_source=newest_source_read(root),
-        arm64_builds=tuple(made["arm64_build"]),
+        arm64_builds=_rows(made, "arm64_build", Arm64Build),
     )
+
+
+def _rows(made: dict[str, list[object]], table: str, model: type[T]) -> tuple[T, ...]:
+    """The rows of `table`, typed as its model (schema.TABLES makes each table's rows so)."""
+    typed = tuple(row for row in made[table] if isinstance(row, model))
+    assert len(typed) == len(made[table]), f"{table}: TABLES makes another type than {model}"
+    return typed
 
 
 _NEWEST = re.compile(r"^Newest source read: (\d{4}-\d{2}-\d{2})", re.MULTILINE)
@@ -156,10 +176,11 @@ def newest_source_read(root: Path) -> str | None:
     return found.group(1) if found else None
 
 
-def _make(cls: type, values: dict[str, Any]) -> Any:
+def _make(cls: type[T], values: dict[str, Any]) -> T:
     """Absent optional fields become None; `note` is for people reading the TOML and is kept only
     where the model has a field for it."""
-    names, required = _plan(cls)
+    model: type = cls  # a class, hashable: the key of _plan's cache
+    names, required = _plan(model)
     return cls(**{n: values.get(n) for n in names if n in values or n in required})
 
 

@@ -6,9 +6,9 @@ Standard library only: commands that merely need the folder must not pay for the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 ENV_VAR = "ENVCHECK_MATRIX"
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -17,13 +17,13 @@ REPO_DIR = _PACKAGE.parent / "matrix"
 
 
 def matrix_dir(
-    path: str | None = None, environ: Mapping[str, str] | None = None
+    path: str | None = None, environ: Mapping[str, str] = MappingProxyType({})
 ) -> tuple[Path, str]:
     """The directory to load and where that choice came from (for error messages); `environ`:
-    the command's variables (None: the process's)."""
+    the command's variables (none given: the shipped matrix, unless `path`)."""
     if path:
         return Path(path), "--matrix"
-    env = (os.environ if environ is None else environ).get(ENV_VAR)
+    env = environ.get(ENV_VAR)
     if env:
         return Path(env), ENV_VAR
     if SHIPPED_DIR.is_dir():

@@ -61,17 +61,13 @@ class ChildRun:
         return u is not None and u.get("step") == step and u.get("path") == path
 
 
-def probe_cuda_driver(
-    timeout: float = 5.0, env: Mapping[str, str] | None = None
-) -> CudaDriverFacts:
+def probe_cuda_driver(env: Mapping[str, str], timeout: float = 5.0) -> CudaDriverFacts:
     """`cuInit(0)`, `cuDriverGetVersion`, `cuDeviceGetCount`: what `deviceQuery` prints as
     "CUDA Driver Version" and "Detected N CUDA Capable device(s)"."""
     return driver_facts(run_cuda_child({"driver": True}, env, timeout))
 
 
-def run_cuda_child(
-    request: dict[str, Any], env: Mapping[str, str] | None, timeout: float
-) -> ChildRun:
+def run_cuda_child(request: dict[str, Any], env: Mapping[str, str], timeout: float) -> ChildRun:
     """Run the child on `request` ({"driver": bool, "libraries": [{"kind", "path"}]});
     never raises for anything the child does."""
     return finish_cuda_child(start_cuda_child(request, env, timeout))

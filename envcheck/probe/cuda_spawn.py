@@ -128,11 +128,12 @@ class Child:
 
 
 def start_cuda_child(
-    request: dict[str, Any], env: Mapping[str, str] | None, timeout: float
+    request: dict[str, Any], env: Mapping[str, str], timeout: float
 ) -> Child | str:
     """Start the child on `request` ({"driver": bool, "libraries": [{"kind", "path"}]}), its
-    deadline `timeout` seconds from now; a string says why it could not start."""
-    env = os.environ if env is None else env
+    deadline `timeout` seconds from now; a string says why it could not start. The child's
+    variables are `env`, the command's: CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH and the driver
+    root it meets are the ones the command was given."""
     args = [f"{lib['kind']}={lib['path']}" for lib in request.get("libraries", [])]
     if request.get("driver"):
         library = driver_library(CUDA_SONAME, env)

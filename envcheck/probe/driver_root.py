@@ -28,25 +28,25 @@ NVML_SONAME = "libnvidia-ml.so.1"
 CUDA_SONAME = "libcuda.so.1"
 
 
-def driver_root(env: Mapping[str, str] | None = None) -> str | None:
+def driver_root(env: Mapping[str, str]) -> str | None:
     """The folder standing in for the system's driver, or None (the system itself)."""
-    root = (os.environ if env is None else env).get(DRIVER_ROOT_ENV)
+    root = env.get(DRIVER_ROOT_ENV)
     return root or None
 
 
-def driver_library(soname: str, env: Mapping[str, str] | None = None) -> str | None:
+def driver_library(soname: str, env: Mapping[str, str]) -> str | None:
     """The file to load for `soname` under the driver root; None: let dlopen search for it."""
     root = driver_root(env)
     return os.path.join(root, "lib", soname) if root else None
 
 
-def system_path(path: str, env: Mapping[str, str] | None = None) -> str:
+def system_path(path: str, env: Mapping[str, str]) -> str:
     """An absolute system path (`/sys/bus/pci/devices`), or its copy under the driver root."""
     root = driver_root(env)
     return os.path.join(root, path.lstrip("/")) if root else path
 
 
-def proc_driver_version(env: Mapping[str, str] | None = None) -> str:
+def proc_driver_version(env: Mapping[str, str]) -> str:
     """The kernel module's version file: `/proc/driver/nvidia/version`, or the root's copy."""
     root = driver_root(env)
     return os.path.join(root, PROC_DRIVER_VERSION.lstrip("/")) if root else PROC_DRIVER_VERSION

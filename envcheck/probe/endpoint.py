@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from envcheck.digest import sha256
+from envcheck.environment import home
 from envcheck.errors import UsageError
 from envcheck.userfiles import read_regular
 
@@ -58,8 +59,8 @@ class Endpoint:
         return kwargs
 
 
-def resolve_endpoint(environ: Mapping[str, str] | None = None) -> Endpoint:
-    env = os.environ if environ is None else environ
+def resolve_endpoint(env: Mapping[str, str]) -> Endpoint:
+    """The engine the docker CLI would use with the command's variables `env`."""
     _refuse_a_config_that_blocks(env)
     if env.get("DOCKER_HOST"):
         return _from_docker_host(env)
@@ -85,7 +86,7 @@ def _from_docker_host(env: Mapping[str, str]) -> Endpoint:
 
 
 def _config_dir(env: Mapping[str, str]) -> str:
-    return env.get("DOCKER_CONFIG") or os.path.expanduser("~/.docker")
+    return env.get("DOCKER_CONFIG") or os.path.join(home(env), ".docker")
 
 
 def _refuse_a_config_that_blocks(env: Mapping[str, str]) -> None:

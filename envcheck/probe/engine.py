@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote, urlparse
 
 from envcheck.facts import EngineFacts
-from envcheck.probe.endpoint import Endpoint, resolve_endpoint
+from envcheck.probe.endpoint import Endpoint
 
 _TIMEOUT = 2.0
 _MAX_RESPONSE = 4 * 1024 * 1024
@@ -72,13 +72,13 @@ def parse_response(raw: bytes, path: str) -> Any:
     return json.loads(body)
 
 
-def probe_engine(endpoint: Endpoint | str | None = None, timeout: float = _TIMEOUT) -> EngineFacts:
+def probe_engine(endpoint: Endpoint | str, timeout: float = _TIMEOUT) -> EngineFacts:
     """`docker version --format json` + `docker info --format json`, reduced to what matters.
 
-    `endpoint`: the resolved engine (a bare host string is taken as given, for tests); None
-    resolves it as the docker CLI would."""
+    `endpoint`: the resolved engine (`resolve_endpoint` of the command's variables; a bare host
+    string is taken as given, for tests)."""
     if not isinstance(endpoint, Endpoint):
-        endpoint = Endpoint(endpoint, "DOCKER_HOST") if endpoint else resolve_endpoint()
+        endpoint = Endpoint(endpoint, "DOCKER_HOST")
     host, path = endpoint.host, endpoint.socket_path
     where = EngineFacts(host=host, context=endpoint.context)
     if path is not None and not os.path.exists(path):
@@ -105,14 +105,7 @@ def probe_image(ref: str, endpoint: Endpoint, timeout: float = _TIMEOUT) -> str 
     it holds no image of that name. Raises OSError when the engine does not answer. One GET, as
     above (`envcheck fix`'s dry run asks it: the SDK would cost more than the whole plan)."""
     if uses_sdk(endpoint):
-        from envcheck.docker_adapter import connect
-        from envcheck.errors import EnvcheckError
-        from envcheck.pull.images import present
-
-        try:
-            return present(connect(endpoint, timeout), ref)
-        except EnvcheckError as e:
-            raise OSError(e.message) from e
+        return _sdk_image_id(ref, endpoint, timeout)
     try:
         return str(_get(endpoint.host, f"/images/{quote(ref, safe='/:@')}/json", timeout)["Id"])
     except EngineAnswerError as e:
@@ -141,8 +134,27 @@ def _sdk_documents(endpoint: Endpoint, timeout: float) -> tuple[Any, Any]:
 
     try:
         client = docker.DockerClient(**endpoint.sdk_kwargs(), timeout=max(1, int(timeout)))
-        with client:
+        try:  # this SDK's client is no context manager
             return client.version(), client.info()
+        finally:
+            client.close()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+        raise OSError(str(e)) from e
+
+
+def _sdk_image_id(ref: str, endpoint: Endpoint, timeout: float) -> str | None:
+    import docker
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        client = docker.DockerClient(**endpoint.sdk_kwargs(), timeout=max(1, int(timeout)))
+        try:
+            return str(client.api.inspect_image(ref)["Id"])
+        finally:
+            client.close()
+    except docker.errors.ImageNotFound:
+        return None
     except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
         raise OSError(str(e)) from e
 

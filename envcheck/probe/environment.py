@@ -28,8 +28,8 @@ GPU_VARIABLES = (
 )
 
 
-def probe_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    environ = os.environ if environ is None else environ
+def probe_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The GPU-related variables of `environ`, the command's (its `Environment.env`)."""
     return {name: environ[name] for name in GPU_VARIABLES if name in environ}
 
 

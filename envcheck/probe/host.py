@@ -1,7 +1,7 @@
 """Gather every fact about the host once: the only entry point the doctor needs.
 
 The slowest probe is the driver's own initialisation (`cuInit`: ~0.2 s on an H100), so the
-probes overlap instead of adding up (issue #27). `HostProbe()` starts the CUDA driver child at
+probes overlap instead of adding up (issue #27). `HostProbe(env)` starts the CUDA driver child at
 once, `start_nvml()` the NVML probe; `start()` adds the CUDA library search (with a child of its
 own, so that a wedged cuInit never hides the libraries), the engine probe and the Paddle build
 read; `facts()` waits for the driver child last. Each child runs in its own process group with
@@ -19,7 +19,6 @@ imported by the work that needs it, once the child is on its way.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -69,10 +68,10 @@ class HostProbe:
     thread of its own, which then only calls: two threads importing at once raced inside
     importlib (`NameError: name 'sys' is not defined`, one run in 40 on a busy machine)."""
 
-    def __init__(self, *, timeout: float = 5.0, env: Mapping[str, str] | None = None) -> None:
-        self._env = os.environ if env is None else env
+    def __init__(self, env: Mapping[str, str], *, timeout: float = 5.0) -> None:
+        self.env = env  # the command's variables: the children's, and those reported
         self._timeout = timeout
-        self._driver: Child | str = start_cuda_child({"driver": True}, self._env, timeout)
+        self._driver: Child | str = start_cuda_child({"driver": True}, self.env, timeout)
         self._nvml: _Task[tuple[DriverFacts, tuple[GpuFacts, ...]]] | None = None
         self.target: Interpreter | None = None
 
@@ -85,7 +84,7 @@ class HostProbe:
                 import pynvml  # noqa: F401 - a broken one is the NVML probe's to report
             except ImportError:
                 pass
-            self._nvml = _Task("nvml", nvml.probe_driver)
+            self._nvml = _Task("nvml", lambda: nvml.probe_driver(self.env))
         return self
 
     def start(self, target: Interpreter, *, engine: Endpoint | None) -> HostProbe:
@@ -107,7 +106,7 @@ class HostProbe:
         self._libraries = _Task(
             "libraries",
             lambda: self._after_cuinit_begins(
-                cuda_libs.probe_cuda_libraries, target.site_packages, self._env, self._timeout
+                cuda_libs.probe_cuda_libraries, target.site_packages, self.env, self._timeout
             ),
         )
         self._engine = _Task("engine", probe_engine)
@@ -155,7 +154,7 @@ class HostProbe:
             cudnn=cudnn,
             paddle=paddle,
             engine=engine,
-            env=probe_env(),
+            env=probe_env(self.env),
             machine=probe_machine(),
         )
 
@@ -163,13 +162,13 @@ class HostProbe:
 _EARLY: list[HostProbe] = []  # started by envcheck.entry, not yet adopted by the doctor
 
 
-def start_early(argv: Sequence[str]) -> None:
-    """Start the probe now when `argv` reads as a `doctor` that will probe this host (not
-    `--facts`, not `--help`). A guess, never a decision: a probe nobody adopts is reaped, and a
-    doctor that finds none starts its own."""
+def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """Start the probe now, on the variables `env`, when `argv` reads as a `doctor` that will
+    probe this host (not `--facts`, not `--help`). A guess, never a decision: a probe nobody
+    adopts is reaped, and a doctor that finds none starts its own."""
     skips = (("--facts", 3), ("-h", 2), ("--help", 3))
     if argv[:1] == ["doctor"] and not any(_names(a, *flag) for a in argv for flag in skips):
-        _EARLY.append(HostProbe())
+        _EARLY.append(HostProbe(env))
 
 
 def _names(arg: str, flag: str, shortest: int) -> bool:
@@ -178,9 +177,12 @@ def _names(arg: str, flag: str, shortest: int) -> bool:
     return len(given) >= shortest and flag.startswith(given)
 
 
-def adopt() -> HostProbe:
-    """The probe envcheck.entry started early, else a new one; its NVML probe running."""
-    return (_EARLY.pop() if _EARLY else HostProbe()).start_nvml()
+def adopt(env: Mapping[str, str]) -> HostProbe:
+    """The probe envcheck.entry started early on these very variables, else a new one on
+    them; its NVML probe running."""
+    if _EARLY and _EARLY[-1].env is env:
+        return _EARLY.pop().start_nvml()
+    return HostProbe(env).start_nvml()
 
 
 def discard_early() -> None:
@@ -190,15 +192,24 @@ def discard_early() -> None:
 
 
 def start_host_probe(
-    target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
+    env: Mapping[str, str],
+    target: Interpreter | None = None,
+    *,
+    engine: Endpoint | None = None,
+    timeout: float = 5.0,
 ) -> HostProbe:
-    """`engine`: the resolved endpoint to read (None: the engine is not probed)."""
+    """`env`: the command's variables; `engine`: the resolved endpoint to read (None: the engine
+    is not probed)."""
     from envcheck.probe.interpreter import current_interpreter
 
-    return HostProbe(timeout=timeout).start(target or current_interpreter(), engine=engine)
+    return HostProbe(env, timeout=timeout).start(target or current_interpreter(), engine=engine)
 
 
 def probe_host(
-    target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
+    env: Mapping[str, str],
+    target: Interpreter | None = None,
+    *,
+    engine: Endpoint | None = None,
+    timeout: float = 5.0,
 ) -> HostFacts:
-    return start_host_probe(target, engine=engine, timeout=timeout).facts()
+    return start_host_probe(env, target, engine=engine, timeout=timeout).facts()

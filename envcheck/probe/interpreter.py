@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from envcheck.errors import UsageError
@@ -61,33 +62,38 @@ def current_interpreter() -> Interpreter:
 PIPX_METADATA = "pipx_metadata.json"  # pipx writes it at the root of each venv it makes
 
 
-def _default_target(timeout: float, limit: int) -> Interpreter:
+def _default_target(env: Mapping[str, str], timeout: float, limit: int) -> Interpreter:
     """No --python: envcheck's own interpreter, except where that is pipx's venv of envcheck,
     which never holds the user's Paddle (issue 21.1): then the `python3` a shell would run here
     (the activated venv's, else the system's)."""
     own = current_interpreter()
-    python3 = shutil.which("python3")
+    python3 = shutil.which("python3", path=env.get("PATH", os.defpath))
     if not os.path.isfile(os.path.join(own.prefix, PIPX_METADATA)) or python3 is None:
         return own
-    return resolve_interpreter(python3, timeout=timeout, limit=limit)
+    return resolve_interpreter(python3, env, timeout=timeout, limit=limit)
 
 
 def resolve_interpreter(
-    python: str | None, *, timeout: float = ASK_TIMEOUT_S, limit: int = OUTPUT_LIMIT
+    python: str | None,
+    env: Mapping[str, str],
+    *,
+    timeout: float = ASK_TIMEOUT_S,
+    limit: int = OUTPUT_LIMIT,
 ) -> Interpreter:
-    """`--python PATH` as an `Interpreter`; a path that is not a working Python is exit 2."""
+    """`--python PATH` as an `Interpreter`, looked up on the PATH of the command's variables
+    `env` and asked with them; a path that is not a working Python is exit 2."""
     if python is None:
-        return _default_target(timeout, limit)
+        return _default_target(env, timeout, limit)
     hint = "give --python the path of a working Python interpreter (e.g. /opt/venv/bin/python)"
     if not python.strip() or "\0" in python:
         raise UsageError(f"--python {python!r} is not a path", hint=hint)
     # a bare name is looked up on PATH, as a shell would
-    path = python if os.sep in python else shutil.which(python)
+    path = python if os.sep in python else shutil.which(python, path=env.get("PATH", os.defpath))
     if path is None or not os.path.exists(path):
         raise UsageError(f"--python {python}: no such file", hint=hint)
     if os.path.isdir(path) or not os.access(path, os.X_OK):
         raise UsageError(f"--python {python}: not an executable file", hint=hint)
-    stdout, stderr, code, problem = _ask(os.path.abspath(path), timeout, limit)
+    stdout, stderr, code, problem = _ask(os.path.abspath(path), env, timeout, limit)
     if problem is not None:
         raise UsageError(f"--python {python}: {problem}", hint=hint)
     answer = _parse_answer(stdout, os.path.abspath(path))
@@ -119,7 +125,9 @@ def _parse_answer(stdout: bytes, python: str) -> Interpreter | None:
     return None
 
 
-def _ask(python: str, timeout: float, limit: int) -> tuple[bytes, bytes, int | None, str | None]:
+def _ask(
+    python: str, env: Mapping[str, str], timeout: float, limit: int
+) -> tuple[bytes, bytes, int | None, str | None]:
     """Run the question; (stdout, stderr, exit code, why it was stopped) with both bounded."""
     try:
         proc = subprocess.Popen(
@@ -128,6 +136,7 @@ def _ask(python: str, timeout: float, limit: int) -> tuple[bytes, bytes, int | N
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            env=dict(env),
         )
     except OSError as e:
         return b"", b"", None, f"cannot run it: {e.strerror or e}"

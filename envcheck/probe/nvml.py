@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -41,8 +41,8 @@ _REASONS: dict[str, str] = {
         " nvidia kernel modules) before using the GPU."
     ),
     "NVML_ERROR_NO_PERMISSION": (
-        "NVML was denied access to the GPU device files (/dev/nvidia*). Run as a user allowed to"
-        " open them or, in a container, start it with the GPUs exposed (`--gpus all`)."
+        "NVML was denied access to the GPU device files (/dev/nvidia*): this user cannot open"
+        " them, or this container was started without the GPUs."
     ),
     "NVML_ERROR_FUNCTION_NOT_FOUND": (
         "The driver's libnvidia-ml lacks a function nvidia-ml-py needs: the driver is older than"
@@ -59,10 +59,11 @@ _REASONS: dict[str, str] = {
 }
 
 
-def probe_driver() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
+def probe_driver(env: Mapping[str, str]) -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
     """`nvidia-smi --query-gpu=driver_version,index,name,uuid,compute_cap,memory.total,
-    mig.mode.current --format=csv` plus the "CUDA Version" of the `nvidia-smi` header."""
-    kernel_module = read_kernel_module_version()
+    mig.mode.current --format=csv` plus the "CUDA Version" of the `nvidia-smi` header. `env`:
+    the command's variables (ENVCHECK_DRIVER_ROOT)."""
+    kernel_module = read_kernel_module_version(proc_driver_version(env))
     try:
         import pynvml  # deferred: ~50 ms, only needed here
     except ImportError as e:
@@ -73,20 +74,20 @@ def probe_driver() -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
         reason = "the `pynvml` module is not nvidia-ml-py's; reinstall nvidia-ml-py."
         return DriverFacts(status="error", error="pynvml-corrupted", reason=reason), ()
     try:
-        init_nvml(pynvml)
+        init_nvml(pynvml, env)
     except pynvml.NVMLError as e:
-        return _failed(pynvml, e, kernel_module), ()
+        return _failed(pynvml, e, kernel_module, env), ()
     try:
         driver = _read_driver(pynvml, kernel_module)
         gpus = tuple(_read_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount()))
     except pynvml.NVMLError as e:
-        return _failed(pynvml, e, kernel_module), ()
+        return _failed(pynvml, e, kernel_module, env), ()
     finally:
         _shutdown(pynvml)
     return driver, gpus
 
 
-def init_nvml(nvml: ModuleType) -> None:
+def init_nvml(nvml: ModuleType, env: Mapping[str, str]) -> None:
     """`nvmlInit` on the driver's libnvidia-ml.so.1: the one the loader finds, or the one under
     ENVCHECK_DRIVER_ROOT (envcheck/probe/driver_root.py). Raises `NVMLError` as nvmlInit does.
 
@@ -94,7 +95,7 @@ def init_nvml(nvml: ModuleType) -> None:
     `dlopen("libnvidia-ml.so.1")` with that copy (a requested name matches the soname of an
     object already loaded), so the loader cache's copy is never reached.
     """
-    path = driver_library(NVML_SONAME)
+    path = driver_library(NVML_SONAME, env)
     if path is not None:
         try:
             ctypes.CDLL(path)
@@ -103,9 +104,9 @@ def init_nvml(nvml: ModuleType) -> None:
     nvml.nvmlInit()
 
 
-def read_kernel_module_version(path: str | None = None) -> str | None:
-    """`cat /proc/driver/nvidia/version`: the loaded kernel module, None when not loaded."""
-    path = path or proc_driver_version()
+def read_kernel_module_version(path: str) -> str | None:
+    """`cat /proc/driver/nvidia/version` (`proc_driver_version`): the loaded kernel module, None
+    when not loaded."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return parse_kernel_module_version(f.read(4096))
@@ -219,7 +220,9 @@ def _optional(nvml: ModuleType, query: Callable[..., T], *args: Any) -> T | None
         return None
 
 
-def _failed(nvml: ModuleType, error: BaseException, kernel_module: str | None) -> DriverFacts:
+def _failed(
+    nvml: ModuleType, error: BaseException, kernel_module: str | None, env: Mapping[str, str]
+) -> DriverFacts:
     name = error_name(nvml, error)
     template = _REASONS.get(name, f"NVML failed: {error} ({name}).")
     module = f" (kernel module {kernel_module})" if kernel_module else ""
@@ -232,7 +235,7 @@ def _failed(nvml: ModuleType, error: BaseException, kernel_module: str | None) -
         error=name,
         reason=template.format(module=module),
         library=library,
-        gpus_present=probe_nvidia_gpus(),
+        gpus_present=probe_nvidia_gpus(env),
     )
 
 

@@ -9,6 +9,7 @@ sysfs, else `ls /proc/driver/nvidia/gpus/` (one folder per GPU the kernel module
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from envcheck.probe.driver_root import system_path
 
@@ -18,14 +19,14 @@ PCI_DEVICES = "/sys/bus/pci/devices"
 PROC_GPUS = "/proc/driver/nvidia/gpus"
 
 
-def probe_nvidia_gpus() -> int | None:
-    """How many NVIDIA GPUs the PCI bus (else the kernel module) shows; None when neither can
-    be read."""
-    pci = _pci_gpus(system_path(PCI_DEVICES))
+def probe_nvidia_gpus(env: Mapping[str, str]) -> int | None:
+    """How many NVIDIA GPUs the PCI bus (else the kernel module) shows (under the driver root of
+    the command's variables `env`); None when neither can be read."""
+    pci = _pci_gpus(system_path(PCI_DEVICES, env))
     if pci:
         return pci
     try:
-        return len(os.listdir(system_path(PROC_GPUS)))
+        return len(os.listdir(system_path(PROC_GPUS, env)))
     except OSError:
         return pci
 

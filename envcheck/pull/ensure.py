@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any
 
 from envcheck import activity
@@ -21,19 +23,17 @@ def ensure_image(
     *,
     allow_pull: bool,
     quiet: bool,
-    client: Any = None,
+    client: Any,
     matrix: Matrix | None = None,
     stream: IO[str] | None = None,
+    variables: Mapping[str, str] = MappingProxyType({}),
 ) -> str:
     """The engine's image id for `ref`, pulling it (with a progress display on `stream` unless
     `quiet`) when it is missing and `allow_pull`. `client`: a connected docker.DockerClient
-    (default: a new one). `matrix`: the caller's loaded matrix, whose mirrors and pin plan the
-    pull (default: the shipped one, loaded here). `stream`: the command's stderr (default:
-    sys.stderr). Raises EnvcheckError subclasses only."""
-    from envcheck.docker_adapter import connect
-
+    (`docker_adapter.connect` of the command's engine). `matrix`: the caller's loaded matrix, whose mirrors and pin plan the
+    pull (default: the shipped one, loaded here). `stream`: the command's stderr (None: no
+    display); `variables`: the command's. Raises EnvcheckError subclasses only."""
     parsed = parse_reference(ref)  # InvalidReference (exit 2) before any engine call
-    client = client if client is not None else connect()
     image_id = present(client, ref)
     if image_id:
         return image_id
@@ -46,7 +46,7 @@ def ensure_image(
     activity.phase(f"pulling {ref} from {parsed.registry}: this engine does not have it yet")
     display = make_display("none" if quiet else "auto", stream)
     try:
-        result = pull_image(plan, client=client, display=display)
+        result = pull_image(plan, client=client, display=display, variables=variables)
     except EnvcheckError as e:
         activity.failed(e.message)  # never marked done when the next phase begins
         raise

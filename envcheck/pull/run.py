@@ -16,8 +16,9 @@ a pull that broke halfway is never reported as pulled.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 from envcheck.docker_adapter import (
@@ -35,6 +36,7 @@ from envcheck.pull.events import PullProgress
 from envcheck.pull.images import local_image, untag
 from envcheck.pull.plan import ConfigSource, PullPlan, PullResult, nearest_tags
 from envcheck.reference import Reference
+from envcheck.registry.auth import AUTH_HOSTS_ENV
 from envcheck.registry.client import REQUEST_DEADLINE_S, RegistryClient
 from envcheck.registry.documents import RemoteImage, env_mapping, parse_distribution
 from envcheck.registry.errors import ManifestNotFound, RegistryError, RegistryUnavailable
@@ -68,6 +70,7 @@ class _Run:
     retry: RetryPolicy
     platform: Platform
     sleep: Callable[[float], None]
+    trusted_realms: str  # ENVCHECK_AUTH_HOSTS of the command's variables
     started: float = field(default_factory=time.monotonic)
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -83,13 +86,21 @@ def pull_image(
     retry: RetryPolicy = RetryPolicy(),
     platform: Platform | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    variables: Mapping[str, str] = MappingProxyType({}),
 ) -> PullResult:
-    """Pull `plan.requested` (or a mirror) with `client` (a docker.DockerClient).
+    """Pull `plan.requested` (or a mirror) with `client` (a docker.DockerClient); `variables`:
+    the command's (ENVCHECK_AUTH_HOSTS).
 
     Raises InvalidReference/ManifestNotFound (2), ImageRefused (1), RegistryAuthRequired,
     RegistryUnavailable, PullFailed and the engine's other EnvironmentProblems (4)."""
     run = _Run(
-        client, display or make_display("none"), check, retry, platform or host_platform(), sleep
+        client,
+        display or make_display("none"),
+        check,
+        retry,
+        platform or host_platform(),
+        sleep,
+        variables.get(AUTH_HOSTS_ENV, ""),
     )
     given_up: list[tuple[Reference, EnvcheckError]] = []
     try:
@@ -181,7 +192,10 @@ def _read_config(target: Reference, remote: RemoteImage, run: _Run) -> tuple[Rem
     """Size, layers and config env of the digest the engine named, read by envcheck's own client
     (the engine does not tell them). Advisory: one try; a failure is a warning, never the end."""
     registry = RegistryClient.for_reference(
-        target, credentials=saved_login(target.registry), deadline=run.retry.request_deadline
+        target,
+        credentials=saved_login(target.registry),
+        deadline=run.retry.request_deadline,
+        trusted_realms=run.trusted_realms,
     )
     try:
         read = registry.inspect(target.with_digest(remote.digest), run.platform)
@@ -297,7 +311,9 @@ def _final_error(
 ) -> EnvcheckError:
     first = given_up[0][1]  # the first registry's error is the one to show
     if isinstance(first, ManifestNotFound):
-        near = nearest_tags(plan.requested.tag, plan.known_tags) or _registry_tags(plan.requested)
+        near = nearest_tags(plan.requested.tag, plan.known_tags) or _registry_tags(
+            plan.requested, run
+        )
         hint = (
             f"tags nearby: {', '.join(near)}" if near else "check the tag"
         ) + "; `envcheck pull-image --dry-run` shows the tag chosen for this host"
@@ -315,9 +331,12 @@ def _final_error(
     )
 
 
-def _registry_tags(ref: Reference) -> list[str]:
+def _registry_tags(ref: Reference, run: _Run) -> list[str]:
     try:
-        tags = RegistryClient.for_reference(ref, timeout=5, deadline=10).tags(ref.repository)
+        client = RegistryClient.for_reference(
+            ref, timeout=5, deadline=10, trusted_realms=run.trusted_realms
+        )
+        tags = client.tags(ref.repository)
     except EnvcheckError:
         return []
     return nearest_tags(ref.tag, tags)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import os
 import socket
 import urllib.error
 import urllib.parse
@@ -60,8 +59,12 @@ class RegistryClient:
         credentials: Credentials | None = None,
         timeout: float = 10.0,
         deadline: float = REQUEST_DEADLINE_S,
+        trusted_realms: str = "",
     ) -> None:
+        """`trusted_realms`: ENVCHECK_AUTH_HOSTS of the command's variables (token-service hosts
+        the user trusts beside the registry's own)."""
         self.registry = registry
+        self.trusted_realms = trusted_realms
         self.api_host = api_host
         self.base = f"{'http' if is_loopback(api_host) else 'https'}://{api_host}/v2"
         self.credentials = credentials
@@ -77,9 +80,15 @@ class RegistryClient:
         credentials: Credentials | None = None,
         timeout: float = 10.0,
         deadline: float = REQUEST_DEADLINE_S,
+        trusted_realms: str = "",
     ) -> RegistryClient:
         return cls(
-            ref.registry, ref.api_host, credentials=credentials, timeout=timeout, deadline=deadline
+            ref.registry,
+            ref.api_host,
+            credentials=credentials,
+            timeout=timeout,
+            deadline=deadline,
+            trusted_realms=trusted_realms,
         )
 
     def inspect(self, ref: Reference, platform: Platform) -> RemoteImage:
@@ -177,7 +186,7 @@ class RegistryClient:
             return basic(self.credentials) if self.credentials else None
         if scheme != "bearer" or "realm" not in params:
             return None
-        configured = auth_hosts(os.environ.get(AUTH_HOSTS_ENV, ""))
+        configured = auth_hosts(self.trusted_realms)
         refusal = realm_refusal(params["realm"], self.api_host, configured)
         if refusal:
             raise RegistryError(

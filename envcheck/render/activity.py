@@ -12,8 +12,6 @@ Outside text (the workload's lines) goes through the sanitiser and is never read
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -44,9 +42,10 @@ def make_activity_display(kind: DisplayKind, env: Environment) -> ActivityDispla
     return PlainActivity(env.stderr, heartbeat_interval(env.env))
 
 
-def heartbeat_interval(environ: Mapping[str, str] | None = None) -> float:
-    """`ENVCHECK_HEARTBEAT_S` (seconds between heartbeat lines in a log), else 10."""
-    text = (os.environ if environ is None else environ).get(HEARTBEAT_ENV)
+def heartbeat_interval(environ: Mapping[str, str]) -> float:
+    """`ENVCHECK_HEARTBEAT_S` of the command's variables (seconds between heartbeat lines in a
+    log), else 10."""
+    text = environ.get(HEARTBEAT_ENV)
     if text is None:
         return HEARTBEAT_S
     try:
@@ -138,7 +137,7 @@ class RichActivity:
         from rich.spinner import Spinner
 
         self.clock = clock
-        self.console = Console(file=stream, stderr=stream is sys.stderr, highlight=False)
+        self.console = Console(file=stream, highlight=False)
         self._spinner = Spinner("dots")
         self._phase = ""
         self._detail = ""

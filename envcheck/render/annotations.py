@@ -33,8 +33,8 @@ STEP_SUMMARY_LIMIT = 1024 * 1024
 LEVELS = {"fail": "error", "warn": "warning"}
 
 
-def in_github_actions(environ: Mapping[str, str] | None = None) -> bool:
-    return (environ if environ is not None else os.environ).get("GITHUB_ACTIONS") == "true"
+def in_github_actions(environ: Mapping[str, str]) -> bool:
+    return environ.get("GITHUB_ACTIONS") == "true"
 
 
 def github_annotations(report: Report) -> list[str]:
@@ -63,7 +63,7 @@ def fleet_annotations(summary: FleetSummary) -> list[str]:
 
 
 def emit_ci_outputs(
-    report: Report, *, markdown_path: str | None, stream: TextIO, env: Environment | None = None
+    report: Report, *, markdown_path: str | None, stream: TextIO, env: Environment
 ) -> None:
     """Write `--markdown FILE` if asked; under GitHub Actions (`env`'s variables, None: the
     process's) also append the same Markdown to the step summary and print the annotations on
@@ -82,7 +82,7 @@ def emit_fleet_ci_outputs(
     *,
     markdown_path: str | None,
     stream: TextIO,
-    env: Environment | None = None,
+    env: Environment,
 ) -> None:
     outputs = {"verdict": summary.verdict}
     markdown = render_fleet_markdown(summary)
@@ -92,14 +92,14 @@ def emit_fleet_ci_outputs(
 def _emit(
     markdown: str,
     annotations: list[str],
-    outputs: dict[str, str],
+    outputs: Mapping[str, str],
     markdown_path: str | None,
     stream: TextIO,
-    env: Environment | None,
+    env: Environment,
 ) -> None:
     if markdown_path:
         write_output(markdown_path, markdown, flag="--markdown", env=env)
-    environ = env.env if env else None
+    environ = env.env
     if not in_github_actions(environ):
         return
     lines = list(annotations)
@@ -111,12 +111,12 @@ def _emit(
     stream.flush()
 
 
-def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None) -> str | None:
+def append_step_summary(markdown: str, environ: Mapping[str, str]) -> str | None:
     """Append to `$GITHUB_STEP_SUMMARY`; return why it could not, or None.
 
     A summary that cannot be written must not turn a passing gate red: it becomes a warning.
     """
-    path = (environ if environ is not None else os.environ).get("GITHUB_STEP_SUMMARY")
+    path = environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return "GITHUB_STEP_SUMMARY is not set: no step summary written"
     try:
@@ -127,13 +127,11 @@ def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None)
     return None
 
 
-def append_step_outputs(
-    outputs: Mapping[str, str], environ: Mapping[str, str] | None = None
-) -> str | None:
+def append_step_outputs(outputs: Mapping[str, str], environ: Mapping[str, str]) -> str | None:
     """`verdict=…`, `image=…` into `$GITHUB_OUTPUT`, so a step that runs `envcheck doctor` with
     an `id:` exposes them as `steps.<id>.outputs.*` (the gate passes `image` to its dependants).
     Return why it could not, or None; no `$GITHUB_OUTPUT` (a bare `docker run`) is not a problem."""
-    path = (environ if environ is not None else os.environ).get("GITHUB_OUTPUT")
+    path = environ.get("GITHUB_OUTPUT")
     if not path:
         return None
     text = "".join(f"{key}={' '.join(visible(value).split())}\n" for key, value in outputs.items())

@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from envcheck.environment import Environment
 
 
-def write_junit(report: Report, path: str, env: Environment | None = None) -> None:
+def write_junit(report: Report, path: str, env: Environment) -> None:
     write_output(path, junit_xml([report]), flag="--junit", env=env)
 
 
-def write_fleet_junit(reports: Sequence[Report], path: str, env: Environment | None = None) -> None:
+def write_fleet_junit(reports: Sequence[Report], path: str, env: Environment) -> None:
     write_output(path, junit_xml(reports), flag="--junit", env=env)
 
 

@@ -16,17 +16,17 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from envcheck.facts import HostFacts
-from envcheck.findings import Finding
+from envcheck.findings import Finding, Severity
 from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
-from envcheck.report import ImageChoice, Report
+from envcheck.report import ImageChoice, Report, Verdict
 
 if TYPE_CHECKING:
     from envcheck.fleet import FleetSummary, ProblemGroup
 
-SEVERITY_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
-VERDICT_ICON = {
+SEVERITY_ICON: dict[Severity, str] = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
+VERDICT_ICON: dict[Verdict, str] = {
     "pass": "✅",
     "warn": "⚠️",
     "fail": "❌",
@@ -56,17 +56,17 @@ def render_markdown(report: Report) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def headline(verdict: str, problems: list[Finding], exit_code: int) -> str:
+def headline(verdict: Verdict, problems: list[Finding], exit_code: int) -> str:
     failed = sum(f.severity == "fail" for f in problems)
     warned = len(problems) - failed
-    says = {
+    says: dict[Verdict, str] = {
         "pass": "this machine can train PaddlePaddle on its GPU",
         "warn": f"usable, with {_plural(warned, 'warning')}",
         "fail": f"{_plural(failed, 'check')} failed",
         "cpu-fallback": "the smoke training ran on the CPU, not on the GPU",
         "wrong-results": "the smoke training computed wrong numbers",
-    }[verdict]
-    return f"{VERDICT_ICON[verdict]} envcheck: **{verdict}** — {says} (exit {exit_code})"
+    }
+    return f"{VERDICT_ICON[verdict]} envcheck: **{verdict}** — {says[verdict]} (exit {exit_code})"
 
 
 def host_line(host: HostFacts, image: ImageChoice | None) -> str:
@@ -154,7 +154,7 @@ def _fleet_table(summary: FleetSummary) -> str:
                 _text(host.label),
                 f"{VERDICT_ICON[host.verdict]} {host.verdict}",
                 *(
-                    SEVERITY_ICON.get(layers.get(layer, ""), NOT_CHECKED)
+                    SEVERITY_ICON[seen] if (seen := layers.get(layer)) else NOT_CHECKED
                     for layer in summary.layers
                 ),
                 _code(first.id) if first else "",

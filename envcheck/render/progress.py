@@ -10,7 +10,6 @@ All write to stderr by default: stdout belongs to the result (`--json`).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import IO, Any, ClassVar, Literal, Protocol
@@ -35,9 +34,9 @@ class PullDisplay(Protocol):
 
 
 def make_display(kind: DisplayKind = "auto", stream: IO[str] | None = None) -> PullDisplay:
-    """`auto`: rich on a terminal, plain lines otherwise (CI logs)."""
-    stream = stream or sys.stderr
-    if kind == "none":
+    """`auto`: rich on a terminal, plain lines otherwise (CI logs); on `stream`, the command's
+    stderr (None: nowhere to show it)."""
+    if kind == "none" or stream is None:
         return NullDisplay()
     if kind == "auto":
         kind = "rich" if isatty(stream) else "plain"
@@ -130,7 +129,7 @@ class RichDisplay:
             TransferSpeedColumn,
         )
 
-        self.console = console or Console(file=stream, stderr=stream is sys.stderr)
+        self.console = console or Console(file=stream)
         self.layers = Progress(
             TextColumn("  {task.description}"),
             BarColumn(bar_width=30),

@@ -27,6 +27,7 @@ from envcheck.render.sanitize import visible
 
 if TYPE_CHECKING:
     from envcheck.fleet import FleetSummary, ProblemGroup
+    from envcheck.report import Verdict
     from envcheck.saved_report import HostReport
 
 COLUMNS = ("HOST", "GPUS", "DRIVER", "CUDA", "PADDLE", "VERDICT", "EXIT", "PROBLEM")
@@ -44,7 +45,7 @@ KERNEL_MODULE_MARK = "*"
 GAP = "  "
 INDENT = "  "  # a group's host list and its example, under the group's line
 UNKNOWN = "-"
-STYLE = {
+STYLE: dict[Verdict, str] = {
     "pass": "green",
     "warn": "yellow",
     "fail": "red",
@@ -141,7 +142,7 @@ def _status(status: str) -> str:
     return UNKNOWN if status == "unknown" else status
 
 
-def _grid(rows: list[list[str]], width: int | None, verdicts: list[str]) -> list[Line]:
+def _grid(rows: list[list[str]], width: int | None, verdicts: list[Verdict]) -> list[Line]:
     """Aligned columns, one line per row; cells shortened to fit `width` (None: never)."""
     widths, gap = fit_widths([max(len(row[c]) for row in rows) for c in range(len(COLUMNS))], width)
     lines: list[Line] = []
@@ -208,11 +209,11 @@ def shorten(text: str, width: int, *, middle: bool = False) -> str:
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
-def _styles(verdict: str | None) -> dict[int, str]:
+def _styles(verdict: Verdict | None) -> dict[int, str]:
     if verdict is None:  # the header
         return dict.fromkeys(range(len(COLUMNS)), "bold")
-    check = "red" if verdict in ("fail", "cpu-fallback", "wrong-results") else "yellow"
-    return {VERDICT_COLUMN: STYLE.get(verdict, ""), CHECK_COLUMN: check}
+    check = "yellow" if verdict in ("pass", "warn") else "red"  # a failing verdict's check
+    return {VERDICT_COLUMN: STYLE[verdict], CHECK_COLUMN: check}
 
 
 def _rstrip(line: Line) -> Line:

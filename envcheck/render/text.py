@@ -18,14 +18,14 @@ from envcheck.proof import proof_words
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
 from envcheck.render.wrap import COMMAND, wrap
-from envcheck.report import ImageChoice, Report
+from envcheck.report import ImageChoice, Report, Verdict
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-_MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
-_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
-_VERDICT_STYLE = {
+_MARK: dict[Severity, str] = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
+_STYLE: dict[Severity, str] = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+VERDICT_STYLE: dict[Verdict, str] = {
     "pass": "bold green",
     "warn": "bold yellow",
     "fail": "bold red",
@@ -331,7 +331,7 @@ def render_rich(
     console.print(
         Text(
             f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
-            style=_VERDICT_STYLE[report.verdict],
+            style=VERDICT_STYLE[report.verdict],
         )
     )
     for line, spans in summary_lines(report, console.width):

@@ -12,6 +12,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.compat import arch_supported, wheel_platform
 from envcheck.findings import Finding, fail, warn
+from envcheck.fixes import PROVE_WITH_SMOKE_FIX, arch_build_fix
 from envcheck.matrix.builds import plain_archs_source
 from envcheck.proof import ARCH_UNVERIFIED_ID
 from envcheck.rules.paddle import installed_build
@@ -52,7 +53,7 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
                 "paddle.arch-missing",
                 f'GPU {g.index} {g.name} is sm_{sm} but {because}: "no kernel image is available '
                 'for execution on the device"',
-                fix=f"install a build compiled for sm_{sm}: {ctx.gpu_build_fix}",
+                fix=arch_build_fix(sm, ctx.gpu_build_fix),
                 layer="paddle",
                 index=g.index,
                 compute_capability=cc,
@@ -66,7 +67,7 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
                 f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
                 f"for it{_newer_than_known(ctx, sm)}; {origin} includes sm_{sm}, the build itself "
                 "may not: only the smoke training can prove it",
-                fix="prove it with the smoke training (`envcheck doctor`)",
+                fix=PROVE_WITH_SMOKE_FIX,
                 layer="paddle",
                 index=g.index,
                 compute_capability=cc,

@@ -6,7 +6,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fixes import NVIDIA_RUNTIME_FIX, engine_fix
+from envcheck.fixes import (
+    NVIDIA_RUNTIME_FIX,
+    OTHER_RELEASE_FIX,
+    engine_or_in_process_fix,
+)
 from envcheck.given_image import GIVEN
 from envcheck.matrix.provenance import plain_source
 
@@ -36,7 +40,7 @@ def check_engine(ctx: Context) -> Iterable[Finding]:
         yield warn(
             "engine.unreachable",
             f"no container engine: {e.reason or e.status}",
-            fix=f"{engine_fix(e)}; or run the smoke with --in-process",
+            fix=engine_or_in_process_fix(e),
             layer="engine",
             reason=e.reason,
         )
@@ -51,7 +55,7 @@ def check_image(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "image.none",
             f"no image of Paddle {img.paddle} can run on this host: {reasons}",
-            fix=img.reason or "upgrade the driver, or choose another release with --paddle",
+            fix=img.reason or OTHER_RELEASE_FIX,
             layer="image",
             rejected=[r.ref for r in img.rejected],
         )

@@ -6,7 +6,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fixes import command, cudart_install, cudnn_install, matrix_install, target_python
+from envcheck.fixes import (
+    CUDA_INIT_FIX,
+    command,
+    cudart_install,
+    cudnn_install,
+    matrix_install,
+    runtime_or_image_fix,
+    target_python,
+)
 from envcheck.rules.environment import devices_hidden
 from envcheck.rules.paddle import installed_build
 from envcheck.versions import VersionParseError, release_of
@@ -29,8 +37,7 @@ def check_cuda_driver_api(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "cuda.init-failed",
             f"the CUDA driver API failed: {c.error} ({c.reason})",
-            fix="run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
-            "(`sudo modprobe nvidia-uvm`) and that no stub libcuda.so shadows the driver's",
+            fix=CUDA_INIT_FIX,
             layer="cuda",
             error=c.error,
         )
@@ -113,7 +120,7 @@ def _check_runtime_for_build(ctx: Context) -> Iterable[Finding]:
         f"Paddle {p.version} (CUDA {p.cuda}) loads {soname} at `import paddle`, but no path "
         f'provides a CUDA {major} runtime ({seen}): "ImportError: {soname}: cannot open shared '
         'object file"',
-        fix=f"{get}, or use the official image (`envcheck pull-image`)",
+        fix=runtime_or_image_fix(get),
         layer="cuda",
         compiled=p.cuda,
         found=found,

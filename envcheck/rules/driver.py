@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.findings import Finding, fail, passed
-from envcheck.fixes import REBOOT_FIX
+from envcheck.fixes import DEVICE_FILES_FIX, LOAD_DRIVER_FIX, REBOOT_FIX
 
 if TYPE_CHECKING:
     from envcheck.judge import Context
@@ -16,11 +16,7 @@ _NVML_ERRORS: dict[str, tuple[str, str, str]] = {
     "NVML_ERROR_DRIVER_NOT_LOADED": (
         "driver.not-loaded",
         "the NVIDIA kernel module is not loaded (NVML: Driver Not Loaded)",
-        (
-            "load it: `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvrm` "
-            "(Secure Boot blocking an unsigned module, or the module missing for this kernel: "
-            "reinstall the driver for `uname -r`)"
-        ),
+        LOAD_DRIVER_FIX,
     ),
     "NVML_ERROR_LIB_RM_VERSION_MISMATCH": (
         "driver.version-mismatch",
@@ -33,11 +29,7 @@ _NVML_ERRORS: dict[str, tuple[str, str, str]] = {
     "NVML_ERROR_NO_PERMISSION": (
         "driver.no-permission",
         "no permission to talk to the GPU driver (NVML: Insufficient Permissions)",
-        (
-            "check `ls -l /dev/nvidiactl /dev/nvidia0`: the device files must be readable and writable by your "
-            "user (add it to the `video` group, or fix NVreg_DeviceFileMode); in a container, pass "
-            "the GPU with `--gpus all`"
-        ),
+        DEVICE_FILES_FIX,
     ),
 }
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.findings import Finding, fail, passed, warn
+from envcheck.fixes import PASS_THE_GPUS_FIX, visible_devices_fix
 from envcheck.visible_devices import read_visible_devices
 
 if TYPE_CHECKING:
@@ -32,9 +33,7 @@ def check_visible_devices(ctx: Context) -> Iterable[Finding]:
             "env.cuda-visible-devices",
             f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU ({why}): Paddle will say "
             '"CUDA_VISIBLE_DEVICES is set to be empty. No GPU detected."',
-            fix=f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES="
-            f"{','.join(str(i) for i in range(len(ctx.gpus)))}`"
-            + (f" (or full UUIDs as NVML reports them: {uuids})" if uuids else ""),
+            fix=visible_devices_fix(len(ctx.gpus), uuids),
             layer="env",
             value=value,
             driver_device_count=driver_sees,
@@ -70,7 +69,7 @@ def check_nvidia_visible_devices(ctx: Context) -> Iterable[Finding]:
         yield warn(
             "env.nvidia-visible-devices",
             f"NVIDIA_VISIBLE_DEVICES={value!r}: this container was started without GPUs",
-            fix="start the container with `--gpus all` (or NVIDIA_VISIBLE_DEVICES=all with the NVIDIA runtime)",
+            fix=PASS_THE_GPUS_FIX,
             layer="env",
             value=value,
         )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from envcheck.compat import cc_below
 from envcheck.facts import GpuFacts
 from envcheck.findings import Finding, fail, passed, warn
+from envcheck.fixes import GPU_MISSING_FIX, OLD_GPU_FIX, mig_instance_fix
 from envcheck.rules.driver import install_driver_fix
 
 if TYPE_CHECKING:
@@ -24,8 +25,7 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
         yield sev(
             "gpu.none",
             "the driver answered but reports no GPU",
-            fix="check `nvidia-smi -L` and `lspci | grep -i nvidia`; a GPU may have fallen off the bus "
-            "(`sudo dmesg | grep -i xid`)",
+            fix=GPU_MISSING_FIX,
             layer="gpu",
         )
         return
@@ -45,7 +45,7 @@ def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
             "gpu.cc-too-low",
             f"{label} has compute capability {g.compute_capability}; Paddle {release.version} "
             f"needs more than {release.min_compute_capability}",
-            fix="use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)",
+            fix=OLD_GPU_FIX,
             layer="gpu",
             index=g.index,
             compute_capability=g.compute_capability,
@@ -54,9 +54,7 @@ def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
         yield fail(
             "gpu.mig-no-instances",
             f"{label} is in MIG mode with no GPU instance: nothing can run on it",
-            fix=f"create an instance of the whole GPU (`sudo nvidia-smi mig -i {g.index} -cgi 0 -C`; "
-            f"`sudo nvidia-smi mig -i {g.index} -lgip` lists the smaller profiles) or disable MIG "
-            f"(`sudo nvidia-smi -i {g.index} -mig 0`, then reset the GPU)",
+            fix=mig_instance_fix(g.index),
             layer="gpu",
             index=g.index,
         )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from envcheck.compat import driver_support
 from envcheck.facts import unlisted_gpus
 from envcheck.findings import Finding, fail, passed, warn
-from envcheck.fixes import paddle_install
+from envcheck.fixes import paddle_install, upgrade_driver_fix
 from envcheck.matrix.builds import build_for
 from envcheck.matrix.model import PaddleBuild
 from envcheck.versions import VersionParseError, parse_dotted
@@ -105,7 +105,7 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
             f"driver {d.version} supports CUDA {d.cuda}, older than {what}: it runs through "
             f"minor-version compatibility ({support.reason}); PTX JIT and newer-driver APIs fail"
             f"{_paddle_driver_note(ctx, cuda, d.version)}",
-            fix=f"upgrade the driver to {support.full_driver} or newer for full support",
+            fix=upgrade_driver_fix(support.full_driver, full_support=True),
             layer="driver",
             driver=d.version,
             driver_cuda=d.cuda,
@@ -116,8 +116,7 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
             "driver.too-old",
             f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
             '(Paddle: "CUDA driver version is insufficient for CUDA runtime version")',
-            fix=f"upgrade the driver to {support.minimum_driver} or newer"
-            + _or_build_for_driver(ctx),
+            fix=upgrade_driver_fix(support.minimum_driver) + _or_build_for_driver(ctx),
             layer="driver",
             driver=d.version,
             cuda=cuda,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from envcheck.findings import Finding, fail
-from envcheck.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX
+from envcheck.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX, gpu_check_command
 from envcheck.report import CPU_FALLBACK_ID
 from envcheck.smoke.known_answers import INSTALL_GPU_PADDLE, install_fix
 from envcheck.smoke.known_answers import where as _where
@@ -123,11 +123,7 @@ def cpu_build_fix(plan: Plan) -> str:
 def driver_fix(plan: Plan, result: SmokeResult) -> str:
     cuda = result.get("cuda_version")
     need = f" that supports CUDA {cuda}" if cuda and cuda != "False" else ""
-    probe = (
-        f"`docker run --rm --gpus all {plan.image} nvidia-smi`"
-        if plan.mode == "container"
-        else "`nvidia-smi`"
-    )
+    probe = f"`{gpu_check_command(plan.image)}`" if plan.mode == "container" else "`nvidia-smi`"
     return f"check the driver with {probe}; install an NVIDIA driver{need} (see the driver findings above)"
 
 
@@ -135,7 +131,7 @@ def no_gpu_fix(plan: Plan) -> str:
     if plan.mode == "container":
         return (
             f"the engine accepted the GPU request but the container sees no GPU: check "
-            f"`docker run --rm --gpus all {plan.image} nvidia-smi` and the NVIDIA Container Toolkit "
+            f"`{gpu_check_command(plan.image)}` and the NVIDIA Container Toolkit "
             f"(`nvidia-ctk runtime configure --runtime=docker`)"
         )
     return "check `nvidia-smi`, that the driver is loaded, and that /dev/nvidia* is readable by you"

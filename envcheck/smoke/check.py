@@ -9,7 +9,7 @@ process at all.
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -103,10 +103,12 @@ def _engine_words(message: str) -> str:
 def acquire_image(plan: Plan, options: SmokeOptions) -> tuple[Any, str]:
     """Connect and make sure the image is here (pulled with a progress display if allowed)."""
     from envcheck.docker_adapter import connect
+    from envcheck.probe.endpoint import resolve_endpoint
     from envcheck.pull.ensure import ensure_image
 
     assert plan.image is not None
-    client = connect(options.endpoint)  # the probed engine; one client for image and container
+    # the probed engine (else the command's variables'); one client for image and container
+    client = connect(options.endpoint or resolve_endpoint(options.variables))
     return client, ensure_image(
         plan.image,
         allow_pull=options.pull,
@@ -114,11 +116,12 @@ def acquire_image(plan: Plan, options: SmokeOptions) -> tuple[Any, str]:
         client=client,
         matrix=options.matrix,
         stream=options.stderr,
+        variables=options.variables,
     )
 
 
-def script_path() -> Path:
-    override = os.environ.get(SCRIPT_ENV)
+def script_path(variables: Mapping[str, str]) -> Path:
+    override = variables.get(SCRIPT_ENV)
     return Path(override).resolve() if override else WORKLOAD
 
 
@@ -146,27 +149,30 @@ def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str 
         image=image_id or plan.image,
         label=plan.image,
         args=tuple(workload_args(plan, options)),
-        script=script_path(),
+        script=script_path(options.variables),
         timeout=options.timeout,
         gpu_ids=None if plan.gpu_refused else plan.gpu_ids,  # refused once: run without
     )
     try:
-        raw, nvml = _run_spec(client, spec)
+        raw, nvml = _run_spec(client, spec, options)
     except EnvironmentProblem as e:
         if spec.gpu_ids is None or not hook_needs_writable_root(e.message):
             raise
         spec = replace(spec, read_only=False)  # the GPU matters more than a read-only root
-        raw, nvml = _run_spec(client, spec)
+        raw, nvml = _run_spec(client, spec, options)
         raw.extra["read_only_dropped"] = e.message
     raw.extra.update(image_id=image_id, limits=describe(spec))
     return outcome_of(raw, nvml)
 
 
-def _run_spec(client: Any, spec: Any) -> tuple[RawRun, NvmlSummary]:
+def _run_spec(client: Any, spec: Any, options: SmokeOptions) -> tuple[RawRun, NvmlSummary]:
     from envcheck.smoke.container import SmokeContainer
     from envcheck.smoke.sampler import NvmlSampler
 
-    with NvmlSampler() as sampler, SmokeContainer(client, spec) as box:
+    with (
+        NvmlSampler(options.variables) as sampler,
+        SmokeContainer(client, spec, variables=options.variables, stderr=options.stderr) as box,
+    ):
         watch = sampler.watch if sampler.status == "ok" else None  # skip the extra inspect
         raw = box.run(on_start=watch)
     raw.extra["removed"] = box.removed  # asked of the engine after the removal, not assumed
@@ -178,12 +184,13 @@ def run_in_process(plan: Plan, options: SmokeOptions) -> Outcome:
     from envcheck.smoke.sampler import NvmlSampler
 
     assert plan.python is not None
-    with NvmlSampler() as sampler:
+    with NvmlSampler(options.variables) as sampler:
         raw = run_subprocess(
             plan.python,
-            script_path(),
+            script_path(options.variables),
             workload_args(plan, options),
             options.timeout,
+            options.variables,  # the command's own: CUDA_VISIBLE_DEVICES is part of what is checked
             on_start=sampler.watch,
         )
     return outcome_of(raw, sampler.summary())

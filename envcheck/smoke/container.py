@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from envcheck import activity, signals
 from envcheck.docker_adapter import translate_errors
@@ -48,11 +47,21 @@ KILL_WAIT_S = 10.0
 
 
 class SmokeContainer:
-    """`with SmokeContainer(client, spec) as box: raw = box.run()` — removed on the way out."""
+    """`with SmokeContainer(client, spec, variables=env.env, stderr=env.stderr) as box:
+    raw = box.run()` — removed on the way out. `variables`: the command's (the owner key's
+    folder); `stderr`: the command's, where the sweep's removals are said (None: nowhere)."""
 
-    def __init__(self, client: docker.DockerClient, spec: ContainerSpec) -> None:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        spec: ContainerSpec,
+        *,
+        variables: Mapping[str, str],
+        stderr: IO[str] | None,
+    ) -> None:
         self.client = client
         self.spec = spec
+        self.variables, self.stderr = variables, stderr
         self.run_id = uuid.uuid4().hex[:12]
         self.container: Container | None = None
         self.swept: list[str] = []
@@ -60,14 +69,14 @@ class SmokeContainer:
 
     def __enter__(self) -> Self:
         activity.phase(f"creating the smoke container from {self.image_words}")
-        self.swept = sweep_leftovers(self.client)
+        self.swept = sweep_leftovers(self.client, variables=self.variables, stderr=self.stderr)
         try:
             with (
                 signals.deferred(),
                 translate_errors(f"creating the smoke container from {self.image_words}"),
             ):
                 self.container = self.client.containers.create(
-                    **create_kwargs(self.spec, self.run_id)
+                    **create_kwargs(self.spec, self.run_id, ownership.owner_key(self.variables))
                 )
         except BaseException:
             # a timeout or a signal may have cut the answer, not the create: remove by run id
@@ -143,10 +152,16 @@ class SmokeContainer:
 
 
 def sweep_leftovers(
-    client: docker.DockerClient, grace: float = ownership.LEFTOVER_GRACE_S, now: float | None = None
+    client: docker.DockerClient,
+    grace: float = ownership.LEFTOVER_GRACE_S,
+    now: float | None = None,
+    *,
+    variables: Mapping[str, str],
+    stderr: IO[str] | None,
 ) -> list[str]:
     """Remove the stopped containers crashed envcheck runs left (see `ownership.leftover_reason`),
-    printing each on stderr; returns their short ids."""
+    saying each on `stderr`, the command's; returns their short ids. `variables`: the command's
+    (the owner key's folder)."""
     with translate_errors("listing leftover smoke containers"):
         found = client.containers.list(
             all=True,
@@ -155,18 +170,18 @@ def sweep_leftovers(
         )
     removed = []
     host, now = socket.gethostname(), time.time() if now is None else now
-    if found and (why := ownership.unprovable()):
-        print(
+    if found and (why := ownership.unprovable(variables)):
+        _say(
+            stderr,
             visible(
                 f"envcheck: {len(found)} stopped smoke container(s) of earlier runs left alone: "
                 f"this run cannot prove ownership without its owner key ({why})"
             ),
-            file=sys.stderr,
         )
     for container in found:
         reason = ownership.leftover_reason(
             container.attrs,
-            key=ownership.owner_key(),
+            key=ownership.owner_key(variables),
             now=now,
             hostname=host,
             alive=_pid_alive,
@@ -174,14 +189,19 @@ def sweep_leftovers(
         )
         if reason is not None and remove(container, quiet=True, volumes=False):
             removed.append(container.short_id)
-            print(
+            _say(
+                stderr,
                 visible(
                     f"envcheck: removed leftover smoke container {container.short_id} "
                     f"({container.name}: {reason})"
                 ),
-                file=sys.stderr,
             )
     return removed
+
+
+def _say(stderr: IO[str] | None, line: str) -> None:
+    if stderr is not None:
+        print(line, file=stderr, flush=True)
 
 
 def remove(container: Container, quiet: bool = False, volumes: bool = True) -> bool:

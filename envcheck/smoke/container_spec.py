@@ -65,7 +65,7 @@ BASE_ENVIRONMENT = {
 }
 
 
-def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
+def create_kwargs(spec: ContainerSpec, run_id: str, key: bytes) -> dict[str, Any]:
     """The `containers.create` arguments: every restriction of the smoke in one place."""
     from docker.types import DeviceRequest, LogConfig, Mount
 
@@ -75,7 +75,7 @@ def create_kwargs(spec: ContainerSpec, run_id: str) -> dict[str, Any]:
         "name": ownership.container_name(run_id),
         "entrypoint": ["python", SCRIPT_TARGET],  # no image entrypoint banner on our stdout
         "command": list(spec.args),
-        "labels": labels(run_id, spec.timeout),
+        "labels": labels(run_id, spec.timeout, key),
         "environment": {**BASE_ENVIRONMENT, **spec.environment},
         "user": limits.user,
         "working_dir": "/tmp",
@@ -133,7 +133,8 @@ def hook_needs_writable_root(message: str) -> bool:
     return "read-only file system" in text and "hook" in text
 
 
-def labels(run_id: str, timeout: float, now: float | None = None) -> dict[str, str]:
+def labels(run_id: str, timeout: float, key: bytes, now: float | None = None) -> dict[str, str]:
+    """`key`: the user's owner key (`ownership.owner_key`), which marks the container as ours."""
     now = time.time() if now is None else now
     owner = f"{socket.gethostname()}:{os.getpid()}"
     deadline = str(int(now + timeout + SWEEP_GRACE_S))
@@ -141,7 +142,7 @@ def labels(run_id: str, timeout: float, now: float | None = None) -> dict[str, s
         LABEL: run_id,
         OWNER_LABEL: owner,
         DEADLINE_LABEL: deadline,
-        MARK_LABEL: ownership.mark(ownership.owner_key(), run_id, owner, deadline),
+        MARK_LABEL: ownership.mark(key, run_id, owner, deadline),
     }
 
 

@@ -7,7 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.findings import Finding, fail, warn
-from envcheck.fixes import NVIDIA_RUNTIME_FIX, START_DOCKER_FIX
+from envcheck.fixes import (
+    FLAT_LOSS_FIX,
+    NVIDIA_RUNTIME_FIX,
+    READ_THE_JSON_TRACEBACK_FIX,
+    READ_THE_LOG_FIX,
+    READ_THE_TRACEBACK_FIX,
+    SMOKE_OUTPUT_FIX,
+    SMOKE_TIMEOUT_FIX,
+    START_DOCKER_FIX,
+    paddle_or_container_fix,
+    paddle_or_docker_fix,
+)
 from envcheck.smoke.causes import fix_from_warnings
 from envcheck.smoke.known_answers import where as _where
 from envcheck.smoke.parse import RawRun, log_tail
@@ -60,10 +71,7 @@ def not_run(plan: Plan) -> Finding:
     return warn(
         "smoke.not-run",
         f"no smoke training ran: no usable image and no Paddle in {plan.python}",
-        fix=f"install Paddle in {plan.python}: `{plan.install_command}`, or start Docker"
-        if plan.install_command
-        else f"install Paddle in {plan.python} (`envcheck doctor --explain` says which build), "
-        "or start Docker",
+        fix=paddle_or_docker_fix(plan.python, plan.install_command),
         layer="smoke",
     )
 
@@ -74,7 +82,7 @@ def timeout(plan: Plan, raw: RawRun) -> Finding:
         "smoke.timeout",
         f"the smoke in {_where(plan)} was killed after {raw.duration_s:.0f} s (timeout) "
         f"and removed{tail_text(tail)}",
-        fix="look at the last log lines; if the machine is just slow, raise --smoke-timeout",
+        fix=SMOKE_TIMEOUT_FIX,
         layer="smoke",
         duration_s=raw.duration_s,
         log_tail=tail,
@@ -86,8 +94,7 @@ def bad_output(plan: Plan, raw: RawRun, problem: str) -> Finding:
     return fail(
         "smoke.bad-output",
         f"the smoke in {_where(plan)} did not print its one JSON line: {problem}{tail_text(tail)}",
-        fix="the smoke script must print exactly one JSON line on stdout; is the image's `python` "
-        "wrapped by something that prints?",
+        fix=SMOKE_OUTPUT_FIX,
         layer="smoke",
         exit_code=raw.exit_code,
         stdout_bytes=raw.stdout_bytes,
@@ -108,7 +115,7 @@ def crashed(plan: Plan, raw: RawRun, result: SmokeResult | None, problem: str | 
         f"the smoke in {_where(plan)} {how}"
         + (f" ({problem})" if problem else "")
         + tail_text(tail),
-        fix=fix_from_warnings(known, plan) or "read the last log lines above",
+        fix=fix_from_warnings(known, plan) or READ_THE_LOG_FIX,
         layer="smoke",
         exit_code=raw.exit_code,
         oom_killed=raw.oom_killed,
@@ -123,7 +130,7 @@ def setup_failed(plan: Plan, raw: RawRun, result: SmokeResult, error: WorkloadEr
         return warn(
             "smoke.not-run",
             f"Paddle cannot be imported by {plan.python}: {error['type']}: {error['message']}",
-            fix=f"install Paddle in {plan.python} or run the smoke in a container",
+            fix=paddle_or_container_fix(plan.python),
             layer="smoke",
         )
     tail = log_tail(raw.stderr)
@@ -131,7 +138,7 @@ def setup_failed(plan: Plan, raw: RawRun, result: SmokeResult, error: WorkloadEr
         "smoke.crashed",
         f"the smoke in {_where(plan)} failed while {error.get('phase')}: "
         f"{error['type']}: {first_line(error['message'])}{tail_text(tail)}",
-        fix=fix_from_warnings(result["warnings"], plan) or "read the traceback in the log",
+        fix=fix_from_warnings(result["warnings"], plan) or READ_THE_TRACEBACK_FIX,
         layer="smoke",
         exit_code=raw.exit_code,
         error=error,
@@ -149,7 +156,7 @@ def run_crashed(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Findi
     return fail(
         "smoke.crashed",
         f"training failed in {_where(plan)} on " + "; ".join(parts),
-        fix=fix_from_warnings(known, plan) or "read the traceback in the smoke JSON (`--json`)",
+        fix=fix_from_warnings(known, plan) or READ_THE_JSON_TRACEBACK_FIX,
         layer="smoke",
         errors=[e for _, e in crashed],
     )
@@ -161,8 +168,7 @@ def not_learning(plan: Plan, runs: list[RunResult]) -> Finding:
         "smoke.not-learning",
         f"the loss did not fall by {100 - LEARNED_RATIO * 100:.0f}% in {runs[0]['steps']} steps "
         f"({'; '.join(parts)}): the arithmetic on this device is wrong",
-        fix="a loss that stays flat on a learnable task points to broken kernels: check the arch "
-        "and cuDNN warnings; try --amp off, another image, or a newer driver",
+        fix=FLAT_LOSS_FIX,
         layer="smoke",
         losses={r["device_used"]: r["losses"] for r in runs},
     )

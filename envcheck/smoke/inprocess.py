@@ -32,10 +32,10 @@ from envcheck.smoke.payload import COMPANIONS
 KILL_WAIT_S = 10.0
 
 
-def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The user's own environment (CUDA_VISIBLE_DEVICES included: it is part of what is
+def child_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """The command's variables `base` (CUDA_VISIBLE_DEVICES included: it is part of what is
     checked), with PCI device order unless they chose one, and an unbuffered log."""
-    env = dict(os.environ if base is None else base)
+    env = dict(base)
     # https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     env["PYTHONUNBUFFERED"] = "1"
@@ -47,10 +47,10 @@ def run_subprocess(
     script: Path,
     args: Sequence[str],
     timeout: float,
+    env: Mapping[str, str],
     on_start: Callable[[int | None], None] | None = None,
-    env: Mapping[str, str] | None = None,
 ) -> RawRun:
-    """Run `python script ARGS` with a hard timeout and bounded output; always reaped, and its
+    """Run `python script ARGS`, on the command's variables `env`, with a hard timeout and bounded output; always reaped, and its
     folder always removed: a signal between the folder's creation and the cleanup's taking charge
     of it (or during the cleanup) waits until the cleanup holds it."""
     workdir = None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,4 +30,8 @@ class SmokeOptions:
     # chose the image with: a missing image's pull plans its mirrors and pin with this one
     # (None: the shipped matrix).
     matrix: Matrix | None = None
-    stderr: IO[str] | None = None  # the command's stderr: the pull's progress (None: sys.stderr)
+    # The command's stderr: the pull's progress, the sweep's removals (None: nowhere to say it).
+    stderr: IO[str] | None = None
+    # The command's variables (its `Environment.env`): the in-process run's, the owner key's
+    # folder, the NVML sampler's driver root, the tests' script hook. Empty: none at all.
+    variables: Mapping[str, str] = field(default_factory=dict)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.docker_adapter import LABEL
+from envcheck.environment import home
 
 NAME_PREFIX = "envcheck-smoke-"
 OWNER_LABEL = f"{LABEL}.owner"  # "hostname:pid" of the envcheck process that created it
@@ -86,29 +87,28 @@ def leftover_reason(
     return f"{status} {age} s ago, owner {labels.get(OWNER_LABEL) or '?'} {'gone' if not owner_waits else 'past its deadline'}"
 
 
-def owner_key() -> bytes:
-    """This user's owner key, created on first use; a process-only key when it cannot be kept."""
-    return _owner_key()[0]
+def owner_key(variables: Mapping[str, str]) -> bytes:
+    """This user's owner key (its folder from the command's `variables`), created on first use;
+    a process-only key when it cannot be kept."""
+    return _owner_key(_key_path(variables))[0]
 
 
-def unprovable() -> str | None:
+def unprovable(variables: Mapping[str, str]) -> str | None:
     """Why this process holds a process-only key (None: the stored one): no leftover of an
     earlier run can then be proven ours, and the sweep says so instead of keeping quiet."""
-    return _owner_key()[1]
+    return _owner_key(_key_path(variables))[1]
 
 
 @functools.cache
-def _owner_key() -> tuple[bytes, str | None]:
+def _owner_key(path: Path) -> tuple[bytes, str | None]:
     try:
-        return _stored_key(_key_path()), None
+        return _stored_key(path), None
     except OSError as e:
-        return secrets.token_bytes(KEY_BYTES), f"{_key_path()}: {e.strerror or e}"
+        return secrets.token_bytes(KEY_BYTES), f"{path}: {e.strerror or e}"
 
 
-def _key_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
+def _key_path(variables: Mapping[str, str]) -> Path:
+    base = variables.get("XDG_STATE_HOME") or os.path.join(home(variables), ".local", "state")
     return Path(base) / "envcheck" / "owner.key"
 
 

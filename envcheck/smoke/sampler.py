@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -61,9 +62,10 @@ class GpuTrace:
 
 
 class NvmlSampler:
-    """`with NvmlSampler() as s: s.watch(pid); ...` then `s.summary()`."""
+    """`with NvmlSampler(env) as s: s.watch(pid); ...` then `s.summary()`."""
 
-    def __init__(self, interval: float = DEFAULT_INTERVAL) -> None:
+    def __init__(self, env: Mapping[str, str], interval: float = DEFAULT_INTERVAL) -> None:
+        self.env = env  # the command's variables: ENVCHECK_DRIVER_ROOT
         self.interval = interval
         self.status = "unavailable"
         self.reason: str | None = None
@@ -121,7 +123,7 @@ class NvmlSampler:
         from envcheck.probe.nvml import error_name, init_nvml
 
         try:
-            init_nvml(pynvml)
+            init_nvml(pynvml, self.env)
             for index in range(pynvml.nvmlDeviceGetCount()):
                 self._handles[index] = pynvml.nvmlDeviceGetHandleByIndex(index)
                 self._traces[index] = GpuTrace()

@@ -8,6 +8,7 @@ results without an engine.
 from __future__ import annotations
 
 from envcheck.findings import Finding, fail, passed, warn
+from envcheck.fixes import INFERENCE_FIX, NOT_A_GPU_RUN_FIX, RAN_ELSEWHERE_FIX, UNWITNESSED_FIX
 from envcheck.report import CPU_FALLBACK_ID
 from envcheck.smoke.causes import cpu_fallback, fix_from_warnings
 from envcheck.smoke.failures import (
@@ -125,7 +126,7 @@ def _extras(plan: Plan, runs: list[RunResult]) -> list[Finding]:
             fail(
                 "smoke.export-failed",
                 "train → serve failed: " + "; ".join(details),
-                fix="check that the image ships paddle.inference for this device (GPU builds do)",
+                fix=INFERENCE_FIX,
                 layer="smoke",
                 export=[r["export"] for r in broken],
             )
@@ -184,9 +185,7 @@ def _nvml_findings(
                 "smoke.gpu-unconfirmed",
                 f"Paddle reports training on {', '.join(r['device_used'] for r, _ in unsure)}, "
                 f"but {'; '.join(reasons)}{_sample_count(nvml)}",
-                fix="per-process accounting and utilisation are missing under some vGPU/WSL drivers; "
-                "otherwise the run was not on this host's GPU: compare `nvidia-smi pmon -s um` "
-                "during a run",
+                fix=UNWITNESSED_FIX,
                 layer="smoke",
                 witness={r["device_used"]: w.as_dict() for r, w in unsure},
             )
@@ -209,8 +208,7 @@ def _no_library_mapped(runs: list[RunResult]) -> Finding:
         CPU_FALLBACK_ID,
         f"Paddle's places say {devices}, but the process mapped no NVIDIA library while it "
         "trained (/proc/self/maps after the first step): no GPU computed this",
-        fix="the result does not describe a GPU run: check the image and its entrypoint, and "
-        "watch `nvidia-smi pmon -s um` during `envcheck doctor`",
+        fix=NOT_A_GPU_RUN_FIX,
         layer="smoke",
         cause="no-nvidia-library",
         causes=["no-nvidia-library"],
@@ -235,8 +233,7 @@ def _gpu_idle(idle: list[tuple[RunResult, Witness]]) -> Finding:
         CPU_FALLBACK_ID,
         "Paddle's places say GPU, but NVML saw no GPU work while training (a CUDA context "
         "proves no training): " + "; ".join(parts),
-        fix="the computation ran elsewhere: check the Paddle warnings (arch, cuDNN) and the device "
-        "placement, and watch `nvidia-smi pmon -s um` during `envcheck doctor`",
+        fix=RAN_ELSEWHERE_FIX,
         layer="smoke",
         cause="gpu-idle",
         causes=["gpu-idle"],

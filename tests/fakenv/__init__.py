@@ -222,7 +222,7 @@ import json, os, sys, time
 from envcheck.facts import to_dict
 t0 = time.perf_counter()
 from envcheck.probe.nvml import probe_driver
-driver, gpus = probe_driver()
+driver, gpus = probe_driver(os.environ)
 t1 = time.perf_counter()
 from envcheck.probe.cuda_libs import probe_cuda
 sites = [p for p in [os.environ.get("FAKE_NVIDIA_SITE_PACKAGES")] if p]

@@ -1,0 +1,90 @@
+"""Every fix is said once, in envcheck/fixes.py (#26.6a): the rules, the proof, the fleet and the
+smoke's verdict quote the catalogue and write no fix text of their own; each command the
+catalogue prints runs as printed in bash and zsh."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from envcheck import fixes
+from envcheck.facts import EngineFacts
+from tests.fix_commands import shell_problems
+
+PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
+QUOTERS = (
+    *sorted((PACKAGE / "rules").glob("*.py")),
+    PACKAGE / "proof.py",
+    PACKAGE / "fleet.py",
+    PACKAGE / "smoke" / "failures.py",
+    PACKAGE / "smoke" / "verdict.py",
+    PACKAGE / "smoke" / "causes.py",
+)
+
+
+def inline_fixes(source: str) -> list[int]:
+    """Lines where a `fix=` is written as text (a string, an f-string, or either after `or` or
+    in a conditional)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.keyword) and node.arg == "fix":
+            value = node.value
+            values = (
+                value.values
+                if isinstance(value, ast.BoolOp)
+                else [value.body, value.orelse]
+                if isinstance(value, ast.IfExp)
+                else [value]
+            )
+            if any(
+                isinstance(v, ast.JoinedStr) or (isinstance(v, ast.Constant) and v.value)
+                for v in values
+            ):
+                found.append(node.value.lineno)
+    return found
+
+
+def test_no_rule_writes_a_fix_of_its_own() -> None:
+    found = [
+        f"envcheck/{path.relative_to(PACKAGE)}:{line}"
+        for path in QUOTERS
+        for line in inline_fixes(path.read_text(encoding="utf-8"))
+    ]
+    assert found == [], "say it in envcheck/fixes.py and quote it:\n" + "\n".join(found)
+
+
+def test_the_walk_sees_an_inline_fix() -> None:
+    assert inline_fixes('warn("x", "m", fix="reboot")') == [1]
+    assert inline_fixes('warn("x", "m", fix=f"upgrade to {v}")') == [1]
+    assert inline_fixes('warn("x", "m", fix=known or "read the log")') == [1]
+    assert inline_fixes('warn("x", "m", fix=f"a {x}" if x else "b")') == [1]
+    assert inline_fixes('warn("x", "m", fix=REBOOT_FIX)') == []
+
+
+def test_the_gpus_all_advice_is_said_once() -> None:
+    texts = [
+        p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py") if "workload" not in p.name
+    ]
+    assert sum(t.count("`--gpus all`") for t in texts) == 1  # fixes.GPUS_ALL
+
+
+CATALOGUE = [
+    *(
+        (name, value)
+        for name, value in vars(fixes).items()
+        if name.isupper() and isinstance(value, str) and name.endswith(("_FIX", "GPUS_ALL"))
+    ),
+    ("mig_instance_fix", fixes.mig_instance_fix(3)),
+    ("visible_devices_fix", fixes.visible_devices_fix(2, "GPU-1, GPU-2")),
+    ("gpu_check_command", f"`{fixes.gpu_check_command('docker.io/paddlepaddle/paddle:3.3.1')}`"),
+    ("engine_or_in_process_fix", fixes.engine_or_in_process_fix(EngineFacts(denied=True))),
+    ("upgrade_driver_fix", fixes.upgrade_driver_fix("535.54.03", full_support=True)),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), CATALOGUE, ids=[n for n, _ in CATALOGUE])
+def test_every_catalogued_command_runs_as_printed(name: str, text: str) -> None:
+    problems = {c: shell_problems(c) for c in fixes.commands_in(text)}
+    assert all(not p for p in problems.values()), problems
