@@ -1,4 +1,4 @@
-"""Did the matrix cache (envcheck/matrix/cache.py) matter on the paths users run? (#26.7)
+"""Does the matrix cache (envcheck/matrix/cache.py) matter on the paths users run? (#26.7)
 
 `envcheck doctor --no-smoke --json` on a GPU-less host (no driver: the doctor's whole run is
 the floor it could shave) and on the fake GPU host of tests/fakenv (the lent H100's latencies:
@@ -7,13 +7,10 @@ warm (a private ENVCHECK_CACHE_DIR, filled by the warm-up run) and off (ENVCHECK
 alternated round by round, so load drifts hit both alike. Prints the median wall and CPU time
 of each, and the ratio with / without. Nothing here asserts: the figures are for people.
 
-    # the commit before the one that removed the cache
-    git worktree add --detach /tmp/with-cache "$(git log -1 --format=%H -- envcheck/matrix/cache.py)^"
-    .venv/bin/python bench/bench_matrix_cache.py --tree /tmp/with-cache [--rounds 15]
+    .venv/bin/python bench/bench_matrix_cache.py [--rounds 15] [--hosts none fake]
 
-It did not: the cache was removed (#26.7), so the doctor measured is that of `--tree`, a
-checkout that still has it, run as the `envcheck` command runs it, with its bytecode cached as
-an installed wheel has it (see bench_doctor.py, whose runner this bench reuses).
+The doctor measured is this tree's, run as the `envcheck` command runs it, with its bytecode
+cached as an installed wheel has it (see bench_doctor.py, whose runner this bench reuses).
 """
 
 from __future__ import annotations
@@ -26,19 +23,17 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_doctor import DOCTOR, host_env, run_once
+from bench_doctor import DOCTOR, TREE, host_env, run_once
 
 
-def measure(
-    tree: Path, host: str, rounds: int, work: Path
-) -> dict[str, list[tuple[float, float, float]]]:
+def measure(host: str, rounds: int, work: Path) -> dict[str, list[tuple[float, float, float]]]:
     env = host_env(host, "h100-580-lent", {}, work, True)
     cache = work / "cache"
     envs = {
         "cache": {**env, "ENVCHECK_CACHE_DIR": str(cache)},
         "no cache": {**env, "ENVCHECK_CACHE_DIR": ""},
     }
-    argv = [sys.executable, "-c", DOCTOR.format(tree=str(tree)), "doctor", "--no-smoke", "--json"]
+    argv = [sys.executable, "-c", DOCTOR.format(tree=str(TREE)), "doctor", "--no-smoke", "--json"]
     for variables in envs.values():  # warm: the page cache, the bytecode, the matrix cache
         run_once(argv, variables)
     assert any(cache.iterdir()), "the warm-up run left no cache entry: nothing would be measured"
@@ -55,15 +50,12 @@ def main() -> int:
     )
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--hosts", nargs="+", choices=("none", "fake"), default=["none", "fake"])
-    parser.add_argument("--tree", type=Path, required=True, help="a checkout with the cache")
     args = parser.parse_args()
-    if not (args.tree / "envcheck" / "matrix" / "cache.py").is_file():
-        sys.exit(f"{args.tree} has no envcheck/matrix/cache.py: give --tree a checkout that has it")
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"{args.rounds} alternated rounds; {os.cpu_count()} cores, load {load}")
     for host in args.hosts:
         with tempfile.TemporaryDirectory(prefix="bench-matrix-cache-") as work:
-            samples = measure(args.tree.resolve(), host, args.rounds, Path(work))
+            samples = measure(host, args.rounds, Path(work))
         wall = {n: statistics.median(s[0] for s in v) for n, v in samples.items()}
         cpu = {n: statistics.median(s[2] for s in v) for n, v in samples.items()}
         where = "no driver" if host == "none" else "fake GPU host (h100-580-lent)"

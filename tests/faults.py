@@ -29,7 +29,7 @@ from tests import inprocess
 from tests.inprocess import Result, run_envcheck
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = dict(inprocess.ENV)
+ENV = {**inprocess.ENV, "ENVCHECK_CACHE_DIR": ""}
 
 
 @dataclass

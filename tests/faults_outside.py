@@ -104,6 +104,7 @@ def run_process_case(case: ProcessCase, tmp: Path) -> None:
         **ENV,
         "HOME": str(tmp / "home"),
         "XDG_STATE_HOME": str(tmp / "out" / "state"),
+        "ENVCHECK_CACHE_DIR": "",
         "GITHUB_ACTIONS": "true" if case.github else "",
         **extra,
     }

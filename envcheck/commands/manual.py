@@ -8,6 +8,13 @@ from __future__ import annotations
 ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("ENVCHECK_MATRIX", "the compatibility matrix folder, as --matrix (default: the shipped one)"),
     (
+        "ENVCHECK_CACHE_DIR",
+        (
+            "where the parsed matrix is cached (default: $XDG_CACHE_HOME/envcheck, else "
+            "~/.cache/envcheck); empty turns the cache off"
+        ),
+    ),
+    (
         "ENVCHECK_PADDLE_INDEX",
         (
             "the base URL of a mirror of the Paddle package index: every pip command the doctor "
@@ -53,6 +60,10 @@ FILES: tuple[tuple[str, str], ...] = (
             "what `envcheck fix --yes` recorded before changing an interpreter (pip freeze, pip "
             "config): the state a rollback restores"
         ),
+    ),
+    (
+        "$ENVCHECK_CACHE_DIR (default: ~/.cache/envcheck)",
+        "the parsed matrix, reused while the matrix files are unchanged",
     ),
     (
         "$DOCKER_CONFIG/config.json (default: ~/.docker/config.json)",

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from envcheck.errors import MatrixError
+from envcheck.matrix.cache import read_toml
 from envcheck.matrix.crossrows import cross_check
 from envcheck.matrix.fields import Bad, type_name
 from envcheck.matrix.location import matrix_dir
@@ -47,14 +48,15 @@ def load_matrix(
     path: str | None = None, environ: Mapping[str, str] = MappingProxyType({})
 ) -> Matrix:
     """Load and validate the matrix (`environ`: the command's variables, where ENVCHECK_MATRIX
-    and ENVCHECK_PADDLE_INDEX are read; none given: the shipped matrix); raise `MatrixError` listing every problem found."""
+    and ENVCHECK_PADDLE_INDEX are read; none given: the shipped matrix); raise `MatrixError`
+    listing every problem found."""
     root, origin = matrix_dir(path, environ)
-    return on_index(_load(root, origin), index_of(environ))
+    return on_index(_load(root, origin, environ), index_of(environ))
 
 
-def _load(root: Path, origin: str) -> Matrix:
+def _load(root: Path, origin: str, environ: Mapping[str, str]) -> Matrix:
     problems: list[str] = []
-    rows = list(_read_rows(root, origin, problems))
+    rows = list(_read_rows(root, origin, problems, environ))
     problems += cross_check(rows)
     if problems:
         raise MatrixError(problems)
@@ -64,7 +66,9 @@ def _load(root: Path, origin: str) -> Matrix:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
+def _read_rows(
+    root: Path, origin: str, problems: list[str], environ: Mapping[str, str]
+) -> Iterator[Row]:
     if not root.is_dir():
         problems.append(f"{root} (from {origin}): no such directory")
         return
@@ -74,7 +78,7 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
         return
     seen: set[str] = set()
     for path in files:
-        doc = _read_toml(path, problems)
+        doc = _read_toml(path, problems, environ)
         for key, entries in doc.items():
             if _check_table(path.name, key, entries, problems):
                 seen.add(key)
@@ -85,10 +89,9 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
     ]
 
 
-def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
+def _read_toml(path: Path, problems: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
     try:
-        doc: dict[str, Any] = tomllib.loads(path.read_bytes().decode("utf-8"))
-        return doc
+        return read_toml(path, environ)  # parsed TOML cached as JSON; validation below always runs
     except tomllib.TOMLDecodeError as e:  # the message ends "(at line L, column C)"
         problems.append(f"{path.name}: TOML syntax error: {e}")
     except (OSError, UnicodeDecodeError) as e:
