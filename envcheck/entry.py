@@ -2,17 +2,17 @@
 CUDA child starts here, before anything else is imported, then `envcheck.cli.main` runs.
 
 `cuInit` (~0.2 s on an H100) is the slowest thing the doctor waits for, and importing the CLI
-(argparse alone is ~10 ms on a busy two-core machine) would only delay it: the host probe
-guesses from the command line whether it will be needed (envcheck/probe/host.py), the doctor
-adopts it, and a probe nobody adopted is reaped on the way out (#27.2). `envcheck.cli.main`
-called directly (tests, in-process) starts its probe in the doctor, as before.
+(argparse alone is ~10 ms on a busy two-core machine) would only delay it: envcheck/probe/early.py
+guesses from the command line whether it will be needed, the doctor's host probe adopts it, and
+a child nobody adopted is reaped on the way out (#27.2). `envcheck.cli.main` called directly
+(tests, in-process) starts its probe in the doctor, as before.
 """
 
 from __future__ import annotations
 
 import sys
 
-from envcheck.probe.host import discard_early, start_early
+from envcheck.probe.early import discard_early, start_early
 
 
 def main() -> int:

@@ -159,6 +159,34 @@ def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     assert [m for m in loaded if m.startswith(NOT_STATIC_ENVCHECK)] == []
 
 
+# What the console script's first import (envcheck/entry.py, which starts the CUDA driver child
+# before it imports anything else) adds to a bare interpreter's modules.
+ENTRY_IMPORTS = """
+import sys
+bare = set(sys.modules)
+import envcheck.entry
+print(" ".join(sorted(set(sys.modules) - bare)))
+"""
+BEFORE_THE_CHILD = ("typing", "threading", "enum", "re", "collections", "signal", "subprocess")
+
+
+def test_the_cuda_child_starts_before_typing_threading_and_enum_are_imported() -> None:
+    """#27.2: every millisecond before the driver child starts is added to the doctor's wall
+    time on a GPU host (cuInit is its slowest probe); `typing`, `threading` and `signal`'s
+    enums alone cost ~15 ms on a loaded two-core machine (bench/bench_doctor.py)."""
+    run = subprocess.run(
+        [sys.executable, "-c", ENTRY_IMPORTS],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    loaded = run.stdout.split()
+    assert "envcheck.probe.cuda_spawn" in loaded  # what starts the child is there
+    assert [m for m in loaded if m.split(".")[0] in BEFORE_THE_CHILD] == []
+
+
 def test_a_doctor_stopped_by_a_bad_flag_leaves_no_cuda_child(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:

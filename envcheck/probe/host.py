@@ -8,10 +8,9 @@ read; `facts()` waits for the driver child last. Each child runs in its own proc
 a deadline (a broken driver can hang or kill its caller); no CUDA library is loaded in this
 process.
 
-The command's entry point (envcheck/entry.py) calls `start_early(argv)` before it imports
-anything else, so that a `doctor` that will probe has its child on the way while the interpreter
-imports the rest; the command `adopt()`s it (or starts its own), and whatever nobody adopted is
-reaped by `discard_early()`.
+The command's entry point (envcheck/entry.py) starts the driver child before it imports
+anything else (envcheck/probe/early.py), so that a `doctor` that will probe has it on the way
+while the interpreter imports the rest; the command's probe `adopt()`s it (or starts its own).
 
 This module imports only the standard library and `cuda_spawn` at start-up: everything else is
 imported by the work that needs it, once the child is on its way.
@@ -21,10 +20,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from envcheck.probe.cuda_spawn import CUINIT_BEGINS, Child, start_cuda_child
+from envcheck.probe import early
+from envcheck.probe.cuda_spawn import CUINIT_BEGINS, TIMEOUT_S, Child, start_cuda_child
 
 if TYPE_CHECKING:
     from envcheck.facts import DriverFacts, GpuFacts, HostFacts
@@ -69,10 +69,19 @@ class HostProbe:
     thread of its own, which then only calls: two threads importing at once raced inside
     importlib (`NameError: name 'sys' is not defined`, one run in 40 on a busy machine)."""
 
-    def __init__(self, *, timeout: float = 5.0, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = TIMEOUT_S,
+        env: Mapping[str, str] | None = None,
+        driver: Child | str | None = None,
+    ) -> None:
+        """`driver`: the driver child already started (envcheck/probe/early.py), else one is."""
         self._env = os.environ if env is None else env
         self._timeout = timeout
-        self._driver: Child | str = start_cuda_child({"driver": True}, self._env, timeout)
+        self._driver: Child | str = (
+            start_cuda_child({"driver": True}, self._env, timeout) if driver is None else driver
+        )
         self._nvml: _Task[tuple[DriverFacts, tuple[GpuFacts, ...]]] | None = None
         self.target: Interpreter | None = None
 
@@ -125,8 +134,7 @@ class HostProbe:
         """For a caller that gives up before `facts()`: stop and reap the driver child now, let
         NVML shut down and the library child end (killed at its deadline). Never raises."""
         if isinstance(self._driver, Child):
-            self._driver.kill()
-            self._driver.finish()
+            self._driver.stop()
         if self._nvml is not None:
             self._nvml.join(self._timeout)
         if self.target is not None:
@@ -160,37 +168,14 @@ class HostProbe:
         )
 
 
-_EARLY: list[HostProbe] = []  # started by envcheck.entry, not yet adopted by the doctor
-
-
-def start_early(argv: Sequence[str]) -> None:
-    """Start the probe now when `argv` reads as a `doctor` that will probe this host (not
-    `--facts`, not `--help`). A guess, never a decision: a probe nobody adopts is reaped, and a
-    doctor that finds none starts its own."""
-    skips = (("--facts", 3), ("-h", 2), ("--help", 3))
-    if argv[:1] == ["doctor"] and not any(_names(a, *flag) for a in argv for flag in skips):
-        _EARLY.append(HostProbe())
-
-
-def _names(arg: str, flag: str, shortest: int) -> bool:
-    """`arg` is `flag` or the abbreviation of it argparse accepts (`--fac`, `--facts=x`)."""
-    given = arg.partition("=")[0]
-    return len(given) >= shortest and flag.startswith(given)
-
-
 def adopt() -> HostProbe:
-    """The probe envcheck.entry started early, else a new one; its NVML probe running."""
-    return (_EARLY.pop() if _EARLY else HostProbe()).start_nvml()
-
-
-def discard_early() -> None:
-    """Reap every probe started early that no command adopted (a bad flag, `--help`)."""
-    while _EARLY:
-        _EARLY.pop().settle()
+    """A probe of the driver child envcheck.entry started early, else of a new one; its NVML
+    probe running."""
+    return HostProbe(driver=early.take()).start_nvml()
 
 
 def start_host_probe(
-    target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
+    target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = TIMEOUT_S
 ) -> HostProbe:
     """`engine`: the resolved endpoint to read (None: the engine is not probed)."""
     from envcheck.probe.interpreter import current_interpreter
@@ -199,6 +184,6 @@ def start_host_probe(
 
 
 def probe_host(
-    target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = 5.0
+    target: Interpreter | None = None, *, engine: Endpoint | None = None, timeout: float = TIMEOUT_S
 ) -> HostFacts:
     return start_host_probe(target, engine=engine, timeout=timeout).facts()
