@@ -4,6 +4,8 @@ a fake driver (`fake_nvidia`), which only a fresh process can load."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import io
 import json
 import signal
@@ -14,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from envcheck.cli import main
+from envcheck.cli import _commands_for, build_parser, main
 from envcheck.environment import Environment
+from envcheck.errors import UsageError
 from tests import report_samples as samples
 from tests import scenarios as s
 from tests.inprocess import ENV, envcheck, envcheck_process, run_envcheck
@@ -125,6 +128,38 @@ def test_missing_facts_file(tmp_path: Path) -> None:
 def test_bad_flags_exit_2_without_traceback(args: list[str]) -> None:
     r = envcheck(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["doctor", "--no-smoke", "--json"],
+        ["doctor", "--bogus"],
+        ["pull-image", "--dry-run", "--paddle", "3.3.1"],
+        ["pull_image"],
+        ["fix", "--help"],
+        ["report", "a.json"],
+        ["completion", "zsh"],
+        ["--json", "doctor"],
+        ["--help"],
+        [],
+    ],
+    ids=lambda argv: " ".join(argv) or "nothing",
+)
+def test_the_parser_of_one_command_reads_argv_as_the_whole_one(argv: list[str]) -> None:
+    """#27.3: `main` builds only the subcommand argv names; what it prints, parses or refuses is
+    what the parser of every subcommand does."""
+
+    def parse(parser: argparse.ArgumentParser) -> tuple[str, str]:
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                args = parser.parse_args(argv)
+        except (SystemExit, UsageError) as e:
+            return out.getvalue(), f"{type(e).__name__}: {e}"
+        return out.getvalue(), repr(sorted(vars(args).items()))
+
+    assert parse(build_parser(_commands_for(argv))) == parse(build_parser())
 
 
 def test_broken_matrix_override_lists_every_problem(tmp_path: Path) -> None:

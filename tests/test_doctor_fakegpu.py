@@ -133,15 +133,22 @@ sys.exit(code)
 """
 # top-level packages; `_hashlib` is OpenSSL's libcrypto, 3.7 MB of resident memory (#27.4)
 NOT_STATIC = ("rich", "docker", "requests", "urllib3", "paddle", "_hashlib")
-NOT_STATIC_ENVCHECK = ("envcheck.smoke", "envcheck.pull", "envcheck.registry", "envcheck.docker_")
+NOT_STATIC_ENVCHECK = (
+    "envcheck.smoke",
+    "envcheck.pull",
+    "envcheck.registry",
+    "envcheck.docker_",
+    *(f"envcheck.commands.{name}" for name in ("fix", "pull_image", "report", "completion")),
+)
 
 
 def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
     """#27.3: what `--no-smoke --json` does not need is not imported (what it costs is measured
-    by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle, and
-    OpenSSL (the digests it needs are CPython's own, envcheck.digest)."""
+    by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle,
+    OpenSSL (the digests it needs are CPython's own, envcheck.digest), and the other commands'
+    modules and parsers."""
     modules = tmp_path / "modules.json"
     run = subprocess.run(
         [sys.executable, "-c", STATIC_TIER, str(modules)],
