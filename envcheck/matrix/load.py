@@ -28,7 +28,6 @@ from envcheck.matrix.model import (
     Matrix,
 )
 from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Row
-from envcheck.matrix.toml import tomllib
 
 
 def load_matrix(path: str | None = None, environ: Mapping[str, str] | None = None) -> Matrix:
@@ -74,10 +73,11 @@ def _read_rows(root: Path, origin: str, problems: list[str]) -> Iterator[Row]:
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
     try:
         return read_toml(path)  # parsed TOML cached as JSON; validation below always runs
-    except tomllib.TOMLDecodeError as e:  # the message ends "(at line L, column C)"
-        problems.append(f"{path.name}: TOML syntax error: {e}")
     except (OSError, UnicodeDecodeError) as e:
         problems.append(f"{path.name}: cannot read: {e}")
+    except ValueError as e:  # tomllib.TOMLDecodeError, the one other read_toml raises; its
+        # message ends "(at line L, column C)"; tomllib is imported by a cache miss only
+        problems.append(f"{path.name}: TOML syntax error: {e}")
     return {}
 
 
