@@ -213,16 +213,19 @@ def report(
             f"  {name:<11} median wall {wall[name]:.3f} s (IQR {iqr(s[0] for s in runs):.3f})"
             f"  CPU {cpu[name]:.3f} s  peak RSS {rss[name]:.1f} MB"
         )
-    if "floor" in wall:
-        # Per round: the doctor and the floor ran back to back, under the same load.
-        ratios = [d[0] / f[0] for d, f in zip(samples["doctor"], samples["floor"])]
-        print(
-            f"  doctor / floor  wall {wall['doctor'] / wall['floor']:.2f}x  (per round: median"
-            f" {statistics.median(ratios):.2f}x, IQR {iqr(ratios):.2f}; target <= 1.3x)"
-        )
-    else:
-        print(f"  doctor without a driver {wall['doctor']:.3f} s  (target <= 0.1 s)")
-    print(f"  doctor - nvml   peak RSS {rss['doctor'] - rss['nvml']:+.1f} MB  (target <= 5 MB)")
+    doctors = [name for name in ("doctor", "baseline") if name in wall]
+    for name in doctors:
+        if "floor" in wall:
+            # Per round: the doctor and the floor ran back to back, under the same load.
+            ratios = [d[0] / f[0] for d, f in zip(samples[name], samples["floor"])]
+            print(
+                f"  {name} / floor  wall {wall[name] / wall['floor']:.2f}x  (per round: median"
+                f" {statistics.median(ratios):.2f}x, IQR {iqr(ratios):.2f}; target <= 1.3x)"
+            )
+        else:
+            print(f"  {name} without a driver {wall[name]:.3f} s  (target <= 0.1 s)")
+    for name in doctors:
+        print(f"  {name} - nvml  peak RSS {rss[name] - rss['nvml']:+.1f} MB  (target <= 5 MB)")
     for peer in ("baseline", "env-doctor", "run_check"):
         if peer in wall:
             print(f"  doctor / {peer:<10} wall {wall['doctor'] / wall[peer]:.3f}")
