@@ -43,7 +43,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, hint=f"see `{self.prog} --help`; {self.format_usage().strip()}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The command line's parser, with the subcommands of `commands` (modules of COMMANDS)."""
     parser = _Parser(
         prog="envcheck",
         description="Can this machine really train PaddlePaddle models on its GPU? Proof, and the fix.",
@@ -54,9 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"envcheck {__version__} (paddle-envcheck)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in commands:
         import_module(f"envcheck.commands.{name}").register(sub)
     return parser
+
+
+def _commands_for(argv: Sequence[str]) -> Sequence[str]:
+    """The subcommands a parser of `argv` needs: the one it names first (the others' modules and
+    parsers are ~5 ms of a doctor's start-up, #27.3), else all of them (`--help`, a bad command,
+    none: the full list is shown). A command's name is its module's, `-` for `_`."""
+    named = [name for name in COMMANDS if argv[:1] == [name.replace("_", "-")]]
+    return named or COMMANDS
 
 
 def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> int:
@@ -67,7 +76,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> i
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_json = "--json" in argv  # known before parsing: a bad flag under --json is a document too
     try:
-        parser = build_parser()
+        parser = build_parser(_commands_for(argv))
         args = _parse(parser, argv, env)
         if args is None:  # --help or --version, printed
             env.stdout.flush()

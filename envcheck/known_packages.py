@@ -9,8 +9,6 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.matrix.toml import tomllib
-
 FILE = Path(__file__).with_name("known_packages.toml")
 
 
@@ -41,6 +39,8 @@ def _final(version: str) -> bool:
 
 @functools.cache
 def known_packages() -> KnownPackages:
+    from envcheck.matrix.toml import tomllib  # here: see envcheck/matrix/toml.py
+
     doc = tomllib.loads(FILE.read_text(encoding="utf-8"))
     return KnownPackages(
         refreshed=doc["refreshed"],

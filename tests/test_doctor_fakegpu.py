@@ -149,15 +149,22 @@ sys.exit(code)
 """
 # top-level packages; `_hashlib` is OpenSSL's libcrypto, 3.7 MB of resident memory (#27.4)
 NOT_STATIC = ("rich", "docker", "requests", "urllib3", "paddle", "_hashlib")
-NOT_STATIC_ENVCHECK = ("envcheck.smoke", "envcheck.pull", "envcheck.registry", "envcheck.docker_")
+NOT_STATIC_ENVCHECK = (
+    "envcheck.smoke",
+    "envcheck.pull",
+    "envcheck.registry",
+    "envcheck.docker_",
+    *(f"envcheck.commands.{name}" for name in ("fix", "pull_image", "report", "completion")),
+)
 
 
 def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
     """#27.3: what `--no-smoke --json` does not need is not imported (what it costs is measured
-    by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle, and
-    OpenSSL (the digests it needs are CPython's own, envcheck.digest)."""
+    by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle,
+    OpenSSL (the digests it needs are CPython's own, envcheck.digest), and the other commands'
+    modules and parsers."""
     modules = tmp_path / "modules.json"
     run = subprocess.run(
         [sys.executable, "-c", STATIC_TIER, str(modules)],
@@ -175,6 +182,34 @@ def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     assert [m for m in loaded if m.startswith(NOT_STATIC_ENVCHECK)] == []
 
 
+# What the console script's first import (envcheck/entry.py, which starts the CUDA driver child
+# before it imports anything else) adds to a bare interpreter's modules.
+ENTRY_IMPORTS = """
+import sys
+bare = set(sys.modules)
+import envcheck.entry
+print(" ".join(sorted(set(sys.modules) - bare)))
+"""
+BEFORE_THE_CHILD = ("typing", "threading", "enum", "re", "collections", "signal", "subprocess")
+
+
+def test_the_cuda_child_starts_before_typing_threading_and_enum_are_imported() -> None:
+    """#27.2: every millisecond before the driver child starts is added to the doctor's wall
+    time on a GPU host (cuInit is its slowest probe); `typing`, `threading` and `signal`'s
+    enums alone cost ~15 ms on a loaded two-core machine (bench/bench_doctor.py)."""
+    run = subprocess.run(
+        [sys.executable, "-c", ENTRY_IMPORTS],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    loaded = run.stdout.split()
+    assert "envcheck.probe.cuda_spawn" in loaded  # what starts the child is there
+    assert [m for m in loaded if m.split(".")[0] in BEFORE_THE_CHILD] == []
+
+
 def test_a_doctor_stopped_by_a_bad_flag_leaves_no_cuda_child(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
@@ -189,3 +224,23 @@ def test_a_doctor_stopped_by_a_bad_flag_leaves_no_cuda_child(
     code, doc, _ = doctor_process(env, "--no-smoke", "--no-such-flag")
     assert code == 2 and "--no-such-flag" in doc["error"]["message"]
     assert children_alive(str(profile)) == []
+
+
+def test_the_doctor_adopts_the_cuda_child_its_entry_point_started(
+    host_env: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """The entry point starts the driver child on the process's variables before the imports;
+    the doctor's probe must take that child, not start a second one on a copy of them (a second
+    cuInit, ~0.2 s on an H100, added to the wall time while the first is thrown away)."""
+    trace = tmp_path / "trace"
+    env = host_env("h100-580") | {"FAKE_NVIDIA_TRACE": str(trace)}
+    run = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--json"],
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(run.stdout)["host"]["cuda_driver"]["status"] == "ok"
+    assert trace.read_text().splitlines().count("cuInit") == 1

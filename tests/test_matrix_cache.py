@@ -8,6 +8,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,33 @@ def test_empty_cache_variable_turns_the_cache_off(
 
 def test_the_suite_runs_with_the_cache_off() -> None:
     assert os.environ.get(CACHE_DIR_VAR) == ""  # tests/conftest.py: every test parses the TOML
+
+
+# A matrix load in a fresh interpreter; prints whether it imported the TOML parser.
+LOAD_AND_SAY = (
+    "import sys; from envcheck.matrix.load import load_matrix; load_matrix(sys.argv[1]); "
+    "print(any(m in sys.modules for m in ('tomllib', 'tomli')))"
+)
+
+
+def test_a_load_from_the_cache_never_imports_the_toml_parser(
+    matrix_copy: Path, cache_folder: Path
+) -> None:
+    """#27.3/#27.4: `tomllib` and its `datetime` are ~3 ms and ~0.4 MB of a doctor's start; a
+    warm cache (the doctor's usual case) serves every file without them."""
+    env = {**os.environ, CACHE_DIR_VAR: str(cache_folder)}
+    say = [sys.executable, "-c", LOAD_AND_SAY, str(matrix_copy)]
+    cwd = Path(__file__).resolve().parent.parent
+    runs = [
+        subprocess.run(say, env=env, cwd=cwd, capture_output=True, text=True, check=True)
+        for _ in range(2)
+    ]
+    assert [r.stdout.strip() for r in runs] == ["True", "False"]  # the miss parsed, the hit not
+
+
+def test_the_key_still_names_the_toml_parser_by_its_file() -> None:
+    """Found without importing it, the parser file in the salt is the module's own: the keys of
+    entries written before stay valid, and a new tomli still changes them."""
+    from envcheck.matrix.toml import tomllib
+
+    assert cache._toml_parser_file() == tomllib.__file__

@@ -21,10 +21,11 @@ from envcheck.errors import EnvironmentProblem
 from envcheck.exitcodes import ExitStatus
 from envcheck.findings import Finding
 from envcheck.report import exit_status_of, verdict_of
+from envcheck.signals import Interrupted, unwind_on_signals
 from envcheck.smoke.check import smoke_check
-from envcheck.smoke.inprocess import run_subprocess
+from envcheck.smoke.inprocess import _run, run_subprocess
 from envcheck.smoke.options import SmokeOptions
-from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive
+from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive, processes_mentioning
 from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS
 
 pytest_plugins = ("tests.smoke_fixtures", "tests.fakenv")  # no_driver: hides a real driver
@@ -167,3 +168,26 @@ def test_a_bug_while_reading_the_output_is_raised_at_once_not_a_smoke_verdict(
     finally:
         if reader.is_alive() and started and started[0]:
             os.killpg(started[0], signal.SIGKILL)  # the child of the run that failed the test
+
+
+class _FolderThatSignals(os.PathLike[str]):
+    """A working folder whose path, read by Popen as it starts the child, sends this process
+    SIGUSR1: the signal comes at the one moment envcheck.signals defers it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        return str(self.path)
+
+
+def test_a_signal_while_the_child_starts_takes_the_child_with_it(tmp_path: Path) -> None:
+    """A signal deferred while Popen started the training child was raised as the deferring
+    block ended, before the cleanup held the child: it trained on, orphaned, until its next
+    write found no reader (tests/test_signals.py caught it once the exit got faster, #27.2)."""
+    marker = f"envcheck-orphan-check-{tmp_path.name}"
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", marker]
+    with pytest.raises(Interrupted), unwind_on_signals():
+        _run(argv, _FolderThatSignals(tmp_path), 60.0, None, dict(os.environ))  # type: ignore[arg-type]
+    assert processes_mentioning(marker) == []

@@ -29,7 +29,6 @@ from typing import Any
 from envcheck import __version__
 from envcheck.digest import sha256
 from envcheck.environment import home
-from envcheck.matrix.toml import tomllib
 
 CACHE_DIR_VAR = "ENVCHECK_CACHE_DIR"  # "" turns the cache off
 _MAX_ENTRY = 4 * 1024 * 1024
@@ -55,6 +54,8 @@ def read_toml(path: Path, variables: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _parse(data: bytes) -> dict[str, Any]:
+    from envcheck.matrix.toml import tomllib  # on a miss only: see envcheck/matrix/toml.py
+
     doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
     return doc
 
@@ -89,12 +90,21 @@ def _ours(info: os.stat_result) -> bool:
 def _salt() -> bytes:
     """The parser's identity: what could make the same bytes parse differently."""
     h = sha256(f"{__version__}\0{sys.version}\0".encode())
-    for module in (__file__, tomllib.__file__, Path(__file__).with_name("toml.py")):
+    for module in (__file__, _toml_parser_file(), Path(__file__).with_name("toml.py")):
         try:
             h.update(Path(str(module)).read_bytes())
         except (OSError, TypeError):
             h.update(str(module).encode())
     return h.digest()
+
+
+def _toml_parser_file() -> str | None:
+    """The file of the TOML parser envcheck/matrix/toml.py imports (`tomllib`, else `tomli`),
+    found without importing it: a cache hit never parses (#27.3)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("tomllib") or find_spec("tomli")
+    return spec.origin if spec is not None else None
 
 
 def _read(entry: Path) -> dict[str, Any] | None:

@@ -39,7 +39,6 @@ from envcheck.matrix.model import (
     ToolkitDriver,
 )
 from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Registry, Row
-from envcheck.matrix.toml import tomllib
 
 T = TypeVar("T")
 
@@ -92,10 +91,11 @@ def _read_rows(
 def _read_toml(path: Path, problems: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
     try:
         return read_toml(path, environ)  # parsed TOML cached as JSON; validation below always runs
-    except tomllib.TOMLDecodeError as e:  # the message ends "(at line L, column C)"
-        problems.append(f"{path.name}: TOML syntax error: {e}")
     except (OSError, UnicodeDecodeError) as e:
         problems.append(f"{path.name}: cannot read: {e}")
+    except ValueError as e:  # tomllib.TOMLDecodeError, the one other read_toml raises; its
+        # message ends "(at line L, column C)"; tomllib is imported by a cache miss only
+        problems.append(f"{path.name}: TOML syntax error: {e}")
     return {}
 
 

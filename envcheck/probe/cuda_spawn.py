@@ -1,28 +1,33 @@
 """Start the CUDA probe child (`_cuda_child.py`) and collect what it printed, within a deadline.
 
 The doctor starts its `cuInit` child before it imports anything heavy (issue #27: the slowest
-probe sets the wall time), so this module is the standard library's `os`, `select`, `signal`
-and `time` only: `subprocess` alone costs ~10 ms of imports on a loaded two-core machine. The
-child runs in a session of its own (a kill at the deadline reaches everything it started), gets
-`/dev/null` as stdin, and is always reaped; no CUDA library is ever loaded in this process.
+probe sets the wall time), so this module is the standard library's `os`, `select`, `sys`,
+`time` and `_thread` only, with its type names read by the type checker alone: `subprocess`
+alone costs ~10 ms of imports on a loaded two-core machine, `typing`, `threading` and `signal`
+(its enums) another ~15 ms, all of it before the child could start (#27.2). The child runs in a
+session of its own (a kill at the deadline reaches everything it started), gets `/dev/null` as
+stdin, and is always reaped; no CUDA library is ever loaded in this process.
 """
 
 from __future__ import annotations
 
+import _thread  # threading's own lock, without threading's imports
 import os
 import select
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
 
 from envcheck.probe.driver_root import CUDA_SONAME, driver_library
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the checkers know it)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_child.py")
 _POLL_S = 0.005  # how often a child that closed its pipes is checked for its exit
 _AFTER_KILL_S = 1.0  # its pipes may stay open in a process that left its group
+TIMEOUT_S = 5.0  # the probe children's deadline, unless the caller gives one
 # What `_cuda_child.py` prints just before it calls cuInit (its `emit` of a step's begin).
 CUINIT_BEGINS = b'{"step": "driver", "begin": true}'
 
@@ -59,7 +64,7 @@ class Child:
         self._out, self._err = out_r, err_r
         self._chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
         self._open = [out_r, err_r]
-        self._lock = threading.Lock()  # one reader at a time
+        self._lock = _thread.allocate_lock()  # one reader at a time
         self._result: tuple[bytes, bytes, int, bool] | None = None
 
     def wait_for(self, marker: bytes, timeout: float) -> None:
@@ -86,11 +91,18 @@ class Child:
                 self._result = (out, err, os.waitstatus_to_exitcode(status), timed_out)
             return self._result
 
+    def stop(self) -> None:
+        """Kill it now (a caller that no longer wants its answer) and reap it."""
+        self.kill()
+        self.finish()
+
     def kill(self) -> None:
         """SIGKILL to the child's process group (the group of the child we started, by its id);
         nothing once it is reaped (its id may belong to another process by then)."""
         if self._result is not None:
             return
+        import signal  # here: its enums cost ~3 ms before the child could start (see above)
+
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -20,7 +20,11 @@ NVML and libcuda do, so a root without the real libraries never reaches the real
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the checkers know it)
+
+if TYPE_CHECKING:  # imported before the CUDA child starts (envcheck/probe/early.py): kept light
+    from collections.abc import Mapping
 
 DRIVER_ROOT_ENV = "ENVCHECK_DRIVER_ROOT"
 PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"

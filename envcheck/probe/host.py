@@ -8,10 +8,9 @@ read; `facts()` waits for the driver child last. Each child runs in its own proc
 a deadline (a broken driver can hang or kill its caller); no CUDA library is loaded in this
 process.
 
-The command's entry point (envcheck/entry.py) calls `start_early(argv)` before it imports
-anything else, so that a `doctor` that will probe has its child on the way while the interpreter
-imports the rest; the command `adopt()`s it (or starts its own), and whatever nobody adopted is
-reaped by `discard_early()`.
+The command's entry point (envcheck/entry.py) starts the driver child before it imports
+anything else (envcheck/probe/early.py), so that a `doctor` that will probe has it on the way
+while the interpreter imports the rest; the command's probe `adopt()`s it (or starts its own).
 
 This module imports only the standard library and `cuda_spawn` at start-up: everything else is
 imported by the work that needs it, once the child is on its way.
@@ -20,10 +19,11 @@ imported by the work that needs it, once the child is on its way.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from envcheck.probe.cuda_spawn import CUINIT_BEGINS, Child, start_cuda_child
+from envcheck.probe import early
+from envcheck.probe.cuda_spawn import CUINIT_BEGINS, TIMEOUT_S, Child, start_cuda_child
 
 if TYPE_CHECKING:
     from envcheck.facts import DriverFacts, GpuFacts, HostFacts
@@ -68,10 +68,20 @@ class HostProbe:
     thread of its own, which then only calls: two threads importing at once raced inside
     importlib (`NameError: name 'sys' is not defined`, one run in 40 on a busy machine)."""
 
-    def __init__(self, env: Mapping[str, str], *, timeout: float = 5.0) -> None:
-        self.env = env  # the command's variables: the children's, and those reported
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        timeout: float = TIMEOUT_S,
+        driver: Child | str | None = None,
+    ) -> None:
+        """`env`: the command's variables (the children's, and those reported); `driver`: the
+        driver child already started on them (envcheck/probe/early.py), else one is."""
+        self.env = env
         self._timeout = timeout
-        self._driver: Child | str = start_cuda_child({"driver": True}, self.env, timeout)
+        self._driver: Child | str = (
+            start_cuda_child({"driver": True}, env, timeout) if driver is None else driver
+        )
         self._nvml: _Task[tuple[DriverFacts, tuple[GpuFacts, ...]]] | None = None
         self.target: Interpreter | None = None
 
@@ -124,8 +134,7 @@ class HostProbe:
         """For a caller that gives up before `facts()`: stop and reap the driver child now, let
         NVML shut down and the library child end (killed at its deadline). Never raises."""
         if isinstance(self._driver, Child):
-            self._driver.kill()
-            self._driver.finish()
+            self._driver.stop()
         if self._nvml is not None:
             self._nvml.join(self._timeout)
         if self.target is not None:
@@ -159,36 +168,10 @@ class HostProbe:
         )
 
 
-_EARLY: list[HostProbe] = []  # started by envcheck.entry, not yet adopted by the doctor
-
-
-def start_early(argv: Sequence[str], env: Mapping[str, str]) -> None:
-    """Start the probe now, on the variables `env`, when `argv` reads as a `doctor` that will
-    probe this host (not `--facts`, not `--help`). A guess, never a decision: a probe nobody
-    adopts is reaped, and a doctor that finds none starts its own."""
-    skips = (("--facts", 3), ("-h", 2), ("--help", 3))
-    if argv[:1] == ["doctor"] and not any(_names(a, *flag) for a in argv for flag in skips):
-        _EARLY.append(HostProbe(env))
-
-
-def _names(arg: str, flag: str, shortest: int) -> bool:
-    """`arg` is `flag` or the abbreviation of it argparse accepts (`--fac`, `--facts=x`)."""
-    given = arg.partition("=")[0]
-    return len(given) >= shortest and flag.startswith(given)
-
-
 def adopt(env: Mapping[str, str]) -> HostProbe:
-    """The probe envcheck.entry started early on these very variables, else a new one on
-    them; its NVML probe running."""
-    if _EARLY and _EARLY[-1].env is env:
-        return _EARLY.pop().start_nvml()
-    return HostProbe(env).start_nvml()
-
-
-def discard_early() -> None:
-    """Reap every probe started early that no command adopted (a bad flag, `--help`)."""
-    while _EARLY:
-        _EARLY.pop().settle()
+    """A probe of the driver child envcheck.entry started early on these very variables, else
+    of a new one on them; its NVML probe running."""
+    return HostProbe(env, driver=early.take(env)).start_nvml()
 
 
 def start_host_probe(
@@ -196,7 +179,7 @@ def start_host_probe(
     target: Interpreter | None = None,
     *,
     engine: Endpoint | None = None,
-    timeout: float = 5.0,
+    timeout: float = TIMEOUT_S,
 ) -> HostProbe:
     """`env`: the command's variables; `engine`: the resolved endpoint to read (None: the engine
     is not probed)."""
@@ -210,6 +193,6 @@ def probe_host(
     target: Interpreter | None = None,
     *,
     engine: Endpoint | None = None,
-    timeout: float = 5.0,
+    timeout: float = TIMEOUT_S,
 ) -> HostFacts:
     return start_host_probe(env, target, engine=engine, timeout=timeout).facts()

@@ -79,6 +79,7 @@ def _run(
     lines = activity.LineSplitter()
     started = time.monotonic()
     activity.phase(f"smoke: starting {argv[0]}")
+    proc: subprocess.Popen[bytes] | None = None
     try:
         with signals.deferred():  # a signal now would orphan a child we hold no handle of
             proc = subprocess.Popen(
@@ -95,6 +96,10 @@ def _run(
             f"cannot start the target Python {argv[0]}: {e.strerror or e}",
             hint="pass an existing interpreter with --python",
         ) from e
+    except BaseException:  # the signal that came while it started, raised as the block ends
+        if proc is not None:
+            _reap(proc)
+        raise
     assert proc.stdout is not None and proc.stderr is not None
     failures: list[Exception] = []  # a bug in a reader thread, raised here (exit 3)
     pumps = [
@@ -135,9 +140,7 @@ def _run(
         # Ctrl-C or SIGTERM (envcheck.signals) on our side: take the child's group with us.
         # `returncode` rather than poll(): until we reap it the child's pid (its group's id)
         # cannot be reused, so the kill never reaches a stranger, and its children go too.
-        if proc.returncode is None:
-            _kill_group(proc)
-            proc.wait(timeout=KILL_WAIT_S)
+        _reap(proc)
     if failures:
         raise failures[0]
     return collector.raw_run(exit_code, started, timed_out=not done, extra={"python": argv[0]})
@@ -190,6 +193,13 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
         return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         return None
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Kill its group unless it was reaped already, and reap it."""
+    if proc.returncode is None:
+        _kill_group(proc)
+        proc.wait(timeout=KILL_WAIT_S)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
