@@ -18,7 +18,9 @@ COMPANIONS: tuple[tuple[Path, str], ...] = tuple(
     for module, placed in (
         ("protocol", "protocol"),
         ("workload_classifier", "classifier"),
+        ("workload_export", "export"),
         ("workload_libraries", "libraries"),
         ("workload_output", "output"),
+        ("workload_training", "training"),
     )
 )
