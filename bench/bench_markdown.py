@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests/ holds the browser helper and the report builders
 
-from envcheck.fleet import merge_reports
+from envcheck.contracts.saved_report import SavedReport
 from envcheck.render.markdown import render_fleet_markdown
-from envcheck.saved_report import SavedReport
+from envcheck.verdict.fleet import merge_reports
 from tests import report_samples as samples
 from tests.browser import screenshot
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envcheck.docker_adapter import connect
+from envcheck.engine.docker_adapter import connect
 from envcheck.probe.endpoint import resolve_endpoint
 from tests.registry_push import push_random_image
 from tests.silence import watch

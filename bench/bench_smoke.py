@@ -33,16 +33,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envcheck.docker_adapter import connect
-from envcheck.facts import EngineFacts, HostFacts, PaddleFacts
+from envcheck.contracts.facts import EngineFacts, HostFacts, PaddleFacts
+from envcheck.contracts.host_report import ImageChoice
+from envcheck.engine.docker_adapter import connect
 from envcheck.probe.endpoint import resolve_endpoint
-from envcheck.report import ImageChoice
 from envcheck.smoke.check import smoke_check
-from envcheck.smoke.container import SmokeContainer
-from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import parse_result
-from envcheck.smoke.payload import WORKLOAD
+from envcheck.smoke.runner.container import SmokeContainer
+from envcheck.smoke.runner.container_spec import ContainerSpec
+from envcheck.smoke.runner.payload import WORKLOAD
 
 TARGET_RATIO = 1.5
 TARGET_CHECKS_SHARE = 0.05

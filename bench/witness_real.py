@@ -1,9 +1,9 @@
 """Does NVML witness what a process did on a real GPU? Run on a machine with a driver and torch.
 
 The smoke's proof rests on NVML: the workload's training window, stamped with the host's clock,
-and per-process GPU memory and SM utilisation sampled by `envcheck.smoke.sampler` and judged by
-`envcheck.smoke.witness`. Paddle's GPU build cannot be installed offline, so torch (any CUDA
-framework will do: NVML sees processes, not frameworks) plays three workloads:
+and per-process GPU memory and SM utilisation sampled by `envcheck.smoke.runner.sampler` and judged
+by `envcheck.smoke.verdict.witness`. Paddle's GPU build cannot be installed offline, so torch (any
+CUDA framework will do: NVML sees processes, not frameworks) plays three workloads:
 
   trains        a CUDA context and matrix products for the whole window   expected: busy
   context-idle  a CUDA context, then CPU work for the window (the silent   expected: idle
@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envcheck.smoke.sampler import NvmlSampler
-from envcheck.smoke.witness import witness
+from envcheck.smoke.runner.sampler import NvmlSampler
+from envcheck.smoke.verdict.witness import witness
 
 EXPECTED = {"trains": "busy", "context-idle": "idle", "cpu-only": "unseen"}
 

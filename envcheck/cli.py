@@ -18,11 +18,11 @@ from typing import NoReturn
 
 from envcheck import __version__
 from envcheck.commands.manual import ENVIRONMENT_HELP, FILES_HELP
-from envcheck.environment import Environment
-from envcheck.errors import EnvcheckError, UsageError
-from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
-from envcheck.signals import unwind_on_signals
-from envcheck.streams import discard_stdout, guard_stdio
+from envcheck.contracts.command_env import Environment
+from envcheck.contracts.errors import EnvcheckError, UsageError
+from envcheck.contracts.exitcodes import EXIT_CODES_HELP, ExitStatus
+from envcheck.edges.signals import unwind_on_signals
+from envcheck.edges.streams import discard_stdout, guard_stdio
 
 COMMANDS = ("doctor", "fix", "pull_image", "report", "completion")
 EXAMPLES = """examples:
@@ -138,7 +138,7 @@ def _failed(
     if hint:
         print(f"envcheck: hint: {visible(hint, keep_lines=True)}", file=env.stderr)
     if wants_json:
-        from envcheck.report import error_document
+        from envcheck.contracts.host_report import error_document
 
         try:
             json.dump(error_document(int(status), message, hint), env.stdout, indent=2)

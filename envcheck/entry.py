@@ -23,8 +23,8 @@ def main() -> int:
     # then trigger none, where 47 took ~7 ms of its ~0.2 s; a long smoke or pull still collects.
     gc.set_threshold(100_000)
     # the process's variables, the very mapping `Environment.from_process()` hands the command
-    # (the doctor adopts a child started on them): envcheck.environment costs ~10 ms of imports
-    # this early, before the CUDA child is on its way
+    # (the doctor adopts a child started on them): envcheck.contracts.command_env costs ~10 ms of
+    # imports this early, before the CUDA child is on its way
     start_early(argv, os.environ)
     try:
         from envcheck.cli import main as run

@@ -1,5 +1,5 @@
-"""Refresh envcheck/known_packages.toml: the package names, versions and indexes a fix may name.
-
+"""Refresh envcheck/verdict/known_packages.toml: the package names, versions and indexes a fix may
+name.
 Run by hand (it asks the registries over the network; nothing in envcheck or its tests does):
 
     python scripts/refresh_packages.py            # rewrite the file, with today's date

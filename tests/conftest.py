@@ -24,7 +24,7 @@ from tests.servers import MAIN_REGISTRY_STORAGE, FlakyProxy, RegistryProcess, fr
 # it names; tests/test_matrix_cache.py turns it on in a folder of its own.
 os.environ["ENVCHECK_CACHE_DIR"] = ""
 REGISTRY_ADDR = os.environ.get("ENVCHECK_REGISTRY_ADDR", "127.0.0.1:5000")
-CONTAINER_LABEL = "envcheck"  # envcheck.docker_adapter.LABEL
+CONTAINER_LABEL = "envcheck"  # envcheck.engine.docker_adapter.LABEL
 SETUP_HINT = "run `scripts/dev setup` (as root) to start dockerd and the local registry"
 
 # A test that asks for one of these needs what `scripts/dev setup` starts: it carries the marker

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envcheck.errors import EnvcheckError
-from envcheck.facts import FactsError, HostFacts, host_from_document, to_dict
-from envcheck.findings import Finding
+from envcheck.contracts.errors import EnvcheckError
+from envcheck.contracts.facts import FactsError, HostFacts, host_from_document, to_dict
+from envcheck.contracts.findings import Finding
 from envcheck.matrix.model import Matrix
 from tests import inprocess
 from tests.inprocess import Result, run_envcheck
@@ -140,13 +140,13 @@ def with_value(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[s
 
 def judge_and_render(host: HostFacts, matrix: Matrix) -> None:
     """Everything a facts document reaches after loading: image choice, judge, every renderer."""
-    from envcheck.judge import Context, judge
+    from envcheck.contracts.host_report import Report
+    from envcheck.image.choice import select_image
     from envcheck.render.annotations import github_annotations
     from envcheck.render.junit import junit_xml
     from envcheck.render.markdown import render_markdown
     from envcheck.render.text import render_plain, render_rich
-    from envcheck.report import Report
-    from envcheck.select import select_image
+    from envcheck.verdict.judge import Context, judge
 
     image = select_image(host, matrix)
     findings: list[Finding] = judge(
@@ -206,7 +206,7 @@ def matrix_mutations(root: Path, per_file: int = 12) -> Iterator[tuple[str, str,
 
 
 def matrix_case(folder: Path, file: str, text: str, name: str, host: HostFacts) -> None:
-    from envcheck.errors import MatrixError
+    from envcheck.contracts.errors import MatrixError
     from envcheck.matrix.load import load_matrix
 
     original = (folder / file).read_text(encoding="utf-8")

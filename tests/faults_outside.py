@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envcheck.errors import EnvcheckError
+from envcheck.contracts.errors import EnvcheckError
 from tests import report_samples as samples
 from tests.faults import Tally, field_paths, snapshot, with_value
 from tests.inprocess import ENV
@@ -385,8 +385,8 @@ REGISTRY_ANSWERS: dict[str, dict[tuple[str, str], Answer]] = {
 def registry_case(name: str, routes: dict[tuple[str, str], Answer]) -> None:
     """envcheck's own client against a fake registry: an EnvcheckError or an answer, and a
     message that shows the registry's words without obeying them."""
-    from envcheck.platforms import Platform
-    from envcheck.reference import parse_reference
+    from envcheck.image.platforms import Platform
+    from envcheck.image.reference import parse_reference
     from envcheck.registry.client import RegistryClient
     from envcheck.render.sanitize import visible
 
@@ -465,7 +465,7 @@ def smoke_output_case(name: str, stdout: bytes) -> None:
     """Parse, judge and render one stdout: BadOutput or findings, never an exception."""
     from envcheck.render.markdown import render_markdown
     from envcheck.smoke.parse import RawRun
-    from envcheck.smoke.verdict import judge
+    from envcheck.smoke.verdict.judge import judge
     from tests import report_samples as samples
     from tests.test_smoke_judge import GPU_IMAGE, container_plan, gpu_host
 
@@ -516,7 +516,7 @@ def _summary_is_markdown(tmp: Path, _: str) -> str | None:
 
 
 def _hostile_id(tmp: Path) -> dict[str, str]:
-    from envcheck.findings import fail
+    from envcheck.contracts.findings import fail
 
     bad = fail("driver.x`<b>hi</b>`\n\n# heading\udcff", FORGED, fix=FORGED, layer="driver")
     _reports(tmp, samples.report((bad,)))
@@ -649,7 +649,7 @@ def _key_healed(tmp: Path, _: str) -> str | None:
 _OWNER_KEY = (
     sys.executable,
     "-c",
-    "import os; from envcheck.smoke import ownership; print(len(ownership.owner_key(os.environ)))",
+    "import os; from envcheck.smoke.runner import ownership; print(len(ownership.owner_key(os.environ)))",
 )
 _FULL_DISK = (
     sys.executable,

@@ -1,6 +1,6 @@
 """What makes a printed command one a person can run as printed (issue 21 items 1-4): the
 judged interpreter by its absolute path, pinned releases that exist from indexes that hold them
-(envcheck/known_packages.toml), and a line bash and zsh both take as written."""
+(envcheck/verdict/known_packages.toml), and a line bash and zsh both take as written."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from envcheck.fixes import PipInstall, and_list, commands_in
-from envcheck.known_packages import known_packages
+from envcheck.verdict.fixes import PipInstall, and_list, commands_in
+from envcheck.verdict.known_packages import known_packages
 
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w .|-]*>")
 _GLOB = re.compile(r"[*?\[]")

@@ -21,7 +21,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from envcheck.fixes import and_list, commands_in
+from envcheck.verdict.fixes import and_list, commands_in
 
 ROOT = Path(__file__).resolve().parent.parent
 # the wheels `scripts/dev setup` downloads (a worktree may point at its main checkout's)

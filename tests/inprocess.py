@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.cli import main
-from envcheck.environment import PROCESS_CWD, Environment
+from envcheck.contracts.command_env import PROCESS_CWD, Environment
 
 # The test process's variables without the ones that change what the CLI prints.
 ENV = {

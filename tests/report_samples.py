@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.facts import (
+from envcheck.contracts.facts import (
     DriverFacts,
     GpuFacts,
     HostFacts,
@@ -17,8 +17,8 @@ from envcheck.facts import (
     MachineFacts,
     PaddleFacts,
 )
-from envcheck.findings import Finding, fail, passed, warn
-from envcheck.report import ImageChoice, Report
+from envcheck.contracts.findings import Finding, fail, passed, warn
+from envcheck.contracts.host_report import ImageChoice, Report
 
 IMAGE = ImageChoice(
     ref="ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5",

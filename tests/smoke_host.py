@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envcheck.docker_adapter import LABEL
-from envcheck.facts import HostFacts, host_from_document
-from envcheck.report import ImageChoice
+from envcheck.contracts.facts import HostFacts, host_from_document
+from envcheck.contracts.host_report import ImageChoice
+from envcheck.engine.docker_adapter import LABEL
 from tests import scenarios as s
 
 PADDLE_IMAGE = os.environ.get("ENVCHECK_TEST_PADDLE_IMAGE", "envcheck-test/paddle-cpu:3.3.1")

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from envcheck import activity
-from envcheck.environment import PROCESS_CWD, Environment
-from envcheck.errors import UsageError
+from envcheck.contracts.command_env import PROCESS_CWD, Environment
+from envcheck.contracts.errors import UsageError
+from envcheck.edges import activity
 from envcheck.render.activity import PlainActivity, heartbeat_interval, make_activity_display
 from tests.silence import Watched, watch
 
@@ -235,7 +235,8 @@ def test_the_workloads_own_milestone_lines_open_the_phases(
 ) -> None:
     """The words are the protocol's (protocol.SAY_*), written by the workload's `log` and read
     here: one string, said once, on both sides."""
-    from envcheck.smoke import protocol, workload_output
+    from envcheck.smoke.workload import output as workload_output
+    from envcheck.smoke.workload import protocol
 
     workload_output.log(protocol.SAY_DEVICE + "gpu:0 (asked for gpu:all)")
     workload_output.log(protocol.SAY_WINDOW_START + " 17.500")

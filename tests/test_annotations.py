@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envcheck.findings import fail
+from envcheck.contracts.findings import fail
 from envcheck.render import annotations as ann
 from envcheck.render.annotations import (
     ANNOTATIONS_PER_LEVEL,
@@ -245,9 +245,9 @@ UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 def test_fleet_annotations_show_hostile_hostnames_never_obey_them() -> None:
     """#23.2: hostnames carried ESC/BEL/bidi into the "N more" annotation of a fleet."""
-    from envcheck.fleet import merge_reports
+    from envcheck.contracts.saved_report import SavedReport
     from envcheck.render.annotations import fleet_annotations
-    from envcheck.saved_report import SavedReport
+    from envcheck.verdict.fleet import merge_reports
 
     reports = [samples.smoke_crashed(hostname=f"n{i}{HOSTILE}") for i in range(15)]
     summary = merge_reports([SavedReport(f"{i}.json", r.to_json()) for i, r in enumerate(reports)])

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from envcheck.cli import _commands_for, build_parser, main
-from envcheck.environment import Environment
-from envcheck.errors import UsageError
+from envcheck.contracts.command_env import Environment
+from envcheck.contracts.errors import UsageError
 from tests import report_samples as samples
 from tests import scenarios as s
 from tests.inprocess import ENV, envcheck, envcheck_process, run_envcheck

@@ -17,8 +17,8 @@ import pytest
 
 from envcheck.cli import build_parser
 from envcheck.commands import manual
-from envcheck.errors import UsageError
-from envcheck.exitcodes import EXIT_CODES, EXIT_CODES_HELP
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.exitcodes import EXIT_CODES, EXIT_CODES_HELP
 from tests.inprocess import envcheck
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -177,7 +177,7 @@ def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     assert "Traceback" not in run.stderr, run.stderr
     assert json.loads(run.stdout)["host"]["cuda_driver"]["status"] == "ok"  # it judged a GPU host
     loaded = json.loads(modules.read_text())
-    assert "envcheck.judge" in loaded and "pynvml" in loaded
+    assert "envcheck.verdict.judge" in loaded and "pynvml" in loaded
     assert [m for m in loaded if m.split(".")[0] in NOT_STATIC] == []
     assert [m for m in loaded if m.startswith(NOT_STATIC_ENVCHECK)] == []
 

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from envcheck.baseline_file import load_baseline, save_baseline
-from envcheck.drift import (
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.facts import DriverFacts, GpuFacts, PaddleFacts
+from envcheck.contracts.host_report import SCHEMA_VERSION, Report
+from envcheck.edges.baseline_file import load_baseline, save_baseline
+from envcheck.verdict.drift import (
     BASELINE_KIND,
     FACTS,
     baseline_document,
     compare_baseline,
     parse_baseline,
 )
-from envcheck.errors import UsageError
-from envcheck.facts import DriverFacts, GpuFacts, PaddleFacts
-from envcheck.report import SCHEMA_VERSION, Report
 from tests import report_samples as samples
 from tests.inprocess import ENV, Result, process_env, run_envcheck
 

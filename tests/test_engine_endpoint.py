@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.errors import UsageError
+from envcheck.contracts.errors import UsageError
 from envcheck.probe import endpoint as ep
 from envcheck.probe.endpoint import resolve_endpoint
 

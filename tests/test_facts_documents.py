@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from envcheck.commands.doctor import read_facts_document
-from envcheck.errors import UsageError
-from envcheck.facts import FactsError, HostFacts, host_from_document, to_dict
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.facts import FactsError, HostFacts, host_from_document, to_dict
 from tests import report_samples as samples
 from tests.inprocess import envcheck, process_env
 from tests.test_cli import write

@@ -11,8 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envcheck import facts
-from envcheck.facts import DriverFacts, FactsError, GpuFacts, MachineFacts, PaddleFacts, from_dict
+from envcheck.contracts import facts
+from envcheck.contracts.facts import (
+    DriverFacts,
+    FactsError,
+    GpuFacts,
+    MachineFacts,
+    PaddleFacts,
+    from_dict,
+)
 
 VALUES = st.one_of(
     st.none(),

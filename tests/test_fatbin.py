@@ -118,9 +118,9 @@ def test_the_probe_puts_a_2x_builds_archs_in_the_facts(tmp_path: Path) -> None:
 
 
 def test_a_saved_report_carries_them_and_the_judge_uses_them(tmp_path: Path) -> None:
-    from envcheck.facts import HostFacts, from_dict, to_dict
-    from envcheck.judge import Context, judge
+    from envcheck.contracts.facts import HostFacts, from_dict, to_dict
     from envcheck.matrix.load import load_matrix
+    from envcheck.verdict.judge import Context, judge
     from tests import scenarios as s
 
     facts = probe_paddle(installed_262(tmp_path, [(KIND_ELF, 75, 8)] * 4))

@@ -22,7 +22,7 @@ import pytest
 from referencing import Registry, Resource
 
 from envcheck.fix import apply
-from envcheck.smoke.protocol import CORRUPT_ENV
+from envcheck.smoke.workload.protocol import CORRUPT_ENV
 from tests import fakenv, fix_env
 from tests.inprocess import ENV, envcheck_process, run_envcheck
 

@@ -1,5 +1,5 @@
-"""Every fix is said once, in envcheck/fixes.py (#26.6a): the rules, the proof, the fleet and the
-smoke's verdict quote the catalogue and write no fix text of their own; each command the
+"""Every fix is said once, in envcheck/verdict/fixes.py (#26.6a): the rules, the proof, the fleet
+and the smoke's verdict quote the catalogue and write no fix text of their own; each command the
 catalogue prints runs as printed in bash and zsh."""
 
 from __future__ import annotations
@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from envcheck import fixes
-from envcheck.facts import EngineFacts
+from envcheck.contracts.facts import EngineFacts
+from envcheck.verdict import fixes
 from tests.fix_commands import shell_problems
 
 PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
 QUOTERS = (
-    *sorted((PACKAGE / "rules").glob("*.py")),
-    PACKAGE / "proof.py",
-    PACKAGE / "fleet.py",
-    PACKAGE / "smoke" / "failures.py",
-    PACKAGE / "smoke" / "verdict.py",
-    PACKAGE / "smoke" / "causes.py",
+    *sorted((PACKAGE / "verdict" / "rules").glob("*.py")),
+    PACKAGE / "verdict" / "proof.py",
+    PACKAGE / "verdict" / "fleet.py",
+    PACKAGE / "smoke" / "verdict" / "failures.py",
+    PACKAGE / "smoke" / "verdict" / "judge.py",
+    PACKAGE / "smoke" / "verdict" / "causes.py",
 )
 
 
@@ -52,7 +52,7 @@ def test_no_rule_writes_a_fix_of_its_own() -> None:
         for path in QUOTERS
         for line in inline_fixes(path.read_text(encoding="utf-8"))
     ]
-    assert found == [], "say it in envcheck/fixes.py and quote it:\n" + "\n".join(found)
+    assert found == [], "say it in envcheck/verdict/fixes.py and quote it:\n" + "\n".join(found)
 
 
 def test_the_walk_sees_an_inline_fix() -> None:

@@ -4,7 +4,7 @@ Every command any scenario prints — each fake GPU profile as the real probes s
 venv's CPU Paddle, and with an interpreter that has none), the judge's scenarios, the recorded
 real hosts (tests/data/hosts, tests/data/real-h100), the smoke's fixes on the fakes — must name
 the judged interpreter by its absolute path, install only pinned releases that the recorded
-indexes hold (envcheck/known_packages.toml), remove the conflicting Paddle first, and pass
+indexes hold (envcheck/verdict/known_packages.toml), remove the conflicting Paddle first, and pass
 `bash -n` and `zsh -n` without a glob, a redirect or a <placeholder> a shell would act on.
 """
 
@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from envcheck.facts import host_from_document
-from envcheck.fixes import PADDLE_DISTRIBUTIONS
-from envcheck.judge import Context, judge
-from envcheck.known_packages import known_packages
+from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.host_report import Report
+from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.render.text import pip_line
-from envcheck.report import Report
-from envcheck.select import select_image
+from envcheck.verdict.fixes import PADDLE_DISTRIBUTIONS
+from envcheck.verdict.judge import Context, judge
+from envcheck.verdict.known_packages import known_packages
 from tests import scenarios as s
 from tests.fakenv import profile_names
 from tests.fix_commands import commands_of, pip_problems, shell_problems

@@ -114,13 +114,13 @@ def test_this_driverless_machine_does_not_contradict_itself(mode: list[str]) -> 
 
 def test_a_socket_that_refuses_us_gets_the_docker_group_fix_everywhere() -> None:
     """doctor said "start Docker" where pull-image said "add yourself to the docker group"."""
-    from envcheck.facts import host_from_document
-    from envcheck.judge import Context, judge
+    from envcheck.contracts.facts import host_from_document
+    from envcheck.image.choice import select_image
     from envcheck.matrix.load import load_matrix
-    from envcheck.select import select_image
-    from envcheck.smoke.failures import image_unavailable
     from envcheck.smoke.options import SmokeOptions
     from envcheck.smoke.plan import plan_smoke
+    from envcheck.smoke.verdict.failures import image_unavailable
+    from envcheck.verdict.judge import Context, judge
     from tests import scenarios as s
 
     denied = {

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from envcheck.facts import host_from_document
+from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.host_report import Report
 from envcheck.fix.apply import restore_commands
 from envcheck.fix.plan import Wheel, plan_fix
-from envcheck.fixes import PipInstall, cudnn_install, target_python
-from envcheck.judge import Context, judge
+from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.mirror import PADDLE_INDEX
-from envcheck.report import Report
-from envcheck.select import select_image
+from envcheck.verdict.fixes import PipInstall, cudnn_install, target_python
+from envcheck.verdict.judge import Context, judge
 from tests import fix_env
 
 DATA = Path(__file__).parent / "data"
@@ -89,8 +89,8 @@ def test_the_rollback_removes_what_came_and_brings_back_what_went() -> None:
 
 
 def test_root_work_is_manual_in_order_and_advice_is_not_a_step() -> None:
-    from envcheck.facts import HostFacts
-    from envcheck.findings import fail, warn
+    from envcheck.contracts.facts import HostFacts
+    from envcheck.contracts.findings import fail, warn
 
     findings = (
         warn(

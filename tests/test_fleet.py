@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from junitparser import JUnitXml
 
-from envcheck.facts import DriverFacts
-from envcheck.findings import fail, passed, warn
-from envcheck.fleet import merge_reports
-from envcheck.hostlist import HostListError, compress_host_list, parse_host_list
+from envcheck.contracts.facts import DriverFacts
+from envcheck.contracts.findings import fail, passed, warn
+from envcheck.contracts.host_report import Report
+from envcheck.contracts.saved_report import ReportDocumentError, SavedReport, parse_report
 from envcheck.render.table import fleet_table_text, host_list, print_fleet_table
-from envcheck.report import Report
-from envcheck.saved_report import ReportDocumentError, SavedReport, parse_report
+from envcheck.verdict.fleet import merge_reports
+from envcheck.verdict.hostlist import HostListError, compress_host_list, parse_host_list
 from tests import report_samples as samples
 from tests.inprocess import run_envcheck
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.facts import host_from_document
-from envcheck.given_image import given_image
+from envcheck.contracts.facts import host_from_document
+from envcheck.image.choice import select_image
+from envcheck.image.given import given_image
 from envcheck.matrix.load import load_matrix
-from envcheck.select import select_image
-from envcheck.smoke.causes import cpu_build_fix
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.plan import plan_smoke
+from envcheck.smoke.verdict.causes import cpu_build_fix
 from tests import scenarios as s
 from tests.inprocess import envcheck
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.facts import DriverFacts, HostFacts
-from envcheck.image_checks import CudaClaim, cuda_claims, cuda_refusal, platform_refusal
+from envcheck.contracts.facts import DriverFacts, HostFacts
+from envcheck.image.checks import CudaClaim, cuda_claims, cuda_refusal, platform_refusal
+from envcheck.image.platforms import Platform
 from envcheck.matrix.load import load_matrix
-from envcheck.platforms import Platform
 
 MATRIX = load_matrix(None)
 AMD64 = Platform("linux", "amd64")

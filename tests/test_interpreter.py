@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.errors import UsageError
+from envcheck.contracts.errors import UsageError
 from envcheck.probe.interpreter import resolve_interpreter
 
 ENVCHECK = [sys.executable, "-m", "envcheck"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.facts import host_from_document
-from envcheck.judge import Context, judge
+from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.host_report import Report
+from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
-from envcheck.report import Report
-from envcheck.select import select_image
+from envcheck.verdict.judge import Context, judge
 from tests import scenarios as s
 
 MATRIX = load_matrix()

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from envcheck.facts import host_from_document
-from envcheck.judge import Context, judge
+from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.host_report import Report
+from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
-from envcheck.report import Report
-from envcheck.select import select_image
+from envcheck.verdict.judge import Context, judge
 from tests import scenarios as s
 from tests.inprocess import run_envcheck
 
@@ -91,7 +91,7 @@ def test_22_1_the_310_cu129_image_is_not_rejected_on_a_windows_list_paddle73687(
 
 
 def test_22_1_a_list_without_its_platform_is_refused_by_the_loader(tmp_path: Path) -> None:
-    from envcheck.errors import MatrixError
+    from envcheck.contracts.errors import MatrixError
 
     folder = tmp_path / "m"
     folder.mkdir()

@@ -14,7 +14,7 @@ from typing import Any, get_args
 import jsonschema
 import pytest
 
-from envcheck.smoke.protocol import LibraryOrigin, LibrarySource
+from envcheck.smoke.workload.protocol import LibraryOrigin, LibrarySource
 from tests import scenarios as s
 from tests.inprocess import envcheck, envcheck_process
 
@@ -92,7 +92,7 @@ def test_error_documents(args: list[str]) -> None:
 
 def test_the_schema_names_every_library_origin_and_source() -> None:
     """The published enums are the ones a saved facts file and the workload's line are checked
-    against (envcheck/smoke/protocol.py)."""
+    against (envcheck/smoke/workload/protocol.py)."""
     assert SCHEMA["$defs"]["library_origin"]["enum"] == list(get_args(LibraryOrigin))
     assert SCHEMA["$defs"]["library_source"]["enum"] == list(get_args(LibrarySource))
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from envcheck.facts import HostFacts, host_from_document
-from envcheck.judge import Context, judge
+from envcheck.contracts.facts import HostFacts, host_from_document
+from envcheck.contracts.host_report import Report
+from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
-from envcheck.report import Report
-from envcheck.select import select_image
+from envcheck.verdict.judge import Context, judge
 from tests import scenarios as s
 
 MATRIX = load_matrix()

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml
 
-from envcheck.errors import UsageError
-from envcheck.findings import fail, passed
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.findings import fail, passed
+from envcheck.contracts.host_report import Report
 from envcheck.render.junit import junit_xml, write_fleet_junit, write_junit
 from envcheck.render.sanitize import visible
-from envcheck.report import Report
 from tests import report_samples as samples
 from tests.inprocess import process_env
 

@@ -23,51 +23,34 @@ THIRD_PARTY = ("rich", "docker", "pynvml", "requests", "urllib3")
 
 # (layer, module patterns), first match wins: the folder tree read as the architecture.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "cli",
-        (r"envcheck\.cli", r"envcheck\.__main__", r"envcheck\.entry", r"envcheck\.commands(\..*)?"),
-    ),
+    ("cli", (r"envcheck\.(cli|__main__|entry)", r"envcheck\.commands(\..*)?")),
     ("base", (r"envcheck\.digest",)),  # standard-library helpers every layer may use
     ("render", (r"envcheck\.render(\..*)?",)),
     # what travels into the container or the target interpreter: Python 3.8, no envcheck
-    ("workload", (r"envcheck\.smoke\.workload.*", r"envcheck\.smoke\.protocol")),
-    (
-        "contract",
-        (
-            r"envcheck",
-            r"envcheck\.(facts|findings|report|saved_report|versions|exitcodes|errors)",
-            r"envcheck\.environment",
-        ),
-    ),
+    # what the host and the workload agree on (the package's __init__ comes with it)
+    ("protocol", (r"envcheck\.smoke\.workload(\.protocol)?",)),
+    ("workload", (r"envcheck\.smoke\.workload(\..*)?",)),
+    ("contract", (r"envcheck", r"envcheck\.contracts(\..*)?")),
     ("matrix", (r"envcheck\.matrix(\..*)?",)),
     ("probe", (r"envcheck\.probe(\..*)?",)),
     (
         "runner",  # runs the smoke: the engine, a subprocess, the NVML sampler
         (
-            r"envcheck\.smoke\.(attach|container|container_spec|inprocess|sampler|payload|check)",
-            r"envcheck\.docker_adapter",
+            r"envcheck\.smoke\.(runner(\..*)?|check)",
+            r"envcheck\.engine(\..*)?",
             r"envcheck\.pull\.(ensure|images|run)",
             r"envcheck\.registry\.(client|transport)",
             r"envcheck\.fix\.apply",  # runs the target's pip
         ),
     ),
-    (
-        "edge",  # the process's own I/O: files, streams, signals, progress, the ownership key
-        (
-            r"envcheck\.(userfiles|streams|signals|activity|baseline_file)",
-            r"envcheck\.smoke\.ownership",
-        ),
-    ),
+    ("edge", (r"envcheck\.edges(\..*)?",)),  # the process's own I/O: files, streams, signals
     (
         "rule",  # pure: facts and matrix in, findings, choices and plans out
         (
-            r"envcheck\.(judge|select|compat|image_checks|assessment|drift|fleet|fixes|proof)",
-            r"envcheck\.(platforms|visible_devices|hostlist|reference|one_plan|given_image|recorded)",
-            r"envcheck\.known_packages",  # reads its package data file, as the matrix does
-            r"envcheck\.rules(\..*)?",
+            r"envcheck\.(verdict|image)(\..*)?",
+            r"envcheck\.smoke(\.(options|plan|parse))?",
+            r"envcheck\.smoke\.verdict(\..*)?",
             r"envcheck\.fix(\.plan)?",
-            r"envcheck\.smoke(\.(causes|document|failures|known_answers|loaded|options))?",
-            r"envcheck\.smoke\.(ownership_rules|parse|pieces|plan|verdict|witness)",
             r"envcheck\.pull(\.(events|plan))?",
             r"envcheck\.registry(\.(auth|documents|errors))?",
         ),
@@ -85,7 +68,18 @@ class Contract:
 CONTRACTS = (
     Contract(
         ("base",),
-        ("cli", "render", "workload", "contract", "matrix", "probe", "runner", "edge", "rule"),
+        (
+            "cli",
+            "render",
+            "workload",
+            "protocol",
+            "contract",
+            "matrix",
+            "probe",
+            "runner",
+            "edge",
+            "rule",
+        ),
         "a helper every layer may use depends on no part of envcheck",
     ),
     Contract(
@@ -104,7 +98,7 @@ CONTRACTS = (
         "the shared types (facts, findings, report) depend on nothing that uses them",
     ),
     Contract(
-        ("workload",),
+        ("workload", "protocol"),
         ("cli", "render", "contract", "matrix", "probe", "runner", "edge", "rule", *THIRD_PARTY),
         "the workload runs where envcheck is not installed (an image's Python 3.8)",
     ),
@@ -113,6 +107,11 @@ CONTRACTS = (
         ("rule", "runner", "render", "cli", "rich"),
         "a probe reads one part of the host into facts (the engine's through the Engine API): it "
         "judges nothing and prints nothing",
+    ),
+    Contract(
+        ("cli", "base", "render", "contract", "matrix", "probe", "runner", "edge", "rule"),
+        ("workload",),
+        "the host imports the workload's protocol only: the rest of it runs in the container",
     ),
 )
 
@@ -159,7 +158,7 @@ def runtime_imports(source: str, module: str, is_package: bool) -> set[str]:
             base = here.split(".")[: len(here.split(".")) - node.level + 1] if node.level else []
             target = ".".join([*base, *([node.module] if node.module else [])])
             found.add(target)
-            # `from envcheck.smoke import verdict` imports the module envcheck.smoke.verdict
+            # `from envcheck.smoke.runner import container` imports envcheck.smoke.runner.container
             found |= {f"{target}.{alias.name}" for alias in node.names}
     return found
 
@@ -206,7 +205,7 @@ def test_every_module_belongs_to_one_layer() -> None:
 @pytest.mark.parametrize(
     "contract",
     CONTRACTS,
-    ids=["base", "rules-pure", "renderers", "contracts", "workload", "probes"],
+    ids=["base", "rules-pure", "renderers", "contracts", "workload", "probes", "host-workload"],
 )
 def test_contract_holds_over_the_whole_import_graph(contract: Contract) -> None:
     broken = [
@@ -222,14 +221,24 @@ def test_contract_holds_over_the_whole_import_graph(contract: Contract) -> None:
     ("module", "line", "layer"),
     [
         # the examples of #26.2 that the hand list let through
-        ("envcheck.smoke.pieces", "import envcheck.docker_adapter", "runner"),
-        ("envcheck.smoke.pieces", "import rich", "rich"),
-        ("envcheck.matrix.schema", "from envcheck.docker_adapter import LABEL", "runner"),
-        ("envcheck.report", "from envcheck.proof import Proof", "rule"),
+        ("envcheck.smoke.verdict.pieces", "import envcheck.engine.docker_adapter", "runner"),
+        ("envcheck.smoke.verdict.pieces", "import rich", "rich"),
+        ("envcheck.matrix.schema", "from envcheck.engine.docker_adapter import LABEL", "runner"),
+        ("envcheck.contracts.host_report", "from envcheck.verdict.proof import Proof", "rule"),
         # transitively: a rule that imports a pure module which (lazily) imports an adapter
-        ("envcheck.judge", "def f():\n    from envcheck.userfiles import read_json", "edge"),
+        (
+            "envcheck.verdict.judge",
+            "def f():\n    from envcheck.edges.userfiles import read_json",
+            "edge",
+        ),
+        # the host reaching into the workload beyond its protocol
+        (
+            "envcheck.smoke.runner.inprocess",
+            "from envcheck.smoke.workload import output",
+            "workload",
+        ),
     ],
-    ids=["rule-adapter", "rule-rich", "matrix-adapter", "contract-rule", "lazy"],
+    ids=["rule-adapter", "rule-rich", "matrix-adapter", "contract-rule", "lazy", "host-workload"],
 )
 def test_the_contracts_see_a_reintroduced_violation(module: str, line: str, layer: str) -> None:
     path = modules()[module]
@@ -245,6 +254,8 @@ def test_type_only_imports_are_not_runtime_imports() -> None:
     typed = (
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from envcheck.probe import x\n"
     )
-    assert "envcheck.probe" not in runtime_imports(typed, "envcheck.judge", False)
+    assert "envcheck.probe" not in runtime_imports(typed, "envcheck.verdict.judge", False)
     relative = "from .protocol import LOG_PREFIX\n"
-    assert "envcheck.smoke.protocol" in runtime_imports(relative, "envcheck.smoke.parse", False)
+    assert "envcheck.smoke.workload.protocol" in runtime_imports(
+        relative, "envcheck.smoke.workload.main", False
+    )

@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 from markdown_it import MarkdownIt
 
-from envcheck.findings import fail, passed, warn
-from envcheck.fleet import merge_reports
+from envcheck.contracts.findings import fail, passed, warn
+from envcheck.contracts.host_report import Report
+from envcheck.contracts.saved_report import SavedReport
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.render.sanitize import visible
-from envcheck.report import Report
-from envcheck.saved_report import SavedReport
+from envcheck.verdict.fleet import merge_reports
 from tests import report_samples as samples
 from tests import smoke_samples
 

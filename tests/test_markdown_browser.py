@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.fleet import merge_reports
+from envcheck.contracts.host_report import Report
+from envcheck.contracts.saved_report import SavedReport, parse_report
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
-from envcheck.report import Report
-from envcheck.saved_report import SavedReport, parse_report
+from envcheck.verdict.fleet import merge_reports
 from tests import report_samples as samples
 from tests.browser import measure
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from envcheck.errors import MatrixError, UsageError
+from envcheck.contracts.errors import MatrixError, UsageError
 from envcheck.matrix import location as load_module
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import ENV_VAR, REPO_DIR, matrix_dir
@@ -225,7 +225,7 @@ def test_sourced_arch_lists_from_the_issue(shipped: Matrix) -> None:
 def test_build_driver_floors_follow_nvidia_not_papers(shipped: Matrix) -> None:
     """10.4: a build's driver floor is NVIDIA's minor-version compatibility for its CUDA major
     (cu126 and cu129 alike: 525.60.13); Paddle's stricter 550.54.14 stays a note."""
-    from envcheck.compat import driver_support
+    from envcheck.verdict.compat import driver_support
 
     for cuda in ("12.6", "12.9"):
         support = driver_support("525.60.13", "12.0", cuda, shipped)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.errors import MatrixError
+from envcheck.contracts.errors import MatrixError
 from envcheck.matrix import cache
 from envcheck.matrix.cache import CACHE_DIR_VAR
 from envcheck.matrix.load import load_matrix

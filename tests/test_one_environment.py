@@ -1,12 +1,12 @@
 """One environment, honoured by every layer (#26.3).
 
-A command knows the world through the `Environment` it is handed (envcheck/environment.py): its
-streams, its variables, its folder. `envcheck/environment.py` is the one module that reads the
-process's own (`Environment.from_process()`), with the entry point for the probe it starts
-early; the source is walked here for any other read of the process's variables or write to its
-streams, direct or through a default that reads them. In-process runs then prove that an
-injected variable reaches the report and the probe's child, and that the smoke's messages go to
-the injected stderr.
+A command knows the world through the `Environment` it is handed
+(envcheck/contracts/command_env.py): its streams, its variables, its folder.
+`envcheck/contracts/command_env.py` is the one module that reads the process's own
+(`Environment.from_process()`), with the entry point for the probe it starts early; the source is
+walked here for any other read of the process's variables or write to its streams, direct or through
+a default that reads them. In-process runs then prove that an injected variable reaches the report
+and the probe's child, and that the smoke's messages go to the injected stderr.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 import docker.errors
 import pytest
 
-from envcheck.smoke import ownership
-from envcheck.smoke.container import sweep_leftovers
+from envcheck.smoke.runner import ownership
+from envcheck.smoke.runner.container import sweep_leftovers
 from tests.conftest import BUSYBOX
 from tests.inprocess import ENV, run_envcheck
 from tests.test_smoke_sweep import crashed_labels
@@ -34,13 +34,13 @@ pytest_plugins = ("tests.fakenv",)  # fake_nvidia
 
 PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
 # The process's edge: the only readers of its variables and streams. The entry point hands
-# `os.environ` to the probe it starts before envcheck.environment is imported (#27.2).
-EDGES = ("environment.py", "entry.py")
+# `os.environ` to the probe it starts before envcheck.contracts.command_env is imported (#27.2).
+EDGES = ("contracts/command_env.py", "entry.py")
 # Programs of their own, run where no `Environment` exists: the CUDA probe's child (`python -I
 # -S` by path: it imports nothing of envcheck) and the workload (in the container or the target
 # interpreter: Python 3.8, no envcheck). Their process's variables and stdio are their input
 # and output; the parent hands them the command's variables (cuda_spawn, smoke/inprocess).
-OWN_PROGRAMS = ("probe/_cuda_child.py", "smoke/workload*.py")
+OWN_PROGRAMS = ("probe/_cuda_child.py", "smoke/workload/*.py")
 
 PROCESS_ATTRIBUTES = {
     ("os", "environ"),
@@ -192,7 +192,7 @@ def test_the_cuda_child_runs_on_the_injected_variables(
     """The CUDA driver child is a process of its own: given the command's LD_LIBRARY_PATH and
     profile, it loads the fake libcuda the process itself never sees (#26.3: it got the
     process's variables). NVML, loaded in this process, still meets the process's driver
-    (envcheck/environment.py), so no fake library is ever loaded here."""
+    (envcheck/contracts/command_env.py), so no fake library is ever loaded here."""
     fake = fake_nvidia("h100-580-lent")
     for name in ("LD_LIBRARY_PATH", "FAKE_NVIDIA_PROFILE", "ENVCHECK_DRIVER_ROOT"):
         monkeypatch.delenv(name, raising=False)
@@ -209,7 +209,7 @@ def test_the_cuda_child_runs_on_the_injected_variables(
 def test_the_sweep_says_its_removals_on_the_injected_stderr(
     docker_client: Any, capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """#26.3: smoke/container.py printed on the process's stderr whatever stream the command
+    """#26.3: smoke/runner/container.py printed on the process's stderr whatever stream the command
     had; and the owner key comes from the command's XDG_STATE_HOME."""
     variables = {**ENV, "XDG_STATE_HOME": str(tmp_path)}
     run_id = uuid.uuid4().hex[:12]

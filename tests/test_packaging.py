@@ -29,7 +29,7 @@ def test_wheel_ships_the_matrix_and_the_entry_point(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {p.name for p in (ROOT / "matrix").glob("*.toml")}
     assert shipped and {f"envcheck/_matrix/{n}" for n in shipped} <= names
-    assert "envcheck/smoke/workload.py" in names
+    assert "envcheck/smoke/workload/main.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "envcheck = envcheck.entry:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

@@ -10,14 +10,14 @@ from dataclasses import replace
 
 import pytest
 
-from envcheck.facts import host_from_document
-from envcheck.judge import Context, judge
+from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.host_report import Report
+from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.render.text import render_plain
-from envcheck.report import Report
-from envcheck.select import select_image
 from envcheck.smoke.check import smoke_check
 from envcheck.smoke.options import SmokeOptions
+from envcheck.verdict.judge import Context, judge
 from tests import scenarios as s
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST
 

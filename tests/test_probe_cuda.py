@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envcheck.facts import LibraryCandidate
+from envcheck.contracts.facts import LibraryCandidate
 from envcheck.probe import _cuda_child, cuda_driver, cuda_libs
-from envcheck.smoke.protocol import LibraryOrigin
+from envcheck.smoke.workload.protocol import LibraryOrigin
 
 if TYPE_CHECKING:
     from tests.fakenv import FakeBuild
@@ -323,7 +323,7 @@ def test_origins_come_in_the_order_a_paddle_process_tries_them(tmp_path: Path) -
 def test_the_smoke_protocol_spells_the_library_origins_as_the_facts_do() -> None:
     # The workload's standalone copy (it runs where envcheck is not installed) and the facts'
     # own, kept apart so that the doctor's static tier never imports the smoke (#27.3).
-    from envcheck import facts
+    from envcheck.contracts import facts
 
     assert get_args(facts.LibraryOrigin) == get_args(LibraryOrigin)
 

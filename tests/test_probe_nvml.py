@@ -168,7 +168,7 @@ def test_toolkit_stub_without_nvml_is_absent(probed_host: Probed) -> None:
 
 
 PROBE_DRIVER_ONLY = (
-    "import json; from envcheck.facts import to_dict; import os; from envcheck.probe.nvml import probe_driver;"
+    "import json; from envcheck.contracts.facts import to_dict; import os; from envcheck.probe.nvml import probe_driver;"
     " d, g = probe_driver(os.environ); print(json.dumps({'driver': to_dict(d), 'gpus': to_dict(g)}))"
 )
 

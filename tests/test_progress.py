@@ -174,7 +174,7 @@ def test_the_mirror_retry_line_never_lands_inside_the_spinner_line() -> None:
     be printed by the pull's console into the activity's live line: `⠸ pulling … (1 s)127.0…`."""
     from rich.console import Console
 
-    from envcheck import activity
+    from envcheck.edges import activity
 
     out = Tty()
     note = "127.0.0.1:1 failed (connection refused); trying the mirror 127.0.0.1:5000"
@@ -188,7 +188,7 @@ def test_the_mirror_retry_line_never_lands_inside_the_spinner_line() -> None:
 
 
 def test_a_failed_step_is_never_marked_done() -> None:
-    from envcheck import activity
+    from envcheck.edges import activity
 
     out = Tty()
     with activity.showing(_live_activity(out)):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.findings import Finding, fail, passed, warn
-from envcheck.proof import UNPROVEN_ID, expect_gpu_unproven, proof_of, proof_words
+from envcheck.contracts.findings import Finding, fail, passed, warn
+from envcheck.verdict.proof import UNPROVEN_ID, expect_gpu_unproven, proof_of, proof_words
 from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)

@@ -20,9 +20,8 @@ from typing import get_args
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envcheck.compat import arch_supported, cc_below, driver_support
-from envcheck.exitcodes import ExitStatus
-from envcheck.facts import (
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.facts import (
     CudaDriverFacts,
     DriverFacts,
     EngineFacts,
@@ -35,14 +34,20 @@ from envcheck.facts import (
     host_from_document,
     to_dict,
 )
-from envcheck.findings import Finding
+from envcheck.contracts.findings import Finding
+from envcheck.contracts.host_report import (
+    CPU_FALLBACK_ID,
+    WRONG_RESULTS_ID,
+    exit_status_of,
+    verdict_of,
+)
+from envcheck.contracts.versions import parse_dotted, release_of
+from envcheck.image.choice import gpu_candidates, select_image
 from envcheck.matrix.builds import build_for, runnable_archs
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
-from envcheck.report import CPU_FALLBACK_ID, WRONG_RESULTS_ID, exit_status_of, verdict_of
-from envcheck.select import gpu_candidates, select_image
-from envcheck.smoke.protocol import LibraryOrigin
-from envcheck.versions import parse_dotted, release_of
+from envcheck.smoke.workload.protocol import LibraryOrigin
+from envcheck.verdict.compat import arch_supported, cc_below, driver_support
 
 MATRIX = load_matrix(str(REPO_DIR))
 CI = settings(

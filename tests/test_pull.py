@@ -26,12 +26,12 @@ from typing import Any
 
 import pytest
 
-from envcheck.errors import EnvcheckError, EnvironmentProblem
+from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem
+from envcheck.image.reference import parse_reference
 from envcheck.matrix.load import load_matrix
 from envcheck.pull.ensure import ensure_image
 from envcheck.pull.plan import PullPlan, PullResult, plan_pull
 from envcheck.pull.run import RetryPolicy, pull_image
-from envcheck.reference import parse_reference
 from envcheck.registry.errors import ManifestNotFound, RegistryUnavailable
 from envcheck.render.progress import PlainDisplay
 from tests.conftest import BUSYBOX, BUSYBOX_CUDA, LocalRegistry
@@ -334,7 +334,7 @@ def test_a_failed_pull_in_the_smoke_says_so_and_is_never_marked_done(
     registry: LocalRegistry, docker_client: Any
 ) -> None:
     """#21.11: the live line marked the failed pull `✓` when the in-process fallback began."""
-    from envcheck import activity
+    from envcheck.edges import activity
     from envcheck.render.activity import RichActivity
     from tests.terminal import Tty, screen
 

@@ -68,10 +68,10 @@ def envcheck(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
 def test_envchecks_own_client_really_is_blocked(registry: LocalRegistry) -> None:
     """The premise of every test here: with these variables, envcheck's own read fails."""
     probe = (
-        "from envcheck.reference import parse_reference\n"
+        "from envcheck.image.reference import parse_reference\n"
         "from envcheck.registry.client import RegistryClient\n"
         "from envcheck.registry.errors import RegistryUnavailable\n"
-        "from envcheck.platforms import host_platform\n"
+        "from envcheck.image.platforms import host_platform\n"
         f"ref = parse_reference({registry.ref(BUSYBOX)!r})\n"
         "try:\n    RegistryClient.for_reference(ref, timeout=5).inspect(ref, host_platform())\n"
         "except RegistryUnavailable as e:\n    print('unreachable:', e.message)\n"

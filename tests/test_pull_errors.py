@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.docker_adapter import PullFailed, pull_error
-from envcheck.exitcodes import ExitStatus
-from envcheck.image_checks import ImageRefused
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.engine.docker_adapter import PullFailed, pull_error
+from envcheck.image.checks import ImageRefused
 from envcheck.registry.errors import ManifestNotFound, RegistryAuthRequired, RegistryUnavailable
 
 REF, REGISTRY = "127.0.0.1:5000/envcheck-test/busybox:1", "127.0.0.1:5000"
@@ -109,8 +109,8 @@ def test_a_broken_engine_stream_is_an_environment_problem() -> None:
     """Any other `requests` failure while acting on the engine (a chunked answer cut short)."""
     import requests
 
-    from envcheck.docker_adapter import translate_errors
-    from envcheck.errors import EnvironmentProblem
+    from envcheck.contracts.errors import EnvironmentProblem
+    from envcheck.engine.docker_adapter import translate_errors
 
     with (
         pytest.raises(EnvironmentProblem, match="connection to the engine broke"),

@@ -76,7 +76,7 @@ def test_fleet_reads_the_doctors_trailing_z_timestamps(envcheck310: Path) -> Non
     """`meta.generated_at` ends in Z; 3.10's fromisoformat refuses that, which lost the time of
     every report (the fleet's newest-per-host, the baseline's `created`, JUnit's timestamp)."""
     python = envcheck310.with_name("python")
-    code = "from envcheck.saved_report import report_time; print(report_time({'generated_at': '2024-05-01T10:00:00Z'}))"
+    code = "from envcheck.contracts.saved_report import report_time; print(report_time({'generated_at': '2024-05-01T10:00:00Z'}))"
     run = subprocess.run(
         [str(python), "-c", code], capture_output=True, text=True, timeout=60, check=False
     )

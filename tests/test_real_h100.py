@@ -139,7 +139,7 @@ def test_nvml_on_the_real_h100_witnessed_each_workload_in_its_window() -> None:
     (98 % SM of the process), a CUDA context computing on the CPU is idle (584 MiB, 0 %), no
     CUDA is unseen. The same `trains` record judged on the second after its last kernel, when
     its context still held 902 MiB, is idle: memory alone proves no training."""
-    from envcheck.smoke.witness import witness
+    from envcheck.smoke.verdict.witness import witness
 
     rows = json.loads((REAL / "witness.json").read_text())
     assert [r["case"] for r in rows] == ["trains", "context-idle", "cpu-only"]

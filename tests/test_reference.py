@@ -6,9 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envcheck.errors import UsageError
-from envcheck.exitcodes import ExitStatus
-from envcheck.reference import InvalidReference, Reference, is_valid_reference, parse_reference
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.image.reference import (
+    InvalidReference,
+    Reference,
+    is_valid_reference,
+    parse_reference,
+)
 
 DIGEST = "sha256:" + "ab" * 32
 BAIDU = "ccr-2vdh3abv-pub.cnc.bj.baidubce.com"

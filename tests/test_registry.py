@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from envcheck.platforms import Platform, host_platform
-from envcheck.reference import parse_reference
+from envcheck.image.platforms import Platform, host_platform
+from envcheck.image.reference import parse_reference
 from envcheck.registry.auth import is_loopback, parse_challenge, realm_refusal
 from envcheck.registry.client import RegistryClient
 from envcheck.registry.documents import parse_distribution

@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from envcheck.facts import host_from_document
-from envcheck.judge import Context, judge
+from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.host_report import Report
+from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.render.text import pip_line, render_plain, render_rich
 from envcheck.render.wrap import commands_in, wrap
-from envcheck.report import Report
-from envcheck.select import select_image
+from envcheck.verdict.judge import Context, judge
 from tests import report_samples
 from tests import scenarios as s
 from tests.fakenv import profile_names

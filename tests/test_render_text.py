@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from envcheck.facts import host_from_document
-from envcheck.judge import Context, judge
+from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.host_report import Report
+from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.render.text import render_plain, render_rich
-from envcheck.report import Report
-from envcheck.select import select_image
+from envcheck.verdict.judge import Context, judge
 from tests import scenarios as s
 
 Render = Callable[..., None]  # render_plain or render_rich

@@ -15,17 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envcheck.facts import GpuFacts, MachineFacts
-from envcheck.findings import fail, warn
-from envcheck.fleet import FleetSummary, merge_reports
+from envcheck.contracts.facts import GpuFacts, MachineFacts
+from envcheck.contracts.findings import fail, warn
+from envcheck.contracts.host_report import Report
+from envcheck.contracts.saved_report import SavedReport
 from envcheck.render.annotations import fleet_annotations, github_annotations
 from envcheck.render.junit import junit_xml
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.render.sanitize import visible
 from envcheck.render.table import fleet_table_text
 from envcheck.render.text import render_plain, render_rich
-from envcheck.report import Report
-from envcheck.saved_report import SavedReport
+from envcheck.verdict.fleet import FleetSummary, merge_reports
 from tests import report_samples as samples
 
 HOSTNAME = "host\n::error::pwned"

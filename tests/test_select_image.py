@@ -11,15 +11,15 @@ from dataclasses import replace
 
 import pytest
 
-from envcheck.compat import arch_supported
-from envcheck.errors import UsageError
-from envcheck.facts import DriverFacts, GpuFacts, HostFacts
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.facts import DriverFacts, GpuFacts, HostFacts
+from envcheck.contracts.host_report import ImageChoice
+from envcheck.image.choice import gpu_candidates, select_image
 from envcheck.matrix.builds import build_for, runnable_archs
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.matrix.model import Matrix
-from envcheck.report import ImageChoice
-from envcheck.select import gpu_candidates, select_image
+from envcheck.verdict.compat import arch_supported
 
 MATRIX = load_matrix(str(REPO_DIR))
 HUB = "docker.io/paddlepaddle/paddle"

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from envcheck.signals import Interrupted, deferred, unwind_on_signals
-from envcheck.smoke import ownership
-from envcheck.smoke.container import SmokeContainer
-from envcheck.smoke.container_spec import ContainerSpec
-from envcheck.smoke.inprocess import run_subprocess
-from envcheck.smoke.ownership import OWNER_LABEL
+from envcheck.edges.signals import Interrupted, deferred, unwind_on_signals
+from envcheck.smoke.runner import ownership
+from envcheck.smoke.runner.container import SmokeContainer
+from envcheck.smoke.runner.container_spec import ContainerSpec
+from envcheck.smoke.runner.inprocess import run_subprocess
+from envcheck.smoke.runner.ownership import OWNER_LABEL
 from tests.smoke_host import SCRIPTS, processes_mentioning
 
 pytest_plugins = ("tests.smoke_fixtures",)

@@ -18,18 +18,18 @@ from typing import Any
 
 import pytest
 
-from envcheck import activity
-from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX, GpuRequestRefused
-from envcheck.errors import EnvironmentProblem
-from envcheck.exitcodes import ExitStatus
-from envcheck.findings import Finding
-from envcheck.report import exit_status_of, verdict_of
-from envcheck.signals import Interrupted
+from envcheck.contracts.errors import EnvironmentProblem
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.findings import Finding
+from envcheck.contracts.host_report import exit_status_of, verdict_of
+from envcheck.edges import activity
+from envcheck.edges.signals import Interrupted
+from envcheck.engine.docker_adapter import NVIDIA_RUNTIME_FIX, GpuRequestRefused
 from envcheck.smoke.check import smoke_check
-from envcheck.smoke.container import SmokeContainer, _oom_killed
-from envcheck.smoke.container_spec import ContainerSpec
 from envcheck.smoke.options import SmokeOptions
-from envcheck.smoke.payload import WORKLOAD
+from envcheck.smoke.runner.container import SmokeContainer, _oom_killed
+from envcheck.smoke.runner.container_spec import ContainerSpec
+from envcheck.smoke.runner.payload import WORKLOAD
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, envcheck_containers
 from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS
 

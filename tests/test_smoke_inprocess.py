@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from envcheck.errors import EnvironmentProblem
-from envcheck.exitcodes import ExitStatus
-from envcheck.findings import Finding
-from envcheck.report import exit_status_of, verdict_of
-from envcheck.signals import Interrupted, unwind_on_signals
+from envcheck.contracts.errors import EnvironmentProblem
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.findings import Finding
+from envcheck.contracts.host_report import exit_status_of, verdict_of
+from envcheck.edges.signals import Interrupted, unwind_on_signals
 from envcheck.smoke.check import smoke_check
-from envcheck.smoke.inprocess import _run, run_subprocess
 from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.runner.inprocess import _run, run_subprocess
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive, processes_mentioning
 from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS
 
@@ -172,7 +172,7 @@ def test_a_bug_while_reading_the_output_is_raised_at_once_not_a_smoke_verdict(
 
 class _FolderThatSignals(os.PathLike[str]):
     """A working folder whose path, read by Popen as it starts the child, sends this process
-    SIGUSR1: the signal comes at the one moment envcheck.signals defers it."""
+    SIGUSR1: the signal comes at the one moment envcheck.edges.signals defers it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -11,20 +11,20 @@ from typing import Any
 
 import pytest
 
-from envcheck.docker_adapter import NVIDIA_RUNTIME_FIX
-from envcheck.exitcodes import ExitStatus
-from envcheck.facts import HostFacts, host_from_document
-from envcheck.findings import Finding
-from envcheck.proof import expect_gpu_unproven, proof_of, proof_words
-from envcheck.report import ImageChoice, exit_status_of, verdict_of
-from envcheck.smoke.document import smoke_document
-from envcheck.smoke.failures import image_unavailable
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.facts import HostFacts, host_from_document
+from envcheck.contracts.findings import Finding
+from envcheck.contracts.host_report import ImageChoice, exit_status_of, verdict_of
+from envcheck.engine.docker_adapter import NVIDIA_RUNTIME_FIX
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
 from envcheck.smoke.plan import Fallback, FallbackKind, Outcome, Plan, in_process_plan, plan_smoke
-from envcheck.smoke.protocol import RunResult
-from envcheck.smoke.verdict import host_gpu, judge
-from envcheck.smoke.witness import NvmlSummary
+from envcheck.smoke.verdict.document import smoke_document
+from envcheck.smoke.verdict.failures import image_unavailable
+from envcheck.smoke.verdict.judge import host_gpu, judge
+from envcheck.smoke.verdict.witness import NvmlSummary
+from envcheck.smoke.workload.protocol import RunResult
+from envcheck.verdict.proof import expect_gpu_unproven, proof_of, proof_words
 from tests import scenarios as s
 from tests import smoke_samples as rec
 
@@ -602,7 +602,7 @@ def test_smoke_document_status_and_log_tail_on_failure(timed_out: bool, status: 
 def test_only_an_nvidia_hook_on_a_read_only_root_drops_the_read_only_root(
     message: str, retry: bool
 ) -> None:
-    from envcheck.smoke.container_spec import hook_needs_writable_root
+    from envcheck.smoke.runner.container_spec import hook_needs_writable_root
 
     assert hook_needs_writable_root(message) is retry
 

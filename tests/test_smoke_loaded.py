@@ -22,20 +22,14 @@ from typing import Any
 import pytest
 
 from envcheck.commands.doctor import read_facts_document
-from envcheck.facts import (
-    DriverFacts,
-    HostFacts,
-    LibraryFacts,
-    PaddleFacts,
-    from_dict,
-)
-from envcheck.findings import Finding
-from envcheck.fixes import REBOOT_FIX
-from envcheck.smoke.loaded import NVML_UNKNOWN_FIX, loaded_findings, loaded_libraries
+from envcheck.contracts.facts import DriverFacts, HostFacts, LibraryFacts, PaddleFacts, from_dict
+from envcheck.contracts.findings import Finding
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result, validate
-from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Outcome, Plan
-from envcheck.smoke.verdict import judge
+from envcheck.smoke.runner.payload import WORKLOAD
+from envcheck.smoke.verdict.judge import judge
+from envcheck.smoke.verdict.loaded import NVML_UNKNOWN_FIX, loaded_findings, loaded_libraries
+from envcheck.verdict.fixes import REBOOT_FIX
 from tests import fakenv
 from tests import smoke_samples as rec
 from tests.inprocess import process_env
@@ -66,7 +60,7 @@ CONTAINER = Plan(
 LISTING = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import workload_libraries as libraries
+import libraries
 libs = libraries.loaded_libraries()
 print(json.dumps({"loaded_libraries": libs, "driver_check": libraries.driver_check(libs)}))
 """
@@ -439,7 +433,7 @@ def test_a_malformed_loaded_list_is_bad_output(bad: dict[str, Any]) -> None:
 
 
 def test_maps_lines_name_each_library_once_in_load_order_and_ignore_look_alikes() -> None:
-    from envcheck.smoke import workload_libraries
+    from envcheck.smoke.workload import libraries as workload_libraries
 
     maps = "\n".join(
         [

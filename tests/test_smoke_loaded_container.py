@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from envcheck.facts import DriverFacts, HostFacts
-from envcheck.fixes import REBOOT_FIX
+from envcheck.contracts.facts import DriverFacts, HostFacts
 from envcheck.smoke.check import outcome_of
-from envcheck.smoke.container import SmokeContainer
-from envcheck.smoke.container_spec import ContainerSpec
-from envcheck.smoke.loaded import loaded_findings, loaded_libraries
-from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Plan
+from envcheck.smoke.runner.container import SmokeContainer
+from envcheck.smoke.runner.container_spec import ContainerSpec
+from envcheck.smoke.runner.payload import WORKLOAD
+from envcheck.smoke.verdict.loaded import loaded_findings, loaded_libraries
+from envcheck.verdict.fixes import REBOOT_FIX
 from tests.smoke_host import CPU_CHOICE
 
 pytest_plugins = ("tests.fakenv", "tests.smoke_fixtures")

@@ -16,7 +16,7 @@ from envcheck.smoke.parse import (
     log_tail,
     parse_result,
 )
-from envcheck.smoke.protocol import LibrarySource, scan_paddle_warnings
+from envcheck.smoke.workload.protocol import LibrarySource, scan_paddle_warnings
 from tests import smoke_samples as rec
 
 

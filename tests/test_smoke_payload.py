@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.smoke.parse import parse_result
-from envcheck.smoke.payload import COMPANIONS, WORKLOAD
+from envcheck.smoke.runner.payload import COMPANIONS, WORKLOAD
 
 # Runs the staged workload as `python workload.py` would, with every `envcheck` import refused.
 WITHOUT_ENVCHECK = """

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from envcheck.report import exit_status_of, verdict_of
+from envcheck.contracts.host_report import exit_status_of, verdict_of
 from envcheck.smoke.check import outcome_of, smoke_check
-from envcheck.smoke.container import SmokeContainer
-from envcheck.smoke.container_spec import ContainerSpec, Limits
 from envcheck.smoke.options import SmokeOptions
-from envcheck.smoke.payload import WORKLOAD
-from envcheck.smoke.pieces import CUDNN_ID, SHM_ID, WORKER_ID
-from envcheck.smoke.protocol import CORRUPT_ENV
-from envcheck.smoke.verdict import judge
+from envcheck.smoke.runner.container import SmokeContainer
+from envcheck.smoke.runner.container_spec import ContainerSpec, Limits
+from envcheck.smoke.runner.payload import WORKLOAD
+from envcheck.smoke.verdict.judge import judge
+from envcheck.smoke.verdict.pieces import CUDNN_ID, SHM_ID, WORKER_ID
+from envcheck.smoke.workload.protocol import CORRUPT_ENV
 from tests import smoke_samples as rec
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST
 from tests.test_smoke_judge import GPU_IMAGE, NVML_ABSENT, container_plan, gpu_host, outcome

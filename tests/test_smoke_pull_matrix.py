@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from envcheck.errors import EnvcheckError
+from envcheck.contracts.errors import EnvcheckError
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.model import Matrix
 from envcheck.pull.ensure import ensure_image

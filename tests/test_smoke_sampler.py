@@ -13,8 +13,8 @@ from typing import Any, cast
 
 import pytest
 
-from envcheck.smoke.sampler import NvmlSampler
-from envcheck.smoke.witness import NvmlSummary, Witness, witness
+from envcheck.smoke.runner.sampler import NvmlSampler
+from envcheck.smoke.verdict.witness import NvmlSummary, Witness, witness
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -22,8 +22,8 @@ FAKE_PID = 4242  # the process tests/fakenv/src/fake_nvml.c reports on a GPU wit
 
 SAMPLE = f"""
 import json, os, time
-from envcheck.smoke.sampler import NvmlSampler
-from envcheck.smoke.witness import witness
+from envcheck.smoke.runner.sampler import NvmlSampler
+from envcheck.smoke.verdict.witness import witness
 def wait_for_samples(n):  # events, not a fixed time: n more samples were taken
     target = sampler.summary()["samples"] + n
     while sampler.summary()["samples"] < target and sampler.status == "ok":

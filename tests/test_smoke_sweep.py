@@ -20,10 +20,10 @@ from typing import Any
 import docker.errors
 import pytest
 
-from envcheck.docker_adapter import LABEL
-from envcheck.smoke import ownership
-from envcheck.smoke.container import sweep_leftovers
-from envcheck.smoke.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
+from envcheck.engine.docker_adapter import LABEL
+from envcheck.smoke.runner import ownership
+from envcheck.smoke.runner.container import sweep_leftovers
+from envcheck.smoke.runner.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
 from tests.conftest import BUSYBOX
 from tests.smoke_host import dead_pid
 
@@ -290,7 +290,7 @@ def test_a_first_run_on_a_full_disk_leaves_no_empty_key(tmp_path: Any) -> None:
     code = (
         "import resource, signal\n"
         "from pathlib import Path\n"
-        "from envcheck.smoke import ownership\n"
+        "from envcheck.smoke.runner import ownership\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
         "try:\n"
@@ -316,9 +316,7 @@ def test_a_run_says_when_it_cannot_prove_ownership(
     folder.mkdir(mode=0o700)
     (folder / "owner.key").write_bytes(planted)
     (folder / "owner.key").chmod(0o600)
-    code = (
-        "from envcheck.smoke import ownership; import os; print(ownership.unprovable(os.environ))"
-    )
+    code = "from envcheck.smoke.runner import ownership; import os; print(ownership.unprovable(os.environ))"
     run = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -12,14 +12,16 @@ from typing import Any
 
 import pytest
 
-from envcheck.report import exit_status_of, verdict_of
-from envcheck.smoke import protocol, workload, workload_classifier
+from envcheck.contracts.host_report import exit_status_of, verdict_of
 from envcheck.smoke.parse import RawRun, parse_result
-from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Outcome, Plan
-from envcheck.smoke.protocol import SmokeResult
-from envcheck.smoke.verdict import judge
-from envcheck.smoke.witness import NvmlSummary
+from envcheck.smoke.runner.payload import WORKLOAD
+from envcheck.smoke.verdict.judge import judge
+from envcheck.smoke.verdict.witness import NvmlSummary
+from envcheck.smoke.workload import classifier as workload_classifier
+from envcheck.smoke.workload import main as workload
+from envcheck.smoke.workload import protocol
+from envcheck.smoke.workload.protocol import SmokeResult
 from tests import smoke_samples as rec
 
 
@@ -100,7 +102,7 @@ def test_stderr_tee_sees_lines_written_below_python(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import os, sys, json
         sys.path.insert(0, {str(WORKLOAD.parent)!r})
-        from workload_output import StderrTee
+        from output import StderrTee
         tee = StderrTee()
         os.write(2, {rec.CUDA_MISMATCH!r}.encode() + b"\\n")  # as glog does, bypassing sys.stderr
         print(json.dumps(tee.stop()))

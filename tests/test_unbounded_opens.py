@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from envcheck import userfiles
-from envcheck.errors import EnvcheckError
-from envcheck.userfiles import append_output
+from envcheck.contracts.errors import EnvcheckError
+from envcheck.edges import userfiles
+from envcheck.edges.userfiles import append_output
 from tests import report_samples as samples
 from tests.inprocess import ENV, envcheck_process
 from tests.test_probe_paddle import VERSION_331_CU126, make_site
@@ -141,7 +141,7 @@ def test_a_full_disk_leaves_the_step_summary_as_it_was(tmp_path: Path) -> None:
     summary.write_text("## earlier step\n")
     code = (
         "import resource, signal, sys\n"
-        "from envcheck.userfiles import append_output\n"
+        "from envcheck.edges.userfiles import append_output\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))\n"
         "try:\n"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from envcheck.errors import EnvironmentProblem, UsageError
-from envcheck.userfiles import append_output, read_json, write_output
+from envcheck.contracts.errors import EnvironmentProblem, UsageError
+from envcheck.edges.userfiles import append_output, read_json, write_output
 from tests import scenarios as s
 from tests.inprocess import ENV, envcheck, envcheck_process, process_env
 from tests.test_cli import write

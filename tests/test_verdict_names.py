@@ -1,6 +1,6 @@
-"""The verdict and severity names are said once (#26.6b): `envcheck.report.Verdict` and
-`envcheck.findings.Severity`, Literals mypy checks every table key against; here, that every
-per-verdict table covers each of them and nothing else, and that the order of weight the fleet
+"""The verdict and severity names are said once (#26.6b): `envcheck.contracts.host_report.Verdict`
+and `envcheck.contracts.findings.Severity`, Literals mypy checks every table key against; here, that
+every per-verdict table covers each of them and nothing else, and that the order of weight the fleet
 and the saved reports use is the one the Literal states."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from envcheck.findings import SEVERITIES
+from envcheck.contracts.findings import SEVERITIES
+from envcheck.contracts.host_report import VERDICTS
+from envcheck.contracts.saved_report import ReportDocumentError, SavedReport, parse_report
 from envcheck.render import markdown, table, text
-from envcheck.report import VERDICTS
-from envcheck.saved_report import ReportDocumentError, SavedReport, parse_report
 from tests import report_samples as samples
 
 

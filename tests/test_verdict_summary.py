@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.facts import host_from_document
+from envcheck.contracts.facts import host_from_document
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.plan import gpu_expectation
 from tests import scenarios as s

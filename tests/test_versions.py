@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from envcheck.versions import (
+from envcheck.contracts.versions import (
     VersionParseError,
     cuda_version_from_int,
     cudnn_version_from_int,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from envcheck.facts import CudaDriverFacts, host_from_document
-from envcheck.judge import Context, judge
+from envcheck.contracts.facts import CudaDriverFacts, host_from_document
 from envcheck.matrix.load import load_matrix
-from envcheck.visible_devices import read_visible_devices
+from envcheck.verdict.judge import Context, judge
+from envcheck.verdict.visible_devices import read_visible_devices
 from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)

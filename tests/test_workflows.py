@@ -554,7 +554,7 @@ def test_no_owner_placeholder_is_left() -> None:
 
 
 def test_the_action_docs_list_every_exit_code() -> None:
-    from envcheck.exitcodes import EXIT_CODES
+    from envcheck.contracts.exitcodes import EXIT_CODES
 
     readme = ACTION_README.read_text(encoding="utf-8")
     for code, words in EXIT_CODES:

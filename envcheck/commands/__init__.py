@@ -1,15 +1,16 @@
 """One module per subcommand: `register(subparsers)` and `run(args, env) -> int`, `env` the
-`envcheck.environment.Environment` it reads and writes (never `sys.std*`, `os.environ`)."""
+`envcheck.contracts.command_env.Environment` it reads and writes (never `sys.std*`,
+`os.environ`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
-from envcheck.errors import UsageError
+from envcheck.contracts.errors import UsageError
 
 if TYPE_CHECKING:
-    from envcheck.environment import Environment
+    from envcheck.contracts.command_env import Environment
 
 
 def add_choice_arguments(group: argparse._ArgumentGroup, registry_note: str = "") -> None:
@@ -43,7 +44,7 @@ def stdout_format(args: argparse.Namespace, env: Environment, flags: tuple[str, 
     `/dev/stdout`, the file stdout already is). None: the text report does. As `--json` always
     did (and `kubectl -o`, `gh --json`), a format sent to stdout is all that stdout holds (#24.1):
     `--junit - | xmllint -` must parse. Two formats for one stdout are a UsageError (exit 2)."""
-    from envcheck.userfiles import names_stdout
+    from envcheck.edges.userfiles import names_stdout
 
     takers = ["--json"] if getattr(args, "json", False) else []
     takers += [

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from envcheck.environment import Environment
+    from envcheck.contracts.command_env import Environment
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 SHIPPED_DIR = _PACKAGE / "_completions"

@@ -11,22 +11,22 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck import __version__
 from envcheck.commands import add_choice_arguments, stdout_format
-from envcheck.errors import UsageError
-from envcheck.exitcodes import EXIT_CODES_HELP
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.exitcodes import EXIT_CODES_HELP
 
 # Only what `register` needs at start-up: `run` starts the CUDA child before it imports the rest
 # (#27.2), and `--no-smoke --json` never imports the smoke, rich or the docker SDK (#27.3).
 if TYPE_CHECKING:
-    from envcheck.environment import Environment
-    from envcheck.facts import HostFacts
-    from envcheck.findings import Finding
+    from envcheck.contracts.command_env import Environment
+    from envcheck.contracts.facts import HostFacts
+    from envcheck.contracts.findings import Finding
+    from envcheck.contracts.host_report import ImageChoice, Report
     from envcheck.matrix.model import Matrix
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.host import HostProbe
     from envcheck.probe.interpreter import Interpreter
-    from envcheck.recorded import RecordedSmoke
-    from envcheck.report import ImageChoice, Report
     from envcheck.smoke.options import SmokeOptions
+    from envcheck.verdict.recorded import RecordedSmoke
 
 
 EXAMPLES = """examples:
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     # The CUDA driver child first: its cuInit (~0.2 s on an H100) is the slowest probe, and the
     # imports and the other probes overlap it (#27.2). Whatever happens next, it is reaped.
     with _host_probe(args, env) as probe:
-        from envcheck import activity
+        from envcheck.edges import activity
         from envcheck.render.activity import make_activity_display
 
         _resolve_paths(args, env)
@@ -216,7 +216,7 @@ def _resolve_paths(args: argparse.Namespace, env: Environment) -> None:
 def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | None) -> Report:
     """`probe`: the host probe whose CUDA child runs (None: `--facts`, nothing is probed)."""
     # Imported here, not at start-up: `envcheck --version` and `--help` build every parser.
-    from envcheck import activity
+    from envcheck.edges import activity
     from envcheck.probe.endpoint import resolve_endpoint
     from envcheck.probe.interpreter import resolve_interpreter
 
@@ -229,10 +229,10 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     if probe is not None and target is not None:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
         probe.start(target, engine=endpoint)  # NVML, libraries, engine: while cuInit runs
-    from envcheck.judge import Context, judge
+    from envcheck.contracts.host_report import Report
     from envcheck.matrix.load import load_matrix
-    from envcheck.proof import expect_gpu_unproven, proof_of
-    from envcheck.report import Report
+    from envcheck.verdict.judge import Context, judge
+    from envcheck.verdict.proof import expect_gpu_unproven, proof_of
 
     matrix = load_matrix(args.matrix, env.env)
     host, recorded = (
@@ -265,7 +265,7 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
         findings.append(unproven)
     if args.baseline:
         findings += _drift(args, host, image, env)
-    from envcheck.one_plan import settle
+    from envcheck.verdict.one_plan import settle
 
     findings = settle(findings)  # the smoke's fixes meet the judge's: one plan
     return Report(
@@ -282,11 +282,11 @@ def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, Recorde
     """`--facts FILE` (`-` = stdin): the host, and the smoke outcome when the document is a saved
     report. Any unreadable, non-JSON or invalid document is a UsageError (exit 2) naming the file
     and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7). Here, at the edge:
-    `envcheck.facts` stays pure."""
-    from envcheck.facts import FactsError, host_from_document
-    from envcheck.recorded import recorded_smoke
-    from envcheck.saved_report import ReportDocumentError
-    from envcheck.userfiles import read_json
+    `envcheck.contracts.facts` stays pure."""
+    from envcheck.contracts.facts import FactsError, host_from_document
+    from envcheck.contracts.saved_report import ReportDocumentError
+    from envcheck.edges.userfiles import read_json
+    from envcheck.verdict.recorded import recorded_smoke
 
     doc = read_json(
         path,
@@ -304,11 +304,11 @@ def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, Recorde
 
 
 def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Matrix) -> ImageChoice:
-    from envcheck.select import select_image
+    from envcheck.image.choice import select_image
 
     choice = select_image(host, matrix, paddle=args.paddle, registry=args.registry)
     if args.image:
-        from envcheck.given_image import given_image
+        from envcheck.image.given import given_image
 
         # a bad reference is exit 2 before anything runs
         return given_image(args.image, matrix, choice)
@@ -351,9 +351,9 @@ def _smoke_options(
 def _drift(
     args: argparse.Namespace, host: HostFacts, image: ImageChoice, env: Environment
 ) -> list[Finding]:
-    from envcheck.baseline_file import load_baseline
-    from envcheck.drift import compare_baseline
-    from envcheck.report import Report
+    from envcheck.contracts.host_report import Report
+    from envcheck.edges.baseline_file import load_baseline
+    from envcheck.verdict.drift import compare_baseline
 
     baseline = load_baseline(args.baseline, env)
     return compare_baseline(
@@ -374,7 +374,7 @@ def _meta(matrix_path: str, started: float, newest_source: str | None = None) ->
 def _render(args: argparse.Namespace, report: Report, env: Environment, *, text: bool) -> None:
     """The report on stdout (JSON, or the text report when `text`: no file flag took stdout),
     then the files."""
-    from envcheck.streams import reader_may_leave
+    from envcheck.edges.streams import reader_may_leave
 
     # `| head -1`: the files below are still written, the code kept
     with reader_may_leave(env.stdout):
@@ -407,7 +407,7 @@ def _render_stdout(args: argparse.Namespace, report: Report, out: TextIO, *, col
 def _save_baseline(args: argparse.Namespace, report: Report, env: Environment) -> None:
     if not args.save_baseline:
         return
-    from envcheck.baseline_file import save_baseline
+    from envcheck.edges.baseline_file import save_baseline
 
     if not save_baseline(report, args.save_baseline, env):
         print(f"envcheck: baseline not saved: the verdict is {report.verdict}", file=env.stderr)

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from envcheck import __version__
 from envcheck.commands import add_choice_arguments
 from envcheck.commands.doctor import positive_seconds
-from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
+from envcheck.contracts.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
-    from envcheck.environment import Environment
+    from envcheck.contracts.command_env import Environment
+    from envcheck.contracts.host_report import Report
     from envcheck.fix.apply import Ran, Record, Rollback
     from envcheck.fix.plan import FixPlan, ImageState, Wheel
-    from envcheck.report import Report
 
 SCHEMA_VERSION = 1
 
@@ -367,9 +367,9 @@ def _installed_source(
     """Where the Paddle build installed before the fix came from (its matrix row's index), for
     the rollback; None: pip's configured index."""
     from envcheck.fix.plan import Wheel
-    from envcheck.fixes import matrix_install
     from envcheck.matrix.builds import build_for
     from envcheck.matrix.load import load_matrix
+    from envcheck.verdict.fixes import matrix_install
 
     p = report.host.paddle
     if p.status != "ok" or not p.version:
@@ -401,7 +401,7 @@ def _say(env: Environment, text: str, *, quiet: bool = False) -> None:
 
 
 def _print(args: argparse.Namespace, doc: dict[str, Any], env: Environment) -> None:
-    from envcheck.streams import reader_may_leave
+    from envcheck.edges.streams import reader_may_leave
 
     with reader_may_leave(env.stdout):
         if args.json:

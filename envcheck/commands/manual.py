@@ -1,6 +1,6 @@
 """What `envcheck --help` and the man page (ENVIRONMENT, FILES) say about the variables envcheck
 reads and the files it keeps: one source, so the two never disagree (#24.5). The exit codes
-live beside their enum (`envcheck.exitcodes.EXIT_CODES`). Standard library only: `--help`
+live beside their enum (`envcheck.contracts.exitcodes.EXIT_CODES`). Standard library only: `--help`
 imports it."""
 
 from __future__ import annotations

@@ -8,16 +8,16 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from envcheck.commands import add_choice_arguments
-from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
+from envcheck.contracts.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
-    from envcheck.environment import Environment
-    from envcheck.facts import HostFacts
+    from envcheck.contracts.command_env import Environment
+    from envcheck.contracts.facts import HostFacts
+    from envcheck.contracts.host_report import ImageChoice
+    from envcheck.image.reference import Reference
     from envcheck.matrix.model import Matrix
     from envcheck.pull.plan import PullPlan, PullResult
-    from envcheck.reference import Reference
     from envcheck.registry.documents import RemoteImage
-    from envcheck.report import ImageChoice
 
 JSON_SCHEMA_VERSION = 1
 
@@ -64,9 +64,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    """Under --json an error becomes the CLI's error document (envcheck.report.error_document)."""
+    """Under --json an error becomes the CLI's error document
+    (envcheck.contracts.host_report.error_document)."""
+    from envcheck.image.reference import parse_reference
     from envcheck.pull.plan import PullPlan, plan_pull
-    from envcheck.reference import parse_reference
     from envcheck.render.sanitize import visible
 
     args.matrix = env.path(args.matrix) if args.matrix else None
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     result = _pull(args, plan, matrix, host, env)
     for warning in result.warnings:  # stderr, --json or not: stdout is the result alone
         print(f"envcheck: warning: {visible(warning)}", file=env.stderr)
-    from envcheck.streams import reader_may_leave
+    from envcheck.edges.streams import reader_may_leave
 
     with reader_may_leave(env.stdout):  # `| head -1`: the image is pulled, exit 0 stands
         if args.json:
@@ -114,9 +115,9 @@ def _matrix_if_it_knows(
 ) -> Matrix | None:
     """The matrix when `ref` is on one of its registries (for mirrors and pinned digests).
     Any other image is pulled without loading it: only the `[[registry]]` tables are read."""
+    from envcheck.image.reference import is_valid_reference, parse_reference
     from envcheck.matrix.location import matrix_dir
     from envcheck.matrix.toml import tomllib
-    from envcheck.reference import is_valid_reference, parse_reference
 
     try:
         doc = tomllib.loads((matrix_dir(args.matrix, env.env)[0] / "images.toml").read_text())
@@ -135,9 +136,9 @@ def _matrix_if_it_knows(
 def _selected(
     args: argparse.Namespace, matrix: Matrix, env: Environment
 ) -> tuple[HostFacts, ImageChoice]:
+    from envcheck.image.choice import select_image
     from envcheck.probe.host import probe_host
     from envcheck.probe.interpreter import resolve_interpreter
-    from envcheck.select import select_image
 
     host = probe_host(env.env, resolve_interpreter(args.python, env.env))
     return host, select_image(host, matrix, paddle=args.paddle, registry=args.registry)
@@ -150,7 +151,7 @@ def _pull(
     host: HostFacts | None,
     env: Environment,
 ) -> PullResult:
-    from envcheck.docker_adapter import connect
+    from envcheck.engine.docker_adapter import connect
     from envcheck.probe.endpoint import resolve_endpoint
     from envcheck.pull.run import pull_image
     from envcheck.render.progress import make_display
@@ -175,7 +176,7 @@ def _cuda_check(
     env: Environment,
 ) -> Any:
     """Refuse an image whose CUDA (tag, or config env) this host's driver cannot run."""
-    from envcheck.image_checks import ImageRefused, cuda_claims, cuda_refusal
+    from envcheck.image.checks import ImageRefused, cuda_claims, cuda_refusal
 
     def check(remote: RemoteImage) -> None:
         claims = cuda_claims(remote.reference.tag or plan.requested.tag, remote.env)
@@ -230,7 +231,7 @@ def _dry_run(
 
 
 def _no_image(choice: ImageChoice) -> int:
-    from envcheck.image_checks import ImageRefused
+    from envcheck.image.checks import ImageRefused
 
     raise ImageRefused(
         f"no image of Paddle {choice.paddle or '?'} runs on this host: {choice.reason}",

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envcheck.commands import stdout_format
-from envcheck.errors import UsageError
-from envcheck.exitcodes import EXIT_CODES_HELP, ExitStatus
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 if TYPE_CHECKING:
-    from envcheck.environment import Environment
-    from envcheck.saved_report import HostReport
+    from envcheck.contracts.command_env import Environment
+    from envcheck.contracts.saved_report import HostReport
 
 FILE_HINT = "each FILE must be the output of `envcheck doctor --json` (or a folder of them)"
 HOSTS_HINT = (
@@ -65,8 +65,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from envcheck.fleet import merge_reports
     from envcheck.render.annotations import emit_fleet_ci_outputs
+    from envcheck.verdict.fleet import merge_reports
 
     to_stdout = stdout_format(args, env, ("markdown", "junit"))
     expected = read_expected_hosts(env.path(args.expect_hosts), env) if args.expect_hosts else None
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     summary = merge_reports(hosts, expected)
     for name in summary.missing:
         print(f"envcheck: error: {visible(name)}: expected, but no report from it", file=env.stderr)
-    from envcheck.streams import reader_may_leave
+    from envcheck.edges.streams import reader_may_leave
 
     with reader_may_leave(env.stdout):  # `| head -1`: the fleet's exit code stands
         if args.json:
@@ -128,8 +128,8 @@ def expand_paths(names: list[str], env: Environment) -> tuple[list[tuple[Path, b
 def read_expected_hosts(name: str, env: Environment) -> list[str]:
     """The names in --expect-hosts FILE (`-`: `env.stdin`); an unreadable or malformed list is
     exit 2."""
-    from envcheck.hostlist import HostListError, parse_host_list
-    from envcheck.userfiles import read_bytes
+    from envcheck.edges.userfiles import read_bytes
+    from envcheck.verdict.hostlist import HostListError, parse_host_list
 
     try:
         return parse_host_list(read_bytes(name, env.stdin).decode("utf-8"))
@@ -150,8 +150,8 @@ def read_reports(
 ) -> tuple[list[HostReport], list[str]]:
     """Parse every file (`-`: `env.stdin`, which has no mtime); return the good reports and one
     error line per bad file."""
-    from envcheck.saved_report import ReportDocumentError, SavedReport, parse_report
-    from envcheck.userfiles import read_json
+    from envcheck.contracts.saved_report import ReportDocumentError, SavedReport, parse_report
+    from envcheck.edges.userfiles import read_json
 
     hosts: list[HostReport] = []
     errors: list[str] = []

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from envcheck.environment import home
-from envcheck.errors import EnvironmentProblem, UsageError
+from envcheck.contracts.command_env import home
+from envcheck.contracts.errors import EnvironmentProblem, UsageError
+from envcheck.edges.signals import deferred
 from envcheck.fix.plan import PIP_OVERRIDE, Step, Wheel
-from envcheck.signals import deferred
 
 ASK_TIMEOUT_S = 30.0
 TAIL_LINES = 15

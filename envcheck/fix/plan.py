@@ -2,9 +2,10 @@
 
 Each step is an argv (a list, never a shell string) naming the target by absolute path, the
 finding it resolves, and what it changes. The Paddle build is the doctor's own advice: the
-install command of the matrix row its image choice names (`envcheck.fixes.paddle_install`), so
-the plan and the doctor name the same package==version and index. What needs root or a reboot (driver, kernel module, docker group, the NVIDIA
-Container Toolkit) is never a command we run: it is a manual step, in the report's layer order.
+install command of the matrix row its image choice names (`envcheck.verdict.fixes.paddle_install`),
+so the plan and the doctor name the same package==version and index. What needs root or a reboot
+(driver, kernel module, docker group, the NVIDIA Container Toolkit) is never a command we run: it is
+a manual step, in the report's layer order.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
-from envcheck.facts import PaddleFacts, usable_gpus
-from envcheck.findings import LAYERS, Finding
-from envcheck.fixes import NO_GPU_BUILD_YET, PipInstall, cudnn_install, paddle_install
-from envcheck.report import Report
+from envcheck.contracts.facts import PaddleFacts, usable_gpus
+from envcheck.contracts.findings import LAYERS, Finding
+from envcheck.contracts.host_report import Report
+from envcheck.verdict.fixes import NO_GPU_BUILD_YET, PipInstall, cudnn_install, paddle_install
 
 PIP_OVERRIDE = "--break-system-packages"  # pip's own PEP 668 override, the user's to give
 
@@ -47,7 +48,8 @@ _BOTH = ("paddlepaddle", "paddlepaddle-gpu")
 @dataclass(frozen=True)
 class Wheel:
     """One pinned Paddle build and where pip finds it: the doctor's own install command (the
-    matrix row's, `envcheck.fixes.paddle_install`) read as data, never derived a second time."""
+    matrix row's, `envcheck.verdict.fixes.paddle_install`) read as data, never derived a second
+    time."""
 
     install: PipInstall
     kind: Expect
@@ -284,7 +286,8 @@ def _cudnn_step(
         if why is None or p.with_pip_cuda_libraries:
             return None
         cudnn, cuda = p.cudnn, p.cuda
-    # the doctor's own pin: a release PyPI has (envcheck/known_packages.toml), none for CUDA 10
+    # the doctor's own pin: a release PyPI has (envcheck/verdict/known_packages.toml), none for CUDA
+    # 10
     if not (why and cudnn and cuda):
         return None
     install = cudnn_install(pip[0], cudnn, cuda)

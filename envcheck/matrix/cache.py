@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from envcheck import __version__
+from envcheck.contracts.command_env import home
 from envcheck.digest import sha256
-from envcheck.environment import home
 
 CACHE_DIR_VAR = "ENVCHECK_CACHE_DIR"  # "" turns the cache off
 _MAX_ENTRY = 4 * 1024 * 1024

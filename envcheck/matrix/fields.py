@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.versions import VersionParseError, parse_compute_capability, parse_dotted
+from envcheck.contracts.versions import VersionParseError, parse_compute_capability, parse_dotted
 
 
 class Bad(ValueError):

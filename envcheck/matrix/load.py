@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from envcheck.errors import MatrixError
+from envcheck.contracts.errors import MatrixError
 from envcheck.matrix.cache import read_toml
 from envcheck.matrix.crossrows import cross_check
 from envcheck.matrix.fields import Bad, type_name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from envcheck.errors import UsageError
+from envcheck.contracts.errors import UsageError
 from envcheck.matrix.model import Matrix
 
 PADDLE_INDEX = "https://www.paddlepaddle.org.cn"  # Paddle's own index, as the matrix rows cite it

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from envcheck.versions import parse_dotted, release_of
+from envcheck.contracts.versions import parse_dotted, release_of
 
 
 @dataclass(frozen=True)

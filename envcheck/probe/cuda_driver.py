@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from envcheck.facts import CudaDriverFacts
+from envcheck.contracts.facts import CudaDriverFacts
+from envcheck.contracts.versions import VersionParseError, cuda_version_from_int
 from envcheck.probe.cuda_spawn import Child, start_cuda_child
-from envcheck.versions import VersionParseError, cuda_version_from_int
 
 _REASONS: dict[str, str] = {
     "CUDA_ERROR_NO_DEVICE": (

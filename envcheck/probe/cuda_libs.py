@@ -20,9 +20,13 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from envcheck.facts import CudaDriverFacts, LibraryCandidate, LibraryFacts, LibraryOrigin
+from envcheck.contracts.facts import CudaDriverFacts, LibraryCandidate, LibraryFacts, LibraryOrigin
+from envcheck.contracts.versions import (
+    VersionParseError,
+    cuda_version_from_int,
+    cudnn_version_from_int,
+)
 from envcheck.probe.cuda_driver import ChildRun, driver_facts, run_cuda_child
-from envcheck.versions import VersionParseError, cuda_version_from_int, cudnn_version_from_int
 
 CUDA_HOME_DEFAULT = "/usr/local/cuda"
 LDCONFIG = ("/sbin/ldconfig", "/usr/sbin/ldconfig")

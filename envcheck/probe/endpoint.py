@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from envcheck.contracts.command_env import home
+from envcheck.contracts.errors import UsageError
 from envcheck.digest import sha256
-from envcheck.environment import home
-from envcheck.errors import UsageError
-from envcheck.userfiles import read_regular
+from envcheck.edges.userfiles import read_regular
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 _MAX_CLIENT_FILE = 1024 * 1024  # config.json, meta.json: a few KB each

@@ -3,7 +3,7 @@
 Why not the docker SDK here: importing it (requests, urllib3, charset_normalizer) costs ~300 ms
 on this class of machine, twice the whole `doctor --no-smoke` budget, to read two JSON documents.
 Two GETs over the socket with the standard library take a few ms. Every *action* on the engine
-(pull, create, run, remove) goes through the SDK in `envcheck.docker_adapter`.
+(pull, create, run, remove) goes through the SDK in `envcheck.engine.docker_adapter`.
 API: https://docs.docker.com/engine/api/v1.41/#tag/System
 """
 
@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlparse
 
-from envcheck.facts import EngineFacts
+from envcheck.contracts.facts import EngineFacts
 from envcheck.probe.endpoint import Endpoint
 
 _TIMEOUT = 2.0

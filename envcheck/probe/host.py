@@ -26,7 +26,7 @@ from envcheck.probe import early
 from envcheck.probe.cuda_spawn import CUINIT_BEGINS, TIMEOUT_S, Child, start_cuda_child
 
 if TYPE_CHECKING:
-    from envcheck.facts import DriverFacts, GpuFacts, HostFacts
+    from envcheck.contracts.facts import DriverFacts, GpuFacts, HostFacts
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.interpreter import Interpreter
 
@@ -100,7 +100,7 @@ class HostProbe:
     def start(self, target: Interpreter, *, engine: Endpoint | None) -> HostProbe:
         """Run every other probe while the driver initialises; `engine`: the resolved endpoint
         to read (None: the engine is not probed)."""
-        from envcheck.facts import EngineFacts
+        from envcheck.contracts.facts import EngineFacts
         from envcheck.probe import cuda_libs
         from envcheck.probe import engine as engine_probe  # see the class
 
@@ -141,9 +141,9 @@ class HostProbe:
             self._libraries.join(self._timeout * 3)
 
     def facts(self) -> HostFacts:
-        from envcheck.facts import HostFacts, LibraryFacts
+        from envcheck.contracts.facts import HostFacts, LibraryFacts
         from envcheck.probe.cuda_driver import driver_facts, finish_cuda_child
-        from envcheck.probe.environment import probe_env, probe_machine
+        from envcheck.probe.env_vars import probe_env, probe_machine
         from envcheck.probe.paddle_build import probe_paddle
 
         assert self.target is not None and self._nvml is not None, "start() the probe first"

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from envcheck.errors import UsageError
+from envcheck.contracts.errors import UsageError
 
 ASK_TIMEOUT_S = 10.0
 OUTPUT_LIMIT = 1 << 20  # a sys.path is a few KiB; megabytes mean "not what we asked"

@@ -16,10 +16,14 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any, TypeVar
 
-from envcheck.facts import DriverFacts, GpuFacts
+from envcheck.contracts.facts import DriverFacts, GpuFacts
+from envcheck.contracts.versions import (
+    VersionParseError,
+    cuda_version_from_int,
+    parse_kernel_module_version,
+)
 from envcheck.probe.driver_root import NVML_SONAME, driver_library, proc_driver_version
 from envcheck.probe.pci import probe_nvidia_gpus
-from envcheck.versions import VersionParseError, cuda_version_from_int, parse_kernel_module_version
 
 T = TypeVar("T")
 

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any
 
-from envcheck import activity
-from envcheck.errors import EnvcheckError, EnvironmentProblem
+from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem
+from envcheck.edges import activity
+from envcheck.image.reference import parse_reference
 from envcheck.pull.images import present
 from envcheck.pull.plan import plan_pull
 from envcheck.pull.run import pull_image
-from envcheck.reference import parse_reference
 from envcheck.render.progress import make_display
 
 if TYPE_CHECKING:

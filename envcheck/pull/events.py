@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from envcheck.reference import short_id
+from envcheck.image.reference import short_id
 
 Phase = Literal[
     "waiting", "downloading", "verifying", "downloaded", "extracting", "complete", "exists"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.docker_adapter import translate_errors
-from envcheck.errors import EnvcheckError
-from envcheck.reference import Reference
+from envcheck.contracts.errors import EnvcheckError
+from envcheck.engine.docker_adapter import translate_errors
+from envcheck.image.reference import Reference
 
 
 def _inspect(client: Any, name: str, what: str) -> dict[str, Any] | None:

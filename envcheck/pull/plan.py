@@ -7,7 +7,7 @@ import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from envcheck.reference import Reference, parse_reference
+from envcheck.image.reference import Reference, parse_reference
 
 if TYPE_CHECKING:
     from envcheck.matrix.model import Matrix

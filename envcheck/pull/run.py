@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
-from envcheck.docker_adapter import (
+from envcheck.contracts.errors import EnvcheckError
+from envcheck.engine.docker_adapter import (
     PullFailed,
     inspect_distribution,
     pull_error,
@@ -29,13 +30,12 @@ from envcheck.docker_adapter import (
     translate_errors,
     translate_pull_errors,
 )
-from envcheck.errors import EnvcheckError
-from envcheck.image_checks import ImageRefused, platform_refusal
-from envcheck.platforms import Platform, host_platform
+from envcheck.image.checks import ImageRefused, platform_refusal
+from envcheck.image.platforms import Platform, host_platform
+from envcheck.image.reference import Reference
 from envcheck.pull.events import PullProgress
 from envcheck.pull.images import local_image, untag
 from envcheck.pull.plan import ConfigSource, PullPlan, PullResult, nearest_tags
-from envcheck.reference import Reference
 from envcheck.registry.auth import AUTH_HOSTS_ENV
 from envcheck.registry.client import REQUEST_DEADLINE_S, RegistryClient
 from envcheck.registry.documents import RemoteImage, env_mapping, parse_distribution

@@ -13,8 +13,8 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.platforms import Platform
-from envcheck.reference import Reference
+from envcheck.image.platforms import Platform
+from envcheck.image.reference import Reference
 from envcheck.registry import transport
 from envcheck.registry.auth import (
     AUTH_HOSTS_ENV,

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.platforms import Platform
-from envcheck.reference import Reference
+from envcheck.image.platforms import Platform
+from envcheck.image.reference import Reference
 from envcheck.registry.errors import RegistryError
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"

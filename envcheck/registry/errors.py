@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from envcheck.errors import EnvironmentProblem, UsageError
-from envcheck.reference import DOCKER_HUB
+from envcheck.contracts.errors import EnvironmentProblem, UsageError
+from envcheck.image.reference import DOCKER_HUB
 
 
 class RegistryError(EnvironmentProblem):

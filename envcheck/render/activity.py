@@ -1,4 +1,4 @@
-"""The displays of `envcheck.activity`: what envcheck is doing, on stderr, while it is slow.
+"""The displays of `envcheck.edges.activity`: what envcheck is doing, on stderr, while it is slow.
 
 - `RichActivity` (a terminal): one live line — spinner, the phase, its latest detail (the workload's
   own log line: Paddle imported, `step 31/60, 95.2 steps/s`…) and the seconds it has taken —
@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from envcheck.activity import NULL, ActivityDisplay
-from envcheck.errors import UsageError
+from envcheck.contracts.errors import UsageError
+from envcheck.edges.activity import NULL, ActivityDisplay
 from envcheck.render.sanitize import visible
 
 if TYPE_CHECKING:  # the pull's progress bars are not the doctor's: only the name of a kind
-    from envcheck.environment import Environment
+    from envcheck.contracts.command_env import Environment
     from envcheck.render.progress import DisplayKind
 
 HEARTBEAT_ENV = "ENVCHECK_HEARTBEAT_S"

@@ -12,16 +12,16 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
-from envcheck.errors import EnvcheckError
-from envcheck.findings import Finding
+from envcheck.contracts.errors import EnvcheckError
+from envcheck.contracts.findings import Finding
+from envcheck.contracts.host_report import Report
+from envcheck.edges.userfiles import append_output, write_output
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.render.sanitize import visible
-from envcheck.report import Report
-from envcheck.userfiles import append_output, write_output
 
 if TYPE_CHECKING:
-    from envcheck.environment import Environment
-    from envcheck.fleet import FleetSummary
+    from envcheck.contracts.command_env import Environment
+    from envcheck.verdict.fleet import FleetSummary
 
 # GitHub shows at most 10 error and 10 warning annotations per step and drops the rest silently
 # (actions/toolkit docs/problem-matchers.md, "Limitations"): the last slot says what was dropped.

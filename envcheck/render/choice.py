@@ -5,9 +5,9 @@ and every tag that was rejected says why. Lines without indent; each caller inde
 
 from __future__ import annotations
 
+from envcheck.contracts.host_report import ImageChoice
 from envcheck.matrix.provenance import plain_source
 from envcheck.render.sanitize import visible
-from envcheck.report import ImageChoice
 
 
 def why_lines(choice: ImageChoice) -> list[str]:

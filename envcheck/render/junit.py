@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
-from envcheck.findings import Finding
+from envcheck.contracts.findings import Finding
+from envcheck.contracts.host_report import Report
+from envcheck.contracts.saved_report import report_time
+from envcheck.edges.userfiles import write_output
 from envcheck.render.sanitize import visible
-from envcheck.report import Report
-from envcheck.saved_report import report_time
-from envcheck.userfiles import write_output
 
 if TYPE_CHECKING:
-    from envcheck.environment import Environment
+    from envcheck.contracts.command_env import Environment
 
 
 def write_junit(report: Report, path: str, env: Environment) -> None:

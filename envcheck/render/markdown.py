@@ -15,15 +15,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from envcheck.facts import HostFacts
-from envcheck.findings import Finding, Severity
-from envcheck.proof import proof_words
+from envcheck.contracts.facts import HostFacts
+from envcheck.contracts.findings import Finding, Severity
+from envcheck.contracts.host_report import ImageChoice, Report, Verdict
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
-from envcheck.report import ImageChoice, Report, Verdict
+from envcheck.verdict.proof import proof_words
 
 if TYPE_CHECKING:
-    from envcheck.fleet import FleetSummary, ProblemGroup
+    from envcheck.verdict.fleet import FleetSummary, ProblemGroup
 
 SEVERITY_ICON: dict[Severity, str] = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
 VERDICT_ICON: dict[Verdict, str] = {

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, ClassVar, Literal, Protocol
 
-from envcheck import activity
-from envcheck.environment import isatty
+from envcheck.contracts.command_env import isatty
+from envcheck.edges import activity
 from envcheck.pull.events import LayerProgress, PullProgress
 from envcheck.render.sanitize import rich_safe, visible
 

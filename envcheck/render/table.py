@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, TextIO
 from envcheck.render.sanitize import visible
 
 if TYPE_CHECKING:
-    from envcheck.fleet import FleetSummary, ProblemGroup
-    from envcheck.report import Verdict
-    from envcheck.saved_report import HostReport
+    from envcheck.contracts.host_report import Verdict
+    from envcheck.contracts.saved_report import HostReport
+    from envcheck.verdict.fleet import FleetSummary, ProblemGroup
 
 COLUMNS = ("HOST", "GPUS", "DRIVER", "CUDA", "PADDLE", "VERDICT", "EXIT", "PROBLEM")
 HOST_COLUMN = COLUMNS.index("HOST")
@@ -263,7 +263,7 @@ def _prose(text: str, width: int | None, more: str = INDENT * 2) -> list[str]:
 def host_list(labels: tuple[str, ...], budget: int) -> str:
     """Slurm's notation (`gpu[001-012], login1`: what `--expect-hosts` reads back), cut between
     names, never inside one, when longer than `budget` characters."""
-    from envcheck.hostlist import compressed_host_list
+    from envcheck.verdict.hostlist import compressed_host_list
 
     shown: list[str] = []
     named = 0

@@ -10,15 +10,15 @@ from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING
 
 from envcheck import __version__
-from envcheck.facts import HostFacts, unlisted_gpus
-from envcheck.findings import LAYERS, Finding, Severity
-from envcheck.fixes import commands_in, paddle_install
-from envcheck.one_plan import RESOLVED_BY
-from envcheck.proof import proof_words
+from envcheck.contracts.facts import HostFacts, unlisted_gpus
+from envcheck.contracts.findings import LAYERS, Finding, Severity
+from envcheck.contracts.host_report import ImageChoice, Report, Verdict
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
 from envcheck.render.wrap import COMMAND, wrap
-from envcheck.report import ImageChoice, Report, Verdict
+from envcheck.verdict.fixes import commands_in, paddle_install
+from envcheck.verdict.one_plan import RESOLVED_BY
+from envcheck.verdict.proof import proof_words
 
 if TYPE_CHECKING:
     from rich.console import Console

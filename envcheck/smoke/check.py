@@ -1,7 +1,7 @@
 """`smoke_check`: plan the smoke, run it (container, else in-process), judge what came back.
 
-    plan_smoke (pure, plan.py) -> run_container | run_in_process -> judge (pure, verdict.py)
-    -> findings + the report's `smoke` object (document.py)
+    plan_smoke (pure, plan.py) -> run_container | run_in_process -> judge (pure, verdict/judge.py)
+    -> findings + the report's `smoke` object (verdict/document.py)
 
 Neither `docker` nor `paddle` is imported at module level; `paddle` is never imported in this
 process at all.
@@ -14,21 +14,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from envcheck import activity
-from envcheck.docker_adapter import GpuRequestRefused
-from envcheck.errors import EnvcheckError, EnvironmentProblem
-from envcheck.facts import HostFacts
-from envcheck.findings import Finding
-from envcheck.report import ImageChoice
-from envcheck.smoke.document import smoke_document
-from envcheck.smoke.failures import gpu_refused, image_unavailable
-from envcheck.smoke.loaded import loaded_findings
+from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem
+from envcheck.contracts.facts import HostFacts
+from envcheck.contracts.findings import Finding
+from envcheck.contracts.host_report import ImageChoice
+from envcheck.edges import activity
+from envcheck.engine.docker_adapter import GpuRequestRefused
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result
-from envcheck.smoke.payload import WORKLOAD
 from envcheck.smoke.plan import Fallback, Outcome, Plan, in_process_plan, plan_smoke
-from envcheck.smoke.verdict import judge
-from envcheck.smoke.witness import NvmlSummary
+from envcheck.smoke.runner.payload import WORKLOAD
+from envcheck.smoke.verdict.document import smoke_document
+from envcheck.smoke.verdict.failures import gpu_refused, image_unavailable
+from envcheck.smoke.verdict.judge import judge
+from envcheck.smoke.verdict.loaded import loaded_findings
+from envcheck.smoke.verdict.witness import NvmlSummary
 
 # Tests only: run another script file instead of workload.py (a crash, garbage, megabytes, a
 # hang), in a real container or subprocess, to prove each failure path end to end.
@@ -102,7 +102,7 @@ def _engine_words(message: str) -> str:
 
 def acquire_image(plan: Plan, options: SmokeOptions) -> tuple[Any, str]:
     """Connect and make sure the image is here (pulled with a progress display if allowed)."""
-    from envcheck.docker_adapter import connect
+    from envcheck.engine.docker_adapter import connect
     from envcheck.probe.endpoint import resolve_endpoint
     from envcheck.pull.ensure import ensure_image
 
@@ -141,7 +141,11 @@ def workload_args(plan: Plan, options: SmokeOptions) -> list[str]:
 
 
 def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str | None) -> Outcome:
-    from envcheck.smoke.container_spec import ContainerSpec, describe, hook_needs_writable_root
+    from envcheck.smoke.runner.container_spec import (
+        ContainerSpec,
+        describe,
+        hook_needs_writable_root,
+    )
 
     assert plan.image is not None
     spec = ContainerSpec(
@@ -166,8 +170,8 @@ def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str 
 
 
 def _run_spec(client: Any, spec: Any, options: SmokeOptions) -> tuple[RawRun, NvmlSummary]:
-    from envcheck.smoke.container import SmokeContainer
-    from envcheck.smoke.sampler import NvmlSampler
+    from envcheck.smoke.runner.container import SmokeContainer
+    from envcheck.smoke.runner.sampler import NvmlSampler
 
     with (
         NvmlSampler(options.variables) as sampler,
@@ -180,8 +184,8 @@ def _run_spec(client: Any, spec: Any, options: SmokeOptions) -> tuple[RawRun, Nv
 
 
 def run_in_process(plan: Plan, options: SmokeOptions) -> Outcome:
-    from envcheck.smoke.inprocess import run_subprocess
-    from envcheck.smoke.sampler import NvmlSampler
+    from envcheck.smoke.runner.inprocess import run_subprocess
+    from envcheck.smoke.runner.sampler import NvmlSampler
 
     assert plan.python is not None
     with NvmlSampler(options.variables) as sampler:

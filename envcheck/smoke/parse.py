@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
-from envcheck.smoke.protocol import (
+from envcheck.smoke.workload.protocol import (
     SCHEMA,
     PaddleBuild,
     RunResult,
@@ -136,7 +136,7 @@ def _preview(line: str, limit: int = 120) -> str:
 
 def validate(doc: Any) -> SmokeResult:
     """`doc` as the typed result, or `BadOutput` naming the first key that breaks the protocol's
-    types (`envcheck.smoke.protocol`): the rules never meet a wrong-typed field."""
+    types (`envcheck.smoke.workload.protocol`): the rules never meet a wrong-typed field."""
     if not isinstance(doc, dict):
         raise BadOutput(f"stdout is JSON but not an object: {type(doc).__name__}")
     _present(doc, _ResultRequired, "result")  # the schema is judged before the rest is walked

@@ -10,13 +10,13 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from envcheck.facts import HostFacts, unlisted_gpus, usable_gpus
-from envcheck.fixes import engine_fix, paddle_install
-from envcheck.report import ImageChoice
+from envcheck.contracts.facts import HostFacts, unlisted_gpus, usable_gpus
+from envcheck.contracts.host_report import ImageChoice
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
-from envcheck.smoke.protocol import SmokeResult
-from envcheck.smoke.witness import NvmlSummary
+from envcheck.smoke.verdict.witness import NvmlSummary
+from envcheck.smoke.workload.protocol import SmokeResult
+from envcheck.verdict.fixes import engine_fix, paddle_install
 
 Mode = Literal["container", "in-process", "not-run"]
 FallbackKind = Literal["no-engine", "no-image", "image-unavailable"]

@@ -219,7 +219,7 @@ def _copy_into(built: Path, directory: Path) -> None:
 # The probes in one subprocess, as the doctor runs them; prints one JSON document.
 PROBE_SCRIPT = """
 import json, os, sys, time
-from envcheck.facts import to_dict
+from envcheck.contracts.facts import to_dict
 t0 = time.perf_counter()
 from envcheck.probe.nvml import probe_driver
 driver, gpus = probe_driver(os.environ)

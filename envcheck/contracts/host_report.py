@@ -1,0 +1,122 @@
+"""The doctor's result: facts + findings + chosen image + smoke, and the verdict they imply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.facts import HostFacts, to_dict
+from envcheck.contracts.findings import Finding
+
+if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
+    from envcheck.verdict.proof import Proof
+
+# 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
+SCHEMA_VERSION = 2
+
+# The verdict names, said once: every per-verdict table is keyed by `Verdict` (mypy checks the
+# keys) and tests/test_verdict_names.py checks that each covers `VERDICTS`.
+Verdict = Literal["pass", "warn", "fail", "cpu-fallback", "wrong-results"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)  # in order of weight, the worst last
+
+CPU_FALLBACK_ID = "smoke.cpu-fallback"
+WRONG_RESULTS_ID = "smoke.wrong-results"  # the GPU computed wrong numbers: worse than a fallback
+
+
+@dataclass(frozen=True)
+class Rejected:
+    ref: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImageChoice:
+    ref: str | None  # full reference with registry and tag
+    registry: str | None = None
+    tag: str | None = None
+    kind: str | None = None  # "gpu" | "cpu"
+    cuda: str | None = None
+    cudnn: str | None = None
+    paddle: str | None = None
+    pip_command: str | None = None
+    reason: str | None = None
+    confirmed: bool = True  # False when the matrix marks the tag UNCONFIRMED
+    source: str | None = None
+    digest: str | None = None
+    rejected: tuple[Rejected, ...] = ()
+    # The variant preference (issue 22.2): True when the build is known to hold every GPU's arch
+    # (its list, or a report of it running there), False when nothing shows it; `arch_note` then
+    # says so. `pip_command` is that same preferred variant's wheel.
+    arch_known: bool | None = None
+    arch_note: str | None = None
+    # No GPU tag runs, and the driver alone holds them back: the lowest driver that runs one
+    # (`reason` says it in words). The fix plan orders that upgrade with the driver's work.
+    min_driver: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    host: HostFacts
+    findings: tuple[Finding, ...]
+    image: ImageChoice | None = None
+    smoke: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # envcheck version, matrix path, timings
+    proof: Proof = "static"  # how far the evidence goes (envcheck.verdict.proof)
+
+    @property
+    def verdict(self) -> Verdict:
+        return verdict_of(self.findings)
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        return exit_status_of(self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "verdict": self.verdict,
+            "exit_code": int(self.exit_status),
+            "proof": self.proof,
+            "host": to_dict(self.host),
+            "findings": [to_dict(f) | {"family": f.family} for f in self.findings],
+            "image": to_dict(self.image) if self.image else {"ref": None},
+            "smoke": self.smoke,
+            "meta": self.meta,
+        }
+
+
+def error_document(exit_code: int, message: str, hint: str | None) -> dict[str, Any]:
+    """What `--json` prints when the run ends before a verdict (bad flag, bad input, a bug)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": "error",
+        "exit_code": exit_code,
+        "error": {"exit": exit_code, "message": message, "hint": hint},
+    }
+
+
+def verdict_of(findings: tuple[Finding, ...] | list[Finding]) -> Verdict:
+    failed = [f for f in findings if f.severity == "fail"]
+    if any(f.id == WRONG_RESULTS_ID for f in failed):
+        return "wrong-results"
+    if any(f.id == CPU_FALLBACK_ID for f in failed):
+        return "cpu-fallback"
+    if failed:
+        return "fail"
+    if any(f.severity == "warn" for f in findings):
+        return "warn"
+    return "pass"
+
+
+def exit_status_of(findings: tuple[Finding, ...] | list[Finding]) -> ExitStatus:
+    failed = [f for f in findings if f.severity == "fail"]
+    if any(f.id == WRONG_RESULTS_ID for f in failed):
+        return ExitStatus.WRONG_RESULTS
+    if any(f.id == CPU_FALLBACK_ID for f in failed):
+        return ExitStatus.CPU_FALLBACK
+    if any(f.family == "smoke" for f in failed):
+        return ExitStatus.SMOKE_FAILED
+    if failed:
+        return ExitStatus.INCOMPATIBLE
+    return ExitStatus.OK

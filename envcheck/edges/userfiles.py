@@ -1,0 +1,333 @@
+"""The files a user names on the command line: JSON documents we read, reports we write.
+
+Writing (`--junit`, `--markdown`, `--save-baseline`, `report --junit/--markdown`), by what the
+path is now (CI runs envcheck as root on shared machines: it must never harm what is not ours):
+
+| the path                                  | what happens                                         |
+|---|---|
+| `-`                                       | written to stdout                                    |
+| the file our stdout/stderr already is     | written through that stream (`/dev/stdout`, `/dev/fd/2`, `--markdown out.md > out.md`) |
+| a character device or FIFO (or a symlink to one) | written in place: never created, truncated or replaced (`/dev/null`, `/dev/tty`, `>(cat)`) |
+| a regular file, or nothing yet            | replaced atomically: a temp file in the same folder (`mkstemp`, `O_EXCL`), fsync, rename; mode 0666 less the umask |
+| a symbolic link to anything else          | refused (exit 2): a link is never replaced, and writing through one into a file we were not named is how a planted link in `/tmp` overwrites `/etc/…` as root |
+| a directory, a socket, a block device     | refused (exit 2)                                     |
+
+Atomic because CI uploads whatever is there when a job is cancelled: a half-written JUnit file
+makes the importer fail on the whole run. No space (ENOSPC, EDQUOT) is exit 4; any other failure
+is exit 2 naming the flag and the path.
+
+Reading: a JSON document of at most `MAX_DOCUMENT` bytes, from a path or `-` (stdin). Bytes that
+are not UTF-8, nesting deep enough to exhaust the parser's recursion, integers over Python's
+4300-digit limit: each is exit 2 naming the flag and the path, never a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem, UsageError
+
+if TYPE_CHECKING:
+    from envcheck.contracts.command_env import Environment
+
+MAX_DOCUMENT = 16 * 1024 * 1024
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def write_output(path: str, text: str, *, flag: str, env: Environment) -> None:
+    """Write `text` to the file `flag` named, as the module docstring's table says; `-` and
+    "our stdout/stderr" mean `env`'s streams, the command's."""
+    try:
+        _write(path, text, flag, (env.stdout, env.stderr))
+    except OSError as e:
+        raise output_error(flag, path, e) from e
+
+
+def names_stdout(path: str, env: Environment) -> bool:
+    """`path` is `-`, or the very file `env`'s stdout, the command's, writes to."""
+    return path == "-" or _our_stream(path, (env.stdout, None)) is not None
+
+
+def append_output(path: str, text: str, *, what: str) -> None:
+    """Append to a file the environment named (`$GITHUB_STEP_SUMMARY`, `$GITHUB_OUTPUT`): a
+    regular file (created when missing) or a character device/FIFO someone reads, never through
+    a symbolic link, never waited on, never a directory (#23.8, #23.9). A regular file is left
+    as it was when the text could not all be written (a full disk): never a cut-off table.
+    Raises EnvcheckError."""
+    try:
+        _append(path, text.encode("utf-8", "backslashreplace"))
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UsageError(
+                f"refusing to write {what} {path}: it is a symbolic link",
+                hint="envcheck never writes a file through a link: name the target itself",
+            ) from e
+        if e.errno == errno.ENXIO:
+            raise UsageError(f"cannot write {what} {path}: a FIFO nothing is reading") from e
+        raise output_error(what, path, e) from e
+
+
+def _append(path: str, data: bytes) -> None:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+    fd = os.open(path, flags | os.O_CLOEXEC, 0o666)
+    try:
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) or _in_place(info)):
+            raise UsageError(f"cannot write to {path}: it is {_kind(info)}")
+        os.set_blocking(fd, True)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if stat.S_ISREG(info.st_mode):
+                os.fsync(fd)
+        except OSError:
+            if stat.S_ISREG(info.st_mode):
+                os.ftruncate(fd, info.st_size)  # what was there before us, whole
+            raise
+    finally:
+        os.close(fd)
+
+
+def output_error(flag: str, path: str, e: OSError) -> EnvcheckError:
+    message = f"cannot write {flag} {path}: {e.strerror or e}"
+    if e.errno in _NO_SPACE:
+        return EnvironmentProblem(
+            message, hint="free some space on that file system, or write elsewhere"
+        )
+    return UsageError(message, hint=f"give {flag} a writable file path, or `-` for stdout")
+
+
+def _write(path: str, text: str, flag: str, streams: tuple[TextIO | None, TextIO | None]) -> None:
+    if path == "-":
+        _write_stream(streams[0], text)
+        return
+    stream = _our_stream(path, streams)
+    if stream is not None:
+        _write_stream(stream, text)
+        return
+    link = os.lstat(path) if os.path.lexists(path) else None
+    info = _stat(path)
+    if info is not None and _in_place(info):
+        _write_in_place(path, text, info)
+    elif link is not None and stat.S_ISLNK(link.st_mode):
+        target = "a missing file" if info is None else _kind(info)
+        raise UsageError(
+            f"refusing to write {flag} {path}: it is a symbolic link to {target}",
+            hint="envcheck never replaces a link nor writes a file through one: name the target itself",
+        )
+    elif info is None or stat.S_ISREG(info.st_mode):
+        _write_atomically(Path(path), text)
+    else:
+        raise UsageError(
+            f"cannot write {flag} {path}: it is {_kind(info)}",
+            hint=f"give {flag} a file path, or `-` for stdout",
+        )
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _in_place(info: os.stat_result) -> bool:
+    return stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode)
+
+
+def _kind(info: os.stat_result) -> str:
+    mode = info.st_mode
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISREG, "a regular file"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"  # pragma: no cover - every file type is listed above
+
+
+def _our_stream(path: str, streams: tuple[TextIO | None, TextIO | None]) -> TextIO | None:
+    """Our stdout or stderr when `path` is the very file it writes to."""
+    try:
+        target = os.stat(path)
+    except OSError:
+        return None
+    for stream in streams:
+        try:
+            mine = os.fstat(stream.fileno()) if stream is not None else None
+        except (OSError, ValueError, AttributeError):  # closed, or not a real file (pytest capture)
+            continue
+        if mine is not None and (mine.st_dev, mine.st_ino) == (target.st_dev, target.st_ino):
+            return stream
+    return None
+
+
+def _write_stream(stream: TextIO | None, text: str) -> None:
+    if stream is None:  # started with that stream closed: nowhere to write, nothing to harm
+        return
+    stream.write(text)
+    stream.flush()
+
+
+def _write_in_place(path: str, text: str, info: os.stat_result) -> None:
+    # O_NONBLOCK on open only: a FIFO nobody reads is ENXIO at once instead of a hang.
+    flags = os.O_WRONLY | os.O_NOCTTY | (os.O_NONBLOCK if stat.S_ISFIFO(info.st_mode) else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise UsageError(f"cannot write to the FIFO {path}: nothing is reading it") from e
+        raise
+    os.set_blocking(fd, True)
+    with open(fd, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with open(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp's 0600 would hide the report
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_folder(target.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return  # the rename is done; durability of the folder entry is best effort
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def read_json(
+    path: str,
+    *,
+    what: str,
+    hint: str | None = None,
+    env: Environment,
+    regular: bool = False,
+) -> Any:
+    """The JSON document at `path` (`-` = `env`'s stdin, the command's); any failure is a
+    UsageError naming `what`. `regular`: a file envcheck found itself (a folder's *.json), read
+    only if it is a regular file (`read_regular`); a path the user named may be a FIFO."""
+    shown = path if path != "-" else "- (stdin)"
+    data = _read_bytes(path, what, hint, env.stdin, regular)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad = data[e.start : e.start + 1]
+        raise UsageError(
+            f"{what} {shown} is not JSON: byte {e.start} ({bad!r}) is not UTF-8", hint=hint
+        ) from e
+    return parse_json(text, what=f"{what} {shown}", hint=hint)
+
+
+def parse_json(text: str, *, what: str, hint: str | None = None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(
+            f"{what} is not JSON: {e.msg} at line {e.lineno} column {e.colno}", hint=hint
+        ) from e
+    except RecursionError as e:
+        raise UsageError(f"{what} is not JSON we can read: nested too deeply", hint=hint) from e
+    except ValueError as e:  # an integer over sys.get_int_max_str_digits() digits
+        raise UsageError(f"{what} is not JSON we can read: {e}", hint=hint) from e
+
+
+def stdin_bytes(stdin: TextIO, limit: int = -1) -> bytes:
+    """Up to `limit` bytes of `stdin`: the process's (its binary buffer) or a test's StringIO."""
+    raw = getattr(stdin, "buffer", None)
+    return raw.read(limit) if raw else stdin.read(limit).encode()
+
+
+def read_bytes(path: str, stdin: TextIO | None, limit: int = MAX_DOCUMENT) -> bytes:
+    """The bytes of a file the user named, `-` being `stdin` (a command's `env.stdin`; None:
+    closed): the one reader of them, whose callers word the errors. Raises OSError: the file's
+    own, EBADF for a closed stdin (or one closed under us), EFBIG over `limit` bytes."""
+    try:
+        if path == "-":
+            if stdin is None:
+                raise OSError(errno.EBADF, "stdin is closed")
+            data = stdin_bytes(stdin, limit + 1)
+        else:
+            with open(path, "rb") as f:
+                # A regular file's size first: read(16 MiB) allocates 16 MiB, per report (#13.4).
+                size = os.fstat(f.fileno()).st_size
+                data = f.read(size + 1) if 0 < size <= limit else b""
+                if len(data) > size or not data:  # it grew, or no size (a FIFO, /dev/stdin)
+                    data += f.read(limit + 1 - len(data))
+    except ValueError as e:  # stdin closed under us, or a NUL in the path
+        raise OSError(errno.EBADF if path == "-" else errno.EINVAL, str(e)) from e
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MiB")
+    return data
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = True) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them: for every file envcheck
+    reads on its own (a Paddle version file, the docker client's config.json and context
+    meta.json, owner.key, a report folder's *.json). Opened with O_NONBLOCK, so a FIFO planted
+    there is refused at once instead of waited on forever (#23.9), and checked with fstat before
+    a byte is read. Raises OSError: the file's own, ELOOP for a link when not `follow`, EINVAL
+    for not a regular file, EFBIG over `limit`."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file: {_kind(info)}")
+        if info.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+        os.set_blocking(fd, True)
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # it grew since fstat
+        raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+    return data
+
+
+def _read_bytes(
+    path: str, what: str, hint: str | None, stdin: TextIO | None, regular: bool = False
+) -> bytes:
+    shown = path if path != "-" else "- (stdin)"
+    try:
+        return read_regular(path, MAX_DOCUMENT) if regular else read_bytes(path, stdin)
+    except FileNotFoundError as e:
+        raise UsageError(f"cannot read {what} {shown}: no such file", hint=hint) from e
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {shown}: {e.strerror or e}", hint=hint) from e

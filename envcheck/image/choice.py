@@ -1,0 +1,291 @@
+"""Choose the Paddle Docker image a host can run: a pure function of (facts, matrix).
+
+For the requested release (default: the newest in the matrix) every GPU tag is tried, newest CUDA
+first and confirmed before unconfirmed at the same CUDA, and ruled out with the reason when it
+cannot run here (`envcheck.image.assessment`: the driver, the GPUs' archs, the platform, known
+defects, the registry).
+
+The first survivor wins. No usable GPU -> the release's CPU tag. GPUs but every tag rejected ->
+`ImageChoice(ref=None)` whose `reason` says what would fix it (the judge shows it as the fix).
+Without `--paddle`, when no tag of the newest release runs here, the newest release that does run
+is chosen and the reason says why and what driver would run the newest one (issue 10.9).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from packaging.version import InvalidVersion, Version
+
+from envcheck.contracts.errors import UsageError
+from envcheck.contracts.facts import HostFacts, unlisted_gpus, usable_gpus
+from envcheck.contracts.host_report import ImageChoice, Rejected
+from envcheck.contracts.versions import release_of, sm_of
+from envcheck.image.assessment import Assessment, assess_image, gpu_compute_capability
+from envcheck.matrix.builds import build_for
+from envcheck.matrix.model import Arm64Build, ImageTag, Matrix, PaddleRelease
+from envcheck.verdict.compat import oci_platform
+
+
+def select_image(
+    host: HostFacts, matrix: Matrix, paddle: str | None = None, registry: str = "dockerhub"
+) -> ImageChoice:
+    """The image of Paddle `paddle` (default: the newest release that runs here) on `registry`."""
+    release = _release(matrix, paddle)
+    if registry not in matrix.registries:
+        known = ", ".join(matrix.registries)
+        raise UsageError(
+            f"unknown registry {registry!r} (known: {known})", hint=f"use one of: {known}"
+        )
+    choice = _select_release(host, matrix, release, registry)
+    if paddle is not None or choice.ref is not None:
+        return choice
+    return _newest_that_runs(host, matrix, release, registry, choice)
+
+
+def _newest_that_runs(
+    host: HostFacts, matrix: Matrix, newest: PaddleRelease, registry: str, first: ImageChoice
+) -> ImageChoice:
+    """No `--paddle` and nothing of the newest release runs: the newest older release that does,
+    saying why, with the newest release's own fix as the alternative."""
+    older = sorted(
+        (r for r in matrix.releases if Version(r.version) < Version(newest.version)),
+        key=lambda r: Version(r.version),
+        reverse=True,
+    )
+    failures = [first]
+    for release in older:
+        choice = _select_release(host, matrix, release, registry)
+        if choice.ref is not None:
+            why = (
+                f"Paddle {newest.version} (the newest release) has no image this host can run; "
+                f"Paddle {release.version} is the newest release that runs here ({choice.reason}). "
+                f"Alternatively: {_alternative(failures, newest)}"
+            )
+            return dataclasses.replace(
+                choice, reason=why, rejected=first.rejected + choice.rejected
+            )
+        failures.append(choice)
+    # Nothing runs: the newest release that has images says what would fix it.
+    return next((f for f in failures if f.rejected), first)
+
+
+def _alternative(failures: list[ImageChoice], newest: PaddleRelease) -> str:
+    """The newest release's own fix (a driver upgrade, usually); for a pip-only newest release,
+    the fix of the newest release that has images, or pip."""
+    with_images = next((f for f in failures if f.rejected), None)
+    if with_images is None:
+        return f"install Paddle {newest.version} with pip instead of an image"
+    fix = (with_images.reason or "").removeprefix(
+        f"no GPU image of Paddle {with_images.paddle} runs on this host: "
+    )
+    return f"{fix} (then --paddle {with_images.paddle})"
+
+
+def _select_release(
+    host: HostFacts, matrix: Matrix, release: PaddleRelease, registry: str
+) -> ImageChoice:
+    gpus = usable_gpus(host)
+    if not gpus and not unlisted_gpus(host):  # GPUs the driver cannot list keep the GPU plan
+        return _cpu_choice(matrix, release, registry, _why_no_gpu(host), host)
+    candidates = gpu_candidates(matrix, release.version)
+    assessed = [assess_image(host, gpus, image, matrix, release, registry) for image in candidates]
+    runnable = [a for a in assessed if not a.problems]
+    if runnable:
+        chosen = next((a for a in runnable if a.arch_known), runnable[0])
+        return _choice(matrix, chosen, registry, _passed_over(assessed, chosen, matrix, registry))
+    rejected = [
+        Rejected(matrix.image_ref(a.image, registry), "; ".join(a.problems)) for a in assessed
+    ]
+    return ImageChoice(
+        ref=None,
+        registry=registry,
+        kind="gpu",
+        paddle=release.version,
+        reason=_what_would_fix(assessed, matrix, release, registry, host),
+        rejected=tuple(rejected),
+        min_driver=floor[0] if (floor := _driver_floor(assessed)) else None,
+    )
+
+
+def gpu_candidates(matrix: Matrix, paddle: str) -> tuple[ImageTag, ...]:
+    """A release's GPU tags in trial order: newest CUDA first, confirmed first at equal CUDA."""
+
+    def key(image: ImageTag) -> tuple[int, int, bool]:
+        major, minor = release_of(image.cuda or "0")[:2]
+        return -major, -minor, not image.confirmed
+
+    return tuple(sorted(matrix.images_for(paddle, "gpu"), key=key))
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+def _passed_over(
+    assessed: list[Assessment], chosen: Assessment, matrix: Matrix, registry: str
+) -> list[Rejected]:
+    """The tags tried before the chosen one, each with why: its problems, or, for a tag that runs
+    here, that nothing shows its build holds the GPU's arch while the chosen one's does
+    (issue 22.2: a Pascal card on a CUDA 12 variant that dropped sm_61)."""
+    passed: list[Rejected] = []
+    for a in assessed[: assessed.index(chosen)]:
+        why = "; ".join(a.problems) or (
+            f"{a.arch_note}; preferred: {chosen.image.tag}, whose build is known to hold it"
+        )
+        passed.append(Rejected(matrix.image_ref(a.image, registry), why))
+    return passed
+
+
+def _choice(
+    matrix: Matrix, chosen: Assessment, registry: str, rejected: Iterable[Rejected]
+) -> ImageChoice:
+    return dataclasses.replace(
+        image_choice(matrix, chosen.image, registry, chosen.reason, rejected),
+        arch_known=chosen.arch_known,
+        arch_note=chosen.arch_note,
+    )
+
+
+def image_choice(
+    matrix: Matrix, image: ImageTag, registry: str, reason: str, rejected: Iterable[Rejected]
+) -> ImageChoice:
+    build = build_for(matrix, image.paddle, image.cuda)
+    return ImageChoice(
+        ref=matrix.image_ref(image, registry),
+        registry=registry,
+        tag=image.tag,
+        kind=image.kind,
+        cuda=image.cuda,
+        cudnn=image.cudnn,
+        paddle=image.paddle,
+        pip_command=build.pip if build else None,
+        reason=reason,
+        confirmed=image.confirmed,
+        source=image.source,
+        digest=image.digest,
+        rejected=tuple(rejected),
+    )
+
+
+def _cpu_choice(
+    matrix: Matrix, release: PaddleRelease, registry: str, why: str, host: HostFacts
+) -> ImageChoice:
+    images = sorted(matrix.images_for(release.version, "cpu"), key=lambda i: not i.confirmed)
+    platform = oci_platform(host.machine.arch)
+    runnable = [i for i in images if platform is None or platform in i.platforms]
+    for image in runnable:
+        if registry in image.registries:
+            return image_choice(matrix, image, registry, f"{why}: the CPU image", ())
+    if images and not runnable:
+        where = f" for {platform} ({_what_exists_for(platform, host, matrix)})"
+    elif images:
+        where = f" on {registry} (known on: {', '.join(images[0].registries)})"
+    else:
+        where = " in the matrix"
+    return ImageChoice(
+        ref=None,
+        registry=registry,
+        kind="cpu",
+        paddle=release.version,
+        reason=f"{why}, and there is no CPU image of Paddle {release.version}{where}",
+    )
+
+
+def _why_no_gpu(host: HostFacts) -> str:
+    d = host.driver
+    if d.status != "ok":
+        detail = d.reason or d.error or "not found"
+        return f"no usable NVIDIA driver ({d.status}: {detail})"
+    return "the NVIDIA driver reports no GPU"
+
+
+def _what_exists_for(platform: str | None, host: HostFacts, matrix: Matrix) -> str:
+    """What an arm64 host (Jetson, DGX Spark/GB10, GH200, Thor) can use instead of an image: the
+    Jetson wheels per JetPack for its GPU, or plainly that none exists (arm64.toml)."""
+    head = f"Paddle publishes its images for linux/amd64 only, none for {platform}"
+    rows = _arm64_rows_for(host, matrix)
+    if not rows:
+        return f"{head}; build Paddle from source"
+    said = []
+    for row in rows:
+        where = f"JetPack {row.jetpack}" if row.jetpack else "this arm64 GPU"
+        if row.pip:
+            said.append(
+                f"for {where} there is Paddle Inference's Paddle {row.paddle} wheel (CUDA "
+                f"{row.cuda}, Python {row.python} only): `{row.pip}` ({row.source})"
+            )
+        else:
+            said.append(f"for {where} no GPU build of Paddle exists ({row.source})")
+    return f"{head}; {'; '.join(said)}; otherwise build Paddle from source"
+
+
+def _arm64_rows_for(host: HostFacts, matrix: Matrix) -> list[Arm64Build]:
+    """The arm64.toml rows for the host's GPUs: those naming their sm, else the catch-all one."""
+    sms = set()
+    for gpu in usable_gpus(host):
+        cc = gpu_compute_capability(gpu, matrix)
+        if cc is not None:
+            sms.add(sm_of(cc))
+    named = [r for r in matrix.arm64_builds if sms & set(r.sm)]
+    return named or [r for r in matrix.arm64_builds if not r.sm]
+
+
+def _what_would_fix(
+    assessed: list[Assessment],
+    matrix: Matrix,
+    release: PaddleRelease,
+    registry: str,
+    host: HostFacts,
+) -> str:
+    """The smallest change that would make one tag runnable, as the judge's fix text."""
+    head = f"no GPU image of Paddle {release.version} runs on this host"
+    platform = oci_platform(host.machine.arch)
+    if not assessed:
+        return f"{head}: the matrix has no GPU image for it; choose another release with --paddle"
+    if all(a.platform_problem for a in assessed):
+        return f"{head}: {_what_exists_for(platform, host, matrix)}"
+    if all(a.driver is None for a in assessed):
+        return f"{head}: the driver version is unknown; check that `nvidia-smi` prints it"
+    floor = _driver_floor(assessed)
+    if floor:
+        driver, image = floor
+        ref = matrix.image_ref(image, registry)
+        return f"{head}: upgrade the NVIDIA driver to >= {driver} to run {ref}"
+    registry_only = [a for a in assessed if a.problems == (a.registry_problem,)]
+    if registry_only:
+        image = registry_only[0].image
+        others = " or ".join(f"--registry {r}" for r in image.registries)
+        return f"{head}: use {others} ({matrix.image_ref(image, image.registries[0])})"
+    return f"{head}: choose another release with --paddle, or a GPU its builds support"
+
+
+def _driver_floor(assessed: list[Assessment]) -> tuple[str, ImageTag] | None:
+    """Of the tags held back by the driver alone, the lowest driver that would run one."""
+    floors = [
+        (a.driver.minimum_driver, a.image)
+        for a in assessed
+        if a.problems == (a.driver_problem,) and a.driver and a.driver.minimum_driver
+    ]
+    return min(floors, key=lambda floor: Version(floor[0]), default=None)
+
+
+# -- small parsing helpers -------------------------------------------------------------------------
+
+
+def _release(matrix: Matrix, paddle: str | None) -> PaddleRelease:
+    if paddle is None:
+        return matrix.newest_release()
+    try:
+        found = matrix.release(paddle)
+    except InvalidVersion:
+        found = None
+    if found is None:
+        known = ", ".join(
+            r.version for r in sorted(matrix.releases, key=lambda r: Version(r.version))
+        )
+        raise UsageError(
+            f"unknown Paddle version {paddle!r} (known: {known})",
+            hint=f"choose one of: {known}, or add it to the matrix (matrix/README.md)",
+        )
+    return found

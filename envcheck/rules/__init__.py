@@ -1,6 +1,0 @@
-"""The judge's rules, one module per layer of the host (driver, GPUs, CUDA, the Paddle build and
-its archs, environment variables, the container path). Each check is a pure function of
-`envcheck.judge.Context`; `envcheck.judge.CHECKS` runs them in order.
-
-Nothing is imported here.
-"""

@@ -1,0 +1,126 @@
+"""Pure compatibility rules shared by the judge and the image selection.
+
+- A driver runs CUDA X.Y fully when the CUDA it reports (`nvidia-smi` header,
+  `nvmlSystemGetCudaDriverVersion`) is >= X.Y, i.e. it is at least that toolkit's driver
+  (NV-RN Table 3). Below that, CUDA 11+ runs through *minor-version compatibility* when the
+  driver is at least the major's floor (NV-RN Table 2, NV-MVC: 450.80.02 for 11.x, 525.60.13 for
+  12.x, 580 for 13.x) — except PTX JIT and APIs newer than the driver.
+- A GPU runs a build when its exact sm, or its major*10, is among the compiled archs: Paddle's own
+  check in gpu_resources.cc (compat_facts §2a note, GPURES).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from envcheck.contracts.versions import (
+    VersionParseError,
+    parse_compute_capability,
+    parse_dotted,
+    release_of,
+)
+from envcheck.matrix.model import Defect, ImageTag, Matrix
+
+SupportLevel = Literal["full", "minor-compat", "none"]
+
+
+@dataclass(frozen=True)
+class DriverSupport:
+    level: SupportLevel
+    reason: str
+    full_driver: str | None  # the toolkit driver for full compatibility
+    minimum_driver: str | None  # the lowest driver that runs it at all
+
+
+def driver_support(
+    driver: str, driver_cuda: str | None, cuda: str, matrix: Matrix
+) -> DriverSupport:
+    """Can a driver (`535.104.05`, reporting CUDA `12.2`) run a build of CUDA `cuda`?"""
+    toolkit = matrix.toolkit_min_driver(cuda)
+    floor = matrix.minor_compat_for(cuda)
+    full = toolkit.min_driver if toolkit else None
+    minimum = floor.min_driver if floor else full
+    try:
+        have = parse_dotted(driver).version
+    except VersionParseError:
+        return DriverSupport("none", f"unreadable driver version {driver!r}", full, minimum)
+    if _at_least(driver_cuda, cuda) or (full and have >= parse_dotted(full).version):
+        return DriverSupport("full", f"CUDA {cuda} needs >= {full}", full, minimum)
+    if floor and have >= parse_dotted(floor.min_driver).version:
+        return DriverSupport(
+            "minor-compat",
+            f"CUDA {floor.cuda_major}.x runs on >= {floor.min_driver}, per NVIDIA's minor-version "
+            "compatibility",
+            full,
+            minimum,
+        )
+    need = minimum or full or "a newer driver"
+    return DriverSupport("none", f"CUDA {cuda} needs driver >= {need}", full, minimum)
+
+
+def _at_least(have: str | None, want: str) -> bool:
+    if not have:
+        return False
+    try:
+        return parse_dotted(have).version >= parse_dotted(want).version
+    except VersionParseError:
+        return False
+
+
+def arch_supported(compute_capability: str, archs: Iterable[int]) -> bool:
+    """`'8.6'` runs on builds with 86, or with 80 (same major, lower minor: binary compatible)."""
+    try:
+        major, minor = parse_compute_capability(compute_capability)
+    except VersionParseError:
+        return False
+    compiled = set(archs)
+    return major * 10 + minor in compiled or major * 10 in compiled
+
+
+def cc_below(cc: str, minimum: str) -> bool:
+    """`'3.7'` below `'6.0'`, compared as (major, minor); unreadable values are never below."""
+    try:
+        return parse_compute_capability(cc) < parse_compute_capability(minimum)
+    except VersionParseError:
+        return False
+
+
+def defects_for(image: ImageTag, driver: str | None, matrix: Matrix) -> tuple[Defect, ...]:
+    """The known defects (defects.toml) of this image on this host driver: same CUDA major.minor
+    and a driver newer than the defect's bound. An unreadable or unknown driver matches none."""
+    if not driver or not image.cuda:
+        return ()
+    try:
+        have = parse_dotted(driver).version
+        cuda = release_of(image.cuda)[:2]
+        return tuple(
+            d
+            for d in matrix.defects
+            if release_of(d.image_cuda)[:2] == cuda and have > parse_dotted(d.driver_above).version
+        )
+    except VersionParseError:
+        return ()
+
+
+def oci_platform(machine_arch: str | None) -> str | None:
+    """`uname -m` -> the OCI platform of its images: x86_64 -> linux/amd64, aarch64 -> linux/arm64."""
+    return {
+        "x86_64": "linux/amd64",
+        "amd64": "linux/amd64",
+        "aarch64": "linux/arm64",
+        "arm64": "linux/arm64",
+    }.get((machine_arch or "").lower())
+
+
+def wheel_platform(os_name: str | None, machine_arch: str | None) -> str | None:
+    """Where an installed wheel was built for, as the matrix's `archs_platform` spells it: the
+    host's machine under its OS (`linux/amd64`; a saved report from Windows `windows/amd64`).
+    None when the machine is unknown: no list measured elsewhere applies to it."""
+    platform = oci_platform(machine_arch)
+    if platform is None:
+        return None
+    if "windows" in (os_name or "").lower():
+        return platform.replace("linux/", "windows/", 1)
+    return platform

@@ -1,0 +1,152 @@
+"""What the verdict rests on (pure): how far the doctor's evidence goes, and what `--expect-gpu`
+makes of a run in which nothing trained on a GPU.
+
+    gpu-trained  the smoke trained on a GPU, NVML saw that GPU work in the run's training window,
+                 and every smoke check passed
+    cpu-trained  the smoke trained, on the CPU only
+    static       no smoke was asked for (--no-smoke, --facts): the facts were judged, training
+                 was not proven
+    none         a smoke was asked for and nothing trained (no engine, no image, no Paddle,
+                 or the run failed), or Paddle's GPU claim was never witnessed by NVML
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from envcheck.contracts.findings import Finding, fail, warn
+from envcheck.verdict.fixes import SMOKE_NOT_SKIPPED_FIX, SMOKE_ON_THIS_HOST_FIX, SMOKE_WITH_GPU_FIX
+
+if TYPE_CHECKING:
+    from envcheck.contracts.host_report import Verdict
+
+Proof = Literal["gpu-trained", "cpu-trained", "static", "none"]
+SMOKE_PASS_ID = "smoke.pass"
+UNPROVEN_ID = "smoke.gpu-unproven"
+# The installed build's arch list is unknown (a nightly, or a build the matrix has no list of):
+# only a training run on the GPU can prove it.
+ARCH_UNVERIFIED_ID = "paddle.arch-unverified"
+
+
+PROOF_WORDS: dict[Proof, str] = {
+    "gpu-trained": "the smoke trained on the GPU and its checks passed",
+    "cpu-trained": "the smoke trained on the CPU only",
+    "static": "static checks only: training was not proven (no smoke run)",
+    "none": "none: no smoke training ran",
+}
+
+
+def proof_words(
+    proof: Proof, verdict: Verdict, findings: Sequence[Finding], gpus: int | None = None
+) -> str:
+    """The `Proof:` line. "none" says why: a run that trained on the CPU where a GPU was
+    expected did complete (the real H100 with the CPU wheel read "no smoke training completed"
+    under a loss that fell from 0.694 to 0.217). `gpus`: how many the host has; a GPU proof
+    says how many of them trained (a Slurm step given 1 GPU of 8 proves 1, #24.6)."""
+    trained = proven_gpus(findings)
+    if proof == "gpu-trained" and gpus and trained:
+        return (
+            f"the smoke trained on {len(trained)} of {gpus} GPUs ({', '.join(trained)}) "
+            "and its checks passed"
+        )
+    if proof != "none":
+        return PROOF_WORDS[proof]
+    if verdict == "cpu-fallback":
+        return "none: the smoke trained on the CPU, not on the GPU it was meant to use"
+    if verdict == "wrong-results":
+        return "none: the smoke's results were wrong"
+    if _unwitnessed(findings):
+        return "none: Paddle reports training on the GPU, but NVML did not witness it"
+    if any(f.family == "smoke" and f.severity == "fail" and f.id != UNPROVEN_ID for f in findings):
+        return "none: the smoke training failed"
+    return PROOF_WORDS["none"]
+
+
+def proven_gpus(findings: Sequence[Finding]) -> list[str]:
+    """The GPUs (`gpu:0`, as the smoke's Paddle numbered them) a passing smoke trained on."""
+    passed = next((f for f in findings if f.id == SMOKE_PASS_ID and f.severity == "pass"), None)
+    devices = (passed.observed.get("devices") or []) if passed else []
+    return list(dict.fromkeys(str(d) for d in devices if str(d).startswith("gpu")))
+
+
+def proof_of(findings: Sequence[Finding], *, smoke_asked: bool) -> Proof:
+    if not smoke_asked:
+        return "static"
+    passed = next((f for f in findings if f.id == SMOKE_PASS_ID and f.severity == "pass"), None)
+    if passed is None or any(f.family == "smoke" and f.severity == "fail" for f in findings):
+        return "none"
+    devices = passed.observed.get("devices") or []
+    if not any(str(d).startswith("gpu") for d in devices):
+        return "cpu-trained"
+    return "none" if _unwitnessed(findings) else "gpu-trained"
+
+
+def _unwitnessed(findings: Sequence[Finding]) -> list[str]:
+    """The GPUs the smoke's pass claims and NVML did not see busy in their training window
+    (a report saved before `witnessed` was recorded claims none unwitnessed)."""
+    passed = next((f for f in findings if f.id == SMOKE_PASS_ID and f.severity == "pass"), None)
+    if passed is None or "witnessed" not in passed.observed:
+        return []
+    seen = passed.observed["witnessed"] or []
+    return [
+        str(d)
+        for d in passed.observed.get("devices") or []
+        if str(d).startswith("gpu") and d not in seen
+    ]
+
+
+def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | None:
+    """Under --expect-gpu with a smoke asked for, nothing trained on a GPU is a failure, never a
+    warning: the smoke's own failure when it has one, else this finding, which carries the
+    smoke's reasons (no engine, image unavailable, no Paddle) and their fixes."""
+    if proof == "gpu-trained":
+        return None
+    if proof == "static":  # never a pass under --expect-gpu (issue 21.10): a failure where the
+        # build's arch coverage is unverified (issue 22.7), else a warning
+        return _static_unproven(findings) or warn(
+            UNPROVEN_ID,
+            "--expect-gpu: static checks only: nothing trained on a GPU (no smoke run)",
+            fix=SMOKE_ON_THIS_HOST_FIX,
+            layer="smoke",
+            proof=proof,
+            reasons=[],
+        )
+    if any(f.family == "smoke" and f.severity == "fail" for f in findings):
+        return None  # the smoke already failed, with its own cause and exit code
+    why = [f for f in findings if f.family == "smoke" and f.severity == "warn"]
+    if proof == "cpu-trained":
+        reason = "the smoke trained on the CPU only"
+    elif unseen := _unwitnessed(findings):
+        reason = (
+            f"Paddle reports training on {', '.join(unseen)}, but NVML did not witness it"
+            + "".join(f": {f.message}" for f in why if f.id == "smoke.gpu-unconfirmed")
+        )
+    else:
+        reason = "; ".join(f.message for f in why) or "no smoke training ran"
+    fixes = [f.fix for f in why if f.fix]
+    return fail(
+        UNPROVEN_ID,
+        f"--expect-gpu: nothing trained on a GPU, so nothing proves this host can ({reason})",
+        fix="; then ".join(dict.fromkeys(fixes)) or SMOKE_WITH_GPU_FIX,
+        layer="smoke",
+        proof=proof,
+        reasons=[f.id for f in why],
+    )
+
+
+def _static_unproven(findings: Sequence[Finding]) -> Finding | None:
+    """--expect-gpu without a smoke: a static verdict is not a pass when the installed build's arch
+    coverage is unverified (issue 22.7): nothing but a training run on the GPU can prove it."""
+    unverified = [f for f in findings if f.id == ARCH_UNVERIFIED_ID and f.severity == "warn"]
+    if not unverified:
+        return None
+    return fail(
+        UNPROVEN_ID,
+        "--expect-gpu: no smoke ran, and static checks cannot prove this build runs on the GPU "
+        f"(arch coverage unverified: {'; '.join(f.message for f in unverified)})",
+        fix=SMOKE_NOT_SKIPPED_FIX,
+        layer="smoke",
+        proof="static",
+        reasons=[f.id for f in unverified],
+    )

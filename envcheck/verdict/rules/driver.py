@@ -1,0 +1,91 @@
+"""The NVIDIA driver: present and matching its kernel module, or the NVML error that says why not."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from envcheck.contracts.findings import Finding, fail, passed
+from envcheck.verdict.fixes import DEVICE_FILES_FIX, LOAD_DRIVER_FIX, REBOOT_FIX
+
+if TYPE_CHECKING:
+    from envcheck.verdict.judge import Context
+
+
+_NVML_ERRORS: dict[str, tuple[str, str, str]] = {
+    "NVML_ERROR_DRIVER_NOT_LOADED": (
+        "driver.not-loaded",
+        "the NVIDIA kernel module is not loaded (NVML: Driver Not Loaded)",
+        LOAD_DRIVER_FIX,
+    ),
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": (
+        "driver.version-mismatch",
+        (
+            "driver/library version mismatch: the loaded kernel module is older than the user-space "
+            "driver (a driver upgrade is waiting for a reboot)"
+        ),
+        REBOOT_FIX,
+    ),
+    "NVML_ERROR_NO_PERMISSION": (
+        "driver.no-permission",
+        "no permission to talk to the GPU driver (NVML: Insufficient Permissions)",
+        DEVICE_FILES_FIX,
+    ),
+}
+
+
+def check_driver(ctx: Context) -> Iterable[Finding]:
+    d = ctx.host.driver
+    if d.status == "ok":
+        yield passed(
+            "driver.present",
+            f"NVIDIA driver {d.version} (supports CUDA up to {d.cuda or '?'})",
+            layer="driver",
+            version=d.version,
+            cuda=d.cuda,
+        )
+        if d.kernel_module and d.version and d.kernel_module != d.version:
+            yield fail(
+                "driver.version-mismatch",
+                f"kernel module {d.kernel_module} differs from the user-space driver {d.version}",
+                fix=REBOOT_FIX,
+                layer="driver",
+                kernel_module=d.kernel_module,
+                version=d.version,
+            )
+        return
+    if d.status == "absent":
+        message = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
+        if ctx.expect_gpu:
+            yield fail("driver.missing", message, fix=install_driver_fix(ctx), layer="driver")
+        else:
+            yield passed(
+                "driver.missing", f"{message}: this host can only run the CPU build", layer="driver"
+            )
+        return
+    if d.status == "error":
+        id_, message, fix = _NVML_ERRORS.get(
+            d.error or "",
+            (
+                "driver.error",
+                f"NVML failed: {d.error or d.reason}",
+                "run `nvidia-smi` to see the driver's own message; reinstall the driver if it fails too",
+            ),
+        )
+        if d.kernel_module and d.version:
+            message += f" (kernel module {d.kernel_module}, user space {d.version})"
+        yield fail(
+            id_,
+            message,
+            fix=fix,
+            layer="driver",
+            error=d.error,
+            reason=d.reason,
+            kernel_module=d.kernel_module,
+        )
+
+
+def install_driver_fix(ctx: Context) -> str:
+    floor = ctx.matrix.minor_compat_for("12.0")
+    at_least = f" {floor.min_driver} or newer" if floor else ""
+    return f"install the NVIDIA driver{at_least} (https://www.nvidia.com/Download/index.aspx), then reboot"
