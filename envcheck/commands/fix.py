@@ -308,11 +308,9 @@ def _apply_steps(
             code = int(verified.exit_status) or int(
                 ExitStatus.CPU_FALLBACK if plan.expect == "gpu" else ExitStatus.SMOKE_FAILED
             )
-            failures = [f.message for f in verified.findings if f.severity == "fail"]
-            what = (
+            what = (  # its findings are the verification's own, said there
                 f"the verification smoke in {image or plan.python}: verdict {verified.verdict}, "
                 f"proof {verified.proof} (expected {want})"
-                + (f": {failures[0]}" if failures else "")
             )
             return back(what, code)
     return result | {"outcome": "fixed", "exit_code": int(ExitStatus.OK)}
