@@ -157,6 +157,12 @@ NOT_STATIC_ENVCHECK = (
     "envcheck.registry",
     "envcheck.docker_",
     *(f"envcheck.commands.{name}" for name in ("fix", "pull_image", "report", "completion")),
+    # what only a branch the static tier seldom takes needs (#27.3): the pins of the known
+    # package versions, a `--image` reference, a CUDA_VISIBLE_DEVICES value, a 2.x build's fatbin
+    "envcheck.verdict.known_packages",
+    "envcheck.image.reference",
+    "envcheck.verdict.visible_devices",
+    "envcheck.probe.fatbin",
 )
 
 
