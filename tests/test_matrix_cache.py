@@ -161,9 +161,11 @@ def test_the_suite_runs_with_the_cache_off() -> None:
     assert os.environ.get(CACHE_DIR_VAR) == ""  # tests/conftest.py: every test parses the TOML
 
 
-# A matrix load in a fresh interpreter; prints whether it imported the TOML parser.
+# A matrix load in a fresh interpreter, on its variables (the cache folder: without them the
+# load used the user's own cache, warm or not); prints whether it imported the TOML parser.
 LOAD_AND_SAY = (
-    "import sys; from envcheck.matrix.load import load_matrix; load_matrix(sys.argv[1]); "
+    "import os, sys; from envcheck.matrix.load import load_matrix; "
+    "load_matrix(sys.argv[1], os.environ); "
     "print(any(m in sys.modules for m in ('tomllib', 'tomli')))"
 )
 

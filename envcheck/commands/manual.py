@@ -91,5 +91,6 @@ def help_section(title: str, entries: tuple[tuple[str, str], ...]) -> str:
     )
 
 
-ENVIRONMENT_HELP = help_section("environment", ENVIRONMENT)
-FILES_HELP = help_section("files", FILES)
+def help_sections() -> str:
+    """The end of `envcheck --help`: its `environment:` and `files:` sections."""
+    return f"{help_section('environment', ENVIRONMENT)}\n\n{help_section('files', FILES)}"

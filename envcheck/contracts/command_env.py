@@ -38,6 +38,8 @@ PROCESS_CWD = Path(os.curdir)  # the process's folder, as the kernel resolves it
 
 @dataclass(frozen=True)
 class Environment:
+    """What a command reads and writes: its streams, its variables and its folder."""
+
     stdin: TextIO | None  # None: closed (`envcheck doctor --facts - <&-`)
     stdout: TextIO
     stderr: TextIO

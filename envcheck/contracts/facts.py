@@ -81,6 +81,8 @@ class CudaDriverFacts:
 
 @dataclass(frozen=True)
 class LibraryCandidate:
+    """One copy of a CUDA library the search found, where, and its version."""
+
     path: str  # required: a candidate is a file
     version: str | None = _checked("dotted")
     origin: LibraryOrigin = "system"  # where the probe found it: a saved one is checked on load
@@ -145,6 +147,8 @@ class EngineFacts:
 
 @dataclass(frozen=True)
 class MachineFacts:
+    """The machine: host name, OS release, kernel, architecture, and envcheck's own Python."""
+
     hostname: str | None = None
     os: str | None = None
     kernel: str | None = None
@@ -154,6 +158,8 @@ class MachineFacts:
 
 @dataclass(frozen=True)
 class HostFacts:
+    """Every fact about the host, one field per layer: what the rules judge."""
+
     driver: DriverFacts = field(default_factory=DriverFacts)
     gpus: tuple[GpuFacts, ...] = ()
     cuda_driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)

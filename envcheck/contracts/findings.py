@@ -28,6 +28,8 @@ LAYERS: tuple[tuple[Layer, str], ...] = (
 
 @dataclass(frozen=True)
 class Finding:
+    """One check's outcome: pass, warn or fail, with the observed values and the fix."""
+
     id: str  # stable: "driver.too-old", "paddle.cpu-build", "smoke.cpu-fallback"
     severity: Severity
     message: str  # with the observed values

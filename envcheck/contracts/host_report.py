@@ -26,12 +26,16 @@ WRONG_RESULTS_ID = "smoke.wrong-results"  # the GPU computed wrong numbers: wors
 
 @dataclass(frozen=True)
 class Rejected:
+    """An image tag the choice passed over, and why."""
+
     ref: str
     reason: str
 
 
 @dataclass(frozen=True)
 class ImageChoice:
+    """The registry image chosen for this host (None `ref`: none fits), and why."""
+
     ref: str | None  # full reference with registry and tag
     registry: str | None = None
     tag: str | None = None
@@ -57,6 +61,8 @@ class ImageChoice:
 
 @dataclass(frozen=True)
 class Report:
+    """A doctor's outcome: the host's facts, the findings, the image, the smoke, the proof."""
+
     host: HostFacts
     findings: tuple[Finding, ...]
     image: ImageChoice | None = None

@@ -9,7 +9,6 @@ import dataclasses
 
 from envcheck.contracts.host_report import ImageChoice
 from envcheck.image.choice import image_choice
-from envcheck.image.reference import parse_reference
 from envcheck.matrix.model import Matrix
 
 GIVEN = "given with --image"
@@ -18,6 +17,9 @@ GIVEN = "given with --image"
 def given_image(ref: str, matrix: Matrix, choice: ImageChoice) -> ImageChoice:
     """The user's image; of the doctor's choice only the host's own pip command is kept (it is
     about the judged interpreter, not the image)."""
+    # imported here: only this branch needs it, and a doctor seldom takes it (#27.3)
+    from envcheck.image.reference import parse_reference
+
     parsed = parse_reference(ref)
     for registry, repository in matrix.registries.items():
         known = parse_reference(repository)

@@ -47,6 +47,8 @@ class ArchSet:
 
 @dataclass(frozen=True)
 class GpuModel:
+    """A GPU family (matched by name) and its compute capability."""
+
     names: tuple[str, ...]  # substrings matched against the NVML name, e.g. ("A100", "A800")
     compute_capability: str  # "8.0"
     architecture: str  # "Ampere"
@@ -56,6 +58,8 @@ class GpuModel:
 
 @dataclass(frozen=True)
 class PaddleRelease:
+    """A Paddle release: its compute capability floor and the Pythons it supports."""
+
     version: str
     min_compute_capability: str  # "6.0" (docs: "超过 6.0")
     python: str | None  # a SpecifierSet, e.g. ">=3.9,<3.14"
@@ -113,6 +117,8 @@ class PaddleBuild:
 
 @dataclass(frozen=True)
 class ImageTag:
+    """A Paddle image tag in the registries, with its CUDA and platforms."""
+
     paddle: str
     tag: str
     kind: str  # "gpu" | "cpu"
@@ -162,6 +168,8 @@ class Defect:
 
 @dataclass(frozen=True)
 class Matrix:
+    """The whole compatibility matrix, every table of `matrix/*.toml` validated."""
+
     toolkit_drivers: tuple[ToolkitDriver, ...]
     minor_compat: tuple[MinorCompat, ...]
     arch_sets: tuple[ArchSet, ...]

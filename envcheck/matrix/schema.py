@@ -37,6 +37,8 @@ from envcheck.matrix.model import (
 
 @dataclass(frozen=True)
 class Field:
+    """One field of a table: how its value is checked, and whether it must be given."""
+
     check: Check
     required: bool = True
 
@@ -46,6 +48,8 @@ COMMON = {"source": Field(text), "confirmed": Field(boolean), "note": Field(text
 
 @dataclass(frozen=True)
 class Table:
+    """One table of the matrix files: its fields, what names a row, the model it makes."""
+
     own: dict[str, Field]
     ident: tuple[str, ...]  # fields that name a row in messages and must be unique together
     make: type  # the model dataclass (a dict entry for registries)
@@ -62,6 +66,8 @@ _REPOSITORY = r"[a-z0-9]+([.-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)
 
 @dataclass(frozen=True)
 class Registry:
+    """One `[[registry]]` entry: a name for an image repository."""
+
     name: str
     ref: str
     source: str
@@ -161,6 +167,8 @@ REQUIRED_TABLES = ("release", "registry")  # select_image cannot answer without 
 
 @dataclass
 class Row:
+    """A matrix file entry being validated: the keys given, the values that checked out."""
+
     file: str
     table: str
     index: int  # 1-based within (file, table)

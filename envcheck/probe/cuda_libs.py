@@ -34,6 +34,8 @@ LDCONFIG = ("/sbin/ldconfig", "/usr/sbin/ldconfig")
 
 @dataclass(frozen=True)
 class LibrarySpec:
+    """How to find one CUDA library (its file names, its pip folders) and read its version."""
+
     kind: str  # "cudart" | "cudnn": what the child calls to read the version
     file_name: re.Pattern[str]
     pip_dirs: tuple[str, ...]

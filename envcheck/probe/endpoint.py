@@ -30,6 +30,8 @@ Source = Literal["DOCKER_HOST", "DOCKER_CONTEXT", "config.json", "rootless", "de
 
 @dataclass(frozen=True)
 class Endpoint:
+    """The container engine to talk to, and where that choice came from."""
+
     host: str  # unix:///…, tcp://host:port, ssh://user@host
     source: Source  # where the choice came from
     context: str | None = None  # the docker context name, when one chose it

@@ -35,6 +35,8 @@ _ASK = (
 
 @dataclass(frozen=True)
 class Interpreter:
+    """The Python that would train: where its `paddle` is looked up."""
+
     python: str  # what is run: the path as given (a venv's own `python`, not its base binary)
     prefix: str  # its sys.prefix: which environment it is
     paths: tuple[str, ...]  # its sys.path: where its `paddle` is looked up

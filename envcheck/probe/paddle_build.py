@@ -14,7 +14,6 @@ import re
 
 from envcheck.contracts.facts import FactsError, PaddleFacts, from_dict, to_dict
 from envcheck.edges.userfiles import read_regular
-from envcheck.probe.fatbin import library_archs
 from envcheck.probe.interpreter import Interpreter
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
@@ -123,6 +122,9 @@ def with_fatbin_archs(facts: PaddleFacts) -> PaddleFacts:
     `.nv_fatbin` headers (`cuobjdump --list-elf`, bounded: envcheck.probe.fatbin)."""
     if not facts.cuda or facts.compiled_cuda_archs or not facts.location:
         return facts
+    # imported here: only this branch needs it, and a doctor seldom takes it (#27.3)
+    from envcheck.probe.fatbin import library_archs
+
     paths = [os.path.join(facts.location, lib) for lib in _KERNEL_LIBRARIES]
     found = library_archs([p for p in paths if os.path.isfile(p)])
     if found is None or not found[0] and not found[1]:

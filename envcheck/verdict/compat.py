@@ -28,6 +28,8 @@ SupportLevel = Literal["full", "minor-compat", "none"]
 
 @dataclass(frozen=True)
 class DriverSupport:
+    """How well a driver runs a CUDA build, and the drivers that would run it fully or at all."""
+
     level: SupportLevel
     reason: str
     full_driver: str | None  # the toolkit driver for full compatibility

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from envcheck.contracts.facts import EngineFacts, HostFacts
 from envcheck.contracts.host_report import ImageChoice
-from envcheck.verdict.known_packages import known_packages
 
 NVIDIA_RUNTIME_FIX = (
     "install the NVIDIA Container Toolkit and register it with Docker: "
@@ -169,6 +168,9 @@ def _nvidia_wheel(python: str, name: str, version: str) -> PipInstall | None:
     parts = version.split(".")
     if not parts[0].isdigit():
         return None
+    # imported here: only this branch needs it, and a doctor seldom takes it (#27.3)
+    from envcheck.verdict.known_packages import known_packages
+
     known = known_packages()
     minor = f"{parts[0]}.{parts[1]}." if len(parts) > 1 and parts[1].isdigit() else None
     found = (minor and known.newest(name, minor)) or known.newest(name, f"{parts[0]}.")

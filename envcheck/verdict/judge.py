@@ -27,6 +27,8 @@ from envcheck.verdict.rules.paddle import check_paddle
 
 @dataclass(frozen=True)
 class Context:
+    """What every rule reads: the host, the matrix, the chosen image and the command's asks."""
+
     host: HostFacts
     matrix: Matrix
     image: ImageChoice | None

@@ -14,6 +14,8 @@ FILE = Path(__file__).with_name("known_packages.toml")
 
 @dataclass(frozen=True)
 class KnownPackages:
+    """The package versions that exist (PyPI and Paddle's indexes), to pin only real ones."""
+
     refreshed: str
     pypi: dict[str, tuple[str, ...]]  # name -> every released version
     indexes: dict[str, frozenset[str]]  # index URL -> the "name==version" pins it holds

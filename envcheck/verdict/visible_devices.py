@@ -18,6 +18,8 @@ from envcheck.contracts.facts import GpuFacts
 
 @dataclass(frozen=True)
 class Visibility:
+    """How many GPUs a CUDA_VISIBLE_DEVICES value leaves CUDA, and where it stops."""
+
     visible: int  # entries CUDA accepts (MIG- entries and unknown UUIDs counted as accepted)
     stopped: str | None  # why reading stopped early, in words; None: every entry is valid
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.verdict.fixes import PASS_THE_GPUS_FIX, visible_devices_fix
-from envcheck.verdict.visible_devices import read_visible_devices
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
@@ -19,6 +18,9 @@ def check_visible_devices(ctx: Context) -> Iterable[Finding]:
     value = ctx.host.env.get("CUDA_VISIBLE_DEVICES")
     if value is None or not ctx.gpus:
         return
+    # imported here: only this branch needs it, and a doctor seldom takes it (#27.3)
+    from envcheck.verdict.visible_devices import read_visible_devices
+
     seen = read_visible_devices(value, ctx.gpus)
     c = ctx.host.cuda_driver
     driver_sees = c.device_count if c.status == "ok" else 0 if devices_hidden(ctx) else None
