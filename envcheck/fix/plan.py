@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 from typing import Any, Literal
 
 from packaging.version import Version
@@ -74,20 +73,16 @@ class Wheel:
 
     @property
     def index(self) -> str | None:  # --index-url
-        return _option(self.install.args, ("-i", "--index-url"))
+        return self.install.option("-i", "--index-url")
 
     @property
     def find_links(self) -> str | None:  # -f (Paddle 2.5 and older publish a links page)
-        return _option(self.install.args, ("-f", "--find-links"))
+        return self.install.option("-f", "--find-links")
 
     @property
     def pip_args(self) -> tuple[str, ...]:
         """What follows `pip install`: the requirement, then where pip finds it."""
         return self.install.args
-
-
-def _option(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
-    return next((v for a, v in pairwise(args) if a in names), None)
 
 
 @dataclass(frozen=True)

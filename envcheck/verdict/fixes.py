@@ -8,6 +8,7 @@ import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from envcheck.contracts.facts import EngineFacts, HostFacts
 from envcheck.contracts.host_report import ImageChoice
@@ -79,6 +80,10 @@ class PipInstall:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(r.split("==", 1)[0] for r in self.requirements)
+
+    def option(self, *names: str) -> str | None:
+        """The value of the first of pip's options `names` (`-i URL`), None when absent."""
+        return next((v for a, v in pairwise(self.args) if a in names), None)
 
 
 def and_list(words: list[str]) -> list[list[str]]:
