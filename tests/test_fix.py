@@ -154,6 +154,7 @@ def test_a_package_whose_local_file_changed_is_refused_before_anything_changes(
     assert fix_env.freeze(python) == before
     command = doc["error"]["hint"].split("`")[1]
     assert shlex.split(command) == [python, "-m", "pip", "uninstall", "-y", "paddlepaddle-gpu"]
+    subprocess.run(["zsh", "-n", "-c", command], check=True, capture_output=True)  # zsh parses it
     subprocess.run(["bash", "-c", command], check=True, capture_output=True)
     assert "paddlepaddle-gpu" not in fix_env.freeze(python)
 
