@@ -5,7 +5,6 @@ Shared by the renderer, drift and fleet tests; no probing, no container.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ from envcheck.contracts.facts import (
 )
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.host_report import ImageChoice, Report
+from envcheck.contracts.record import replace
 
 IMAGE = ImageChoice(
     ref="ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5",
@@ -54,7 +54,7 @@ def host(hostname: str = "gpu-node-1", **changes: Any) -> HostFacts:
             hostname=hostname, os="Ubuntu 22.04", kernel="5.15.0-105-generic", arch="x86_64"
         ),
     )
-    return dataclasses.replace(base, **changes)
+    return replace(base, **changes)
 
 
 HEALTHY_FINDINGS: tuple[Finding, ...] = (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 from envcheck.contracts.errors import UsageError
 from envcheck.contracts.facts import DriverFacts, GpuFacts, PaddleFacts
 from envcheck.contracts.host_report import SCHEMA_VERSION, Report
+from envcheck.contracts.record import replace
 from envcheck.edges.baseline_file import load_baseline, save_baseline
 from envcheck.verdict.drift import (
     BASELINE_KIND,
@@ -87,7 +87,7 @@ def test_drift_sets_the_verdict(tmp_path: Path, strict: bool) -> None:
     baseline = _saved(tmp_path)
     baseline["facts"]["driver"] = "530.30.02"
     report = samples.healthy()
-    report = dataclasses.replace(
+    report = replace(
         report, findings=report.findings + tuple(compare_baseline(report, baseline, strict=strict))
     )
     assert (report.verdict, int(report.exit_status)) == (("fail", 1) if strict else ("warn", 0))
@@ -159,7 +159,7 @@ def test_a_gpu_that_disappeared_is_a_failure_even_without_strict(
     assert (finding.id, finding.severity) == ("drift.gpus", "fail")
     assert finding.observed["lost"] == ["1: NVIDIA A100-SXM4-80GB (sm 8.0)"]
     assert finding.message.startswith("1 GPU(s) disappeared (1: NVIDIA A100-SXM4-80GB (sm 8.0)): ")
-    report = dataclasses.replace(one_left, findings=one_left.findings + (finding,))
+    report = replace(one_left, findings=one_left.findings + (finding,))
     assert (report.verdict, int(report.exit_status)) == ("fail", 1)
 
 
@@ -178,17 +178,17 @@ def test_every_gpu_gone_is_a_failure_and_a_replaced_gpu_only_a_change(tmp_path: 
 
 
 def test_same_tag_new_digest_says_pin_by_digest(tmp_path: Path) -> None:
-    moved = dataclasses.replace(samples.IMAGE, digest="sha256:" + "cd" * 32)
-    report = dataclasses.replace(samples.healthy(), image=moved)
+    moved = replace(samples.IMAGE, digest="sha256:" + "cd" * 32)
+    report = replace(samples.healthy(), image=moved)
     (finding,) = compare_baseline(report, _saved(tmp_path), strict=False)
     assert finding.id == "drift.image-digest" and "pin the image by digest" in (finding.fix or "")
 
 
 def test_facts_not_observed_now_are_not_compared(tmp_path: Path) -> None:
     """A run without smoke has no digest; a driver in error has no version: not drift."""
-    report = dataclasses.replace(
+    report = replace(
         samples.healthy(driver=samples.MISMATCHED_DRIVER),
-        image=dataclasses.replace(samples.IMAGE, digest=None),
+        image=replace(samples.IMAGE, digest=None),
     )
     (finding,) = compare_baseline(report, _saved(tmp_path), strict=True)
     assert finding.id == "drift.none"

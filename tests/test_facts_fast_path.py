@@ -3,7 +3,6 @@ reports); it must build what the full `_coerce` path builds, and refuse what it 
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from typing import Any
 
@@ -20,6 +19,7 @@ from envcheck.contracts.facts import (
     PaddleFacts,
     from_dict,
 )
+from envcheck.contracts.record import fields
 
 VALUES = st.one_of(
     st.none(),
@@ -35,7 +35,7 @@ def _slow(cls: type, data: dict[str, Any]) -> Any:
     """What from_dict built before the fast path: `_coerce` and `_check` on every field."""
     hints = typing.get_type_hints(cls)
     kwargs = {}
-    for f in dataclasses.fields(cls):
+    for f in fields(cls):
         if f.name in data:
             value = facts._coerce(hints[f.name], data[f.name], f"host.{f.name}")
             facts._check(f.metadata.get("check"), value, f"host.{f.name}")
@@ -57,7 +57,7 @@ def _outcome(build: Any) -> Any:
 def test_the_fast_path_builds_and_refuses_what_coerce_does(
     cls: type[Any], data: st.DataObject
 ) -> None:
-    names = [f.name for f in dataclasses.fields(cls)]
+    names = [f.name for f in fields(cls)]
     doc = data.draw(st.dictionaries(st.sampled_from(names), VALUES, max_size=len(names)))
     assert _outcome(lambda: from_dict(cls, doc)) == _outcome(lambda: _slow(cls, doc))
 

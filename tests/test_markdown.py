@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import replace
 
 import pytest
 from markdown_it import MarkdownIt
 
 from envcheck.contracts.findings import fail, passed, warn
 from envcheck.contracts.host_report import Report
+from envcheck.contracts.record import replace
 from envcheck.contracts.saved_report import SavedReport
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.render.sanitize import visible

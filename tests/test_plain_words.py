@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import replace
 
 import pytest
 
 from envcheck.contracts.facts import host_from_document
 from envcheck.contracts.host_report import Report
+from envcheck.contracts.record import replace
 from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.render.text import render_plain

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import replace
 from typing import get_args
 
 from hypothesis import HealthCheck, given, settings
@@ -41,6 +40,7 @@ from envcheck.contracts.host_report import (
     exit_status_of,
     verdict_of,
 )
+from envcheck.contracts.record import replace
 from envcheck.contracts.versions import parse_dotted, release_of
 from envcheck.image.choice import gpu_candidates, select_image
 from envcheck.matrix.builds import build_for, runnable_archs

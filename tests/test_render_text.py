@@ -70,7 +70,7 @@ def test_text_from_the_host_is_not_taken_as_rich_markup() -> None:
     img = r.image
     assert img is not None and img.pip_command is not None
     out = io.StringIO()
-    from dataclasses import replace
+    from envcheck.contracts.record import replace
 
     render_rich(
         replace(r, image=replace(img, pip_command="python -m pip install [bold]x[/bold]")), out

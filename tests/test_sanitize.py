@@ -7,7 +7,6 @@ plain and rich reports, Markdown, JUnit, the annotations and the fleet table as 
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import xml.etree.ElementTree as ET
 
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 from envcheck.contracts.facts import GpuFacts, MachineFacts
 from envcheck.contracts.findings import fail, warn
 from envcheck.contracts.host_report import Report
+from envcheck.contracts.record import replace
 from envcheck.contracts.saved_report import SavedReport
 from envcheck.render.annotations import fleet_annotations, github_annotations
 from envcheck.render.junit import junit_xml
@@ -35,7 +35,7 @@ MESSAGE = "smoke said \x1b[31mred[/red] [link=file:///etc]x[/link] \ud800 \u202e
 
 def hostile() -> Report:
     base = samples.healthy(hostname=HOSTNAME)
-    host = dataclasses.replace(
+    host = replace(
         base.host,
         gpus=(GpuFacts(index=0, name=GPU, compute_capability="8.0"),),
         machine=MachineFacts(hostname=HOSTNAME, os="[bold]os[/]", arch="x86_64"),
@@ -45,7 +45,7 @@ def hostile() -> Report:
         fail("smoke.crashed", MESSAGE, fix="run `x` [/bold]\n::warning::fake", layer="smoke"),
         warn("env.cuda-visible", "CUDA_VISIBLE_DEVICES=0\x1b[2J", fix=None, layer="env"),
     )
-    return dataclasses.replace(base, host=host, findings=findings)
+    return replace(base, host=host, findings=findings)
 
 
 def assert_safe(text: str, *, command_lines_allowed: bool = False) -> None:

@@ -7,13 +7,12 @@ What the shipped matrix says (compat_facts.md): 3.3.1 has GPU tags for CUDA 12.9
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from envcheck.contracts.errors import UsageError
 from envcheck.contracts.facts import DriverFacts, GpuFacts, HostFacts
 from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.record import replace
 from envcheck.image.choice import gpu_candidates, select_image
 from envcheck.matrix.builds import build_for, runnable_archs
 from envcheck.matrix.load import load_matrix

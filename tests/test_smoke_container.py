@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from envcheck.contracts.errors import EnvironmentProblem
 from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import exit_status_of, verdict_of
+from envcheck.contracts.record import replace
 from envcheck.edges import activity
 from envcheck.edges.signals import Interrupted
 from envcheck.engine.docker_adapter import NVIDIA_RUNTIME_FIX, GpuRequestRefused

@@ -346,7 +346,7 @@ def test_expect_gpu_with_a_cpu_only_build_is_cpu_fallback_naming_the_build() -> 
 
 
 def test_engine_refusal_is_the_first_cause_and_its_fix_is_nvidia_ctk() -> None:
-    from dataclasses import replace
+    from envcheck.contracts.record import replace
 
     plan = replace(
         container_plan(expect_gpu=True),

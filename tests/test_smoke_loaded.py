@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 from envcheck.commands.doctor import read_facts_document
 from envcheck.contracts.facts import DriverFacts, HostFacts, LibraryFacts, PaddleFacts, from_dict
 from envcheck.contracts.findings import Finding
+from envcheck.contracts.record import replace
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result, validate
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.runner.payload import WORKLOAD

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from envcheck.contracts.facts import CudaDriverFacts, host_from_document
+from envcheck.contracts.record import replace
 from envcheck.matrix.load import load_matrix
 from envcheck.verdict.judge import Context, judge
 from envcheck.verdict.visible_devices import read_visible_devices

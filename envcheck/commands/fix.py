@@ -121,14 +121,13 @@ def run(args: argparse.Namespace, env: Environment) -> int:
 def _with_index(args: argparse.Namespace, env: Environment) -> Environment:
     """--paddle-index is ENVCHECK_PADDLE_INDEX for this run: the matrix is loaded with it, so the
     doctor's advice, the plan and the rollback name the same index (envcheck.matrix.mirror)."""
-    import dataclasses
-
+    from envcheck.contracts.record import replace
     from envcheck.matrix.mirror import PADDLE_INDEX_ENV, paddle_index
 
     if not args.paddle_index:
         return env
     base = paddle_index(args.paddle_index, "--paddle-index")
-    return dataclasses.replace(env, env={**env.env, PADDLE_INDEX_ENV: base})
+    return replace(env, env={**env.env, PADDLE_INDEX_ENV: base})
 
 
 def _pull_argv(args: argparse.Namespace) -> tuple[str, ...]:
@@ -255,7 +254,7 @@ def _apply(
     apply.refuse_externally_managed(plan.python, pip_flags, env.env)
     folder = apply.state_dir(env.env)
     with apply.target_lock(prefix, folder / "locks"):
-        rec = apply.record(plan.python, prefix, folder / "records", env.env, plan.packages)
+        rec = apply.record_state(plan.python, prefix, folder / "records", env.env, plan.packages)
         return _apply_steps(args, env, plan, report, rec, pip_flags)
 
 

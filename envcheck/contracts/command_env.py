@@ -26,9 +26,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TextIO
+
+from envcheck.contracts.record import record
 
 # The process's stdout and stderr (None: closed) made safe to write:
 # envcheck.edges.streams.guard_stdio.
@@ -36,7 +37,7 @@ Guard = Callable[[TextIO | None, TextIO | None], tuple[TextIO, TextIO]]
 PROCESS_CWD = Path(os.curdir)  # the process's folder, as the kernel resolves it (even deleted)
 
 
-@dataclass(frozen=True)
+@record
 class Environment:
     """What a command reads and writes: its streams, its variables and its folder."""
 

@@ -1,4 +1,4 @@
-"""What the probes found: frozen dataclasses that round-trip to JSON.
+"""What the probes found: frozen records (envcheck/contracts/record.py) that round-trip to JSON.
 
 The same rules judge a live host or a saved `host` object (bug reports, fleets, tests), so every
 field is optional: a missing key means "unknown", an unknown key is ignored. Each layer carries a
@@ -7,15 +7,14 @@ field is optional: a missing key means "unknown", an unknown key is ignored. Eac
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import types
 import typing
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck.contracts.record import MISSING, field, fields, is_record, record
 from envcheck.contracts.versions import VersionParseError, parse_compute_capability, parse_dotted
 
 Status = Literal["ok", "absent", "error", "unknown"]
@@ -35,7 +34,7 @@ def _count() -> Any:
     return field(default=None, metadata={"check": "count"})
 
 
-@dataclass(frozen=True)
+@record
 class DriverFacts:
     """`nvidia-smi --query-gpu=driver_version --format=csv` plus the CUDA version in its header."""
 
@@ -51,7 +50,7 @@ class DriverFacts:
     gpus_present: int | None = _count()
 
 
-@dataclass(frozen=True)
+@record
 class GpuFacts:
     """`nvidia-smi --query-gpu=index,name,uuid,compute_cap,memory.total,mig.mode.current`."""
 
@@ -67,7 +66,7 @@ class GpuFacts:
     )
 
 
-@dataclass(frozen=True)
+@record
 class CudaDriverFacts:
     """`cuInit(0)`, `cuDriverGetVersion`, `cuDeviceGetCount` through libcuda.so.1, in a subprocess."""
 
@@ -79,7 +78,7 @@ class CudaDriverFacts:
     library: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LibraryCandidate:
     """One copy of a CUDA library the search found, where, and its version."""
 
@@ -89,7 +88,7 @@ class LibraryCandidate:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LibraryFacts:
     """A CUDA user-space library a Paddle process would load (libcudart, libcudnn)."""
 
@@ -101,7 +100,7 @@ class LibraryFacts:
     reason: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class PaddleFacts:
     """`python -c "import paddle; paddle.version.show()"`, read from the file without importing."""
 
@@ -128,7 +127,7 @@ class PaddleFacts:
     distributions: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class EngineFacts:
     """`docker version` / `docker info`: the container engine, if any."""
 
@@ -145,7 +144,7 @@ class EngineFacts:
     context: str | None = None  # the docker context that named `host` (None: DOCKER_HOST/default)
 
 
-@dataclass(frozen=True)
+@record
 class MachineFacts:
     """The machine: host name, OS release, kernel, architecture, and envcheck's own Python."""
 
@@ -156,7 +155,7 @@ class MachineFacts:
     python: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class HostFacts:
     """Every fact about the host, one field per layer: what the rules judge."""
 
@@ -180,8 +179,8 @@ T = TypeVar("T")
 
 def to_dict(obj: Any) -> Any:
     """Dataclasses -> plain JSON-ready values (tuples become lists)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if is_record(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in fields(obj)}
     if isinstance(obj, (list, tuple)):
         return [to_dict(v) for v in obj]
     if isinstance(obj, dict):
@@ -220,9 +219,9 @@ def _fields_of(cls: type) -> tuple[tuple[str, Any, frozenset[type], str | None, 
             hints[f.name],
             _as_is(hints[f.name]),
             f.metadata.get("check"),
-            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            f.default is MISSING and f.default_factory is MISSING,
         )
-        for f in dataclasses.fields(cls)
+        for f in fields(cls)
     )
 
 
@@ -289,7 +288,7 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise FactsError(f"{where}: expected an object, got {type(value).__name__}")
         return {str(k): _coerce(args[1], v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and is_record(tp):
         return from_dict(tp, value, where)
     if tp is bool:
         if not isinstance(value, bool):

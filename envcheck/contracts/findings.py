@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
+
+from envcheck.contracts.record import field, record
 
 Severity = Literal["pass", "warn", "fail"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)  # in order of weight, the worst last
@@ -26,7 +27,7 @@ LAYERS: tuple[tuple[Layer, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One check's outcome: pass, warn or fail, with the observed values and the fix."""
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.facts import HostFacts, to_dict
 from envcheck.contracts.findings import Finding
+from envcheck.contracts.record import field, record
 
 if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
     from envcheck.verdict.proof import Proof
@@ -24,7 +24,7 @@ CPU_FALLBACK_ID = "smoke.cpu-fallback"
 WRONG_RESULTS_ID = "smoke.wrong-results"  # the GPU computed wrong numbers: worse than a fallback
 
 
-@dataclass(frozen=True)
+@record
 class Rejected:
     """An image tag the choice passed over, and why."""
 
@@ -32,7 +32,7 @@ class Rejected:
     reason: str
 
 
-@dataclass(frozen=True)
+@record
 class ImageChoice:
     """The registry image chosen for this host (None `ref`: none fits), and why."""
 
@@ -59,7 +59,7 @@ class ImageChoice:
     min_driver: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     """A doctor's outcome: the host's facts, the findings, the image, the smoke, the proof."""
 

@@ -8,7 +8,6 @@ wrong and where. Pure: documents in, reports out; reading the files is the `repo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, get_args
 
@@ -16,6 +15,7 @@ from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.facts import FactsError, from_dict, host_from_document
 from envcheck.contracts.findings import SEVERITIES, Finding, Layer, Severity
 from envcheck.contracts.host_report import SCHEMA_VERSION, VERDICTS, ImageChoice, Report, Verdict
+from envcheck.contracts.record import record
 
 TIMESTAMP_KEYS = ("generated_at", "finished_at", "started_at", "timestamp")  # in `meta`
 MAX_EXIT_CODE = int(ExitStatus.WRONG_RESULTS)  # the worst verdict; 130 leaves no report
@@ -25,7 +25,7 @@ class ReportDocumentError(ValueError):
     """A saved report is not one envcheck can merge; the message says why."""
 
 
-@dataclass(frozen=True)
+@record
 class SavedReport:
     """A document as read from `source`; `mtime` breaks ties when reports carry no timestamp."""
 
@@ -34,7 +34,7 @@ class SavedReport:
     mtime: float | None = None
 
 
-@dataclass(frozen=True)
+@record
 class HostReport:
     source: str
     hostname: str | None

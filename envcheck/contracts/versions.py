@@ -7,16 +7,17 @@ so every parsed value here carries its raw string. Every parser raises only `Ver
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
+
+from envcheck.contracts.record import record
 
 
 class VersionParseError(ValueError):
     """The text is not a version of the expected kind."""
 
 
-@dataclass(frozen=True, order=False)
+@record
 class RawVersion:
     """A parsed version that remembers exactly what the system printed."""
 

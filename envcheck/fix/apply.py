@@ -19,13 +19,13 @@ import subprocess
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from envcheck.contracts.command_env import home
 from envcheck.contracts.errors import EnvironmentProblem, UsageError
+from envcheck.contracts.record import field, record
 from envcheck.edges.signals import deferred
 from envcheck.fix.plan import PIP_OVERRIDE, Step, Wheel
 
@@ -38,7 +38,7 @@ _ASK = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Ran:
     """One command run: its argv, exit status and the last lines it printed."""
 
@@ -51,7 +51,7 @@ class Ran:
         return {"argv": list(self.argv), "exit_code": self.code, "seconds": self.seconds}
 
 
-@dataclass(frozen=True)
+@record
 class Record:
     """The target's state before the fix: where it was written, and the freeze itself."""
 
@@ -67,7 +67,7 @@ class Record:
         }
 
 
-@dataclass
+@record(frozen=False)
 class Rollback:
     ran: list[Ran] = field(default_factory=list)
     freeze_matches: bool = False
@@ -195,7 +195,7 @@ def freeze(python: str, variables: Mapping[str, str]) -> str:
     return capture([python, "-m", "pip", "freeze", "--all"], variables)
 
 
-def record(
+def record_state(
     python: str,
     prefix: str,
     folder: Path,

@@ -11,7 +11,6 @@ a manual step, in the report's layer order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from packaging.version import Version
@@ -19,6 +18,7 @@ from packaging.version import Version
 from envcheck.contracts.facts import PaddleFacts, usable_gpus
 from envcheck.contracts.findings import LAYERS, Finding
 from envcheck.contracts.host_report import Report
+from envcheck.contracts.record import record, replace
 from envcheck.verdict.fixes import NO_GPU_BUILD_YET, PipInstall, cudnn_install, paddle_install
 
 PIP_OVERRIDE = "--break-system-packages"  # pip's own PEP 668 override, the user's to give
@@ -44,7 +44,7 @@ NOT_MANUAL = ("smoke", "drift", "fleet")  # judged again by the verification, or
 _BOTH = ("paddlepaddle", "paddlepaddle-gpu")
 
 
-@dataclass(frozen=True)
+@record
 class Wheel:
     """One pinned Paddle build and where pip finds it: the doctor's own install command (the
     matrix row's, `envcheck.verdict.fixes.paddle_install`) read as data, never derived a second
@@ -85,7 +85,7 @@ class Wheel:
         return self.install.args
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     kind: StepKind
     why: str  # the finding id it resolves
@@ -102,7 +102,7 @@ class Step:
         }
 
 
-@dataclass(frozen=True)
+@record
 class ImageState:
     """What the engine said of the image the doctor chose (asked at the edge, commands/fix.py):
     `present` None when it could not be asked (no engine answered, or the user said --no-pull)."""
@@ -115,7 +115,7 @@ class ImageState:
         return {"ref": self.ref, "present": self.present, "why": self.why}
 
 
-@dataclass(frozen=True)
+@record
 class FixPlan:
     python: str  # the target interpreter, by absolute path
     steps: tuple[Step, ...]

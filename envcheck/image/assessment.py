@@ -20,9 +20,9 @@ A tag is ruled out, with the reason, when
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from envcheck.contracts.facts import GpuFacts, HostFacts
+from envcheck.contracts.record import record
 from envcheck.contracts.versions import VersionParseError, parse_compute_capability, sm_of
 from envcheck.matrix.builds import ArchSource, build_for, runnable_archs
 from envcheck.matrix.model import ImageTag, Matrix, PaddleRelease
@@ -36,7 +36,7 @@ from envcheck.verdict.compat import (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Assessment:
     """One GPU image tag against the host: what rules it out, or why it runs."""
 

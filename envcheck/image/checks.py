@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envcheck.contracts.errors import EnvcheckError
 from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.record import record
 from envcheck.image.platforms import Platform, platform_runs
 
 if TYPE_CHECKING:  # the facts and matrix modules cost ~40 ms to import: a plain pull needs neither
@@ -36,7 +36,7 @@ class ImageRefused(EnvcheckError):
     status = ExitStatus.INCOMPATIBLE
 
 
-@dataclass(frozen=True)
+@record
 class CudaClaim:
     cuda: str  # "12.9"
     source: str  # "tag 3.3.1-gpu-cuda12.9-cudnn9.9", "config CUDA_VERSION=12.9.1"

@@ -13,7 +13,6 @@ is chosen and the reason says why and what driver would run the newest one (issu
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
 from packaging.version import InvalidVersion, Version
@@ -21,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck.contracts.errors import UsageError
 from envcheck.contracts.facts import HostFacts, unlisted_gpus, usable_gpus
 from envcheck.contracts.host_report import ImageChoice, Rejected
+from envcheck.contracts.record import replace
 from envcheck.contracts.versions import release_of, sm_of
 from envcheck.image.assessment import Assessment, assess_image, gpu_compute_capability
 from envcheck.matrix.builds import build_for
@@ -63,9 +63,7 @@ def _newest_that_runs(
                 f"Paddle {release.version} is the newest release that runs here ({choice.reason}). "
                 f"Alternatively: {_alternative(failures, newest)}"
             )
-            return dataclasses.replace(
-                choice, reason=why, rejected=first.rejected + choice.rejected
-            )
+            return replace(choice, reason=why, rejected=first.rejected + choice.rejected)
         failures.append(choice)
     # Nothing runs: the newest release that has images says what would fix it.
     return next((f for f in failures if f.rejected), first)
@@ -140,7 +138,7 @@ def _passed_over(
 def _choice(
     matrix: Matrix, chosen: Assessment, registry: str, rejected: Iterable[Rejected]
 ) -> ImageChoice:
-    return dataclasses.replace(
+    return replace(
         image_choice(matrix, chosen.image, registry, chosen.reason, rejected),
         arch_known=chosen.arch_known,
         arch_note=chosen.arch_note,

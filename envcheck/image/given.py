@@ -5,9 +5,8 @@ Pure."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.record import replace
 from envcheck.image.choice import image_choice
 from envcheck.matrix.model import Matrix
 
@@ -29,9 +28,7 @@ def given_image(ref: str, matrix: Matrix, choice: ImageChoice) -> ImageChoice:
             if image.tag == parsed.tag:
                 known_tag = image_choice(matrix, image, registry, f"{GIVEN}: an official tag", ())
                 # the user's reference as given: the matrix's digest pins another name
-                return dataclasses.replace(
-                    known_tag, ref=ref, digest=None, pip_command=choice.pip_command
-                )
+                return replace(known_tag, ref=ref, digest=None, pip_command=choice.pip_command)
     return ImageChoice(
         ref=ref,
         tag=parsed.tag,

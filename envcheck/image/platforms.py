@@ -3,10 +3,10 @@ them when it picks a manifest from an index ("no matching manifest for linux/amd
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from envcheck.contracts.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Platform:
     os: str
     architecture: str

@@ -16,9 +16,9 @@ engine is lenient: ASCII only, no surrounding whitespace, ports 1–65535, only 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from envcheck.contracts.errors import UsageError
+from envcheck.contracts.record import record
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"  # where docker.io's Registry API v2 really answers
@@ -36,7 +36,7 @@ class InvalidReference(UsageError):
     """Not a valid image reference (exit 2, before any engine or registry call)."""
 
 
-@dataclass(frozen=True)
+@record
 class Reference:
     """A validated, normalised image reference."""
 

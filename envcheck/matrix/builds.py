@@ -6,8 +6,7 @@ worked out (and worded) in one place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from envcheck.contracts.record import record
 from envcheck.contracts.versions import release_of
 from envcheck.matrix.model import Matrix, PaddleBuild
 from envcheck.matrix.provenance import plain_source
@@ -24,7 +23,7 @@ def build_for(matrix: Matrix, paddle: str, cuda: str | None) -> PaddleBuild | No
     return min(builds, key=lambda b: not b.confirmed, default=None)
 
 
-@dataclass(frozen=True)
+@record
 class ArchSource:
     """The archs a Paddle build can run on, and where the matrix learnt them."""
 

@@ -6,13 +6,12 @@ force-included from the top-level `matrix/` by pyproject.toml) > the repo's `mat
 installs and source checkouts, where the wheel copy does not exist).
 
 Every problem reads `file: table entry N (id): field: problem`, so a broken override points at
-the line to fix. Only `tomllib`, `packaging` and dataclasses: the doctor's whole run has ~150 ms,
+the line to fix. Only `tomllib`, `packaging` and records: the doctor's whole run has ~150 ms,
 and loading the shipped matrix takes a few of them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from collections.abc import Iterator, Mapping
@@ -21,6 +20,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from envcheck.contracts.errors import MatrixError
+from envcheck.contracts.record import MISSING, fields
 from envcheck.matrix.cache import read_toml
 from envcheck.matrix.crossrows import cross_check
 from envcheck.matrix.fields import Bad, type_name
@@ -189,7 +189,6 @@ def _make(cls: type[T], values: dict[str, Any]) -> T:
 
 @functools.cache
 def _plan(cls: type) -> tuple[tuple[str, ...], frozenset[str]]:
-    fields = dataclasses.fields(cls)
-    missing = dataclasses.MISSING
-    required = {f.name for f in fields if f.default is missing and f.default_factory is missing}
-    return tuple(f.name for f in fields), frozenset(required)
+    found = fields(cls)
+    required = {f.name for f in found if f.default is MISSING and f.default_factory is MISSING}
+    return tuple(f.name for f in found), frozenset(required)

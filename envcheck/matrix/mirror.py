@@ -8,10 +8,10 @@ rollback) names the same URL.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from envcheck.contracts.errors import UsageError
+from envcheck.contracts.record import replace
 from envcheck.matrix.model import Matrix
 
 PADDLE_INDEX = "https://www.paddlepaddle.org.cn"  # Paddle's own index, as the matrix rows cite it
@@ -39,9 +39,7 @@ def on_index(matrix: Matrix, base: str) -> Matrix:
     if base == PADDLE_INDEX:
         return matrix
     old = f"{PADDLE_INDEX}/"
-    return dataclasses.replace(
+    return replace(
         matrix,
-        builds=tuple(
-            dataclasses.replace(b, pip=b.pip.replace(old, f"{base}/")) for b in matrix.builds
-        ),
+        builds=tuple(replace(b, pip=b.pip.replace(old, f"{base}/")) for b in matrix.builds),
     )

@@ -6,14 +6,13 @@ Loaded from `matrix/*.toml` by `envcheck.matrix.load`. Every row cites its sourc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from packaging.version import Version
 
+from envcheck.contracts.record import record
 from envcheck.contracts.versions import parse_dotted, release_of
 
 
-@dataclass(frozen=True)
+@record
 class ToolkitDriver:
     """CUDA toolkit release -> minimum Linux x86_64 driver (full compatibility), NV-RN Table 3."""
 
@@ -24,7 +23,7 @@ class ToolkitDriver:
     confirmed: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class MinorCompat:
     """The floor for running any build of a CUDA major through minor-version compatibility."""
 
@@ -35,7 +34,7 @@ class MinorCompat:
     note: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ArchSet:
     """Real (SASS) architectures a CUDA toolkit can build, e.g. 11.8 -> 35 … 90."""
 
@@ -45,7 +44,7 @@ class ArchSet:
     confirmed: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class GpuModel:
     """A GPU family (matched by name) and its compute capability."""
 
@@ -56,7 +55,7 @@ class GpuModel:
     confirmed: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class PaddleRelease:
     """A Paddle release: its compute capability floor and the Pythons it supports."""
 
@@ -67,7 +66,7 @@ class PaddleRelease:
     confirmed: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class PaddleBuild:
     """One GPU (or CPU) wheel flavour of a Paddle release.
 
@@ -115,7 +114,7 @@ class PaddleBuild:
         return release.min_compute_capability
 
 
-@dataclass(frozen=True)
+@record
 class ImageTag:
     """A Paddle image tag in the registries, with its CUDA and platforms."""
 
@@ -131,7 +130,7 @@ class ImageTag:
     platforms: tuple[str, ...] = ("linux/amd64",)  # "linux/amd64", "linux/arm64"
 
 
-@dataclass(frozen=True)
+@record
 class Arm64Build:
     """What exists for a linux/arm64 GPU: Paddle publishes no arm64 image and no arm64 GPU wheel on
     its indexes; a Jetson wheel exists per JetPack (Paddle#72578), or nothing (`pip` None:
@@ -148,7 +147,7 @@ class Arm64Build:
     pip: str | None = None  # the exact install command; None: no build exists
 
 
-@dataclass(frozen=True)
+@record
 class Defect:
     """A known runtime defect of some images on some drivers: the choice avoids it.
 
@@ -166,7 +165,7 @@ class Defect:
     confirmed: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class Matrix:
     """The whole compatibility matrix, every table of `matrix/*.toml` validated."""
 

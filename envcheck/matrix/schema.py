@@ -4,9 +4,9 @@ a row, the model class a row becomes; and `Row`, one entry as read."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.contracts.record import field, record
 from envcheck.matrix.fields import (
     Check,
     archs,
@@ -35,7 +35,7 @@ from envcheck.matrix.model import (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Field:
     """One field of a table: how its value is checked, and whether it must be given."""
 
@@ -46,13 +46,13 @@ class Field:
 COMMON = {"source": Field(text), "confirmed": Field(boolean), "note": Field(text, False)}
 
 
-@dataclass(frozen=True)
+@record
 class Table:
     """One table of the matrix files: its fields, what names a row, the model it makes."""
 
     own: dict[str, Field]
     ident: tuple[str, ...]  # fields that name a row in messages and must be unique together
-    make: type  # the model dataclass (a dict entry for registries)
+    make: type  # the model record (a dict entry for registries)
 
     @functools.cached_property
     def fields(self) -> dict[str, Field]:
@@ -64,7 +64,7 @@ _DOCKER_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _REPOSITORY = r"[a-z0-9]+([.-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
 
 
-@dataclass(frozen=True)
+@record
 class Registry:
     """One `[[registry]]` entry: a name for an image repository."""
 
@@ -165,7 +165,7 @@ TABLES: dict[str, Table] = {
 REQUIRED_TABLES = ("release", "registry")  # select_image cannot answer without them
 
 
-@dataclass
+@record(frozen=False)
 class Row:
     """A matrix file entry being validated: the keys given, the values that checked out."""
 

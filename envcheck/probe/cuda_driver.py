@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envcheck.contracts.facts import CudaDriverFacts
+from envcheck.contracts.record import field, record, replace
 from envcheck.contracts.versions import VersionParseError, cuda_version_from_int
 from envcheck.probe.cuda_spawn import Child, start_cuda_child
 
@@ -42,7 +42,7 @@ _REASONS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class ChildRun:
     """What the child printed before it exited, crashed or was stopped."""
 

@@ -18,9 +18,9 @@ import os
 import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
 
 from envcheck.contracts.facts import CudaDriverFacts, LibraryCandidate, LibraryFacts, LibraryOrigin
+from envcheck.contracts.record import record, replace
 from envcheck.contracts.versions import (
     VersionParseError,
     cuda_version_from_int,
@@ -32,7 +32,7 @@ CUDA_HOME_DEFAULT = "/usr/local/cuda"
 LDCONFIG = ("/sbin/ldconfig", "/usr/sbin/ldconfig")
 
 
-@dataclass(frozen=True)
+@record
 class LibrarySpec:
     """How to find one CUDA library (its file names, its pip folders) and read its version."""
 

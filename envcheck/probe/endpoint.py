@@ -15,11 +15,11 @@ import json
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from envcheck.contracts.command_env import home
 from envcheck.contracts.errors import UsageError
+from envcheck.contracts.record import record
 from envcheck.digest import sha256
 from envcheck.edges.userfiles import read_regular
 
@@ -28,7 +28,7 @@ _MAX_CLIENT_FILE = 1024 * 1024  # config.json, meta.json: a few KB each
 Source = Literal["DOCKER_HOST", "DOCKER_CONTEXT", "config.json", "rootless", "default"]
 
 
-@dataclass(frozen=True)
+@record
 class Endpoint:
     """The container engine to talk to, and where that choice came from."""
 

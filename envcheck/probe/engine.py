@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import socket
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlparse
 
 from envcheck.contracts.facts import EngineFacts
+from envcheck.contracts.record import replace
 from envcheck.probe.endpoint import Endpoint
 
 _TIMEOUT = 2.0

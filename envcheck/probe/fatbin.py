@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
-from dataclasses import dataclass
 from typing import BinaryIO
+
+from envcheck.contracts.record import record
 
 FATBIN_MAGIC = 0xBA55ED50
 SECTION = b".nv_fatbin"
@@ -35,7 +36,7 @@ class FatbinError(ValueError):
     """Not an ELF64 little-endian file, or a fatbin header that does not parse."""
 
 
-@dataclass(frozen=True)
+@record
 class FatbinArchs:
     """What one library's `.nv_fatbin` holds: entries per arch, SASS and PTX apart."""
 

@@ -20,9 +20,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from envcheck.contracts.errors import UsageError
+from envcheck.contracts.record import record
 
 ASK_TIMEOUT_S = 10.0
 OUTPUT_LIMIT = 1 << 20  # a sys.path is a few KiB; megabytes mean "not what we asked"
@@ -33,7 +33,7 @@ _ASK = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Interpreter:
     """The Python that would train: where its `paddle` is looked up."""
 

@@ -8,11 +8,11 @@ Equivalent to `python -c "import paddle; paddle.version.show()"` without its ~1 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 import re
 
 from envcheck.contracts.facts import FactsError, PaddleFacts, from_dict, to_dict
+from envcheck.contracts.record import replace
 from envcheck.edges.userfiles import read_regular
 from envcheck.probe.interpreter import Interpreter
 
@@ -130,7 +130,7 @@ def with_fatbin_archs(facts: PaddleFacts) -> PaddleFacts:
     if found is None or not found[0] and not found[1]:
         return facts
     sass, ptx = found
-    return dataclasses.replace(facts, fatbin_archs=sass, fatbin_ptx=ptx)
+    return replace(facts, fatbin_archs=sass, fatbin_ptx=ptx)
 
 
 def validated(facts: PaddleFacts, version_file: str) -> PaddleFacts:

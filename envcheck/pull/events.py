@@ -13,9 +13,9 @@ Pure: no I/O, so the rules are tested on recorded events.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from envcheck.contracts.record import record
 from envcheck.image.reference import short_id
 
 Phase = Literal[
@@ -35,7 +35,7 @@ _PHASES: dict[str, Phase] = {
 }
 
 
-@dataclass
+@record(frozen=False)
 class LayerProgress:
     id: str  # the engine's short id: the first 12 hex of the compressed layer's digest
     size: int | None = None  # compressed bytes (from the registry's manifest, else the engine)

@@ -4,9 +4,9 @@ matrix's pin, the tags it knows for "tags nearby") and the result. Pure: no I/O.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from envcheck.contracts.record import record
 from envcheck.image.reference import Reference, parse_reference
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 ConfigSource = Literal["registry", "local image"]
 
 
-@dataclass(frozen=True)
+@record
 class PullPlan:
     requested: Reference
     mirrors: tuple[Reference, ...] = ()  # the same tag on the other registries, in order
@@ -27,7 +27,7 @@ class PullPlan:
         return (self.requested, *self.mirrors)
 
 
-@dataclass(frozen=True)
+@record
 class PullResult:
     reference: str  # as pulled, on the registry that served it
     requested: str

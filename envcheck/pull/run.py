@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 from envcheck.contracts.errors import EnvcheckError
+from envcheck.contracts.record import field, record, replace
 from envcheck.engine.docker_adapter import (
     PullFailed,
     inspect_distribution,
@@ -46,7 +46,7 @@ T = TypeVar("T")
 ImageCheck = Callable[[RemoteImage], None]  # raises ImageRefused when the host cannot run it
 
 
-@dataclass(frozen=True)
+@record
 class RetryPolicy:
     """Tries per registry, for the engine's registry read and for the pull each; delays 1, 2, 4… s.
     `request_deadline`: how long one registry request (the engine's read, or one of envcheck's
@@ -61,8 +61,11 @@ class RetryPolicy:
         return min(self.cap, self.base * 2.0 ** (attempt - 1))
 
 
+DEFAULT_RETRY = RetryPolicy()
+
+
 # -- pulling ----------------------------------------------------------------------------------------
-@dataclass
+@record(frozen=False)
 class _Run:
     client: Any
     display: PullDisplay
@@ -83,7 +86,7 @@ def pull_image(
     client: Any,
     display: PullDisplay | None = None,
     check: ImageCheck | None = None,
-    retry: RetryPolicy = RetryPolicy(),
+    retry: RetryPolicy = DEFAULT_RETRY,
     platform: Platform | None = None,
     sleep: Callable[[float], None] = time.sleep,
     variables: Mapping[str, str] = MappingProxyType({}),

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.contracts.record import field, record
 from envcheck.image.platforms import Platform
 from envcheck.image.reference import Reference
 from envcheck.registry.errors import RegistryError
@@ -27,7 +27,7 @@ INDEX_TYPES = (DOCKER_LIST, OCI_INDEX)
 ACCEPT = f"{OCI_INDEX}, {DOCKER_LIST}, {OCI_MANIFEST}, {DOCKER_MANIFEST}"
 
 
-@dataclass(frozen=True)
+@record
 class RemoteImage:
     """One tag as the registry describes it."""
 

@@ -21,13 +21,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from typing import Any
+
+from envcheck.contracts.record import record
 
 MAX_DOCUMENT = 4 << 20  # manifests and configs are small: refuse to buffer anything bigger
 
 
-@dataclass(frozen=True)
+@record
 class Response:
     status: int
     headers: Mapping[str, str]  # names in lower case

@@ -10,7 +10,6 @@ process at all.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem
 from envcheck.contracts.facts import HostFacts
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.record import replace
 from envcheck.edges import activity
 from envcheck.engine.docker_adapter import GpuRequestRefused
 from envcheck.smoke.options import SmokeOptions

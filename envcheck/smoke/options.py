@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
+
+from envcheck.contracts.record import field, record
 
 if TYPE_CHECKING:
     from envcheck.matrix.model import Matrix
     from envcheck.probe.endpoint import Endpoint
 
 
-@dataclass(frozen=True)
+@record
 class SmokeOptions:
     image: str | None = None  # --image REF (else the doctor's choice)
     in_process: bool = False  # --in-process: a subprocess of the target Python, no container

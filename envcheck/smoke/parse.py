@@ -14,9 +14,9 @@ import math
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
+from envcheck.contracts.record import field, record
 from envcheck.smoke.workload.protocol import (
     SCHEMA,
     PaddleBuild,
@@ -84,7 +84,7 @@ class OutputCollector:
         )
 
 
-@dataclass(frozen=True)
+@record
 class RawRun:
     """One execution of the workload, as the host saw it (before any judging)."""
 

@@ -7,11 +7,11 @@ Pure: planning never probes, so the unit tests plan for saved hosts without an e
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
 from typing import Literal
 
 from envcheck.contracts.facts import HostFacts, unlisted_gpus, usable_gpus
 from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.record import record, replace
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
 from envcheck.smoke.verdict.witness import NvmlSummary
@@ -22,7 +22,7 @@ Mode = Literal["container", "in-process", "not-run"]
 FallbackKind = Literal["no-engine", "no-image", "image-unavailable"]
 
 
-@dataclass(frozen=True)
+@record
 class Fallback:
     """Why the smoke is not the container run the doctor wanted: `kind` decides (the fix),
     `reason` tells (the message)."""
@@ -32,7 +32,7 @@ class Fallback:
     detail: str | None = None  # the whole error, for --explain and --json (issue 21.11)
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """Where and how the smoke runs, decided before anything runs."""
 
@@ -52,7 +52,7 @@ class Plan:
     engine_fix: str | None = None  # how to reach the engine, when it could not be reached
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     raw: RawRun
     result: SmokeResult | None  # the validated JSON line, None if there is none

@@ -12,9 +12,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
+from envcheck.contracts.record import record
 from envcheck.contracts.versions import (
     VersionParseError,
     parse_compute_capability,
@@ -26,7 +26,7 @@ from envcheck.matrix.model import Defect, ImageTag, Matrix
 SupportLevel = Literal["full", "minor-compat", "none"]
 
 
-@dataclass(frozen=True)
+@record
 class DriverSupport:
     """How well a driver runs a CUDA build, and the drivers that would run it fully or at all."""
 

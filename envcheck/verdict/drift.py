@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,6 +24,7 @@ from envcheck import __version__
 from envcheck.contracts.facts import FactsError, HostFacts, host_from_document
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.host_report import SCHEMA_VERSION, Report
+from envcheck.contracts.record import record
 from envcheck.contracts.saved_report import object_field, report_time
 from envcheck.verdict.fixes import RELOAD_MODULE
 
@@ -34,7 +34,7 @@ BASELINE_VERSION = 1
 REBASELINE = "once the new state is validated, re-run with --save-baseline FILE to accept it"
 
 
-@dataclass(frozen=True)
+@record
 class Fact:
     key: str  # the `drift.<key>` id and the key in the baseline's `facts`
     label: str  # "driver version was X, now Y"

@@ -7,11 +7,11 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import pairwise
 
 from envcheck.contracts.facts import EngineFacts, HostFacts
 from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.record import record
 
 NVIDIA_RUNTIME_FIX = (
     "install the NVIDIA Container Toolkit and register it with Docker: "
@@ -50,7 +50,7 @@ _VALUE_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--f
 UNKNOWN_PYTHON = "python3"
 
 
-@dataclass(frozen=True)
+@record
 class PipInstall:
     """One pinned install into the judged interpreter, what conflicts with it removed first:
     `/venv/bin/python -m pip uninstall -y paddlepaddle && /venv/bin/python -m pip install

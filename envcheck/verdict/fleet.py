@@ -10,12 +10,12 @@ of many hosts make one group, one line of the dashboard.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.contracts.facts import HostFacts, MachineFacts
 from envcheck.contracts.findings import LAYERS, Finding, Severity, fail
 from envcheck.contracts.host_report import SCHEMA_VERSION, VERDICTS, Report, Verdict
+from envcheck.contracts.record import field, record
 from envcheck.contracts.saved_report import HostReport, SavedReport, parse_report
 from envcheck.verdict.fixes import UNREPORTED_HOST_FIX
 from envcheck.verdict.proof import proven_gpus
@@ -23,14 +23,14 @@ from envcheck.verdict.proof import proven_gpus
 LAYER_ORDER = tuple(name for name, _ in LAYERS)  # the doctor's own layer order
 
 
-@dataclass(frozen=True)
+@record
 class Duplicate:
     hostname: str
     kept: str
     ignored: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class ProblemGroup:
     """Hosts that failed (or warned on) the same check with the same fix: one line of the fleet
     dashboard (`12 hosts: driver.version-mismatch → reboot …`), not twelve."""
@@ -42,7 +42,7 @@ class ProblemGroup:
     message: str  # the first host's, as an example: messages carry per-host values
 
 
-@dataclass(frozen=True)
+@record
 class FleetSummary:
     hosts: tuple[HostReport, ...]  # one per host, sorted by hostname
     duplicates: tuple[Duplicate, ...] = ()

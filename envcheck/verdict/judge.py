@@ -8,11 +8,11 @@ than guessing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from envcheck.contracts.facts import GpuFacts, HostFacts, unlisted_gpus, usable_gpus
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.record import record
 from envcheck.matrix.model import Matrix
 from envcheck.verdict.fixes import NO_GPU_BUILD_YET, command, paddle_install, replace_cpu_build
 from envcheck.verdict.one_plan import settle
@@ -25,7 +25,7 @@ from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
 from envcheck.verdict.rules.paddle import check_paddle
 
 
-@dataclass(frozen=True)
+@record
 class Context:
     """What every rule reads: the host, the matrix, the chosen image and the command's asks."""
 

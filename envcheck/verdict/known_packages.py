@@ -4,15 +4,16 @@ recorded in known_packages.toml by `scripts/refresh_packages.py` (run by hand, d
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck.contracts.record import record
+
 FILE = Path(__file__).with_name("known_packages.toml")
 
 
-@dataclass(frozen=True)
+@record
 class KnownPackages:
     """The package versions that exist (PyPI and Paddle's indexes), to pin only real ones."""
 

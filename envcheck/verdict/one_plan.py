@@ -5,11 +5,11 @@ cuDNN 8 wheel while `paddle.arch-missing`, the cause, offered Paddle 3.3.1). Pur
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from collections.abc import Iterable
 
 from envcheck.contracts.findings import Finding
+from envcheck.contracts.record import replace
 from envcheck.verdict.fixes import PADDLE_DISTRIBUTIONS, and_list, commands_in
 
 # The causes whose fix replaces the build, most fundamental first: what is installed at all,
@@ -39,9 +39,7 @@ def settle(findings: Iterable[Finding]) -> list[Finding]:
     root = _root(found)
     if root is None:
         return found
-    return [
-        dataclasses.replace(f, fix=resolved_by(root.id)) if _subsumed(f, root) else f for f in found
-    ]
+    return [replace(f, fix=resolved_by(root.id)) if _subsumed(f, root) else f for f in found]
 
 
 def _root(findings: list[Finding]) -> Finding | None:

@@ -5,15 +5,15 @@ from facts that cannot show it. Pure."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from envcheck.contracts.findings import Finding
+from envcheck.contracts.record import record
 from envcheck.contracts.saved_report import findings_of, object_field
 from envcheck.verdict.proof import PROOF_WORDS, Proof
 
 
-@dataclass(frozen=True)
+@record
 class RecordedSmoke:
     findings: tuple[Finding, ...]  # the smoke layer's findings as recorded
     smoke: dict[str, Any] | None  # the recorded `smoke` document

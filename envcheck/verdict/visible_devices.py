@@ -11,12 +11,12 @@ driver API answered, its device count is the truth and this reading only explain
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from envcheck.contracts.facts import GpuFacts
+from envcheck.contracts.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Visibility:
     """How many GPUs a CUDA_VISIBLE_DEVICES value leaves CUDA, and where it stops."""
 

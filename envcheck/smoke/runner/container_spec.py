@@ -14,10 +14,10 @@ import os
 import socket
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from envcheck.contracts.record import asdict, field, record
 from envcheck.engine.docker_adapter import LABEL
 from envcheck.smoke.runner import ownership
 from envcheck.smoke.runner.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
@@ -27,7 +27,7 @@ SCRIPT_TARGET = "/envcheck/workload.py"
 SWEEP_GRACE_S = 30.0  # past the smoke's timeout, before its owner stops waiting for it
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """Resource bounds. Memory is generous: a CUDA process maps GBs of cuDNN/cuBLAS."""
 
@@ -38,7 +38,7 @@ class Limits:
     user: str = "1000:1000"
 
 
-@dataclass(frozen=True)
+@record
 class ContainerSpec:
     image: str  # what the engine creates from: a reference, or the id of the image checked
     args: tuple[str, ...]  # the workload's arguments

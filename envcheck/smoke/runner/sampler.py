@@ -20,10 +20,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
+from envcheck.contracts.record import field, record
 from envcheck.smoke.verdict.witness import GpuSummary, NvmlSummary
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 DEFAULT_INTERVAL = 0.05  # the GPU part of a smoke lasts well under a second on a real GPU
 
 
-@dataclass
+@record(frozen=False)
 class GpuTrace:
     """What NVML saw on one GPU during the run."""
 

@@ -9,9 +9,9 @@ H100, docs/facts/real-gpu-host.md), so memory alone proves a context, not traini
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypedDict
 
+from envcheck.contracts.record import asdict, record
 from envcheck.smoke.workload.protocol import TrainWindow
 
 # NVML's utilisation is the share of the last sample period (1/6 s to 1 s, by product) in which
@@ -55,7 +55,7 @@ _BEST_FIRST: tuple[State, ...] = ("busy", "idle", "unknown", "unseen", "no-sampl
 CLOCK_SLACK_S = 1.0
 
 
-@dataclass(frozen=True)
+@record
 class Witness:
     """NVML's evidence for one run, inside its training window."""
 
