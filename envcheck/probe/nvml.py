@@ -1,8 +1,8 @@
 """The NVIDIA driver and its GPUs as NVML reports them: the one adapter for `pynvml`.
 
 Every `pynvml.NVMLError` is translated here into a fact with a status: no NVML library means
-"no driver" (`absent`, found before pynvml is imported); any other failure is `error`, with the NVML constant name in `error` and
-plain words in `reason` (the way nvitop explains them:
+"no driver" (`absent`, found before pynvml is imported); any other failure is `error`, with the
+NVML constant name in `error` and plain words in `reason` (the way nvitop explains them:
 https://github.com/XuehaiPan/nvitop/blob/main/nvitop/api/libnvml.py). Nothing here raises.
 
 NVML reference: https://docs.nvidia.com/deploy/nvml-api/
