@@ -185,6 +185,15 @@ def static_tier_modules(env: dict[str, str], tmp_path: Path, cuda: str = "ok") -
     return loaded
 
 
+def test_a_doctor_without_a_driver_never_imports_pynvml(
+    host_env: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """#27.1: no libnvidia-ml, no pynvml (~15 ms and ~2 MB of a driverless doctor, measured by
+    bench/bench_doctor.py --host none): the NVML probe loads the library first."""
+    loaded = static_tier_modules(host_env("no-driver"), tmp_path, cuda="absent")
+    assert "envcheck.probe.nvml" in loaded and "pynvml" not in loaded
+
+
 def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
@@ -196,15 +205,6 @@ def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     assert "envcheck.verdict.judge" in loaded and "pynvml" in loaded
     assert [m for m in loaded if m.split(".")[0] in NOT_STATIC] == []
     assert [m for m in loaded if m.startswith(NOT_STATIC_ENVCHECK)] == []
-
-
-def test_a_doctor_without_a_driver_never_imports_pynvml(
-    host_env: Callable[[str], dict[str, str]], tmp_path: Path
-) -> None:
-    """#27.1: no libnvidia-ml, no pynvml (~15 ms and ~2 MB of a driverless doctor, measured by
-    bench/bench_doctor.py --host none): the NVML probe loads the library first."""
-    loaded = static_tier_modules(host_env("no-driver"), tmp_path, cuda="absent")
-    assert "envcheck.probe.nvml" in loaded and "pynvml" not in loaded
 
 
 def test_every_dataclass_of_the_static_tier_has_its_own_docstring(
