@@ -188,7 +188,7 @@ def static_tier_modules(env: dict[str, str], tmp_path: Path, cuda: str = "ok") -
 def test_a_doctor_without_a_driver_never_imports_pynvml(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
-    """#27.1: no libnvidia-ml, no pynvml (~15 ms and ~2 MB of a driverless doctor, measured by
+    """#27.1: no libnvidia-ml, no pynvml (~10 ms and ~2 MB of a driverless doctor, measured by
     bench/bench_doctor.py --host none): the NVML probe loads the library first."""
     loaded = static_tier_modules(host_env("no-driver"), tmp_path, cuda="absent")
     assert "envcheck.probe.nvml" in loaded and "pynvml" not in loaded

@@ -71,12 +71,12 @@ def probe_driver(env: Mapping[str, str]) -> tuple[DriverFacts, tuple[GpuFacts, .
     the command's variables (ENVCHECK_DRIVER_ROOT)."""
     kernel_module = read_kernel_module_version(proc_driver_version(env))
     if find_spec("pynvml") is not None and not load_nvml_library(env):
-        # No driver: nvmlInit's answer, without importing pynvml (~15 ms, ~2 MB; issue #27). A
+        # No driver: nvmlInit's answer, without importing pynvml (~10 ms, ~2 MB; issue #27). A
         # pynvml that is not installed is still reported, driver or not: that is the install's
         # fault, which the first driver installed here would meet.
         return _unusable(_NOT_FOUND, _REASONS[_NOT_FOUND], kernel_module, env, library=None), ()
     try:
-        import pynvml  # deferred: ~15 ms, only needed here
+        import pynvml  # deferred: ~10 ms, only needed here
     except ImportError as e:
         reason = f"nvidia-ml-py (pynvml) cannot be imported: {e}. Reinstall envcheck."
         return DriverFacts(status="error", error="pynvml-missing", reason=reason), ()
