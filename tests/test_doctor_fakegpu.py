@@ -189,9 +189,11 @@ def test_a_doctor_without_a_driver_never_imports_pynvml(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
     """#27.1: no libnvidia-ml, no pynvml (~10 ms and ~2 MB of a driverless doctor, measured by
-    bench/bench_doctor.py --host none): the NVML probe loads the library first."""
+    bench/bench_doctor.py --host none): the NVML probe loads the library first. Nor `tempfile`
+    (with `random`, ~1.5 ms), which only writes a report file (#27.2)."""
     loaded = static_tier_modules(host_env("no-driver"), tmp_path, cuda="absent")
-    assert "envcheck.probe.nvml" in loaded and "pynvml" not in loaded
+    assert "envcheck.probe.nvml" in loaded and "envcheck.edges.userfiles" in loaded
+    assert [m for m in ("pynvml", "ctypes.util", "tempfile", "random") if m in loaded] == []
 
 
 def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
