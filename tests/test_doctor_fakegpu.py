@@ -169,8 +169,9 @@ NOT_STATIC_ENVCHECK = (
 )
 
 
-def static_tier_modules(env: dict[str, str], tmp_path: Path) -> list[str]:
-    """The modules a `doctor --no-smoke --json` on `env` (a GPU host: it judged one) imported."""
+def static_tier_modules(env: dict[str, str], tmp_path: Path, cuda: str = "ok") -> list[str]:
+    """The modules a `doctor --no-smoke --json` on `env` imported; `cuda`: the CUDA driver's
+    status it found (by default a GPU host's)."""
     modules = tmp_path / "modules.json"
     run = subprocess.run(
         [sys.executable, "-c", STATIC_TIER, str(modules)],
@@ -181,9 +182,20 @@ def static_tier_modules(env: dict[str, str], tmp_path: Path) -> list[str]:
         check=False,
     )
     assert "Traceback" not in run.stderr, run.stderr
-    assert json.loads(run.stdout)["host"]["cuda_driver"]["status"] == "ok"  # it judged a GPU host
+    assert json.loads(run.stdout)["host"]["cuda_driver"]["status"] == cuda  # it judged that host
     loaded: list[str] = json.loads(modules.read_text())
     return loaded
+
+
+def test_a_doctor_without_a_driver_never_imports_pynvml(
+    host_env: Callable[[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """#27.1: no libnvidia-ml, no pynvml (~10 ms and ~2 MB of a driverless doctor, measured by
+    bench/bench_doctor.py --host none): the NVML probe loads the library first. Nor `tempfile`
+    (with `random`, ~1.5 ms), which only writes a report file (#27.2)."""
+    loaded = static_tier_modules(host_env("no-driver"), tmp_path, cuda="absent")
+    assert "envcheck.probe.nvml" in loaded and "envcheck.edges.userfiles" in loaded
+    assert [m for m in ("pynvml", "ctypes.util", "tempfile", "random") if m in loaded] == []
 
 
 def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(

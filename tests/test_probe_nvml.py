@@ -269,21 +269,55 @@ def test_the_driver_root_library_is_the_one_that_answers(
     assert driver["library"].startswith(str(Path(a100["ENVCHECK_DRIVER_ROOT"]).parent))
 
 
-@pytest.mark.parametrize(
-    ("module_text", "error"),
-    [
-        ("raise ImportError('broken install')\n", "pynvml-missing"),
-        ("def nvmlInit():\n    pass\n", "pynvml-corrupted"),
-    ],
-    ids=["unimportable", "shadowed-by-another-pynvml"],
-)
-def test_a_broken_pynvml_is_an_error_fact_not_a_crash(
-    tmp_path: Path, module_text: str, error: str
-) -> None:
+BROKEN_PYNVML = [
+    ("raise ImportError('broken install')\n", "pynvml-missing"),
+    ("def nvmlInit():\n    pass\n", "pynvml-corrupted"),
+]
+BROKEN_PYNVML_IDS = ["unimportable", "shadowed-by-another-pynvml"]
+
+
+def _with_pynvml(tmp_path: Path, module_text: str, host: dict[str, str]) -> dict[str, str]:
+    """`host`'s variables with a `pynvml` module of `module_text` ahead of the installed one."""
     (tmp_path / "pynvml.py").write_text(module_text)
-    facts = _probe_driver_in({"PYTHONPATH": str(tmp_path)})
+    path = [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**host, "PYTHONPATH": os.pathsep.join(path)}
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize(("module_text", "error"), BROKEN_PYNVML, ids=BROKEN_PYNVML_IDS)
+def test_a_broken_pynvml_is_an_error_fact_not_a_crash(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path, module_text: str, error: str
+) -> None:
+    """On a host with a driver, where the probe needs pynvml."""
+    facts = _probe_driver_in(_with_pynvml(tmp_path, module_text, fake_nvidia("a100x2-535")))
     assert (facts["driver"]["status"], facts["driver"]["error"]) == ("error", error)
     assert "nvidia-ml-py" in facts["driver"]["reason"]
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize("module_text", [text for text, _ in BROKEN_PYNVML], ids=BROKEN_PYNVML_IDS)
+def test_without_a_driver_pynvml_is_never_imported(
+    fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path, module_text: str
+) -> None:
+    """#27.1: no libnvidia-ml to load, so no pynvml to import (~10 ms, ~2 MB): the answer is the
+    one nvmlInit gives, and a broken pynvml, never imported, changes nothing."""
+    facts = _probe_driver_in(_with_pynvml(tmp_path, module_text, fake_nvidia("no-driver")))
+    assert (facts["driver"]["status"], facts["driver"]["error"]) == (
+        "absent",
+        "NVML_ERROR_LIBRARY_NOT_FOUND",
+    )
+    assert facts["driver"]["reason"].startswith("No NVIDIA driver is installed")
+
+
+def test_a_missing_pynvml_is_reported_even_without_a_driver(
+    no_driver: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An envcheck installed without nvidia-ml-py is the install's fault, which the first driver
+    installed here would meet: reported on a driverless host too, rather than `absent`."""
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # `import pynvml` raises ImportError
+    driver, gpus = nvml.probe_driver(os.environ)
+    assert (driver.status, driver.error, gpus) == ("error", "pynvml-missing", ())
+    assert "Reinstall envcheck" in (driver.reason or "")
 
 
 # Pure helpers ---------------------------------------------------------------------------------

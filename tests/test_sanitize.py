@@ -8,6 +8,7 @@ plain and rich reports, Markdown, JUnit, the annotations and the fleet table as 
 from __future__ import annotations
 
 import io
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -19,6 +20,7 @@ from envcheck.contracts.findings import fail, warn
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import replace
 from envcheck.contracts.saved_report import SavedReport
+from envcheck.render import sanitize
 from envcheck.render.annotations import fleet_annotations, github_annotations
 from envcheck.render.junit import junit_xml
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
@@ -135,6 +137,16 @@ def _saved(report: Report) -> SavedReport:
 )
 def test_visible(raw: str, shown: str) -> None:
     assert visible(raw) == shown
+
+
+def test_every_unsafe_character_is_escaped_even_alone() -> None:
+    """`visible()` returns a printable value as it is, without its regexes (#27): right only
+    while every character they escape is one `str.isprintable` refuses."""
+    unsafe = sanitize._unsafe(keep_lines=False)
+    chars = [chr(c) for c in range(sys.maxunicode + 1) if unsafe.match(chr(c))]
+    assert len(chars) > 2048  # the surrogates alone
+    assert [hex(ord(c)) for c in chars if visible(c) == c] == []
+    assert [hex(ord(c)) for c in chars if visible(c, keep_lines=True) == c] == [hex(ord("\n"))]
 
 
 @settings(max_examples=300, deadline=None)

@@ -27,7 +27,6 @@ import errno
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -195,6 +194,8 @@ def _write_in_place(path: str, text: str, info: os.stat_result) -> None:
 
 
 def _write_atomically(target: Path, text: str) -> None:
+    import tempfile  # only for a report file: `doctor --json` writes none (~2 ms, #27)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with open(fd, "w", encoding="utf-8", newline="\n") as f:

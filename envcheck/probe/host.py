@@ -90,10 +90,11 @@ class HostProbe:
         if self._nvml is None:
             from envcheck.probe import _cuda_child, nvml  # noqa: F401 - see the class
 
-            try:
-                import pynvml  # noqa: F401 - a broken one is the NVML probe's to report
-            except ImportError:
-                pass
+            if nvml.load_nvml_library(self.env):  # no driver: the probe never imports pynvml
+                try:
+                    import pynvml  # noqa: F401 - a broken one is the NVML probe's to report
+                except ImportError:
+                    pass
             self._nvml = _Task("nvml", lambda: nvml.probe_driver(self.env))
         return self
 

@@ -1,8 +1,8 @@
 """The NVIDIA driver and its GPUs as NVML reports them: the one adapter for `pynvml`.
 
 Every `pynvml.NVMLError` is translated here into a fact with a status: no NVML library means
-"no driver" (`absent`); any other failure is `error`, with the NVML constant name in `error` and
-plain words in `reason` (the way nvitop explains them:
+"no driver" (`absent`, found before pynvml is imported); any other failure is `error`, with the
+NVML constant name in `error` and plain words in `reason` (the way nvitop explains them:
 https://github.com/XuehaiPan/nvitop/blob/main/nvitop/api/libnvml.py). Nothing here raises.
 
 NVML reference: https://docs.nvidia.com/deploy/nvml-api/
@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import re
 from collections.abc import Callable, Mapping
+from importlib.util import find_spec
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -26,11 +27,12 @@ from envcheck.probe.driver_root import NVML_SONAME, driver_library, proc_driver_
 from envcheck.probe.pci import probe_nvidia_gpus
 
 T = TypeVar("T")
+_NOT_FOUND = "NVML_ERROR_LIBRARY_NOT_FOUND"  # no libnvidia-ml: no driver installed
 
 # Plain words for the NVML errors a user can act on. Driver/library mismatch is the classic
 # "upgraded the driver, did not reboot": https://github.com/oddmario/NVIDIA-Ubuntu-Driver-Guide/issues/4
 _REASONS: dict[str, str] = {
-    "NVML_ERROR_LIBRARY_NOT_FOUND": (
+    _NOT_FOUND: (
         "No NVIDIA driver is installed: libnvidia-ml.so.1 (NVML, shipped with the driver) is not"
         " on the loader path. A CUDA toolkit alone does not provide it."
     ),
@@ -68,8 +70,13 @@ def probe_driver(env: Mapping[str, str]) -> tuple[DriverFacts, tuple[GpuFacts, .
     mig.mode.current --format=csv` plus the "CUDA Version" of the `nvidia-smi` header. `env`:
     the command's variables (ENVCHECK_DRIVER_ROOT)."""
     kernel_module = read_kernel_module_version(proc_driver_version(env))
+    if find_spec("pynvml") is not None and not load_nvml_library(env):
+        # No driver: nvmlInit's answer, without importing pynvml (~10 ms, ~2 MB; issue #27). A
+        # pynvml that is not installed is still reported, driver or not: that is the install's
+        # fault, which the first driver installed here would meet.
+        return _unusable(_NOT_FOUND, _REASONS[_NOT_FOUND], kernel_module, env, library=None), ()
     try:
-        import pynvml  # deferred: ~50 ms, only needed here
+        import pynvml  # deferred: ~10 ms, only needed here
     except ImportError as e:
         reason = f"nvidia-ml-py (pynvml) cannot be imported: {e}. Reinstall envcheck."
         return DriverFacts(status="error", error="pynvml-missing", reason=reason), ()
@@ -92,20 +99,27 @@ def probe_driver(env: Mapping[str, str]) -> tuple[DriverFacts, tuple[GpuFacts, .
 
 
 def init_nvml(nvml: ModuleType, env: Mapping[str, str]) -> None:
-    """`nvmlInit` on the driver's libnvidia-ml.so.1: the one the loader finds, or the one under
-    ENVCHECK_DRIVER_ROOT (envcheck/probe/driver_root.py). Raises `NVMLError` as nvmlInit does.
-
-    Under a root the file is loaded by its path first; glibc then answers pynvml's own
-    `dlopen("libnvidia-ml.so.1")` with that copy (a requested name matches the soname of an
-    object already loaded), so the loader cache's copy is never reached.
-    """
-    path = driver_library(NVML_SONAME, env)
-    if path is not None:
-        try:
-            ctypes.CDLL(path)
-        except OSError:
-            raise nvml.NVMLError(nvml.NVML_ERROR_LIBRARY_NOT_FOUND) from None
+    """`nvmlInit` on the driver's libnvidia-ml.so.1 (`load_nvml_library`). Raises `NVMLError` as
+    nvmlInit does."""
+    if not load_nvml_library(env):
+        raise nvml.NVMLError(nvml.NVML_ERROR_LIBRARY_NOT_FOUND)
     nvml.nvmlInit()
+
+
+def load_nvml_library(env: Mapping[str, str]) -> bool:
+    """Load the driver's libnvidia-ml.so.1: the one the loader finds, or the one under
+    ENVCHECK_DRIVER_ROOT (envcheck/probe/driver_root.py). False: there is none (no driver), where
+    nvmlInit fails with NVML_ERROR_LIBRARY_NOT_FOUND.
+
+    Without a root this is pynvml's own `dlopen("libnvidia-ml.so.1")`. Under a root the file is
+    loaded by its path; glibc then answers pynvml's dlopen with that copy (a requested name
+    matches the soname of an object already loaded), so the loader cache's copy is never reached.
+    """
+    try:
+        ctypes.CDLL(driver_library(NVML_SONAME, env) or NVML_SONAME)
+    except OSError:
+        return False
+    return True
 
 
 def read_kernel_module_version(path: str) -> str | None:
@@ -229,10 +243,20 @@ def _failed(
 ) -> DriverFacts:
     name = error_name(nvml, error)
     template = _REASONS.get(name, f"NVML failed: {error} ({name}).")
+    return _unusable(name, template, kernel_module, env, _library_path(nvml))
+
+
+def _unusable(
+    name: str,
+    template: str,
+    kernel_module: str | None,
+    env: Mapping[str, str],
+    library: str | None,
+) -> DriverFacts:
+    """The facts of a driver NVML cannot read: error `name`, `template`'s words."""
     module = f" (kernel module {kernel_module})" if kernel_module else ""
-    library = _library_path(nvml)
     return DriverFacts(
-        status="absent" if name == "NVML_ERROR_LIBRARY_NOT_FOUND" else "error",
+        status="absent" if name == _NOT_FOUND else "error",
         # With a mismatch NVML cannot say its version; the library's file name still can.
         version=_version_from_library_name(library),
         kernel_module=kernel_module,

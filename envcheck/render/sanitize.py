@@ -18,15 +18,21 @@ starts with `::`). Every renderer passes such values through `visible()` once, a
 from __future__ import annotations
 
 import re
+from functools import cache
 
 # C0 (but TAB/LF/CR are named below), DEL, C1, lone surrogates, bidi embeddings/overrides/isolates,
-# LINE SEPARATOR and PARAGRAPH SEPARATOR, BOM/ZWNBSP and the XML-illegal noncharacters.
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff\ufffe\uffff]"
-)
-_UNSAFE_KEEP_LINES = re.compile(_UNSAFE.pattern.replace("\x00-\x1f", "\x00-\x09\x0b-\x1f"))
+# LINE SEPARATOR and PARAGRAPH SEPARATOR, BOM/ZWNBSP and the XML-illegal noncharacters: none of
+# them is printable (`str.isprintable`), which is what lets `visible()` pass a plain value as it is.
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff\ufffe\uffff]"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _COMMAND_LINE = re.compile(r"^(\s*)::", re.MULTILINE)
+
+
+@cache
+def _unsafe(keep_lines: bool) -> re.Pattern[str]:
+    """Compiled on first use: ~1 ms for the two (a class beyond Latin-1 builds a 64K-entry map),
+    which a doctor whose every value is plain text never pays (#27)."""
+    return re.compile(_UNSAFE.replace("\x00-\x1f", "\x00-\x09\x0b-\x1f") if keep_lines else _UNSAFE)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -40,10 +46,11 @@ def _escape(match: re.Match[str]) -> str:
 def visible(text: object, *, keep_lines: bool = False) -> str:
     """`text` as one safe line (or, with keep_lines, safe lines) of printable characters."""
     value = text if isinstance(text, str) else str(text)
+    if value.isprintable() and "::" not in value:
+        return value  # nothing to escape: no unsafe character, no line, no command
     if keep_lines:
         value = value.replace("\r\n", "\n")
-        return _COMMAND_LINE.sub(r"\1\\x3a:", _UNSAFE_KEEP_LINES.sub(_escape, value))
-    return _COMMAND_LINE.sub(r"\1\\x3a:", _UNSAFE.sub(_escape, value))
+    return _COMMAND_LINE.sub(r"\1\\x3a:", _unsafe(keep_lines).sub(_escape, value))
 
 
 def rich_safe(text: object, *, keep_lines: bool = False) -> str:
