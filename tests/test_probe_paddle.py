@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envcheck.probe.interpreter import Interpreter, current_interpreter, resolve_interpreter
-from envcheck.probe.paddle_build import parse_version_file, probe_paddle
+from envcheck.probe.paddle_build import literal, parse_version_file, probe_paddle
 
 # Exact head of paddle/version/__init__.py in the PyPI paddlepaddle 3.3.1 CPU wheel (compat_facts §6b, W-331).
 VERSION_331_CPU = """\
@@ -147,6 +150,46 @@ def test_garbled_version_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
 def test_parse_ignores_code_after_the_literals() -> None:
     values = parse_version_file(VERSION_331_CPU + "\nx = os.system('boom')\n")
     assert values["full_version"] == "3.3.1" and "x" not in values
+
+
+# What write_version_py() assigns, as repr() writes it (lists of arch strings in 2.x, of ints in 3.x)
+LITERALS = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(),
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner)),
+    max_leaves=8,
+)
+
+
+@given(LITERALS)
+def test_literals_read_as_ast_literal_eval_reads_them(value: object) -> None:
+    """The version file's values without `ast` (#27.4): the same value literal_eval gives."""
+    source = repr(value)
+    assert literal(source) == ast.literal_eval(source) == value
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "os.system('boom')",
+        "__import__('os').getcwd()",
+        "[1] * 10",
+        "cuda_version",
+        "{'a': 1}",
+        "-'x'",
+        "b'bytes'",
+        "lambda: 0",
+        "f'{1}'",
+    ],
+)
+def test_anything_but_a_literal_is_refused_unrun(source: str) -> None:
+    with pytest.raises(ValueError, match="not a literal"):
+        literal(source)
 
 
 def test_the_real_cpu_wheel_matches_paddles_own_answer() -> None:
