@@ -10,7 +10,8 @@ Targets (issue 27): wall <= 1.3x the floor with a GPU, <= 0.1 s without one; pea
 
 Where it runs (--host):
   auto  a real NVIDIA driver when this machine has one (/proc/driver/nvidia/version), else fake
-  real  this machine's driver, as it is (run it unchanged on a real GPU host)
+  real  this machine's driver, as it is (run it unchanged on a real GPU host; on a machine
+        without one, the doctor alone, against the 0.1 s target)
   fake  the C-ABI fake libraries of tests/fakenv (gcc builds them) on --profile, whose cuInit
         and nvmlInit take the profile's latencies (the lent H100's: 0.2 s and <= 0.1 s)
   none  no driver: ENVCHECK_DRIVER_ROOT is an empty folder, even on a GPU host
@@ -177,8 +178,19 @@ def main() -> int:
         cmds = commands(args.peers, args.baseline)
         if host == "none":
             del cmds["floor"]  # no libcuda to call
+        elif host == "real" and not floor_runs(cmds["floor"], env):
+            print(
+                "this machine's libcuda.so.1 does not answer cuInit: no floor; measured as a"
+                " host without a driver"
+            )
+            del cmds["floor"]
         report(measure(cmds, env, args.rounds), host, args)
     return 0
+
+
+def floor_runs(argv: list[str], env: dict[str, str]) -> bool:
+    """The floor's `cuInit` succeeds here (a real GPU-less machine has no libcuda to call)."""
+    return subprocess.run(argv, env=env, capture_output=True, check=False).returncode == 0
 
 
 def measure(
