@@ -249,46 +249,49 @@ _set = object.__setattr__
 
 
 def _init(qualname: str, found: tuple[Field, ...], post_init: bool) -> Callable[..., None]:
-    names = tuple(f.name for f in found)
-    known = frozenset(names)
+    known = frozenset(f.name for f in found)
     defaults = tuple((f.name, f.default, f.default_factory) for f in found)
     required = sum(f.default is MISSING and f.default_factory is MISSING for f in found)
     # as Python words it for a function of this signature (`self` counted)
     takes = (
-        f"{len(names) + 1}"
-        if required == len(names)
-        else f"from {required + 1} to {len(names) + 1}"
+        f"{len(found) + 1}"
+        if required == len(found)
+        else f"from {required + 1} to {len(found) + 1}"
     )
 
     def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:
+        # object's own setattr (a frozen class's refuses), in field order: not
+        # `self.__dict__[name] = ...`, which gives each instance a dict of its own (~40% more
+        # memory than the values kept inline, as attributes set in one order on every instance are)
+        rest = defaults
         if args:
-            if len(args) > len(names):
+            if len(args) > len(defaults):
                 raise TypeError(
                     f"{qualname}.__init__() takes {takes} positional arguments but"
                     f" {len(args) + 1} were given"
                 )
-            for name in names[: len(args)]:
+            for (name, _, _), value in zip(defaults, args):
                 if name in kwargs:
                     raise TypeError(
                         f"{qualname}.__init__() got multiple values for argument {name!r}"
                     )
-            kwargs.update(zip(names, args))
-        if not known.issuperset(kwargs):
+                _set(self, name, value)
+            rest = defaults[len(args) :]
+        if kwargs and not known.issuperset(kwargs):
             unknown = next(k for k in kwargs if k not in known)
             raise TypeError(f"{qualname}.__init__() got an unexpected keyword argument {unknown!r}")
         missing = []
-        for name, default, factory in defaults:
-            # object's own setattr: a frozen class's refuses. Not `self.__dict__[name] = ...`:
-            # that makes each instance a dict of its own (~40% more memory than the values kept
-            # inline, which attributes set in the same order on every instance get)
-            if name in kwargs:
-                _set(self, name, kwargs[name])
-            elif default is not MISSING:
-                _set(self, name, default)
-            elif factory is not MISSING:
-                _set(self, name, factory())
-            else:
-                missing.append(repr(name))
+        for name, default, factory in rest:
+            value = kwargs.get(name, MISSING)
+            if value is MISSING:
+                if default is not MISSING:
+                    value = default
+                elif factory is not MISSING:
+                    value = factory()
+                else:
+                    missing.append(repr(name))
+                    continue
+            _set(self, name, value)
         if missing:
             raise TypeError(
                 f"{qualname}.__init__() missing {len(missing)} required positional"
