@@ -622,6 +622,16 @@ def _nested_just_under_the_parser_limit(path: Path) -> None:
     path.write_text(json.dumps(doc).replace('"DEEP"', deep), encoding="utf-8")
 
 
+def _int_limit_error() -> str:
+    """Python's own words for a 5000-digit integer (CVE-2020-10735), which 3.10 and 3.11 word
+    differently."""
+    try:
+        int("9" * 5000)
+    except ValueError as e:
+        return str(e)
+    raise AssertionError("this Python has no limit on integer string conversion")
+
+
 @pytest.mark.parametrize(
     ("write", "error"),
     [
@@ -632,7 +642,7 @@ def _nested_just_under_the_parser_limit(path: Path) -> None:
         (_deeply_nested, "is not JSON we can read: nested too deeply"),
         (
             lambda p: p.write_text('{"schema_version": ' + "9" * 5000 + "}", encoding="utf-8"),
-            "is not JSON we can read: Exceeds the limit (4300 digits) for integer string conversion",
+            f"is not JSON we can read: {_int_limit_error()}",
         ),
     ],
     ids=["not-utf8", "nested-100000-deep", "int-of-5000-digits"],

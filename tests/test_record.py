@@ -130,7 +130,8 @@ def test_bad_arguments_are_type_errors_alike(args: tuple[Any, ...], kwargs: dict
         with pytest.raises(TypeError) as raised:
             cls(*args, **kwargs)
         said[name] = str(raised.value).partition("__init__()")[2]  # the function's name differs
-    assert said["record"] == said["dataclass"]
+    # the same words; a newer Python may add to its own ("Did you mean 'notes'?", 3.13)
+    assert said["record"] and said["dataclass"].startswith(said["record"])
 
 
 def test_missing_arguments_are_listed_as_python_lists_them() -> None:
@@ -222,7 +223,9 @@ def test_bad_class_bodies_are_refused_alike(body: dict[str, Any]) -> None:
         with pytest.raises((ValueError, TypeError)) as raised:
             decorate(type("Bad", (), dict(body)))
         errors.append((type(raised.value), str(raised.value)))
-    assert errors[0] == errors[1]
+    (ours, ours_said), (theirs, theirs_said) = errors
+    # the same words; Python 3.13's dataclasses also name the field with the default
+    assert ours is theirs and theirs_said.startswith(ours_said)
 
 
 def test_what_records_do_not_support_is_refused_at_definition() -> None:
