@@ -1,7 +1,7 @@
 """The job summary as a person sees it: the Markdown of the recorded real H100 (Paddle 2.6.2,
 `--expect-gpu`: five failures, a crashed GPU smoke) and of a 26-host fleet, rendered with
 python-markdown and laid out by headless Chromium (tests/browser.py, as the suite does), written
-as the pictures the README shows:
+as the pictures docs/ci.md and docs/fleet.md show:
 
     docs/job-summary.png     one host
     docs/fleet-summary.png   a fleet: grouped problems, host ranges, each group's fix

@@ -4,7 +4,7 @@ summary → headless Chromium (Debian's `chromium`, installed by `scripts/dev`).
 `measure(markdown)` loads the page and returns what the browser laid out: each table's width
 against the room it has (a Fix column behind a horizontal scroll), every code span that wraps
 over two lines (a check id broken at its hyphen), the page's text and height. `screenshot`
-writes the picture the README shows (`bench/bench_markdown.py`). Chromium starts with no
+writes the picture docs/ci.md shows (`bench/bench_markdown.py`). Chromium starts with no
 network, no sync, no first-run work and an empty profile each time.
 """
 

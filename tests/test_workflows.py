@@ -120,10 +120,10 @@ def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
 
 
 def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path: Path) -> None:
-    """The YAML a team copies from the README's CI gate section is valid (a trigger added where it shows none)."""
-    blocks = re.findall(
-        r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL
-    )
+    """The YAML a team copies from the CI and fleet docs is valid (a trigger added where it shows
+    none)."""
+    docs = [(ROOT / "docs" / name).read_text(encoding="utf-8") for name in ("ci.md", "fleet.md")]
+    blocks = [b for doc in docs for b in re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL)]
     assert len(blocks) >= 3
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
