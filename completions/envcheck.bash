@@ -11,7 +11,7 @@ _shtab_envcheck_subparsers=(doctor fix pull-image report completion)
 _shtab_envcheck_doctor_option_strings=(-h --help --json --no-color --quiet --explain --junit --markdown --facts --matrix --python --paddle --registry --expect-gpu --no-smoke --in-process --image --no-pull --gpus --amp --compare-cpu --export --smoke-timeout --baseline --strict-drift --save-baseline)
 _shtab_envcheck_fix_option_strings=(-h --help --matrix --python --paddle --registry --image --no-pull --pull --paddle-index --dry-run --yes --break-system-packages --smoke-timeout --json --quiet)
 _shtab_envcheck_pull_image_option_strings=(-h --help --image --matrix --python --paddle --registry --dry-run --force --json --quiet)
-_shtab_envcheck_report_option_strings=(-h --help --json --markdown --junit --expect-hosts)
+_shtab_envcheck_report_option_strings=(-h --help --json --verbose -v --markdown --junit --expect-hosts)
 _shtab_envcheck_completion_option_strings=(-h --help)
 _shtab_envcheck_option_strings=(-h --help --version)
 
@@ -70,6 +70,8 @@ _shtab_envcheck_report_pos_0_nargs=+
 _shtab_envcheck_report__h_nargs=0
 _shtab_envcheck_report___help_nargs=0
 _shtab_envcheck_report___json_nargs=0
+_shtab_envcheck_report___verbose_nargs=0
+_shtab_envcheck_report__v_nargs=0
 _shtab_envcheck_completion__h_nargs=0
 _shtab_envcheck_completion___help_nargs=0
 _shtab_envcheck_pos_0_nargs=A...

@@ -60,6 +60,7 @@ complete -c envcheck -n '__fish_seen_subcommand_from pull-image' -l quiet -d 'no
 complete -c envcheck -n '__fish_seen_subcommand_from report' -s h -l help -d 'show this help message and exit'
 complete -c envcheck -n '__fish_seen_subcommand_from report' -F
 complete -c envcheck -n '__fish_seen_subcommand_from report' -l json -d 'print the merged summary as JSON'
+complete -c envcheck -n '__fish_seen_subcommand_from report' -l verbose -s v -d 'every problem of every host with its hosts and one host\'s words, each whole (default: one line per root cause, cut to the terminal)'
 complete -c envcheck -n '__fish_seen_subcommand_from report' -l markdown -r -F -d 'also write the summary as Markdown'
 complete -c envcheck -n '__fish_seen_subcommand_from report' -l junit -r -F -d 'also write JUnit XML: a test suite per host'
 complete -c envcheck -n '__fish_seen_subcommand_from report' -l expect-hosts -r -F -d 'hosts that must have reported, one or more a line (Slurm ranges like gpu[001-064] allowed; \'-\' = stdin): each one without a report is a failure'

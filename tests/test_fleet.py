@@ -15,13 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from junitparser import JUnitXml
 
-from envcheck.contracts.facts import DriverFacts
+from envcheck.contracts.facts import DriverFacts, GpuFacts
 from envcheck.contracts.findings import fail, passed, warn
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.saved_report import ReportDocumentError, SavedReport, parse_report
 from envcheck.render.table import fleet_table_text, host_list, print_fleet_table
 from envcheck.verdict.fleet import merge_reports
 from envcheck.verdict.hostlist import HostListError, compress_host_list, parse_host_list
+from envcheck.verdict.one_plan import resolved_by
 from tests import report_samples as samples
 from tests.inprocess import run_envcheck
 
@@ -323,10 +324,12 @@ LONG_NAMES = [
 ]
 
 
-def _terminal(summary: Any, monkeypatch: pytest.MonkeyPatch, columns: int) -> list[str]:
+def _terminal(
+    summary: Any, monkeypatch: pytest.MonkeyPatch, columns: int, *, verbose: bool = False
+) -> list[str]:
     monkeypatch.setenv("COLUMNS", str(columns))
     stream = _Tty()
-    print_fleet_table(summary, stream)
+    print_fleet_table(summary, stream, verbose=verbose)
     out = stream.getvalue()
     assert "\x1b[" in out  # coloured: it went through rich
     return ANSI.sub("", out).splitlines()
@@ -344,17 +347,19 @@ def test_a_fleet_of_26_takes_one_line_per_host_problems_first(
     lines = _terminal(summary, monkeypatch, columns)
     table = _table("\n".join(lines))
     assert len(table) == 1 + 26  # the header, then one line per host
-    fixes = {f"→ {g.fix}" for g in summary.problem_groups()}
-    for line in lines:  # only a fix may run past the edge (printed whole, never broken)
-        assert len(line) <= columns or any(line.endswith(fix) for fix in fixes), line
+    assert all(len(line) <= columns for line in lines)
     (row,) = [line for line in table if line.startswith("a-")]
     shown = row.split()[0]
     assert "…" in shown and shown.endswith("gpu07") and len(shown) < len(long_name)
-    # the problems, grouped, come before the table, each id and host list whole
+    # the root causes, one line each, come before the table, each id whole
     first_group = lines.index(next(line for line in lines if line.startswith("5 hosts: ")))
     assert first_group < lines.index(table[0])
-    for group in summary.problem_groups():
-        assert any(line.endswith(f"{group.id} → {group.fix}") for line in lines)
+    roots = summary.problem_groups(roots=True)
+    assert lines[: len(roots)] == [
+        line
+        for line in lines
+        if any(line.startswith(f"{len(g.hosts)} host") and f": {g.id} → " in line for g in roots)
+    ]
     for i, host in enumerate(summary.hosts):  # each row's verdict and exit code are whole
         assert host.verdict in table[i + 1].split() and str(host.exit_code) in table[i + 1].split()
 
@@ -363,7 +368,7 @@ def test_long_host_names_wait_for_their_group_lists_to_be_read_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     summary = merge_reports([_saved(b(hostname=name)) for b, name in zip(FLEET * 2, LONG_NAMES)])
-    lines = _terminal(summary, monkeypatch, 120)
+    lines = _terminal(summary, monkeypatch, 120, verbose=True)
     table = _table("\n".join(lines))
     assert len(table) == 1 + 10
     # a DNS name is cut at its end: its first label, the node's own name, stays readable
@@ -396,16 +401,16 @@ def test_wide_terminal_keeps_one_line_per_host(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("COLUMNS", "200")
     stream = _Tty()
     summary = merge_reports([_saved(b()) for b in FLEET])
-    print_fleet_table(summary, stream)
+    print_fleet_table(summary, stream, verbose=True)
     lines = ANSI.sub("", stream.getvalue()).splitlines()
-    assert lines[:6] == fleet_table_text(summary).splitlines()[:6]
+    assert lines[:6] == fleet_table_text(summary, verbose=True).splitlines()[:6]
 
 
 def test_hostile_values_are_escaped_on_the_terminal_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "120")
     report = samples.driver_upgraded_without_reboot(hostname="evil\x1b]0;pwned\x07\n::error::x")
     stream = _Tty()
-    print_fleet_table(merge_reports([_saved(report)]), stream)
+    print_fleet_table(merge_reports([_saved(report)]), stream, verbose=True)
     out = stream.getvalue()
     assert "\x1b]" not in out and "\x07" not in out and "\n::error" not in out
     assert "evil\\x1b]0;pwned\\x07\\n::error::x" in out
@@ -923,3 +928,98 @@ def test_a_bad_files_name_is_shown_never_obeyed(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert "forged" in run.stderr and "\x1b" not in run.stderr
     assert not any(line.startswith("::") for line in run.stderr.splitlines())
+
+
+# ------------------------------------------------ telling hosts apart, root causes, 30 hosts
+
+REAL_H100 = Path(__file__).parent / "data" / "real-h100" / "f-gpu262-expect.json"
+
+
+def _real_h100_without_hostname() -> dict[str, Any]:
+    """The recorded H100's report as a collector that strips host names would keep it."""
+    doc: dict[str, Any] = json.loads(REAL_H100.read_text(encoding="utf-8"))
+    doc["host"]["machine"].pop("hostname", None)
+    return doc
+
+
+def test_a_report_without_a_hostname_is_named_by_its_file() -> None:
+    saved = SavedReport("reports/rack7/h100-spare.json", _real_h100_without_hostname())
+    summary = merge_reports([saved])
+    assert summary.hosts[0].label == "h100-spare.json"
+    assert _table(fleet_table_text(summary))[1].startswith("h100-spare.json ")
+
+
+def test_a_cut_host_or_gpu_name_keeps_the_part_that_tells_it_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Names that share their start (`gpu-node-0…`, `1x GeForce RTX …`) lose that, never the
+    number or model that differs: at 60 columns every row still names its own node and GPU."""
+    reports = []
+    for i, model in enumerate(["GeForce RTX 3090", "GeForce RTX 4090"] * 6):
+        gpu = GpuFacts(index=0, name=f"NVIDIA {model}", compute_capability="8.6")
+        name = f"gpu-node-{i + 1:03d}.training-cluster.example.internal"
+        reports.append(samples.healthy(hostname=name, gpus=(gpu,)))
+    summary = merge_reports([_saved(r) for r in reports])
+    rows = _table("\n".join(_terminal(summary, monkeypatch, 60)))[1:]
+    assert len(rows) == 12
+    for i, row in enumerate(rows):
+        host = row.split()[0]
+        assert f"{i + 1:03d}" in host and "…" in host
+        assert ["3090", "4090"][i % 2] in row
+
+
+def test_problem_groups_are_root_causes_with_their_action() -> None:
+    """A follow-on finding ("resolved by the fix for …") is not a group of its own: the host is
+    counted once, under the finding whose fix resolves it."""
+    root = fail("paddle.arch-missing", "no sm_90 kernels", fix="pip install x", layer="paddle")
+    follow = fail(
+        "cudnn.major-mismatch", "cuDNN 9, build 8", fix=resolved_by(root.id), layer="cuda"
+    )
+    hosts = [samples.report((follow, root), hostname=f"gpu{i}") for i in range(3)]
+    summary = merge_reports([_saved(r) for r in hosts])
+    (group,) = summary.problem_groups(roots=True)
+    assert (group.id, group.fix, len(group.hosts)) == ("paddle.arch-missing", "pip install x", 3)
+    text = fleet_table_text(summary)
+    assert "resolved by" not in text
+    assert "resolved by" in fleet_table_text(summary, verbose=True)  # every problem, there
+
+
+def test_a_30_host_fleet_of_real_reports_fits_80_columns_in_40_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: 92 lines at 80 columns (each problem of the recorded H100 a group with its words,
+    long fixes wrapped by the terminal); now one line per root cause, one per host, the totals."""
+    builders = [
+        samples.healthy,
+        samples.driver_upgraded_without_reboot,
+        samples.healthy,
+        samples.cpu_wheel_in_image,
+        samples.healthy,
+        samples.unconfirmed_image_tag,
+        samples.smoke_crashed,
+    ]
+    saved = [_saved(builders[i % 7](hostname=f"gpu-node-{i:03d}")) for i in range(1, 30)]
+    saved.append(SavedReport("collected/h100-lent.json", _real_h100_without_hostname()))
+    summary = merge_reports(saved)
+    lines = _terminal(summary, monkeypatch, 80)
+    assert len(summary.hosts) == 30
+    assert len(lines) <= 40 and all(len(line) <= 80 for line in lines)
+    rows = _table("\n".join(lines))[1:]
+    assert [row.split()[0] for row in rows[:2]] == ["gpu-node-001", "gpu-node-002"]
+    assert rows[-1].startswith("h100-lent")
+
+
+def test_report_verbose_prints_every_problem_with_its_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "h100.json").write_text(json.dumps(_real_h100_without_hostname()))
+    _write(reports, samples.healthy(hostname="gpu001"))
+    _, short, _ = _run(capsys, str(reports))
+    code, verbose, _ = _run(capsys, "--verbose", str(reports))
+    assert code == 5
+    # the recorded H100's follow-on problems: each its own group in --verbose only
+    assert "smoke.loaded-cudnn-shadowed →" in verbose
+    assert "smoke.loaded-cudnn-shadowed →" not in short
+    assert len(verbose.splitlines()) > len(short.splitlines())

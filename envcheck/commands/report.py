@@ -53,6 +53,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="saved reports, or folders of *.json")
     p.add_argument("--json", action="store_true", help="print the merged summary as JSON")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="every problem of every host with its hosts and one host's words, each whole "
+        "(default: one line per root cause, cut to the terminal)",
+    )
     p.add_argument("--markdown", metavar="FILE", help="also write the summary as Markdown")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test suite per host")
     p.add_argument(
@@ -94,7 +101,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         elif to_stdout is None:
             from envcheck.render.table import print_fleet_table
 
-            print_fleet_table(summary, env.stdout)
+            print_fleet_table(summary, env.stdout, verbose=args.verbose)
     if args.junit:
         from envcheck.render.junit import write_fleet_junit
 

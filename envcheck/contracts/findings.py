@@ -27,6 +27,10 @@ LAYERS: tuple[tuple[Layer, str], ...] = (
 )
 
 
+# The fix of a finding that another one's fix resolves (one plan per report: verdict/one_plan.py)
+RESOLVED_BY = "resolved by the fix for "
+
+
 @record
 class Finding:
     """One check's outcome: pass, warn or fail, with the observed values and the fix."""
@@ -41,6 +45,12 @@ class Finding:
     @property
     def family(self) -> str:
         return self.id.split(".", 1)[0]
+
+    @property
+    def follows(self) -> str | None:
+        """The id of the finding whose fix resolves this one too; None for a root cause."""
+        fix = self.fix or ""
+        return fix[len(RESOLVED_BY) :] if fix.startswith(RESOLVED_BY) else None
 
 
 def passed(id: str, message: str, *, layer: Layer, **observed: Any) -> Finding:

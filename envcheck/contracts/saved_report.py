@@ -47,8 +47,9 @@ class HostReport:
 
     @property
     def label(self) -> str:
-        """The host's name, or the file it came from when its report names no host."""
-        return self.hostname or f"? ({self.source})"
+        """The host's name, or the name of the file it came from when its report names no host
+        (`gpu-node-07.json`: what the person who collected the reports named it)."""
+        return self.hostname or self.source.rstrip("/").rsplit("/", 1)[-1] or self.source
 
     def layer_severities(self) -> dict[str, Severity]:
         """The worst severity per layer: `{"driver": "fail", "smoke": "pass", …}`."""
@@ -59,8 +60,10 @@ class HostReport:
         return worst
 
     def first_problem(self) -> Finding | None:
+        """The host's root cause: its first failure (else warning) whose fix no other finding's
+        fix includes; a follow-on one only where every problem is one."""
         problems = [f for f in self.report.findings if f.severity != "pass"]
-        problems.sort(key=lambda f: f.severity != "fail")
+        problems.sort(key=lambda f: (f.severity != "fail", f.follows is not None))
         return problems[0] if problems else None
 
 

@@ -110,7 +110,7 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     proof = gpu_proof_words(summary)
     if proof:
         parts.append(_prose(proof) + ".")
-    parts += [_group_item(group) for group in summary.problem_groups()]
+    parts += [_group_item(group) for group in summary.problem_groups(roots=True)]
     if summary.hosts:
         parts.append(_fleet_table(summary))
     for dup in summary.duplicates:

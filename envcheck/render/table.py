@@ -20,6 +20,7 @@ costs more than the CLI's start-up.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
@@ -37,8 +38,8 @@ VERDICT_COLUMN = COLUMNS.index("VERDICT")
 CHECK_COLUMN = COLUMNS.index("PROBLEM")  # the host's first failing (else warning) check
 # The cells that may be shortened to fit a terminal, the fewest characters each keeps, and how
 # many more than the others it keeps while shortened (a check id says the most, then the host).
-SHORTEST = {HOST_COLUMN: 8, COLUMNS.index("GPUS"): 7, COLUMNS.index("PADDLE"): 12, CHECK_COLUMN: 9}
-PRECEDENCE = {HOST_COLUMN: 4, CHECK_COLUMN: 10}
+SHORTEST = {HOST_COLUMN: 8, COLUMNS.index("GPUS"): 8, COLUMNS.index("PADDLE"): 12, CHECK_COLUMN: 9}
+PRECEDENCE = {HOST_COLUMN: 6, CHECK_COLUMN: 6}
 SHORTENABLE = tuple(SHORTEST)
 ELLIPSIS = "…"
 KERNEL_MODULE_MARK = "*"
@@ -59,28 +60,36 @@ Segment = tuple[str, str]  # text, rich style ("" = none)
 Line = list[Segment]
 
 
-def print_fleet_table(summary: FleetSummary, stream: TextIO) -> None:
+def print_fleet_table(summary: FleetSummary, stream: TextIO, *, verbose: bool = False) -> None:
     if not stream.isatty():
-        stream.write(fleet_table_text(summary))
+        stream.write(fleet_table_text(summary, verbose=verbose))
         return
     from rich.console import Console
     from rich.text import Text
 
     console = Console(file=stream, highlight=False)
-    for line in fleet_lines(summary, console.width):
+    for line in fleet_lines(summary, console.width, verbose=verbose):
         # soft_wrap: rich inserts no line break; a fix longer than the terminal stays one line
         console.print(Text.assemble(*line), soft_wrap=True)
 
 
-def fleet_table_text(summary: FleetSummary, width: int | None = None) -> str:
+def fleet_table_text(
+    summary: FleetSummary, width: int | None = None, *, verbose: bool = False
+) -> str:
     """The dashboard as plain text; `width=None` (a log): every row on one line."""
-    return "".join("".join(text for text, _ in line) + "\n" for line in fleet_lines(summary, width))
+    lines = fleet_lines(summary, width, verbose=verbose)
+    return "".join("".join(text for text, _ in line) + "\n" for line in lines)
 
 
-def fleet_lines(summary: FleetSummary, width: int | None) -> list[Line]:
+def fleet_lines(summary: FleetSummary, width: int | None, *, verbose: bool = False) -> list[Line]:
+    """Each root cause (a host's first problem that no other one's fix resolves) with what to
+    do, then one line per host, then the totals. On a terminal a root cause takes one line, cut
+    to its width (a 30-host fleet fits ~40 lines of 80 columns); in a log, whole, with its hosts
+    in Slurm notation and one host's words. `verbose`: every problem of every host, so."""
     lines: list[Line] = []
-    for group in summary.problem_groups():
-        lines += _group_lines(group, width)
+    for group in summary.problem_groups(roots=not verbose):
+        compact = width is not None and not verbose
+        lines += [_root_line(group, width)] if compact else _group_lines(group, width)
     if lines:
         lines.append([])
     rows = [host_cells(host) for host in summary.hosts]
@@ -145,15 +154,18 @@ def _status(status: str) -> str:
 def _grid(rows: list[list[str]], width: int | None, verdicts: list[Verdict]) -> list[Line]:
     """Aligned columns, one line per row; cells shortened to fit `width` (None: never)."""
     widths, gap = fit_widths([max(len(row[c]) for row in rows) for c in range(len(COLUMNS))], width)
+    same = {c: _shared_ends([row[c] for row in rows[1:]]) for c in SHORTENABLE}
     lines: list[Line] = []
     for r, row in enumerate(rows):
         styles = _styles(verdicts[r - 1] if r else None)
         shown = [c for c in range(len(row)) if widths[c]]
         line: Line = []
         for c in shown:
-            # a DNS name keeps its first label (`gpu004.rack-07.…`); another, both ends
+            # what tells a cell from the others in its column stays (`gpu-…-017`, `1x …3090`);
+            # else a DNS name keeps its first label (`gpu004.rack-07.…`), another both ends
             middle = c == HOST_COLUMN and r > 0 and "." not in row[c]
-            text = shorten(row[c], widths[c], middle=middle)
+            kept = _distinct(row[c], widths[c], *same[c]) if r > 0 and c in same else None
+            text = kept or shorten(row[c], widths[c], middle=middle)
             if c != shown[-1]:
                 text = text.ljust(widths[c]) + gap
             line.append((text, styles.get(c, "")))
@@ -195,6 +207,44 @@ def _shrunk(widths: list[int], width: int, gap: str, shortenable: tuple[int, ...
     return widths
 
 
+def _shared_ends(cells: list[str]) -> tuple[int, int]:
+    """How many leading and trailing characters every distinct cell of a column shares (0, 0
+    when they are all the same, or there is only one)."""
+    distinct = sorted(set(cells))
+    if len(distinct) < 2:
+        return 0, 0
+    head = _word_start(distinct, len(os.path.commonprefix(distinct)))
+    tails = [c[head:][::-1] for c in distinct]
+    tail = _word_start(tails, len(os.path.commonprefix(tails)))
+    return head, tail
+
+
+def _word_start(cells: list[str], n: int) -> int:
+    """`n` moved back to where a word starts in every cell, so that a number or a name that
+    differs is kept whole (`gpu-node-` of `gpu-node-017`, not `gpu-node-0`)."""
+    while n and any(n < len(c) and c[n - 1].isalnum() and c[n].isalnum() for c in cells):
+        n -= 1
+    return n
+
+
+def _distinct(text: str, width: int, head: int, tail: int) -> str | None:
+    """`text` in `width` columns keeping whole the part that differs from the rest of its column
+    (after the `head` characters all share, before the `tail` ones): `gpu-node-017` in 9 columns
+    is `gpu-n…017`, not `gpu-node…`. None when it fits, or that part alone does not."""
+    if len(text) <= width or not (head or tail):
+        return None
+    start, end = head, max(head, len(text) - tail)
+    core = text[start:end]
+    tail_room = len(text) - end
+    cut_tail = 1 if tail_room else 0  # the shared end goes too, marked with its own `…`
+    room = width - len(core) - 1 - cut_tail
+    if room < 0 or not core:
+        return None
+    if cut_tail and start + len(core) + 1 <= width:  # the shared start fits whole: only the end is cut
+        return text[: width - 1] + ELLIPSIS
+    return text[:room] + ELLIPSIS + core + (ELLIPSIS if cut_tail else "")
+
+
 def shorten(text: str, width: int, *, middle: bool = False) -> str:
     """`text` in `width` columns, the cut marked `…`: at the end, or in the middle (a host name
     without dots: `a-very-long-…ack12-gpu07` keeps both its start and its node's number)."""
@@ -223,6 +273,18 @@ def _rstrip(line: Line) -> Line:
     if line:
         line[-1] = (line[-1][0].rstrip(), line[-1][1])
     return line
+
+
+def _root_line(group: ProblemGroup, width: int | None) -> Line:
+    """`4 hosts: driver.version-mismatch → reboot …`: one root cause and what to do, cut to
+    `width` (`--verbose` and a log print it whole; the table below names its hosts)."""
+    n = len(group.hosts)
+    count = f"{n} host{'' if n == 1 else 's'}: "
+    ident = visible(group.id)
+    action = f" → {visible(group.fix)}" if group.fix else ""
+    if width is not None:
+        action = shorten(action, max(0, width - len(count) - len(ident)))
+    return [(count, "bold"), (ident, STYLE[group.severity]), (action, "")]
 
 
 def _group_lines(group: ProblemGroup, width: int | None) -> list[Line]:

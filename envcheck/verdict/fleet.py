@@ -77,13 +77,16 @@ class FleetSummary:
                 partial.append(host.label)
         return proven, total, tuple(partial)
 
-    def problem_groups(self) -> tuple[ProblemGroup, ...]:
+    def problem_groups(self, *, roots: bool = False) -> tuple[ProblemGroup, ...]:
         """Every problem of the fleet, identical ones (same check, severity and fix) together;
-        failures first, then the most widespread."""
+        failures first, then the most widespread. `roots`: only each host's root cause (what
+        its PROBLEM cell names), so that every host is in exactly one group."""
         members: dict[tuple[str, Severity, str | None], list[tuple[HostReport, Finding]]] = {}
         for host in self.hosts:
             seen: set[tuple[str, Severity, str | None]] = set()
-            for f in host.report.findings:
+            root = host.first_problem()
+            problems = [root] if roots and root else [] if roots else host.report.findings
+            for f in problems:
                 key = (f.id, f.severity, f.fix)
                 if f.severity != "pass" and key not in seen:  # one per host, even if per GPU
                     seen.add(key)

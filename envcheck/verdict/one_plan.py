@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
-from envcheck.contracts.findings import Finding
+from envcheck.contracts.findings import RESOLVED_BY, Finding
 from envcheck.contracts.record import replace
 from envcheck.verdict.fixes import PADDLE_DISTRIBUTIONS, and_list, commands_in
 
@@ -25,8 +25,7 @@ ROOTS = (
 # Problems of the installed build itself: another build brings its own libraries.
 WITH_THE_BUILD = ("cudnn.missing", "cudnn.major-mismatch", "cudnn.too-old")
 
-
-RESOLVED_BY = "resolved by the fix for "
+__all__ = ["RESOLVED_BY", "resolved_by", "settle"]
 
 
 def resolved_by(root_id: str) -> str:
