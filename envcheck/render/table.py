@@ -240,7 +240,9 @@ def _distinct(text: str, width: int, head: int, tail: int) -> str | None:
     room = width - len(core) - 1 - cut_tail
     if room < 0 or not core:
         return None
-    if cut_tail and start + len(core) + 1 <= width:  # the shared start fits whole: only the end is cut
+    if (
+        cut_tail and start + len(core) + 1 <= width
+    ):  # the shared start fits whole: only the end is cut
         return text[: width - 1] + ELLIPSIS
     return text[:room] + ELLIPSIS + core + (ELLIPSIS if cut_tail else "")
 
