@@ -4,13 +4,12 @@ CUDA child starts here, before anything else is imported, then `envcheck.cli.mai
 `cuInit` (~0.2 s on an H100) is the slowest thing the doctor waits for, and importing the CLI
 (argparse alone is ~10 ms on a busy two-core machine) would only delay it: envcheck/probe/early.py
 guesses from the command line whether it will be needed, the doctor's host probe adopts it, and
-a child nobody adopted is reaped on the way out (#27.2). `envcheck.cli.main` called directly
-(tests, in-process) starts its probe in the doctor, as before.
+a child nobody adopted is reaped on the way out. `envcheck.cli.main` called directly (tests,
+in-process) starts its probe in the doctor, and otherwise runs exactly as here.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 
@@ -19,9 +18,6 @@ from envcheck.probe.early import discard_early, start_early
 
 def main() -> int:
     argv = sys.argv[1:]
-    # A collection every 100,000 new objects, not 700: a doctor's ~32,000 (its imports, mostly)
-    # then trigger none, where 47 took ~7 ms of its ~0.2 s; a long smoke or pull still collects.
-    gc.set_threshold(100_000)
     # the process's variables, the very mapping `Environment.from_process()` hands the command
     # (the doctor adopts a child started on them): envcheck.contracts.command_env costs ~10 ms of
     # imports this early, before the CUDA child is on its way
@@ -32,7 +28,3 @@ def main() -> int:
         return run(argv)
     finally:
         discard_early()
-        # The process ends next: its last garbage collections would free, one by one, objects
-        # the exit hands back whole (~15 ms of a doctor's ~0.2 s on a two-core machine, #27.2).
-        # Frozen objects are never collected; exit handlers and stdio flushes still run.
-        gc.freeze()

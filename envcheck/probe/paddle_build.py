@@ -7,9 +7,9 @@ Equivalent to `python -c "import paddle; paddle.version.show()"` without its ~1 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
-from _ast import Constant, Expression, List, PyCF_ONLY_AST, Tuple, UnaryOp, USub, expr
 
 from envcheck.contracts.facts import FactsError, PaddleFacts, from_dict, to_dict
 from envcheck.contracts.record import replace
@@ -26,34 +26,10 @@ def parse_version_file(text: str) -> dict[str, object]:
     values: dict[str, object] = {}
     for name, source in _ASSIGN.findall(text):
         try:
-            values[name] = literal(source)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            values[name] = ast.literal_eval(source)  # parses, never runs
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
     return values
-
-
-def literal(source: str) -> object:
-    """The value of a Python literal: a string, a number, True, False, None, or a list or tuple
-    of them (what `write_version_py()` writes); ValueError for anything else. Like
-    `ast.literal_eval` it only parses, never runs; it reads the parser's nodes from `_ast` itself,
-    because `ast` (a module of helpers around them) costs a doctor ~1 ms and ~0.4 MB (#27.4)."""
-    tree = compile(source, "<paddle/version>", "eval", PyCF_ONLY_AST)
-    if not isinstance(tree, Expression):  # what mode "eval" always gives
-        raise ValueError("not an expression")
-    return _value(tree.body)
-
-
-def _value(node: expr) -> object:
-    if isinstance(node, Constant) and isinstance(node.value, (str, int, float, type(None))):
-        return node.value  # bool is an int
-    if isinstance(node, (List, Tuple)):
-        items = [_value(item) for item in node.elts]
-        return items if isinstance(node, List) else tuple(items)
-    if isinstance(node, UnaryOp) and isinstance(node.op, USub):
-        value = _value(node.operand)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return -value
-    raise ValueError(f"not a literal: {type(node).__name__}")
 
 
 def _flag(value: object) -> str | None:
