@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envcheck.contracts import record as rec
+from envcheck.contracts.record import field, record
 
 Decorate = Callable[[type], Any]
 FROZEN: dict[str, Decorate] = {
@@ -309,3 +310,68 @@ def test_envcheck_makes_its_classes_with_records_only() -> None:
             if "dataclasses" in names:
                 found.append(f"{path.relative_to(package)}:{node.lineno}")
     assert found == []
+
+
+# ----------------------------------------------------- copies, pickles and newer Pythons
+
+
+@record
+class _Kept:
+    name: str
+    sizes: tuple[int, ...] = ()
+
+
+@record(frozen=False)
+class _Open:
+    name: str
+    items: list[int] = field(default_factory=list)
+
+
+@pytest.mark.parametrize("value", [_Kept("a", (1, 2)), _Open("b", [3])], ids=["frozen", "open"])
+def test_a_record_survives_copy_deepcopy_and_pickle(value: object) -> None:
+    import copy
+    import pickle
+
+    for made in (copy.copy(value), copy.deepcopy(value), pickle.loads(pickle.dumps(value))):
+        assert made == value and type(made) is type(value)
+
+
+def test_copy_replace_works_as_on_a_dataclass() -> None:
+    """`copy.replace` (Python 3.13) calls `__replace__`; on older Pythons the method is there."""
+    kept = _Kept("a", (1,))
+    assert kept.__replace__(name="b") == _Kept("b", (1,))  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        kept.__replace__(colour="red")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("python", ["3.13", "3.12", "3.10"])
+def test_records_have_their_fields_on_other_pythons(python: str) -> None:
+    """A record's fields come from its own annotations on each Python the project supports
+    (3.14 evaluates them lazily: annotationlib asks there); `copy.replace` where it exists."""
+    import subprocess
+
+    found = sorted(Path.home().glob(f".pyenv/versions/{python}*/bin/python{python}"))
+    if not found:  # this machine kind ships them under pyenv (its shims answer for none)
+        pytest.fail(f"no Python {python} under ~/.pyenv/versions", pytrace=False)
+    exe = str(found[-1])
+    code = (
+        "import copy, sys\n"
+        "from envcheck.contracts.record import record, fields\n"
+        "@record\n"
+        "class R:\n"
+        "    a: int\n"
+        "    b: str = 'x'\n"
+        "r = R(1)\n"
+        "print([f.name for f in fields(R)], r.b)\n"
+        "if sys.version_info >= (3, 13): print(copy.replace(r, b='y'))\n"
+    )
+    out = subprocess.run(
+        [exe, "-c", code],
+        env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.splitlines()
+    assert out[0] == "['a', 'b'] x"
+    assert out[1:] == ([] if python in ("3.12", "3.10") else ["R(a=1, b='y')"])

@@ -1,6 +1,8 @@
 """Process exit codes: the contract scripts and CI gates rely on (documented in --help, the man
 page's EXIT STATUS, the README and the GitHub action's README: all from `EXIT_CODES`)."""
 
+from __future__ import annotations
+
 from enum import IntEnum, unique
 
 

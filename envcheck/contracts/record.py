@@ -22,8 +22,16 @@ side by side):
   `@record(frozen=False)` makes a mutable one, unhashable as a mutable dataclass is;
 - `fields()`, `replace()`, `asdict()` and `is_record()` are `dataclasses`' functions of the
   same names.
+- `copy.copy`, `copy.deepcopy`, `pickle` and `copy.replace` (Python 3.13) work as on a dataclass.
 What envcheck does not use is refused where a class asks for it rather than half done: a record
-inheriting from a record, and `InitVar` fields.
+inheriting from a record, and `InitVar` fields. Where `dataclasses` differs:
+- no `slots`, `kw_only`, `order`, `unsafe_hash`, `match_args=False` or `init=False` options, and
+  no inheritance: the first record that needs one of them goes back to `dataclasses`, rather than
+  this growing;
+- the methods are shared functions, not generated source: a traceback shows `record.py`, and
+  `inspect.signature(Record)` reads `(*args, **kwargs)`;
+- a field's type is the annotation as written (a string: every module has `from __future__
+  import annotations`, which ruff's required-imports rule keeps so).
 """
 
 from __future__ import annotations
@@ -173,6 +181,7 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
     values = _values(names)
     _add(cls, "__repr__", _repr(names))
     _add(cls, "__eq__", _eq(values))
+    _add(cls, "__replace__", replace)  # copy.replace (Python 3.13), as a dataclass has it
     class_hash = own.get("__hash__", MISSING)
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
     if not explicit_hash:  # the defaults of a dataclass with eq=True and unsafe_hash=False
@@ -189,9 +198,7 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
 def _fields_of(cls: type) -> Iterable[Field]:
     """The class's fields, its class attributes set as a dataclass leaves them."""
     seen_default = False
-    # the class's own annotations (what inspect.get_annotations reads, without importing inspect)
-    own = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
-    for name, annotation in own.items():
+    for name, annotation in _own_annotations(cls).items():
         if _is_classvar(annotation):
             continue
         if _is_initvar(annotation):
@@ -214,6 +221,18 @@ def _fields_of(cls: type) -> Iterable[Field]:
             raise TypeError(f"non-default argument {name!r} follows default argument")
         seen_default = seen_default or has_default
         yield made
+
+
+def _own_annotations(cls: type) -> Mapping[str, Any]:
+    """The annotations the class itself writes, in order. Python 3.14 evaluates them lazily
+    (PEP 649: `__annotate__`, no `__annotations__` in the class's dict until asked), so there
+    `annotationlib` asks; before it, the class's dict holds them (the strings of PEP 563 under
+    `from __future__ import annotations`, which every module of envcheck has)."""
+    try:
+        from annotationlib import Format, get_annotations  # type: ignore[import-not-found]
+    except ImportError:
+        return cls.__dict__.get("__annotations__", {})  # type: ignore[no-any-return]  # noqa: RUF063
+    return get_annotations(cls, format=Format.FORWARDREF)  # type: ignore[no-any-return]
 
 
 def _is_classvar(annotation: Any) -> bool:

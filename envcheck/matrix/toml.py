@@ -5,6 +5,8 @@ cache (envcheck/matrix/cache.py) never needs it, and `tomllib` with the `datetim
 is ~0.4 MB of the doctor's peak memory and ~3 ms of its start (#27.3, #27.4).
 """
 
+from __future__ import annotations
+
 import sys
 
 if sys.version_info >= (3, 11):

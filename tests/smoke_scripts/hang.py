@@ -1,5 +1,7 @@
 """A smoke script that hangs (a dead NCCL/CUDA init does this) after starting a child process."""
 
+from __future__ import annotations
+
 import subprocess
 import sys
 import time

@@ -1,5 +1,7 @@
 """A smoke script that floods stdout (a debug print in a loop): far more than the bound."""
 
+from __future__ import annotations
+
 import sys
 
 line = "x" * 1023 + "\n"
