@@ -171,7 +171,7 @@ def test_10_9_v100_on_470_gets_the_newest_release_that_runs_and_the_driver_alter
     r = doctor(s.host(driver=s.driver("470.82.01", "11.4"), gpus=[s.V100]))
     assert r.image is not None and r.image.ref == f"{HUB}:3.2.2-gpu-cuda11.8-cudnn8.9"
     reason = r.image.reason or ""
-    assert "Paddle 3.4.0 (the newest release) has no image" in reason
+    assert "Paddle 3.3.1 (the newest release) has no image" in reason
     assert "upgrade the NVIDIA driver to >= 525.60.13" in reason
     assert "image.none" not in ids(r) and int(r.exit_status) == 0
     # With --paddle the user's choice stands: a FAIL with the fix.
