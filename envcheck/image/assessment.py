@@ -52,6 +52,7 @@ class Assessment:
     # choice prefers such a tag; without it, `arch_note` says what is not known.
     arch_known: bool = False
     arch_note: str | None = None
+    arch_facts: tuple[str, ...] = ()  # the facts applied, with their scope
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -113,6 +114,7 @@ def assess_image(
         defects,
         arch_known=archs is not None and not unknown,
         arch_note=_arch_note(release, cuda, unknown) if unknown else None,
+        arch_facts=archs.facts if archs is not None else (),
     )
 
 

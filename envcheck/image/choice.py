@@ -142,6 +142,7 @@ def _choice(
         image_choice(matrix, chosen.image, registry, chosen.reason, rejected),
         arch_known=chosen.arch_known,
         arch_note=chosen.arch_note,
+        arch_facts=chosen.arch_facts,
     )
 
 

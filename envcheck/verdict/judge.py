@@ -22,6 +22,7 @@ from envcheck.verdict.rules.cuda import check_cuda_driver_api, check_cuda_librar
 from envcheck.verdict.rules.driver import check_driver
 from envcheck.verdict.rules.env_vars import check_nvidia_visible_devices, check_visible_devices
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
+from envcheck.verdict.rules.installed import check_gpu_build_without_driver, check_installed_floor
 from envcheck.verdict.rules.paddle import check_paddle
 
 
@@ -63,6 +64,8 @@ CHECKS: tuple[Check, ...] = (
     check_cuda_driver_api,
     check_cuda_libraries,
     check_paddle,
+    check_installed_floor,
+    check_gpu_build_without_driver,
     check_build_archs,
     check_visible_devices,
     check_nvidia_visible_devices,
