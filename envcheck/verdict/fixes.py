@@ -289,6 +289,11 @@ def arch_build_fix(sm: int, gpu_build_fix: str) -> str:
     return f"install a build compiled for sm_{sm}: {gpu_build_fix}"
 
 
+def driver_or_runtime_fix(install_driver: str) -> str:
+    """GPUs on the bus, no driver answering: the host's driver, or the container's runtime."""
+    return f"{install_driver}; in a container, {PASS_THE_GPUS_FIX}"
+
+
 def engine_or_in_process_fix(engine: EngineFacts) -> str:
     return f"{engine_fix(engine)}; or run the smoke with --in-process"
 

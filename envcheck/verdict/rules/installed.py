@@ -19,7 +19,7 @@ from envcheck.contracts.facts import unlisted_gpus
 from envcheck.contracts.findings import Finding, fail
 from envcheck.matrix.scope import release_in_scope
 from envcheck.verdict.compat import cc_below
-from envcheck.verdict.fixes import OLD_GPU_FIX, PASS_THE_GPUS_FIX
+from envcheck.verdict.fixes import OLD_GPU_FIX, driver_or_runtime_fix
 from envcheck.verdict.gpu_groups import gpu_groups
 from envcheck.verdict.rules.driver import install_driver_fix
 from envcheck.verdict.rules.paddle import installed_build
@@ -72,7 +72,7 @@ def check_gpu_build_without_driver(ctx: Context) -> Iterable[Finding]:
             "paddle.gpu-build-no-driver",
             f"{build} is installed and {on_bus} NVIDIA GPU(s) are on the PCI bus, but no usable "
             "NVIDIA driver answers: Paddle silently falls back to the CPU",
-            fix=f"{install_driver_fix(ctx)}; in a container, {PASS_THE_GPUS_FIX}",
+            fix=driver_or_runtime_fix(install_driver_fix(ctx)),
             layer="paddle",
             gpus_present=on_bus,
         )
