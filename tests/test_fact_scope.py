@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from envcheck.contracts.facts import host_from_document
 from envcheck.contracts.host_report import Report
 from envcheck.image.choice import select_image
@@ -234,3 +236,65 @@ def test_arch_unverified_says_what_is_missing_not_that_3x_records_nothing() -> N
     text = the(r, "paddle.arch-unverified").message
     assert "does not record its compiled archs" not in text
     assert "the saved facts lack its compiled_cuda_archs list" in text
+
+
+# -- the library names the build will open ---------------------------------------------------------
+
+CUDNN8_RUNTIME_ONLY = {
+    "status": "ok",
+    "version": "8.9.7",
+    "path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8",
+    "origin": "system",
+    "unversioned_probed": True,
+}
+
+
+def test_a_post_wheel_with_only_libcudnn_so_8_cannot_load_cudnn_paddle30694() -> None:
+    # Paddle#30694: cuDNN 8 in /usr/lib/x86_64-linux-gnu as libcudnn.so.8 only; the non-pip
+    # build dlopens libcudnn.so ("Cannot load cudnn shared library") until
+    # `ln -s …/libcudnn.so.8 …/libcudnn.so`. Paddle#50195: the same on 2.4 (CUDA 11.7).
+    r = doctor(
+        s.host(
+            driver=s.driver("535.104.05", "12.2"),
+            gpus=[s.A100],
+            cuda_runtime={
+                "status": "ok",
+                "version": "11.7",
+                "path": "/usr/local/cuda/lib64/libcudart.so.11.0",
+            },
+            cudnn=CUDNN8_RUNTIME_ONLY,
+            paddle=paddle("2.5.2.post117", "11.7", "8.4.1"),
+        )
+    )
+    f = the(r, "cudnn.unversioned-missing")
+    assert f.severity == "fail" and int(r.exit_status) == 1
+    assert "ln -s libcudnn.so.8 /usr/lib/x86_64-linux-gnu/libcudnn.so" in f.fix
+
+
+def test_a_pip_cuda_build_opens_the_versioned_name_and_is_not_flagged() -> None:
+    r = doctor(
+        s.host(
+            driver=s.driver("535.104.05", "12.2"),
+            gpus=[s.A100],
+            cudnn=CUDNN8_RUNTIME_ONLY,
+            paddle=paddle("3.0.0", "11.8", "8.9.6", archs=[80]),
+        )
+    )
+    assert "cudnn.unversioned-missing" not in found(r)
+
+
+def test_the_probe_finds_the_unversioned_link_only_where_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envcheck.probe import cuda_libs
+    from envcheck.probe.cuda_libs import CUDNN, unversioned_on_path
+
+    # this machine's own /usr/local/cuda stays out of it
+    monkeypatch.setattr(cuda_libs, "CUDA_HOME_DEFAULT", str(tmp_path / "no-toolkit"))
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libcudnn.so.8").write_bytes(b"")
+    env = {"LD_LIBRARY_PATH": str(lib), "CUDA_HOME": str(tmp_path / "none")}
+    assert unversioned_on_path(CUDNN, env, []) is None
+    (lib / "libcudnn.so").symlink_to("libcudnn.so.8")
+    assert unversioned_on_path(CUDNN, env, []) == str(lib / "libcudnn.so")

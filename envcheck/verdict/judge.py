@@ -19,6 +19,7 @@ from envcheck.verdict.one_plan import settle
 from envcheck.verdict.rules.archs import check_build_archs
 from envcheck.verdict.rules.container import check_engine, check_image
 from envcheck.verdict.rules.cuda import check_cuda_driver_api, check_cuda_libraries
+from envcheck.verdict.rules.dlopen_names import check_unversioned_cudnn
 from envcheck.verdict.rules.driver import check_driver
 from envcheck.verdict.rules.env_vars import check_nvidia_visible_devices, check_visible_devices
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
@@ -63,6 +64,7 @@ CHECKS: tuple[Check, ...] = (
     check_gpus,
     check_cuda_driver_api,
     check_cuda_libraries,
+    check_unversioned_cudnn,
     check_paddle,
     check_installed_floor,
     check_gpu_build_without_driver,
