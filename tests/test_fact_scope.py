@@ -298,3 +298,29 @@ def test_the_probe_finds_the_unversioned_link_only_where_it_exists(
     assert unversioned_on_path(CUDNN, env, []) is None
     (lib / "libcudnn.so").symlink_to("libcudnn.so.8")
     assert unversioned_on_path(CUDNN, env, []) == str(lib / "libcudnn.so")
+
+
+def test_a_gtx1080_without_paddle_gets_the_variant_known_to_run_it_not_331_cu129_paddlex4682() -> (
+    None
+):
+    # 3.3.1 cu129: nothing shows it holds sm_61, and the report shows sm_61 missing from the same
+    # variant of 3.2.0; 3.2.0 cu118 runs the GTX 1080 (PaddleX#4682). The image and the install
+    # command agree with the finding.
+    r = doctor(
+        s.host(
+            driver=s.driver("576.57", "12.9"),
+            gpus=[GTX1080],
+            paddle=paddle("3.2.0", "12.9", "9.9.0", archs=[]),
+        )
+    )
+    assert r.image is not None and r.image.tag == "3.2.0-gpu-cuda11.8-cudnn8.9"
+    assert r.image.arch_known is True
+    assert "sm_61 missing from Paddle 3.2.0 cu129" in (r.image.reason or "")
+    assert "/stable/cu118/" in (r.image.pip_command or "")
+    assert "/stable/cu118/" in the(r, "paddle.arch-missing").fix
+
+
+def test_an_a100_without_paddle_still_gets_the_newest_release() -> None:
+    # No report shows sm_80 missing anywhere: the newest confirmed release stays the default.
+    r = doctor(s.host(driver=s.driver("576.57", "12.9"), gpus=[s.A100]))
+    assert r.image is not None and r.image.paddle == "3.3.1"
