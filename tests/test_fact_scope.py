@@ -324,3 +324,12 @@ def test_an_a100_without_paddle_still_gets_the_newest_release() -> None:
     # No report shows sm_80 missing anywhere: the newest confirmed release stays the default.
     r = doctor(s.host(driver=s.driver("576.57", "12.9"), gpus=[s.A100]))
     assert r.image is not None and r.image.paddle == "3.3.1"
+
+
+def test_eight_k80s_below_the_floor_are_one_finding() -> None:
+    k80s = [dict(s.K80, index=i) for i in range(8)]
+    r = doctor(s.host(driver=s.driver("470.82.01", "11.4"), gpus=k80s), paddle="3.3.1")
+    low = [f for f in r.findings if f.id == "gpu.cc-too-low"]
+    assert len(low) == 1 and low[0].message.startswith(
+        "GPU 0–7 Tesla K80 has compute capability 3.7"
+    )

@@ -11,6 +11,7 @@ from envcheck.contracts.facts import GpuFacts
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.verdict.compat import cc_below
 from envcheck.verdict.fixes import GPU_MISSING_FIX, OLD_GPU_FIX, mig_instance_fix
+from envcheck.verdict.gpu_groups import gpu_groups
 from envcheck.verdict.rules.driver import install_driver_fix
 
 if TYPE_CHECKING:
@@ -29,28 +30,33 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
             layer="gpu",
         )
         return
-    for g in ctx.host.gpus:
-        yield from _check_one_gpu(ctx, g)
-
-
-def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
-    label = f"GPU {g.index} {g.name or '?'}"
     release = ctx.matrix.release(_target_paddle(ctx))
-    if (
-        g.compute_capability
-        and release
-        and cc_below(g.compute_capability, release.min_compute_capability)
-    ):
+    floor = release.min_compute_capability if release else None
+    low = [
+        g
+        for g in ctx.host.gpus
+        if g.compute_capability and floor and cc_below(g.compute_capability, floor)
+    ]
+    target = release.version if release else ""
+    for group in gpu_groups(low):  # identical GPUs: one finding ("GPU 0–7 Tesla K80")
         yield fail(
             "gpu.cc-too-low",
-            f"{label} has compute capability {g.compute_capability}; Paddle {release.version} "
-            f"needs more than {release.min_compute_capability}",
+            f"{group.label} has compute capability {group.compute_capability}; Paddle {target} "
+            f"needs more than {floor}",
             fix=OLD_GPU_FIX,
             layer="gpu",
-            index=g.index,
-            compute_capability=g.compute_capability,
+            index=group.indices[0],
+            indices=list(group.indices),
+            compute_capability=group.compute_capability,
         )
-    elif g.mig_mode and g.mig_instances == 0:
+    for g in ctx.host.gpus:
+        if g not in low:
+            yield from _check_one_gpu(g)
+
+
+def _check_one_gpu(g: GpuFacts) -> Iterable[Finding]:
+    label = f"GPU {g.index} {g.name or '?'}"
+    if g.mig_mode and g.mig_instances == 0:
         yield fail(
             "gpu.mig-no-instances",
             f"{label} is in MIG mode with no GPU instance: nothing can run on it",
