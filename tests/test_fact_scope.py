@@ -116,10 +116,11 @@ def test_explain_says_which_facts_and_scopes_decided_the_arch_verdicts(tmp_path:
 # -- the installed release's own floor -------------------------------------------------------------
 
 
-def test_a_cc52_card_on_an_installed_300_fails_whatever_image_is_chosen() -> None:
-    # Paddle 3.0 needs a GPU of compute capability over 6.0 (its docs: "超过 6.0", D-dev); the
-    # chosen image may be an older release that still runs a Maxwell card, the installed build
-    # does not.
+def test_a_cc52_card_on_an_installed_300_fails_whatever_image_is_chosen_paddle74088() -> None:
+    # Paddle#74088: a GTX 980 Ti (CC 5.2) on Linux with paddlepaddle-gpu==3.0.0: "not compatible
+    # with Paddle installation with arch: 60 61 70 75 80 86", then CUDA error 209. Paddle 3.0
+    # needs a GPU of compute capability over 6.0 (its docs: "超过 6.0", D-dev); the chosen image
+    # may be an older release that still runs a Maxwell card, the installed build does not.
     r = doctor(
         s.host(
             driver=s.driver("535.104.05", "12.2"),
@@ -333,3 +334,30 @@ def test_eight_k80s_below_the_floor_are_one_finding() -> None:
     assert len(low) == 1 and low[0].message.startswith(
         "GPU 0–7 Tesla K80 has compute capability 3.7"
     )
+
+
+# -- the matrix made current ------------------------------------------------------------------------
+
+
+def test_a_260_cu118_wheel_on_an_h100_lacks_sm90_by_the_26_line_fact_paddlehelix369() -> None:
+    # The 2.6 docs map sm_90 to CUDA12 only (release/2.6 Tables.md); PaddleMIX#312, a maintainer
+    # in the 2.6.0 era: "h100/h800 need the CUDA12 Paddle build"; PaddleHelix#369: H100 with
+    # Runtime API 11.8, "compute capability ... 90, which is not supported by Paddle".
+    r = doctor(
+        s.host(
+            driver=s.driver("535.104.05", "12.2"),
+            gpus=[s.H100],
+            paddle=paddle("2.6.0", "11.8", "8.6.0"),
+        )
+    )
+    missing = the(r, "paddle.arch-missing")
+    assert missing.severity == "fail" and "sm_90 missing" in missing.message
+    assert any("release line 2.6.x, CUDA 11 builds" in f for f in missing.observed["facts"])
+
+
+def test_the_33_docs_table_shows_hopper_on_the_cuda12_builds_docs7684() -> None:
+    # PaddlePaddle/docs#7684 (the 3.3 install docs): Hopper sm_90 -> CUDA 12.6, 12.9, 13.0.
+    r = doctor(s.host(driver=s.driver("575.57.08", "12.9"), gpus=[s.H100]))
+    assert r.image is not None and r.image.tag == "3.3.1-gpu-cuda12.9-cudnn9.9"
+    assert r.image.arch_known is True and r.image.arch_note is None
+    assert any("DOCS#7684" in f for f in r.image.arch_facts)

@@ -46,13 +46,13 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
         except VersionParseError:  # saved facts may hold anything; the GPU check reports it
             continue
         jit = any(a <= sm for a in p.fatbin_ptx or ())  # PTX compiles for any newer GPU
-        missing = sm in absent or (archs is not None and not arch_supported(cc, archs) and not jit)
-        if missing:
+        off_list = archs is not None and not arch_supported(cc, archs) and not jit
+        if sm in absent or off_list:
             listed = " ".join(map(str, archs or ()))
-            because = (
-                f"a public report shows sm_{sm} missing from this build ({origin})"
-                if sm in absent
-                else f"Paddle {p.version} (CUDA {p.cuda}) {origin}: {listed}"
+            because = (  # a list the build was compiled with says it best; else the report
+                f"Paddle {p.version} (CUDA {p.cuda}) {origin}: {listed}"
+                if off_list and verified or sm not in absent
+                else f"a public report shows sm_{sm} missing from this build ({origin})"
             )
             yield fail(
                 "paddle.arch-missing",
