@@ -193,10 +193,21 @@ def _gpu_problems(
         if cc_below(cc, minimum):
             yield f"{label} is below {whose} minimum compute capability {minimum}"
         elif archs is not None and sm_of(cc) in archs.absent:
-            yield f"{label}: a report shows sm_{sm_of(cc)} missing from {archs.origin}"
+            yield f"{label}: {_missing_fact(sm_of(cc), archs)}"
         elif archs is not None and not arch_supported(cc, archs.archs):
             listed = " ".join(map(str, archs.archs))
             yield f"{label} is not among the archs {archs.origin}: {listed}"
+
+
+def _missing_fact(sm: int, archs: ArchSource) -> str:
+    """ "a public report shows sm_61 missing (fact of release 3.2.0 cu129; …)": the fact and its
+    scope, else the build's origin."""
+    said = next((f for f in archs.facts if f.startswith(f"sm_{sm} missing ")), None)
+    return (
+        f"a public report shows {said}"
+        if said
+        else (f"a report shows sm_{sm} missing from {archs.origin}")
+    )
 
 
 def _gpu_groups(gpus: tuple[GpuFacts, ...], matrix: Matrix) -> list[tuple[str, list[str], str]]:
