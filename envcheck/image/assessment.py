@@ -34,6 +34,7 @@ from envcheck.verdict.compat import (
     driver_support,
     oci_platform,
 )
+from envcheck.verdict.gpu_groups import index_span
 
 
 @record
@@ -189,7 +190,7 @@ def _gpu_problems(
 ) -> Iterable[str]:
     minimum, whose = floor
     for cc, indices, name in _gpu_groups(gpus, matrix):
-        label = f"GPU {','.join(indices)} {name} (sm_{sm_of(cc)})"
+        label = f"GPU {index_span(tuple(map(int, indices)))} {name} (sm_{sm_of(cc)})"
         if cc_below(cc, minimum):
             yield f"{label} is below {whose} minimum compute capability {minimum}"
         elif archs is not None and sm_of(cc) in archs.absent:
