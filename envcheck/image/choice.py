@@ -42,8 +42,24 @@ def select_image(
     if paddle is not None:
         return choice
     if choice.ref is not None:
-        return _known_arch_over_contradicted(host, matrix, release, registry, choice)
-    return _newest_that_runs(host, matrix, release, registry, choice)
+        choice = _known_arch_over_contradicted(host, matrix, release, registry, choice)
+    else:
+        choice = _newest_that_runs(host, matrix, release, registry, choice)
+    return _with_reported(matrix, release, choice)
+
+
+def _with_reported(matrix: Matrix, newest: PaddleRelease, choice: ImageChoice) -> ImageChoice:
+    """Releases newer than the default that no first-party source confirms (3.4.0: nightlies and
+    third-party pins) are said as reported, never chosen: `--paddle` targets them."""
+    reported = sorted(
+        (r.version for r in matrix.releases if Version(r.version) > Version(newest.version)),
+        key=Version,
+    )
+    if not reported:
+        return choice
+    said = ", ".join(f"Paddle {v} (--paddle {v})" for v in reported)
+    note = f"reported but not confirmed by a first-party source, so not the default: {said}"
+    return replace(choice, reason=f"{choice.reason}; {note}" if choice.reason else note)
 
 
 def _known_arch_over_contradicted(
