@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envcheck.contracts.facts import host_from_document
 from envcheck.contracts.host_report import Report
 from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
+from envcheck.matrix.scope import covers_release, release_in_scope
 from envcheck.verdict.judge import Context, judge
 from tests import scenarios as s
 from tests.inprocess import run_envcheck
@@ -361,3 +364,22 @@ def test_the_33_docs_table_shows_hopper_on_the_cuda12_builds_docs7684() -> None:
     assert r.image is not None and r.image.tag == "3.3.1-gpu-cuda12.9-cudnn9.9"
     assert r.image.arch_known is True and r.image.arch_note is None
     assert any("DOCS#7684" in f for f in r.image.arch_facts)
+
+
+# -- what a line covers (property) ---------------------------------------------------------------
+
+
+@given(
+    patch=st.integers(0, 9),
+    post=st.sampled_from(["", ".post112", ".post117", ".post120"]),
+    pre=st.sampled_from(["", "b1", "rc0", "rc2", ".dev20250717"]),
+)
+def test_every_wheel_of_the_25_line_meets_the_25_cuda11_fact(
+    patch: int, post: str, pre: str
+) -> None:
+    # pre-releases, Paddle's .postNNN CUDA wheels and nightlies belong to the line
+    version = f"2.5.{patch}{pre}{post}" if not pre.startswith(".dev") else f"2.5.{patch}{pre}"
+    fact = next(f for f in MATRIX.arch_facts if f.id == "paddle2.5-cuda11-list")
+    assert covers_release(fact, version)
+    scoped = release_in_scope(MATRIX, version)
+    assert scoped is not None and scoped[0].version.startswith("2.5.")
