@@ -213,6 +213,10 @@ def test_eight_identical_p40s_are_one_finding() -> None:
     missing = [f for f in r.findings if f.id == "paddle.arch-missing"]
     assert len(missing) == 1 and missing[0].message.startswith("GPU 0–7 Tesla P40 is sm_61")
     assert missing[0].observed["indices"] == list(range(8))
+    gpu_lines = [f for f in r.findings if f.layer == "gpu"]
+    assert [f.message for f in gpu_lines] == [
+        "GPU 0–7 Tesla P40, compute capability 6.1, 24576 MiB"
+    ]
 
 
 def test_no_python_none_in_any_text_when_a_saved_report_has_no_library_path() -> None:
