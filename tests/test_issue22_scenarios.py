@@ -58,17 +58,22 @@ def message(report: Report, id_: str) -> str:
 # -- 22.1: an arch list applies only on the platform it was seen on ---------------------------------
 
 
-def test_22_1_the_windows_cu129_list_of_311_does_not_fail_a_linux_rtx5090_paddlex4473() -> None:
+def test_22_1_the_windows_cu129_list_of_311_does_not_decide_a_linux_rtx5090_paddlex4473() -> None:
     # PaddleX#4473 / Paddle#73687: "compiled for 75 80 86 89" was printed by the Windows cu129
-    # wheel; the Linux wheel's list is unknown, so a Linux Blackwell host is unverified, not failed.
+    # wheel; that list says nothing of the Linux wheel. What fails a Linux Blackwell host is the
+    # 3.1 line's own fact (no 3.1 build holds sm_120: the Linux cu129 nightly of July 2025 lacks
+    # it too, Paddle#73937; maintainers send RTX 50 users to 3.2.0 cu129, Paddle#76037).
     build = paddle("3.1.1", "12.9", "9.9.0", archs=[])
     linux = doctor(
         s.host(driver=s.driver("575.57.08", "12.9"), gpus=[s.RTX5090], paddle=build),
         paddle="3.1.1",
     )
-    assert "paddle.arch-missing" not in found(linux)
-    assert found(linux)["paddle.arch-unverified"] == "warn"
-    # the same facts from the Windows wheel's platform: the list applies and fails it
+    assert found(linux)["paddle.arch-missing"] == "fail"
+    text = message(linux, "paddle.arch-missing")
+    assert "sm_120 missing" in text and "75 80 86 89" not in text
+    facts = next(f for f in linux.findings if f.id == "paddle.arch-missing").observed["facts"]
+    assert any("release line 3.1.x, CUDA 12.9 builds" in f for f in facts)
+    # the same facts from the Windows wheel's platform: its own list applies and fails it
     windows = doctor(
         s.host(
             driver=s.driver("576.57", "12.9"),
@@ -82,12 +87,13 @@ def test_22_1_the_windows_cu129_list_of_311_does_not_fail_a_linux_rtx5090_paddle
     assert "75 80 86 89" in message(windows, "paddle.arch-missing")
 
 
-def test_22_1_the_310_cu129_image_is_not_rejected_on_a_windows_list_paddle73687() -> None:
-    # The image holds the Linux wheel: a list seen on Windows says nothing about it.
+def test_22_1_the_310_cu129_image_is_rejected_by_the_31_line_fact_not_a_windows_list() -> None:
+    # The image holds the Linux wheel: the Windows list says nothing about it; the 3.1 line's
+    # "no sm_120" (Paddle#73937 on Linux among its sources) does.
     r = doctor(s.host(driver=s.driver("575.57.08", "12.9"), gpus=[s.RTX5090]), paddle="3.1.0")
-    assert r.image is not None and r.image.ref == f"{HUB}:3.1.0-gpu-cuda12.9-cudnn9.9"
-    assert r.image.arch_known is False
-    assert "nothing known shows Paddle 3.1.0 cu129 holds sm_120" in (r.image.arch_note or "")
+    assert r.image is not None and r.image.ref is None
+    cu129 = next(x for x in r.image.rejected if x.ref.endswith("3.1.0-gpu-cuda12.9-cudnn9.9"))
+    assert "sm_120 missing" in cu129.reason and "75 80 86 89" not in cu129.reason
 
 
 def test_22_1_a_list_without_its_platform_is_refused_by_the_loader(tmp_path: Path) -> None:
@@ -151,7 +157,8 @@ def test_22_3_h20_with_a_3x_cu118_wheel_lacks_sm90_paddleocr15791() -> None:
     )
     assert found(r)["paddle.arch-missing"] == "fail"
     text = message(r, "paddle.arch-missing")
-    assert "sm_90 missing" in text and "/stable/cu126/" in text
+    # the 3.0.0 cu118 Linux list (Paddle#74088: 60 61 70 75 80 86) has no sm_90
+    assert "sm_90" in text and "60 61 70 75 80 86" in text and "/stable/cu126/" in text
     assert int(r.exit_status) == 1
 
 

@@ -202,23 +202,24 @@ def test_gpus_but_every_tag_rejected_gives_no_ref_and_the_fix(
 
 
 def test_paddle31_cu126_wheel_lacks_sm120_issue73687() -> None:
-    # Without the cu129 tag, an RTX 5090 must not get 3.1.0's cu126 (compiled for 75 80 86 89, 3P
-    # report) nor cu118 (CUDA 11.8 cannot target sm_120).
+    # Without the cu129 tag, an RTX 5090 must not get 3.1.0's cu126 (CUDA 12.6 cannot target
+    # sm_120; the 3P list "75 80 86 89" was seen in a Windows session, so it does not decide a
+    # Linux image) nor cu118 (CUDA 11.8 cannot target sm_120).
     matrix = replace(
         MATRIX, images=tuple(i for i in MATRIX.images if i.tag != "3.1.0-gpu-cuda12.9-cudnn9.9")
     )
     choice = select_image(host("570.124.06", "12.8", RTX5090), matrix, paddle="3.1.0")
     assert choice.ref is None
     cu126, cu118 = choice.rejected
-    assert "sm_120" in cu126.reason and "compiled into Paddle 3.1.0 cu126" in cu126.reason
-    assert "75 80 86 89" in cu126.reason and "reported by a user" in cu126.reason
+    assert "sm_120" in cu126.reason and "CUDA 12.6 can target" in cu126.reason
+    assert "seen on windows/amd64 only" in cu126.reason
     assert "sm_120" in cu118.reason and "CUDA 11.8 can target" in cu118.reason
 
 
 @pytest.mark.parametrize(
     ("paddle", "cuda", "archs_from"),
     [
-        ("3.1.0", "12.6", "compiled"),
+        ("3.1.0", "12.6", "CUDA 12.6"),
         ("2.6.2", "11.8", "compiled"),
         ("3.3.1", "11.8", "CUDA 11.8"),
         ("3.3.1", "12.6", "CUDA 12.6"),
@@ -270,9 +271,9 @@ def test_cu129_toolkit_can_run_sm120_and_gb10() -> None:
 def test_no_usable_gpu_gets_the_cpu_tag(facts: HostFacts, why: str) -> None:
     choice = select_image(facts, MATRIX)
     assert choice.ref == f"{HUB}:3.3.1" and choice.kind == "cpu" and choice.cuda is None
-    # 3.4.0 has no image at all: the newest release that has one, saying why (issue 10.9)
-    assert f"({why}: the CPU image)" in (choice.reason or "")
-    assert "Paddle 3.4.0 (the newest release) has no image" in (choice.reason or "")
+    # 3.4.0 is only reported (no first-party source): never the default, said as reported
+    assert (choice.reason or "").startswith(f"{why}: the CPU image; reported but not confirmed")
+    assert "Paddle 3.4.0 (--paddle 3.4.0)" in (choice.reason or "")
     assert choice.pip_command == (
         "python -m pip install paddlepaddle==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cpu/"
     )
@@ -339,11 +340,17 @@ def test_unknown_paddle_is_a_usage_error_listing_known_versions(paddle: str) -> 
     )
 
 
-def test_default_paddle_is_the_newest_release_that_has_a_runnable_image() -> None:
-    # 3.4.0 (the newest) is pip-only: the default falls to 3.3.1 and says why (issue 10.9)
+def test_an_unreleased_version_is_not_the_default_nor_named_the_newest_release() -> None:
+    # 3.4.0: only release/3.4 nightlies and third-party pins were seen (every row unconfirmed).
+    # The default is the newest release a first-party source confirms, 3.3.1; 3.4.0 is a target
+    # only when asked for.
     choice = select_image(host("535.104.05", "12.2", A100), MATRIX)
-    assert MATRIX.newest_release().version == "3.4.0" and choice.paddle == "3.3.1"
-    assert "Paddle 3.4.0 (the newest release)" in (choice.reason or "")
+    assert MATRIX.newest_release().version == "3.3.1" and choice.paddle == "3.3.1"
+    reason = choice.reason or ""
+    assert "newest release" not in reason and "install Paddle 3.4.0" not in reason
+    assert "reported but not confirmed by a first-party source" in reason
+    asked = select_image(host("535.104.05", "12.2", A100), MATRIX, paddle="3.4.0")
+    assert asked.paddle == "3.4.0"
 
 
 # -- helpers --------------------------------------------------------------------------------------

@@ -98,6 +98,11 @@ class LibraryFacts:
     origin: LibraryOrigin | None = None
     candidates: tuple[LibraryCandidate, ...] = ()
     reason: str | None = None
+    # The unversioned `libcudnn.so` that a non-pip build dlopens (2.x `.postNNN` wheels, source
+    # builds: DYNLOAD), where LD_LIBRARY_PATH, the loader cache or CUDA_HOME holds one; None when
+    # none does. `unversioned_probed` False: not looked for (a facts file saved before it).
+    unversioned: str | None = None
+    unversioned_probed: bool = False
 
 
 @record

@@ -54,6 +54,8 @@ class ImageChoice:
     # says so. `pip_command` is that same preferred variant's wheel.
     arch_known: bool | None = None
     arch_note: str | None = None
+    # The arch facts the matrix applied to this tag's build, each with its scope (`--explain`).
+    arch_facts: tuple[str, ...] = ()
     # No GPU tag runs, and the driver alone holds them back: the lowest driver that runs one
     # (`reason` says it in words). The fix plan orders that upgrade with the driver's work.
     min_driver: str | None = None

@@ -34,6 +34,7 @@ from envcheck.verdict.compat import (
     driver_support,
     oci_platform,
 )
+from envcheck.verdict.gpu_groups import index_span
 
 
 @record
@@ -52,6 +53,7 @@ class Assessment:
     # choice prefers such a tag; without it, `arch_note` says what is not known.
     arch_known: bool = False
     arch_note: str | None = None
+    arch_facts: tuple[str, ...] = ()  # the facts applied, with their scope
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -113,6 +115,7 @@ def assess_image(
         defects,
         arch_known=archs is not None and not unknown,
         arch_note=_arch_note(release, cuda, unknown) if unknown else None,
+        arch_facts=archs.facts if archs is not None else (),
     )
 
 
@@ -187,14 +190,25 @@ def _gpu_problems(
 ) -> Iterable[str]:
     minimum, whose = floor
     for cc, indices, name in _gpu_groups(gpus, matrix):
-        label = f"GPU {','.join(indices)} {name} (sm_{sm_of(cc)})"
+        label = f"GPU {index_span(tuple(map(int, indices)))} {name} (sm_{sm_of(cc)})"
         if cc_below(cc, minimum):
             yield f"{label} is below {whose} minimum compute capability {minimum}"
         elif archs is not None and sm_of(cc) in archs.absent:
-            yield f"{label}: a report shows sm_{sm_of(cc)} missing from {archs.origin}"
+            yield f"{label}: {_missing_fact(sm_of(cc), archs)}"
         elif archs is not None and not arch_supported(cc, archs.archs):
             listed = " ".join(map(str, archs.archs))
             yield f"{label} is not among the archs {archs.origin}: {listed}"
+
+
+def _missing_fact(sm: int, archs: ArchSource) -> str:
+    """ "a public report shows sm_61 missing (fact of release 3.2.0 cu129; …)": the fact and its
+    scope, else the build's origin."""
+    said = next((f for f in archs.facts if f.startswith(f"sm_{sm} missing ")), None)
+    return (
+        f"a public report shows {said}"
+        if said
+        else (f"a report shows sm_{sm} missing from {archs.origin}")
+    )
 
 
 def _gpu_groups(gpus: tuple[GpuFacts, ...], matrix: Matrix) -> list[tuple[str, list[str], str]]:

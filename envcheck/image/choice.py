@@ -39,9 +39,76 @@ def select_image(
             f"unknown registry {registry!r} (known: {known})", hint=f"use one of: {known}"
         )
     choice = _select_release(host, matrix, release, registry)
-    if paddle is not None or choice.ref is not None:
+    if paddle is not None:
         return choice
-    return _newest_that_runs(host, matrix, release, registry, choice)
+    if choice.ref is not None:
+        choice = _known_arch_over_contradicted(host, matrix, release, registry, choice)
+    else:
+        choice = _newest_that_runs(host, matrix, release, registry, choice)
+    return _with_reported(matrix, release, choice)
+
+
+def _with_reported(matrix: Matrix, newest: PaddleRelease, choice: ImageChoice) -> ImageChoice:
+    """Releases newer than the default that no first-party source confirms (3.4.0: nightlies and
+    third-party pins) are said as reported, never chosen: `--paddle` targets them."""
+    reported = sorted(
+        (r.version for r in matrix.releases if Version(r.version) > Version(newest.version)),
+        key=Version,
+    )
+    if not reported:
+        return choice
+    said = ", ".join(f"Paddle {v} (--paddle {v})" for v in reported)
+    note = f"reported but not confirmed by a first-party source, so not the default: {said}"
+    return replace(choice, reason=f"{choice.reason}; {note}" if choice.reason else note)
+
+
+def _known_arch_over_contradicted(
+    host: HostFacts, matrix: Matrix, newest: PaddleRelease, registry: str, choice: ImageChoice
+) -> ImageChoice:
+    """No `--paddle`, and nothing shows the chosen variant holds a GPU's arch while a public
+    report shows that arch missing from the same CUDA variant of another release of its major
+    (PaddleX#4682: sm_61 on 3.2.0 cu129; 3.3.1 cu129 would be offered to the same GTX 1080): the
+    newest release with a variant known to hold every GPU's arch wins, and the reason says why."""
+    if choice.kind != "gpu" or choice.arch_known or not choice.cuda:
+        return choice
+    reports = _reported_missing(host, matrix, newest, choice.cuda)
+    if not reports:
+        return choice
+    older = sorted(
+        (
+            r
+            for r in matrix.releases
+            if r.confirmed and Version(r.version) < Version(newest.version)
+        ),
+        key=lambda r: Version(r.version),
+        reverse=True,
+    )
+    for release in older:
+        other = _select_release(host, matrix, release, registry)
+        if other.ref is not None and other.arch_known:
+            why = (
+                f"nothing shows Paddle {newest.version} cu{choice.cuda.replace('.', '')} holds "
+                f"every GPU's arch, and a public report shows {reports}; Paddle {release.version} "
+                f"is the newest release with a variant known to hold it ({other.reason}). "
+                f"Alternatively, unverified: --paddle {newest.version} ({choice.tag})"
+            )
+            return replace(other, reason=why, rejected=choice.rejected + other.rejected)
+    return choice
+
+
+def _reported_missing(host: HostFacts, matrix: Matrix, newest: PaddleRelease, cuda: str) -> str:
+    """ "sm_61 missing from Paddle 3.2.0 cu129": GPUs' archs a report shows missing from the same
+    CUDA variant of another release of the same major; "" when none."""
+    want = release_of(cuda)[:2]
+    major = Version(newest.version).major
+    sms = {sm_of(cc) for g in usable_gpus(host) if (cc := gpu_compute_capability(g, matrix))}
+    said = []
+    for b in matrix.builds:
+        if not b.cuda or release_of(b.cuda)[:2] != want or Version(b.paddle).major != major:
+            continue
+        for sm in sorted(sms & set(b.archs_absent)):
+            said.append(f"sm_{sm} missing from Paddle {b.paddle} cu{b.cuda.replace('.', '')}")
+    return ", ".join(said)
 
 
 def _newest_that_runs(
@@ -142,6 +209,7 @@ def _choice(
         image_choice(matrix, chosen.image, registry, chosen.reason, rejected),
         arch_known=chosen.arch_known,
         arch_note=chosen.arch_note,
+        arch_facts=chosen.arch_facts,
     )
 
 

@@ -10,6 +10,7 @@ from envcheck.contracts.record import record
 from envcheck.contracts.versions import release_of
 from envcheck.matrix.model import Matrix, PaddleBuild
 from envcheck.matrix.provenance import plain_source
+from envcheck.matrix.scope import arch_evidence
 from envcheck.verdict.compat import arch_supported
 
 
@@ -33,6 +34,7 @@ class ArchSource:
     absent: tuple[int, ...] = ()  # archs a report shows missing from the build
     source: str = ""  # the source keys, for --json / --explain
     present: tuple[int, ...] = ()  # archs a report shows running, where the list is unknown
+    facts: tuple[str, ...] = ()  # the facts applied, each with its scope (`ScopedFact.text`)
 
     @property
     def covered(self) -> str:
@@ -50,25 +52,29 @@ class ArchSource:
 def runnable_archs(
     matrix: Matrix, paddle: str, cuda: str, platform: str | None = "linux/amd64"
 ) -> ArchSource | None:
-    """The build's own compiled archs when known for `platform` (§4b, measured or observed);
-    otherwise every arch the CUDA toolkit can target (§2a), the most a build of that CUDA could
-    contain, minus the archs a report shows missing, marked unverified. Images are Linux wheels:
-    their platform is the host's machine under `linux/`."""
+    """The build's compiled archs when some scope states them for `platform` (its own row, or a
+    fact of its release line or CUDA family, `envcheck.matrix.scope`); otherwise every arch the
+    CUDA toolkit can target (§2a), the most a build of that CUDA could contain, minus the archs a
+    report shows missing, marked unverified. Images are Linux wheels: their platform is the
+    host's machine under `linux/`."""
     build = build_for(matrix, paddle, cuda)
     label = f"Paddle {paddle} cu{cuda.replace('.', '')}"
-    own = build.archs_on(platform) if build is not None else None
-    if build is not None and own:
-        source = build.archs_source or build.source
+    evidence = arch_evidence(matrix, paddle, cuda, build, platform)
+    facts = tuple(f.text for f in evidence.facts)
+    if evidence.archs:
+        source = evidence.list_source or (build.source if build else "")
         return ArchSource(
-            own,
+            evidence.archs,
             f"compiled into {label} ({plain_archs_source(source)})",
             source=source,
-            present=build.archs_present,
+            present=evidence.present,
+            absent=evidence.absent,
+            facts=facts,
         )
     toolkit = matrix.archs_for_cuda(cuda)
     if toolkit is None:
         return None
-    absent = build.archs_absent if build else ()
+    absent = evidence.absent
     elsewhere = (
         f" for {platform} (the matrix's list was seen on {build.archs_platform} only)"
         if build is not None and build.archs and build.archs_platform != platform
@@ -81,7 +87,8 @@ def runnable_archs(
         verified=False,
         absent=absent,
         source=toolkit.source,
-        present=build.archs_present if build else (),
+        present=evidence.present,
+        facts=facts,
     )
 
 

@@ -27,6 +27,7 @@ from envcheck.matrix.fields import Bad, type_name
 from envcheck.matrix.location import matrix_dir
 from envcheck.matrix.mirror import index_of, on_index
 from envcheck.matrix.model import (
+    ArchFact,
     ArchSet,
     Arm64Build,
     Defect,
@@ -155,6 +156,7 @@ def _build(rows: list[Row], root: Path) -> Matrix:
         defects=_rows(made, "defect", Defect),
         newest_source=newest_source_read(root),
         arm64_builds=_rows(made, "arm64_build", Arm64Build),
+        arch_facts=_rows(made, "arch_fact", ArchFact),
     )
 
 

@@ -12,6 +12,15 @@ from envcheck.contracts.record import record
 from envcheck.contracts.versions import parse_dotted, release_of
 
 
+def release_version(text: str) -> Version:
+    """The release a wheel version belongs to: `2.5.2.post117` -> 2.5.2 (Paddle numbers its CUDA
+    variants as post releases), `3.0.0b1` stays 3.0.0b1, a `+local` part is dropped."""
+    v = Version(text)
+    pre = f"{v.pre[0]}{v.pre[1]}" if v.pre else ""
+    dev = f".dev{v.dev}" if v.dev is not None else ""
+    return Version(f"{v.base_version}{pre}{dev}")
+
+
 @record
 class ToolkitDriver:
     """CUDA toolkit release -> minimum Linux x86_64 driver (full compatibility), NV-RN Table 3."""
@@ -115,6 +124,26 @@ class PaddleBuild:
 
 
 @record
+class ArchFact:
+    """A fact about the archs of every build it covers, not of one row: a release line (`==2.5.*`:
+    2.5.0, 2.5.1, 2.5.2, their `.postNNN` wheels), a major (`==3.*`: 3.0.0b1, rcs, nightlies),
+    a CUDA variant family (`11` = every CUDA 11 build, `11.8` = the cu118 builds) and optionally
+    a platform. A member's own row overrides it where the two disagree (`envcheck.matrix.scope`).
+    """
+
+    id: str  # "2.5-cuda11-list"
+    releases: str  # a PEP 440 specifier: "==2.5.*", "==3.*"
+    cuda: str  # "11" (the CUDA 11 family) or "11.8" (that variant)
+    source: str
+    confirmed: bool = True
+    archs: tuple[int, ...] | None = None  # the full compiled list
+    absent: tuple[int, ...] = ()  # archs a report shows missing
+    present: tuple[int, ...] = ()  # archs a report shows running
+    platform: str | None = None  # where it was seen; None: every platform
+    note: str | None = None
+
+
+@record
 class ImageTag:
     """A Paddle image tag in the registries, with its CUDA and platforms."""
 
@@ -181,6 +210,7 @@ class Matrix:
     defects: tuple[Defect, ...] = ()
     newest_source: str | None = None  # "2026-09-08": the newest source the matrix has read
     arm64_builds: tuple[Arm64Build, ...] = ()
+    arch_facts: tuple[ArchFact, ...] = ()
 
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:
@@ -216,10 +246,15 @@ class Matrix:
         return next((r for r in self.releases if Version(r.version) == v), None)
 
     def newest_release(self) -> PaddleRelease:
-        return max(self.releases, key=lambda r: Version(r.version))
+        """The newest release a first-party source confirms: the default target. A release only
+        third parties or nightlies show (3.4.0) is a target only when asked for (`--paddle`)."""
+        confirmed = [r for r in self.releases if r.confirmed] or list(self.releases)
+        return max(confirmed, key=lambda r: Version(r.version))
 
     def builds_for(self, paddle: str) -> tuple[PaddleBuild, ...]:
-        v = Version(paddle)
+        """The rows of release `paddle`; a `.postNNN` wheel (Paddle's CUDA marker: 2.5.2.post117)
+        or a `+local` one is a wheel of its release."""
+        v = release_version(paddle)
         return tuple(b for b in self.builds if Version(b.paddle) == v)
 
     def images_for(self, paddle: str, kind: str | None = None) -> tuple[ImageTag, ...]:

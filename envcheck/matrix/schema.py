@@ -23,6 +23,7 @@ from envcheck.matrix.fields import (
     texts,
 )
 from envcheck.matrix.model import (
+    ArchFact,
     ArchSet,
     Arm64Build,
     Defect,
@@ -155,6 +156,19 @@ TABLES: dict[str, Table] = {
         },
         ("id",),
         Defect,
+    ),
+    "arch_fact": Table(
+        {
+            "id": Field(matching(r"[a-z0-9][a-z0-9.-]{0,63}", "a lower-case id")),
+            "releases": Field(specifier),
+            "cuda": Field(dotted),
+            "archs": Field(archs, False),
+            "absent": Field(archs, False),
+            "present": Field(archs, False),
+            "platform": Field(one_of(*WHEEL_PLATFORMS), False),
+        },
+        ("id",),
+        ArchFact,
     ),
     "registry": Table(
         {"name": Field(text), "ref": Field(matching(_REPOSITORY, "an image repository"))},

@@ -77,11 +77,26 @@ def probe_cuda(
     needed = driver or request["libraries"]
     run = run_cuda_child(request, env, timeout) if needed else ChildRun()
     driver_result = driver_facts(run) if driver else CudaDriverFacts()
+    cudnn = library_facts(CUDNN, _with_versions(CUDNN, found["cudnn"], run))
     return (
         driver_result,
         library_facts(CUDART, _with_versions(CUDART, found["cudart"], run)),
-        library_facts(CUDNN, _with_versions(CUDNN, found["cudnn"], run)),
+        replace(cudnn, unversioned=unversioned_on_path(CUDNN, env, cache), unversioned_probed=True),
     )
+
+
+def unversioned_on_path(
+    spec: LibrarySpec, env: Mapping[str, str], cache: Iterable[tuple[str, str]]
+) -> str | None:
+    """Where `dlopen("libcudnn.so")` of a non-pip build finds the unversioned name: the dev
+    symlink Ubuntu's runtime package (`libcudnn8`, only `libcudnn.so.8`) does not ship. None when
+    LD_LIBRARY_PATH, the loader cache and CUDA_HOME hold none (DYNLOAD; Paddle then says "Cannot
+    load cudnn shared library")."""
+    name = f"lib{spec.kind}.so"
+    ld = [os.path.join(d, name) for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d]
+    cached = [path for n, path in cache if n == name]
+    homes = [os.path.join(h, sub, name) for h in _cuda_homes(env) for sub in ("lib64", "lib")]
+    return next((p for p in (*ld, *cached, *homes) if os.path.isfile(p)), None)
 
 
 def find_candidates(

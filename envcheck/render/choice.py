@@ -17,6 +17,11 @@ def why_lines(choice: ImageChoice) -> list[str]:
     lines = [f"why: {visible(choice.reason)}"] if choice.reason else []
     if choice.ref and not choice.confirmed and choice.source:
         lines.append(f"note: tag {plain_source(choice.source, False)}")
+    if choice.ref and choice.kind == "gpu":
+        facts = "; ".join(choice.arch_facts) or (
+            "none of its build, release line or CUDA family: the toolkit's reach only"
+        )
+        lines.append(f"arch facts: {visible(facts)}")
     return lines
 
 

@@ -289,6 +289,26 @@ def arch_build_fix(sm: int, gpu_build_fix: str) -> str:
     return f"install a build compiled for sm_{sm}: {gpu_build_fix}"
 
 
+def cudnn_link_fix(path: str | None, version: str) -> str:
+    """A non-pip build dlopens `libcudnn.so`; Ubuntu's runtime package ships only `libcudnn.so.8`:
+    the dev package has the link, or make it beside the versioned file."""
+    major = version.split(".")[0]
+    folder, name = (
+        path.rsplit("/", 1)
+        if path and "/" in path
+        else ("/usr/lib/x86_64-linux-gnu", f"libcudnn.so.{major}")
+    )
+    return (
+        f"install cuDNN's development package (Ubuntu: `sudo apt-get install libcudnn{major}-dev`), "
+        f"or link the unversioned name: `sudo ln -s {name} {folder}/libcudnn.so && sudo ldconfig`"
+    )
+
+
+def driver_or_runtime_fix(install_driver: str) -> str:
+    """GPUs on the bus, no driver answering: the host's driver, or the container's runtime."""
+    return f"{install_driver}; in a container, {PASS_THE_GPUS_FIX}"
+
+
 def engine_or_in_process_fix(engine: EngineFacts) -> str:
     return f"{engine_fix(engine)}; or run the smoke with --in-process"
 

@@ -19,9 +19,11 @@ from envcheck.verdict.one_plan import settle
 from envcheck.verdict.rules.archs import check_build_archs
 from envcheck.verdict.rules.container import check_engine, check_image
 from envcheck.verdict.rules.cuda import check_cuda_driver_api, check_cuda_libraries
+from envcheck.verdict.rules.dlopen_names import check_unversioned_cudnn
 from envcheck.verdict.rules.driver import check_driver
 from envcheck.verdict.rules.env_vars import check_nvidia_visible_devices, check_visible_devices
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
+from envcheck.verdict.rules.installed import check_gpu_build_without_driver, check_installed_floor
 from envcheck.verdict.rules.paddle import check_paddle
 
 
@@ -62,7 +64,10 @@ CHECKS: tuple[Check, ...] = (
     check_gpus,
     check_cuda_driver_api,
     check_cuda_libraries,
+    check_unversioned_cudnn,
     check_paddle,
+    check_installed_floor,
+    check_gpu_build_without_driver,
     check_build_archs,
     check_visible_devices,
     check_nvidia_visible_devices,

@@ -19,6 +19,7 @@ ROOTS = (
     "paddle.missing",
     "paddle.unreadable",
     "paddle.cpu-build",
+    "paddle.gpu-build-no-gpu",
     "paddle.arch-missing",
     "driver.too-old",
 )

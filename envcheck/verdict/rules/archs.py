@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.contracts.findings import Finding, fail, warn
+from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.versions import VersionParseError, sm_of
 from envcheck.matrix.builds import plain_archs_source
+from envcheck.matrix.scope import ArchEvidence, arch_evidence
 from envcheck.verdict.compat import arch_supported, wheel_platform
 from envcheck.verdict.fixes import PROVE_WITH_SMOKE_FIX, arch_build_fix
+from envcheck.verdict.gpu_groups import gpu_groups
 from envcheck.verdict.proof import ARCH_UNVERIFIED_ID
 from envcheck.verdict.rules.paddle import installed_build
+from envcheck.verdict.verified_variant import verified_build_fix
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
@@ -24,54 +27,89 @@ if TYPE_CHECKING:
 
 def check_build_archs(ctx: Context) -> Iterable[Finding]:
     """The installed build against every GPU: its own list (3.x `compiled_cuda_archs`), else the
-    matrix's list for that wheel, else (2.x) at least what its CUDA toolkit can target: a cu117
-    wheel cannot hold sm_90 (Paddle#58971). Unknown coverage is said, never passed silently."""
+    matrix's list for that wheel or its release line / CUDA family (`envcheck.matrix.scope`),
+    else (2.x) at least what its CUDA toolkit can target: a cu117 wheel cannot hold sm_90
+    (Paddle#58971). Unknown coverage is said, never passed silently. Identical GPUs share one
+    finding ("GPU 0-7 Tesla P40")."""
     p = ctx.host.paddle
     gpus = [g for g in ctx.gpus if g.compute_capability]
     if not gpus or p.status != "ok" or not p.cuda:
         return
-    archs, origin, verified = _installed_archs(ctx)
-    build = installed_build(ctx, p.cuda)
+    archs, origin, verified, facts = _installed_archs(ctx)
     own_list = p.compiled_cuda_archs or p.fatbin_archs
-    absent = build.archs_absent if build and not own_list else ()
-    for g in gpus:
-        cc = g.compute_capability or ""
+    absent = _installed_absent(ctx) if not own_list else ()
+    decided = "; ".join(facts) or origin
+    for group in gpu_groups(gpus):
+        cc = group.compute_capability
         try:
             sm = sm_of(cc)
         except VersionParseError:  # saved facts may hold anything; the GPU check reports it
             continue
         jit = any(a <= sm for a in p.fatbin_ptx or ())  # PTX compiles for any newer GPU
-        missing = sm in absent or (archs is not None and not arch_supported(cc, archs) and not jit)
-        if missing:
+        off_list = archs is not None and not arch_supported(cc, archs) and not jit
+        if sm in absent or off_list:
             listed = " ".join(map(str, archs or ()))
-            because = (
-                f"a public report shows sm_{sm} missing from this build ({origin})"
-                if sm in absent
-                else f"Paddle {p.version} (CUDA {p.cuda}) {origin}: {listed}"
+            because = (  # a list the build was compiled with says it best; else the report
+                f"Paddle {p.version} (CUDA {p.cuda}) {origin}: {listed}"
+                if off_list and verified or sm not in absent
+                else f"a public report shows sm_{sm} missing from this build ({origin})"
             )
             yield fail(
                 "paddle.arch-missing",
-                f'GPU {g.index} {g.name} is sm_{sm} but {because}: "no kernel image is available '
+                f'{group.label} is sm_{sm} but {because}: "no kernel image is available '
                 'for execution on the device"',
-                fix=arch_build_fix(sm, ctx.gpu_build_fix),
+                fix=arch_build_fix(sm, verified_build_fix(ctx, sm)),
                 layer="paddle",
-                index=g.index,
+                index=group.indices[0],
+                indices=list(group.indices),
                 compute_capability=cc,
                 compiled=list(archs or ()),
                 archs_verified=verified,
+                facts=list(facts),
+                detail=f"decided by: {decided}",
             )
         elif not verified:
             yield warn(
                 ARCH_UNVERIFIED_ID,
-                f"GPU {g.index} {g.name} (sm_{sm}): arch coverage unverified: Paddle {p.version} "
-                f"(CUDA {p.cuda}) does not record its compiled archs and the matrix has no list "
-                f"for it{_newer_than_known(ctx, sm)}; {origin} includes sm_{sm}, the build itself "
+                f"{group.label} (sm_{sm}): arch coverage unverified: {_what_is_missing(ctx)}"
+                f"{_newer_than_known(ctx, sm)}; {origin} includes sm_{sm}, the build itself "
                 "may not: only the smoke training can prove it",
                 fix=PROVE_WITH_SMOKE_FIX,
                 layer="paddle",
-                index=g.index,
+                index=group.indices[0],
+                indices=list(group.indices),
                 compute_capability=cc,
+                facts=list(facts),
+                detail=f"decided by: {decided}",
             )
+        else:
+            yield passed(
+                "paddle.archs",
+                f"{group.label} (sm_{sm}) is among the archs Paddle {p.version} (CUDA {p.cuda}) "
+                f"{origin}",
+                layer="paddle",
+                index=group.indices[0],
+                indices=list(group.indices),
+                compute_capability=cc,
+                facts=list(facts),
+                detail=f"decided by: {decided}",
+            )
+
+
+def _what_is_missing(ctx: Context) -> str:
+    """Why no list: a 3.x build always records `compiled_cuda_archs`; what is missing is that
+    list in the saved facts (or an empty one), and a list in the matrix."""
+    p = ctx.host.paddle
+    if (p.version or "").startswith("2."):
+        record = "a 2.x build records no compiled archs and its .nv_fatbin was not read"
+    elif p.compiled_cuda_archs is not None:
+        record = "its paddle/version record lists no compiled archs (empty)"
+    else:
+        record = "the saved facts lack its compiled_cuda_archs list"
+    return (
+        f"Paddle {p.version} (CUDA {p.cuda}): {record}, and the matrix has no list for this "
+        "build, its release line or its CUDA family"
+    )
 
 
 def _newer_than_known(ctx: Context, sm: int) -> str:
@@ -92,31 +130,48 @@ def _newer_than_known(ctx: Context, sm: int) -> str:
     )
 
 
-def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool]:
-    """(archs, where they come from, whether they are the build's own list)."""
+def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool, tuple[str, ...]]:
+    """(archs, where they come from, whether they are the build's own list, the facts applied
+    with their scope)."""
     p = ctx.host.paddle
     if p.compiled_cuda_archs:
-        return (
-            tuple(p.compiled_cuda_archs),
-            "was compiled for (its own paddle/version record)",
-            True,
-        )
+        origin = "was compiled for (its own paddle/version record)"
+        return tuple(p.compiled_cuda_archs), origin, True, (f"{origin}",)
     if p.fatbin_archs:
-        return (
-            tuple(p.fatbin_archs),
-            "was compiled for (read from the .nv_fatbin of its libpaddle.so/libphi.so)",
-            True,
-        )
-    build = installed_build(ctx, p.cuda or "")
-    machine = ctx.host.machine
-    own = build.archs_on(wheel_platform(machine.os, machine.arch)) if build else None
-    if build is not None and own:
-        how = plain_archs_source(build.archs_source or build.source)
-        return own, f"was compiled for ({how})", True
+        origin = "was compiled for (read from the .nv_fatbin of its libpaddle.so/libphi.so)"
+        return tuple(p.fatbin_archs), origin, True, (f"{origin}",)
+    evidence = _evidence(ctx)
+    facts = tuple(f.text for f in evidence.facts) if evidence else ()
+    if evidence is not None and evidence.archs:
+        how = plain_archs_source(evidence.list_source or "")
+        return evidence.archs, f"was compiled for ({how})", True, facts
     toolkit = _toolkit_archs(ctx, p.cuda or "")
     if toolkit is None:
-        return None, "records no archs, and its CUDA is unknown to the matrix", False
-    return toolkit, f"can at most contain what CUDA {p.cuda} can target", False
+        return None, "records no archs, and its CUDA is unknown to the matrix", False, facts
+    return toolkit, f"can at most contain what CUDA {p.cuda} can target", False, facts
+
+
+def _installed_absent(ctx: Context) -> tuple[int, ...]:
+    evidence = _evidence(ctx)
+    return evidence.absent if evidence else ()
+
+
+def _evidence(ctx: Context) -> ArchEvidence | None:
+    """What the matrix knows of the installed build's archs, every scope reaching it."""
+    p = ctx.host.paddle
+    if not p.version or not p.cuda:
+        return None
+    machine = ctx.host.machine
+    try:
+        return arch_evidence(
+            ctx.matrix,
+            p.version,
+            p.cuda,
+            installed_build(ctx, p.cuda),
+            wheel_platform(machine.os, machine.arch),
+        )
+    except (InvalidVersion, VersionParseError):
+        return None
 
 
 def _toolkit_archs(ctx: Context, cuda: str) -> tuple[int, ...] | None:

@@ -49,7 +49,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         note = f" ({rt.reason})" if rt.reason else ""
         yield passed(
             "cuda.runtime",
-            f"CUDA runtime {rt.version} at {rt.path}{note}",
+            f"CUDA runtime {rt.version}{_at(rt.path)}{note}",
             layer="cuda",
             version=rt.version,
             path=rt.path,
@@ -72,7 +72,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
     if have[0] != want[0]:
         yield fail(
             "cudnn.major-mismatch",
-            f"cuDNN {dnn.version} ({dnn.path}) but Paddle {p.version} is built with cuDNN {p.cudnn}",
+            f"cuDNN {dnn.version}{_at(dnn.path)} but Paddle {p.version} is built with cuDNN {p.cudnn}",
             fix=_cudnn_fix(ctx),
             layer="cuda",
             found=dnn.version,
@@ -90,7 +90,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         )
     else:
         yield passed(
-            "cudnn.ok", f"cuDNN {dnn.version} at {dnn.path}", layer="cuda", version=dnn.version
+            "cudnn.ok", f"cuDNN {dnn.version}{_at(dnn.path)}", layer="cuda", version=dnn.version
         )
 
 
@@ -162,3 +162,8 @@ def _cudnn_fix(ctx: Context) -> str:
         f"install cuDNN {cudnn} for CUDA {cuda.split('.')[0]}{how}, "
         "or use the official image (`envcheck pull-image`)"
     )
+
+
+def _at(path: str | None) -> str:
+    """ " at /usr/lib/…/libcudnn.so.8", or nothing: a saved report may not say where (never "None")."""
+    return f" at {path}" if path else ""

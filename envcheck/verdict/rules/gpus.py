@@ -11,6 +11,7 @@ from envcheck.contracts.facts import GpuFacts
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.verdict.compat import cc_below
 from envcheck.verdict.fixes import GPU_MISSING_FIX, OLD_GPU_FIX, mig_instance_fix
+from envcheck.verdict.gpu_groups import gpu_groups, index_span
 from envcheck.verdict.rules.driver import install_driver_fix
 
 if TYPE_CHECKING:
@@ -29,43 +30,54 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
             layer="gpu",
         )
         return
-    for g in ctx.host.gpus:
-        yield from _check_one_gpu(ctx, g)
-
-
-def _check_one_gpu(ctx: Context, g: GpuFacts) -> Iterable[Finding]:
-    label = f"GPU {g.index} {g.name or '?'}"
     release = ctx.matrix.release(_target_paddle(ctx))
-    if (
-        g.compute_capability
-        and release
-        and cc_below(g.compute_capability, release.min_compute_capability)
-    ):
+    floor = release.min_compute_capability if release else None
+    low = [
+        g
+        for g in ctx.host.gpus
+        if g.compute_capability and floor and cc_below(g.compute_capability, floor)
+    ]
+    target = release.version if release else ""
+    for group in gpu_groups(low):  # identical GPUs: one finding ("GPU 0–7 Tesla K80")
         yield fail(
             "gpu.cc-too-low",
-            f"{label} has compute capability {g.compute_capability}; Paddle {release.version} "
-            f"needs more than {release.min_compute_capability}",
+            f"{group.label} has compute capability {group.compute_capability}; Paddle {target} "
+            f"needs more than {floor}",
             fix=OLD_GPU_FIX,
             layer="gpu",
-            index=g.index,
-            compute_capability=g.compute_capability,
+            index=group.indices[0],
+            indices=list(group.indices),
+            compute_capability=group.compute_capability,
         )
-    elif g.mig_mode and g.mig_instances == 0:
-        yield fail(
-            "gpu.mig-no-instances",
-            f"{label} is in MIG mode with no GPU instance: nothing can run on it",
-            fix=mig_instance_fix(g.index),
-            layer="gpu",
-            index=g.index,
-        )
-    else:
+    rest = [g for g in ctx.host.gpus if g not in low]
+    for g in rest:
+        if g.mig_mode and g.mig_instances == 0:
+            yield fail(
+                "gpu.mig-no-instances",
+                f"GPU {g.index} {g.name or '?'} is in MIG mode with no GPU instance: nothing can "
+                "run on it",
+                fix=mig_instance_fix(g.index),
+                layer="gpu",
+                index=g.index,
+            )
+    yield from _passed_groups([g for g in rest if not (g.mig_mode and g.mig_instances == 0)])
+
+
+def _passed_groups(gpus: list[GpuFacts]) -> Iterable[Finding]:
+    """One line per set of identical GPUs (name, compute capability, memory): "GPU 0–7 Tesla
+    P40, compute capability 6.1, 24576 MiB", as `gpu.<first index>`."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for g in gpus:
+        key = (g.name or "?", g.compute_capability or "?", str(g.memory_total_mib or "?"))
+        groups.setdefault(key, []).append(g.index)
+    for (name, cc, mib), indices in groups.items():
         yield passed(
-            f"gpu.{g.index}",
-            f"{label}, compute capability {g.compute_capability or '?'}, "
-            f"{g.memory_total_mib or '?'} MiB",
+            f"gpu.{indices[0]}",
+            f"GPU {index_span(tuple(indices))} {name}, compute capability {cc}, {mib} MiB",
             layer="gpu",
-            index=g.index,
-            compute_capability=g.compute_capability,
+            index=indices[0],
+            indices=indices,
+            compute_capability=None if cc == "?" else cc,
         )
 
 
