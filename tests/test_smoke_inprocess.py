@@ -191,3 +191,20 @@ def test_a_signal_while_the_child_starts_takes_the_child_with_it(tmp_path: Path)
     with pytest.raises(Interrupted), unwind_on_signals():
         _run(argv, _FolderThatSignals(tmp_path), 60.0, None, dict(os.environ))  # type: ignore[arg-type]
     assert processes_mentioning(marker) == []
+
+
+def test_a_reaped_smoke_leaves_no_member_of_its_process_group_running() -> None:
+    """The workload's own children (DataLoader workers) are in its group: after the reap none of
+    them runs, and one that ended unreaped (a zombie of a parent not ours) is not counted."""
+    from envcheck.smoke.runner import inprocess
+
+    script = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\nelse:\n    time.sleep(60)\n"
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        for _ in range(500):
+            if inprocess._group_alive(proc.pid):
+                break
+        assert inprocess._group_alive(proc.pid)
+    finally:
+        inprocess._reap(proc)
+    assert not inprocess._group_alive(proc.pid)

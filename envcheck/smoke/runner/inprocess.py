@@ -196,10 +196,34 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
-    """Kill its group unless it was reaped already, and reap it."""
+    """Kill its group unless it was reaped already, and reap it; then wait until the rest of its
+    group (Paddle's DataLoader workers, forked from it) has died too, so that nothing we started
+    outlives the command (a busy machine can take a moment to end a killed process)."""
     if proc.returncode is None:
         _kill_group(proc)
         proc.wait(timeout=KILL_WAIT_S)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        _kill_group(proc)
+        time.sleep(0.01)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (a zombie has ended: only its parent's
+    reaping is left, and that parent is not us)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        # pid (comm) state ppid pgrp …: comm may hold spaces and parentheses, so after the last ')'
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
