@@ -79,19 +79,21 @@ class ProcessCase:
     dead_pipe: bool = False  # stdout and stderr: a pipe whose reader has left
     check: Callable[[Path, str], str | None] | None = None  # a damaged file or leak, in words
     argv: tuple[str, ...] = ()  # instead of `python -m envcheck ARGS`
+    address_space: int = ADDRESS_SPACE  # bytes: lower where a blow-up fits inside the default
 
 
 # A limit set in a small launcher that then execs the case (no preexec_fn: the fake servers'
 # threads make forking with one unsafe).
-_LIMITED = (
-    sys.executable,
-    "-c",
-    (
-        "import os, resource, sys\n"
-        f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))\n"
-        "os.execvp(sys.argv[1], sys.argv[1:])\n"
-    ),
-)
+def _limited(address_space: int) -> tuple[str, ...]:
+    return (
+        sys.executable,
+        "-c",
+        (
+            "import os, resource, sys\n"
+            f"resource.setrlimit(resource.RLIMIT_AS, ({address_space}, {address_space}))\n"
+            "os.execvp(sys.argv[1], sys.argv[1:])\n"
+        ),
+    )
 
 
 def run_process_case(case: ProcessCase, tmp: Path) -> None:
@@ -111,7 +113,7 @@ def run_process_case(case: ProcessCase, tmp: Path) -> None:
     args = [a.replace("{tmp}", str(tmp)) for a in case.args]
     cmd = list(case.argv) or [sys.executable, "-m", "envcheck", *args]
     before = _outside_out(snapshot(tmp), tmp)
-    out, err, code, hung = _run(cmd, env, tmp, case.dead_pipe)
+    out, err, code, hung = _run(cmd, env, tmp, case.dead_pipe, case.address_space)
     after = _outside_out(snapshot(tmp), tmp)
     new = [p for p in after if p not in before]
     changed = [p for p in before if p in after and after[p] != before[p]]
@@ -135,7 +137,7 @@ def _outside_out(files: dict[str, Any], tmp: Path) -> dict[str, Any]:
 
 
 def _run(
-    cmd: list[str], env: dict[str, str], cwd: Path, dead_pipe: bool
+    cmd: list[str], env: dict[str, str], cwd: Path, dead_pipe: bool, address_space: int
 ) -> tuple[str, str, int | None, bool]:
     if dead_pipe:
         read, write = os.pipe()
@@ -143,7 +145,7 @@ def _run(
         streams: dict[str, Any] = {"stdout": write, "stderr": write}
     else:
         streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    proc = subprocess.Popen([*_LIMITED, *cmd], cwd=cwd, env=env, **streams)
+    proc = subprocess.Popen([*_limited(address_space), *cmd], cwd=cwd, env=env, **streams)
     if dead_pipe:
         os.close(write)
     try:
@@ -233,7 +235,41 @@ def _fake_gpu(tmp: Path) -> dict[str, str]:
     return fakenv.make_host(fakenv._BUILDS["build"], "a100x2-535", tmp / "fake-host")
 
 
+_VERSION_2X = "full_version = '2.6.2'\ncuda_version = '11.8'\ncudnn_version = '8.6.0'\n"
+
+
+def _hostile_fatbin(kind: str) -> Callable[[Path], dict[str, str]]:
+    """A 2.x GPU build (no compiled archs recorded, so its libpaddle.so's `.nv_fatbin` is read)
+    whose library is a sparse hostile ELF: 3 GiB of claimed padding, or a section-header table
+    of 65,279 entries of 65,000 bytes (4.2 GB)."""
+    from tests.test_fatbin import hostile_elf
+
+    def setup(tmp: Path) -> dict[str, str]:
+        env = _paddle_site(tmp, _VERSION_2X)
+        library = tmp / "site" / "paddle" / "base" / "libpaddle.so"
+        library.parent.mkdir()
+        if kind == "padding":
+            hostile_elf(library, fatbin_at=4096, fatbin_size=3 << 30, size=4096 + (3 << 30))
+        else:
+            size = 4096 + 65_279 * 65_000
+            hostile_elf(
+                library, fatbin_at=0, fatbin_size=0, size=size, shentsize=65_000, shnum=65_279
+            )
+        return env
+
+    return setup
+
+
 def live_probe_cases() -> Iterator[ProcessCase]:
+    for kind in ("padding", "table"):
+        yield ProcessCase(
+            "live-probes",
+            f"fatbin-{kind}",
+            ("doctor", "--no-smoke", "--python", "{tmp}/python"),
+            (0, 1),
+            setup=_hostile_fatbin(kind),
+            address_space=2 << 30,  # the 4.2 GB table fits (barely) inside the default 4 GiB
+        )
     for gpu in (False, True):
         for name, text in VERSION_FILES.items():
 
