@@ -497,6 +497,19 @@ def smoke_output_cases() -> Iterator[tuple[str, bytes]]:
             yield f"{path}={value!r:.12}", text.encode("utf-8", "surrogatepass")
 
 
+def smoke_claim_cases() -> Iterator[ProcessCase]:
+    """An image whose workload claims gpu:0 on this host, which has no GPU and gives the
+    container none: a contradiction is a failed smoke (exit 5), never a pass."""
+    from tests.smoke_host import PADDLE_IMAGE, SCRIPTS
+
+    def setup(tmp: Path) -> dict[str, str]:
+        return {"ENVCHECK_SMOKE_SCRIPT": str(SCRIPTS / "claims_gpu.py")}
+
+    yield ProcessCase(
+        "smoke-output", "claims-gpu-no-gpu-host", ("doctor", "--image", PADDLE_IMAGE), (5,), setup
+    )
+
+
 def smoke_output_case(name: str, stdout: bytes) -> None:
     """Parse, judge and render one stdout: BadOutput or findings, never an exception."""
     from envcheck.render.markdown import render_markdown
@@ -779,6 +792,7 @@ def process_cases() -> list[ProcessCase]:
         *fleet_cases(),
         *stream_cases(),
         *state_cases(),
+        *smoke_claim_cases(),
     ]
 
 
