@@ -10,7 +10,9 @@ leaks, damaged files, hangs):
 - fleet: hostile saved reports, host lists and GitHub files under `report`;
 - streams: a reader that leaves stdout and stderr (`2>&1 | head -1`);
 - state: a damaged owner.key and a full disk under the step summary;
-- signals: SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 in the middle of an in-process smoke.
+- signals: SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 in the middle of an in-process smoke;
+- package-data: a missing or damaged known_packages.toml, and scripts/refresh_packages.py
+  against a PyPI that is offline or answers with something that is not its JSON.
 
 Only peers are fake (servers on loopback and unix sockets); envcheck, the docker SDK, the real
 engine and Paddle are the real ones. A process case runs under a timeout (a hang is counted,
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.contracts.errors import EnvcheckError
+from envcheck.matrix.toml import tomllib
 from tests import report_samples as samples
 from tests.faults import Tally, field_paths, snapshot, with_value
 from tests.inprocess import ENV
@@ -50,6 +53,7 @@ SURFACES = (
     "streams",
     "state",
     "signals",
+    "package-data",
 )
 TALLIES = {surface: Tally(surface) for surface in SURFACES}
 HANG_S = float(os.environ.get("ENVCHECK_FAULTS_HANG_S", "60"))  # far past any case: a fault
@@ -497,6 +501,92 @@ def smoke_output_cases() -> Iterator[tuple[str, bytes]]:
             yield f"{path}={value!r:.12}", text.encode("utf-8", "surrogatepass")
 
 
+# -- package data ---------------------------------------------------------------------------------
+KNOWN_PACKAGES_FILES: dict[str, bytes | None] = {
+    "missing": None,
+    "not-toml": b'refreshed = "2026\n[pypi',
+    "not-utf8": b'refreshed = "\xff"\n',
+    "incomplete": b'refreshed = "2026-11-24"\n[pypi."paddlepaddle"]\nversions = ["3.3.1"]\n',
+    "wrong-types": b'refreshed = 1\n[pypi."paddlepaddle"]\nversions = 3\n[index]\n',
+}
+
+
+def known_packages_case(name: str, content: bytes | None, tmp: Path) -> None:
+    """A damaged pin list is known as nothing (the fixes then name no pin), never an exception."""
+    from envcheck.verdict.known_packages import load_known_packages
+
+    path = tmp / "known_packages.toml"
+    if content is not None:
+        path.write_bytes(content)
+    trace, problem = None, None
+    try:
+        known = load_known_packages(path)
+        known.exists("paddlepaddle", "3.3.1")
+        known.newest("nvidia-cudnn-cu12", "9.")
+        problem = known.problem
+    except Exception:  # noqa: BLE001
+        trace = traceback.format_exc(limit=4)
+    TALLIES["package-data"].record(
+        f"known-packages-{name}",
+        traceback_seen=trace is not None,
+        wrong_exit=trace is None and problem is None,  # a damaged file must say it is
+        detail=f"{trace or problem}",
+    )
+
+
+_REFRESH = Path(__file__).resolve().parents[1] / "scripts" / "refresh_packages.py"
+PYPI_ANSWERS: dict[str, Answer | None] = {
+    "offline": None,
+    "html": Answer(body=b"<html><body>captive portal</body></html>", content_type="text/html"),
+    "no-releases": Answer(body=b'{"info": {"name": "paddlepaddle"}}'),
+    "releases-forged": Answer(body=json.dumps({"releases": {FORGED: [{}]}}).encode()),
+}
+
+
+def refresh_packages_cases() -> Iterator[ProcessCase]:
+    """The refresh script against a fake PyPI: exit 4 in one line and nothing written, or (for
+    forged versions) a file TOML can read back."""
+    for name, answer in PYPI_ANSWERS.items():
+
+        def setup(tmp: Path, answer: Answer | None = answer) -> dict[str, str]:
+            if answer is None:
+                from tests.servers import free_port
+
+                addr = f"127.0.0.1:{free_port()}"
+            else:
+                addr = PEERS.registry({("GET", "/pypi/"): answer}).addr
+            (tmp / "out" / "pypi").write_text(f"http://{addr}/pypi")
+            (tmp / "paddle.toml").write_text("")
+            return {}
+
+        def check(tmp: Path, _: str) -> str | None:
+            written = tmp / "out" / "known.toml"
+            if not written.exists():
+                return None
+            try:
+                tomllib.loads(written.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                return f"damaged: it wrote a file TOML cannot read: {e}"
+            return None
+
+        yield ProcessCase(
+            "package-data",
+            f"refresh-{name}",
+            (),
+            (0,) if name == "releases-forged" else (4,),
+            setup=setup,
+            check=check,
+            argv=(
+                "sh",
+                "-c",
+                (
+                    f'exec {sys.executable} {_REFRESH} --pypi "$(cat out/pypi)" '
+                    "--matrix paddle.toml --output out/known.toml"
+                ),
+            ),
+        )
+
+
 def smoke_claim_cases() -> Iterator[ProcessCase]:
     """An image whose workload claims gpu:0 on this host, which has no GPU and gives the
     container none: a contradiction is a failed smoke (exit 5), never a pass."""
@@ -793,6 +883,7 @@ def process_cases() -> list[ProcessCase]:
         *stream_cases(),
         *state_cases(),
         *smoke_claim_cases(),
+        *refresh_packages_cases(),
     ]
 
 
