@@ -471,6 +471,20 @@ CLI_CASES: tuple[CliCase, ...] = (
         setup=_saved_report,
         env=(("LC_ALL", "C"), ("PYTHONUTF8", "0"), ("PYTHONIOENCODING", "")),
     ),
+    # errors that help: the nearest command, the real range, the GPUs the host has
+    CliCase("flag: mistyped command", ("doctr",), 2, stderr_has="did you mean `doctor`?"),
+    CliCase(
+        "flag: --smoke-timeout 0",
+        ("doctor", "--smoke-timeout", "0"),
+        2,
+        stderr_has="must be more than 0 and at most 86400 seconds",
+    ),
+    CliCase(
+        "flag: --gpus 5 on a two-GPU host",
+        ("doctor", "--facts", "{facts}", "--gpus", "5"),
+        2,
+        stderr_has="no GPU 5 on this host, which has 2 GPUs (index 0, 1)",
+    ),
     # Paddle publishes nothing for these machines: no amd64 image, no x86 wheel, exit 1.
     *(
         CliCase(

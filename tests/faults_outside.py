@@ -84,6 +84,7 @@ class ProcessCase:
     check: Callable[[Path, str], str | None] | None = None  # a damaged file or leak, in words
     argv: tuple[str, ...] = ()  # instead of `python -m envcheck ARGS`
     address_space: int = ADDRESS_SPACE  # bytes: lower where a blow-up fits inside the default
+    stderr_has: str = ""  # words the error must say (an error that helps): else a wrong outcome
 
 
 # A limit set in a small launcher that then execs the case (no preexec_fn: the fake servers'
@@ -125,7 +126,7 @@ def run_process_case(case: ProcessCase, tmp: Path) -> None:
     tally.record(
         case.name,
         traceback_seen="Traceback" in err or code == 3,
-        wrong_exit=not hung and code not in case.codes,
+        wrong_exit=not hung and (code not in case.codes or case.stderr_has not in err),
         injected=injected(out + err, github=case.github),
         leaks=len(new) + (problem is not None and problem.startswith("leak")),
         damaged=len(changed) + (problem is not None and problem.startswith("damaged")),
@@ -587,6 +588,48 @@ def refresh_packages_cases() -> Iterator[ProcessCase]:
         )
 
 
+def _denied_socket(tmp: Path) -> dict[str, str]:
+    """An engine socket whose mode lets nobody in (root too: the case drops CAP_DAC_OVERRIDE)."""
+    import socket
+
+    path = tmp / "docker.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+    path.chmod(0o000)
+    return {"DOCKER_HOST": f"unix://{path}"}
+
+
+_NO_DAC = "-dac_override,-dac_read_search"
+
+
+def helpful_error_cases() -> Iterator[ProcessCase]:
+    """Errors that must say what is wrong and what to do: a socket one may not open (named, with
+    the group, rootless or a context, never `[Errno 13]`), a missing tag (said once, with the
+    registry's nearest tags)."""
+    for args in (("pull-image",), ("doctor", "--image", "envcheck-test/busybox:1")):
+        yield ProcessCase(
+            "engine",
+            f"socket-denied-{args[0]}",
+            (),
+            (4,),
+            setup=_denied_socket,
+            argv=(
+                *(("setpriv", f"--bounding-set={_NO_DAC}", f"--inh-caps={_NO_DAC}")),
+                *(sys.executable, "-m", "envcheck", *args),
+            )
+            if os.geteuid() == 0
+            else (sys.executable, "-m", "envcheck", *args),
+            stderr_has="permission denied on the engine's socket ",
+        )
+    yield ProcessCase(
+        "registry",
+        "missing-tag-nearest",
+        ("pull-image", "--image", "127.0.0.1:5000/envcheck-test/busybox:2"),
+        (2,),
+        stderr_has="the nearest tags in 127.0.0.1:5000/envcheck-test/busybox: cuda12.9",
+    )
+
+
 def smoke_claim_cases() -> Iterator[ProcessCase]:
     """An image whose workload claims gpu:0 on this host, which has no GPU and gives the
     container none: a contradiction is a failed smoke (exit 5), never a pass."""
@@ -861,10 +904,13 @@ def signal_case(signum: signal.Signals, tmp: Path) -> None:
         hung = True
     left = [p.name for p in tmp.iterdir() if p.name.startswith("envcheck")]
     children = processes_mentioning(str(tmp))
+    # the last line names the signal and what was cleaned up (never a bare "interrupted")
+    said = f"envcheck: error: interrupted by {signum.name}: " in err
+    said = said and "removed the smoke's folder" in err
     TALLIES["signals"].record(
         f"in-process-{signum.name}",
         traceback_seen="Traceback" in err,
-        wrong_exit=not hung and proc.returncode != 130,
+        wrong_exit=not hung and (proc.returncode != 130 or not said),
         leaks=len(left) + len(children),
         hung=hung,
         detail=f"exit {proc.returncode}; left {left}; children {children}; {err[-300:]!r}",
@@ -884,6 +930,7 @@ def process_cases() -> list[ProcessCase]:
         *state_cases(),
         *smoke_claim_cases(),
         *refresh_packages_cases(),
+        *helpful_error_cases(),
     ]
 
 
