@@ -231,3 +231,20 @@ def test_ctrl_c_mid_smoke_says_what_was_cleaned_up(paddle_image: str, tmp_path: 
     assert last.startswith(
         "envcheck: error: interrupted by Ctrl-C (SIGINT): removed the smoke container envcheck-"
     )
+
+
+# -- a missing tag, from the doctor ------------------------------------------------------------------
+@pytest.mark.docker
+def test_the_doctor_says_a_missing_tag_once(tmp_path: Path) -> None:
+    """Its progress line repeated the error in full before the error line said it again."""
+    ref = "127.0.0.1:5000/envcheck-test/busybox:2"
+    r = run_envcheck(["doctor", "--image", ref], cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.count("tag not found") == 2  # the phase's end, then the one full line
+    assert (
+        f"{ref} from 127.0.0.1:5000: this engine does not have it yet: failed: tag not found\n"
+        in (r.stderr)
+    )
+    error, [hint] = lines(r.stderr)
+    assert error == f"envcheck: error: tag not found: {ref}"
+    assert hint.startswith(f"{HINT}the nearest tags in 127.0.0.1:5000/envcheck-test/busybox: ")
