@@ -5,6 +5,7 @@ what a 2.x host really has installed.
 
     .venv/bin/python bench/bench_fatbin.py                 # pip download into a temporary folder
     .venv/bin/python bench/bench_fatbin.py --wheel FILE    # an already downloaded wheel
+    .venv/bin/python bench/bench_fatbin.py --hostile       # sparse hostile ELF files, no download
 
 The wheel is downloaded with pip (`--no-deps`, the cp311 manylinux wheel) and its two libraries
 extracted to the same temporary folder (about 3.2 GB in all; the script checks the free space
@@ -85,10 +86,37 @@ def measure(paths: list[Path]) -> None:
     )
 
 
+def hostile(folder: Path) -> None:
+    """Two sparse files whose headers claim far more than they hold (3 GiB of fatbin padding; a
+    section-header table of 65,279 entries of 65,000 bytes): time and memory of reading each,
+    which were 116 s and 4.2 GB of RSS before the reader bounded them."""
+    from tests.test_fatbin import hostile_elf
+
+    padding, table = folder / "libpadding.so", folder / "libtable.so"
+    hostile_elf(padding, fatbin_at=4096, fatbin_size=3 << 30, size=4096 + (3 << 30))
+    size = 4096 + 65_279 * 65_000
+    hostile_elf(table, fatbin_at=0, fatbin_size=0, size=size, shentsize=65_000, shnum=65_279)
+    for path in (padding, table):
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        started = time.perf_counter()
+        result = library_archs([str(path)])
+        elapsed = time.perf_counter() - started
+        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(
+            f"{path.name} (claims {path.stat().st_size / 1e9:.1f} GB): {result} in {elapsed:.3f} s, "
+            f"max RSS +{(rss_after - rss_before) / 1024:.1f} MiB"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path, help="a downloaded paddlepaddle-gpu 2.6.2 wheel")
+    parser.add_argument("--hostile", action="store_true", help="only the hostile ELF files")
     args = parser.parse_args()
+    if args.hostile:
+        with tempfile.TemporaryDirectory(prefix="bench-fatbin-") as tmp:
+            hostile(Path(tmp))
+        return
     with tempfile.TemporaryDirectory(prefix="bench-fatbin-") as tmp:
         folder = Path(tmp)
         wheel = args.wheel or download(folder)

@@ -76,6 +76,25 @@ def _commands_for(argv: Sequence[str]) -> Sequence[str]:
     return named or COMMANDS
 
 
+def _check_command(argv: Sequence[str]) -> None:
+    """A first word that is no command (`envcheck doctr`): the nearest command's name, in one
+    line, rather than argparse's list of choices."""
+    if not argv or argv[0].startswith("-"):
+        return
+    names = [name.replace("_", "-") for name in COMMANDS]
+    if argv[0] in names:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(argv[0], names, n=1)
+    known = f"the commands are {', '.join(names[:-1])} and {names[-1]}"
+    if close:
+        raise UsageError(
+            f"unknown command {argv[0]!r}: did you mean `{close[0]}`?", hint=f"{known}"
+        )
+    raise UsageError(f"unknown command {argv[0]!r}", hint=f"{known}; see `envcheck --help`")
+
+
 def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> int:
     """Run one command line; `env=None`: in this process's environment, its stdio guarded."""
     own_process = env is None
@@ -84,6 +103,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> i
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_json = "--json" in argv  # known before parsing: a bad flag under --json is a document too
     try:
+        _check_command(argv)
         parser = build_parser(_commands_for(argv))
         args = _parse(parser, argv, env)
         if args is None:  # --help or --version, printed
@@ -102,8 +122,8 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> i
         return status
     except EnvcheckError as e:
         return _failed(env, e.status, e.message, e.hint, wants_json)
-    except KeyboardInterrupt:
-        return _failed(env, ExitStatus.INTERRUPTED, "interrupted", None, wants_json)
+    except KeyboardInterrupt as e:
+        return _failed(env, ExitStatus.INTERRUPTED, _interrupted_words(e), None, wants_json)
     except BrokenPipeError:
         # a write outside the commands' own report (they keep their verdict's code): the reader
         # left before we could say anything, which is the environment, not a pass
@@ -120,6 +140,22 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> i
             "this is a bug in envcheck; please report it with the traceback above",
             wants_json,
         )
+
+
+def _interrupted_words(e: KeyboardInterrupt) -> str:
+    """`interrupted by SIGTERM: removed the smoke container envcheck-smoke-…`: the signal, and
+    what the unwinding cleaned up (envcheck.edges.signals.cleaned_up), in one line."""
+    from envcheck.edges.signals import Interrupted, cleaned
+
+    name = signal_name(e.signum) if isinstance(e, Interrupted) else "Ctrl-C"
+    done = cleaned()
+    return f"interrupted by {name}" + (f": {'; '.join(done)}" if done else "")
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    return "Ctrl-C (SIGINT)" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
 def _parse(

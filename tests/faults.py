@@ -260,6 +260,17 @@ def _symlink(name: str, target: str) -> Callable[[Path], None]:
     return make
 
 
+def _machine(arch: str) -> Callable[[Path], None]:
+    """The good facts, on a machine of another architecture."""
+
+    def write(tmp: Path) -> None:
+        doc = full_facts()
+        doc["machine"]["arch"] = arch
+        (tmp / "f.json").write_text(json.dumps(doc))
+
+    return write
+
+
 CLI_CASES: tuple[CliCase, ...] = (
     CliCase("flag: unknown", ("doctor", "--bogus"), 2, stderr_has="unrecognized arguments"),
     CliCase("flag: unknown under --json", ("doctor", "--json", "--bogus"), 2),
@@ -459,6 +470,30 @@ CLI_CASES: tuple[CliCase, ...] = (
         0,
         setup=_saved_report,
         env=(("LC_ALL", "C"), ("PYTHONUTF8", "0"), ("PYTHONIOENCODING", "")),
+    ),
+    # errors that help: the nearest command, the real range, the GPUs the host has
+    CliCase("flag: mistyped command", ("doctr",), 2, stderr_has="did you mean `doctor`?"),
+    CliCase(
+        "flag: --smoke-timeout 0",
+        ("doctor", "--smoke-timeout", "0"),
+        2,
+        stderr_has="must be more than 0 and at most 86400 seconds",
+    ),
+    CliCase(
+        "flag: --gpus 5 on a two-GPU host",
+        ("doctor", "--facts", "{facts}", "--gpus", "5"),
+        2,
+        stderr_has="no GPU 5 on this host, which has 2 GPUs (index 0, 1)",
+    ),
+    # Paddle publishes nothing for these machines: no amd64 image, no x86 wheel, exit 1.
+    *(
+        CliCase(
+            f"facts: a {arch} machine",
+            ("doctor", "--facts", "{tmp}/f.json", "--no-smoke"),
+            1,
+            setup=_machine(arch),
+        )
+        for arch in ("ppc64le", "s390x", "armv7l")
     ),
     CliCase(
         "report: hostname with a workflow command",

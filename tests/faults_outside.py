@@ -10,7 +10,9 @@ leaks, damaged files, hangs):
 - fleet: hostile saved reports, host lists and GitHub files under `report`;
 - streams: a reader that leaves stdout and stderr (`2>&1 | head -1`);
 - state: a damaged owner.key and a full disk under the step summary;
-- signals: SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 in the middle of an in-process smoke.
+- signals: SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 in the middle of an in-process smoke;
+- package-data: a missing or damaged known_packages.toml, and scripts/refresh_packages.py
+  against a PyPI that is offline or answers with something that is not its JSON.
 
 Only peers are fake (servers on loopback and unix sockets); envcheck, the docker SDK, the real
 engine and Paddle are the real ones. A process case runs under a timeout (a hang is counted,
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.contracts.errors import EnvcheckError
+from envcheck.matrix.toml import tomllib
 from tests import report_samples as samples
 from tests.faults import Tally, field_paths, snapshot, with_value
 from tests.inprocess import ENV
@@ -50,6 +53,7 @@ SURFACES = (
     "streams",
     "state",
     "signals",
+    "package-data",
 )
 TALLIES = {surface: Tally(surface) for surface in SURFACES}
 HANG_S = float(os.environ.get("ENVCHECK_FAULTS_HANG_S", "60"))  # far past any case: a fault
@@ -79,19 +83,22 @@ class ProcessCase:
     dead_pipe: bool = False  # stdout and stderr: a pipe whose reader has left
     check: Callable[[Path, str], str | None] | None = None  # a damaged file or leak, in words
     argv: tuple[str, ...] = ()  # instead of `python -m envcheck ARGS`
+    address_space: int = ADDRESS_SPACE  # bytes: lower where a blow-up fits inside the default
+    stderr_has: str = ""  # words the error must say (an error that helps): else a wrong outcome
 
 
 # A limit set in a small launcher that then execs the case (no preexec_fn: the fake servers'
 # threads make forking with one unsafe).
-_LIMITED = (
-    sys.executable,
-    "-c",
-    (
-        "import os, resource, sys\n"
-        f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))\n"
-        "os.execvp(sys.argv[1], sys.argv[1:])\n"
-    ),
-)
+def _limited(address_space: int) -> tuple[str, ...]:
+    return (
+        sys.executable,
+        "-c",
+        (
+            "import os, resource, sys\n"
+            f"resource.setrlimit(resource.RLIMIT_AS, ({address_space}, {address_space}))\n"
+            "os.execvp(sys.argv[1], sys.argv[1:])\n"
+        ),
+    )
 
 
 def run_process_case(case: ProcessCase, tmp: Path) -> None:
@@ -111,7 +118,7 @@ def run_process_case(case: ProcessCase, tmp: Path) -> None:
     args = [a.replace("{tmp}", str(tmp)) for a in case.args]
     cmd = list(case.argv) or [sys.executable, "-m", "envcheck", *args]
     before = _outside_out(snapshot(tmp), tmp)
-    out, err, code, hung = _run(cmd, env, tmp, case.dead_pipe)
+    out, err, code, hung = _run(cmd, env, tmp, case.dead_pipe, case.address_space)
     after = _outside_out(snapshot(tmp), tmp)
     new = [p for p in after if p not in before]
     changed = [p for p in before if p in after and after[p] != before[p]]
@@ -119,7 +126,7 @@ def run_process_case(case: ProcessCase, tmp: Path) -> None:
     tally.record(
         case.name,
         traceback_seen="Traceback" in err or code == 3,
-        wrong_exit=not hung and code not in case.codes,
+        wrong_exit=not hung and (code not in case.codes or case.stderr_has not in err),
         injected=injected(out + err, github=case.github),
         leaks=len(new) + (problem is not None and problem.startswith("leak")),
         damaged=len(changed) + (problem is not None and problem.startswith("damaged")),
@@ -135,7 +142,7 @@ def _outside_out(files: dict[str, Any], tmp: Path) -> dict[str, Any]:
 
 
 def _run(
-    cmd: list[str], env: dict[str, str], cwd: Path, dead_pipe: bool
+    cmd: list[str], env: dict[str, str], cwd: Path, dead_pipe: bool, address_space: int
 ) -> tuple[str, str, int | None, bool]:
     if dead_pipe:
         read, write = os.pipe()
@@ -143,7 +150,7 @@ def _run(
         streams: dict[str, Any] = {"stdout": write, "stderr": write}
     else:
         streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    proc = subprocess.Popen([*_LIMITED, *cmd], cwd=cwd, env=env, **streams)
+    proc = subprocess.Popen([*_limited(address_space), *cmd], cwd=cwd, env=env, **streams)
     if dead_pipe:
         os.close(write)
     try:
@@ -233,7 +240,41 @@ def _fake_gpu(tmp: Path) -> dict[str, str]:
     return fakenv.make_host(fakenv._BUILDS["build"], "a100x2-535", tmp / "fake-host")
 
 
+_VERSION_2X = "full_version = '2.6.2'\ncuda_version = '11.8'\ncudnn_version = '8.6.0'\n"
+
+
+def _hostile_fatbin(kind: str) -> Callable[[Path], dict[str, str]]:
+    """A 2.x GPU build (no compiled archs recorded, so its libpaddle.so's `.nv_fatbin` is read)
+    whose library is a sparse hostile ELF: 3 GiB of claimed padding, or a section-header table
+    of 65,279 entries of 65,000 bytes (4.2 GB)."""
+    from tests.test_fatbin import hostile_elf
+
+    def setup(tmp: Path) -> dict[str, str]:
+        env = _paddle_site(tmp, _VERSION_2X)
+        library = tmp / "site" / "paddle" / "base" / "libpaddle.so"
+        library.parent.mkdir()
+        if kind == "padding":
+            hostile_elf(library, fatbin_at=4096, fatbin_size=3 << 30, size=4096 + (3 << 30))
+        else:
+            size = 4096 + 65_279 * 65_000
+            hostile_elf(
+                library, fatbin_at=0, fatbin_size=0, size=size, shentsize=65_000, shnum=65_279
+            )
+        return env
+
+    return setup
+
+
 def live_probe_cases() -> Iterator[ProcessCase]:
+    for kind in ("padding", "table"):
+        yield ProcessCase(
+            "live-probes",
+            f"fatbin-{kind}",
+            ("doctor", "--no-smoke", "--python", "{tmp}/python"),
+            (0, 1),
+            setup=_hostile_fatbin(kind),
+            address_space=2 << 30,  # the 4.2 GB table fits (barely) inside the default 4 GiB
+        )
     for gpu in (False, True):
         for name, text in VERSION_FILES.items():
 
@@ -459,6 +500,147 @@ def smoke_output_cases() -> Iterator[tuple[str, bytes]]:
             except (ValueError, TypeError, KeyError, IndexError):
                 continue
             yield f"{path}={value!r:.12}", text.encode("utf-8", "surrogatepass")
+
+
+# -- package data ---------------------------------------------------------------------------------
+KNOWN_PACKAGES_FILES: dict[str, bytes | None] = {
+    "missing": None,
+    "not-toml": b'refreshed = "2026\n[pypi',
+    "not-utf8": b'refreshed = "\xff"\n',
+    "incomplete": b'refreshed = "2026-11-24"\n[pypi."paddlepaddle"]\nversions = ["3.3.1"]\n',
+    "wrong-types": b'refreshed = 1\n[pypi."paddlepaddle"]\nversions = 3\n[index]\n',
+}
+
+
+def known_packages_case(name: str, content: bytes | None, tmp: Path) -> None:
+    """A damaged pin list is known as nothing (the fixes then name no pin), never an exception."""
+    from envcheck.verdict.known_packages import load_known_packages
+
+    path = tmp / "known_packages.toml"
+    if content is not None:
+        path.write_bytes(content)
+    trace, problem = None, None
+    try:
+        known = load_known_packages(path)
+        known.exists("paddlepaddle", "3.3.1")
+        known.newest("nvidia-cudnn-cu12", "9.")
+        problem = known.problem
+    except Exception:  # noqa: BLE001
+        trace = traceback.format_exc(limit=4)
+    TALLIES["package-data"].record(
+        f"known-packages-{name}",
+        traceback_seen=trace is not None,
+        wrong_exit=trace is None and problem is None,  # a damaged file must say it is
+        detail=f"{trace or problem}",
+    )
+
+
+_REFRESH = Path(__file__).resolve().parents[1] / "scripts" / "refresh_packages.py"
+PYPI_ANSWERS: dict[str, Answer | None] = {
+    "offline": None,
+    "html": Answer(body=b"<html><body>captive portal</body></html>", content_type="text/html"),
+    "no-releases": Answer(body=b'{"info": {"name": "paddlepaddle"}}'),
+    "releases-forged": Answer(body=json.dumps({"releases": {FORGED: [{}]}}).encode()),
+}
+
+
+def refresh_packages_cases() -> Iterator[ProcessCase]:
+    """The refresh script against a fake PyPI: exit 4 in one line and nothing written, or (for
+    forged versions) a file TOML can read back."""
+    for name, answer in PYPI_ANSWERS.items():
+
+        def setup(tmp: Path, answer: Answer | None = answer) -> dict[str, str]:
+            if answer is None:
+                from tests.servers import free_port
+
+                addr = f"127.0.0.1:{free_port()}"
+            else:
+                addr = PEERS.registry({("GET", "/pypi/"): answer}).addr
+            (tmp / "out" / "pypi").write_text(f"http://{addr}/pypi")
+            (tmp / "paddle.toml").write_text("")
+            return {}
+
+        def check(tmp: Path, _: str) -> str | None:
+            written = tmp / "out" / "known.toml"
+            if not written.exists():
+                return None
+            try:
+                tomllib.loads(written.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                return f"damaged: it wrote a file TOML cannot read: {e}"
+            return None
+
+        yield ProcessCase(
+            "package-data",
+            f"refresh-{name}",
+            (),
+            (0,) if name == "releases-forged" else (4,),
+            setup=setup,
+            check=check,
+            argv=(
+                "sh",
+                "-c",
+                (
+                    f'exec {sys.executable} {_REFRESH} --pypi "$(cat out/pypi)" '
+                    "--matrix paddle.toml --output out/known.toml"
+                ),
+            ),
+        )
+
+
+def _denied_socket(tmp: Path) -> dict[str, str]:
+    """An engine socket whose mode lets nobody in (root too: the case drops CAP_DAC_OVERRIDE)."""
+    import socket
+
+    path = tmp / "docker.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+    path.chmod(0o000)
+    return {"DOCKER_HOST": f"unix://{path}"}
+
+
+_NO_DAC = "-dac_override,-dac_read_search"
+
+
+def helpful_error_cases() -> Iterator[ProcessCase]:
+    """Errors that must say what is wrong and what to do: a socket one may not open (named, with
+    the group, rootless or a context, never `[Errno 13]`), a missing tag (said once, with the
+    registry's nearest tags)."""
+    for args in (("pull-image",), ("doctor", "--image", "envcheck-test/busybox:1")):
+        yield ProcessCase(
+            "engine",
+            f"socket-denied-{args[0]}",
+            (),
+            (4,),
+            setup=_denied_socket,
+            argv=(
+                *(("setpriv", f"--bounding-set={_NO_DAC}", f"--inh-caps={_NO_DAC}")),
+                *(sys.executable, "-m", "envcheck", *args),
+            )
+            if os.geteuid() == 0
+            else (sys.executable, "-m", "envcheck", *args),
+            stderr_has="permission denied on the engine's socket ",
+        )
+    yield ProcessCase(
+        "registry",
+        "missing-tag-nearest",
+        ("pull-image", "--image", "127.0.0.1:5000/envcheck-test/busybox:2"),
+        (2,),
+        stderr_has="the nearest tags in 127.0.0.1:5000/envcheck-test/busybox: cuda12.9",
+    )
+
+
+def smoke_claim_cases() -> Iterator[ProcessCase]:
+    """An image whose workload claims gpu:0 on this host, which has no GPU and gives the
+    container none: a contradiction is a failed smoke (exit 5), never a pass."""
+    from tests.smoke_host import PADDLE_IMAGE, SCRIPTS
+
+    def setup(tmp: Path) -> dict[str, str]:
+        return {"ENVCHECK_SMOKE_SCRIPT": str(SCRIPTS / "claims_gpu.py")}
+
+    yield ProcessCase(
+        "smoke-output", "claims-gpu-no-gpu-host", ("doctor", "--image", PADDLE_IMAGE), (5,), setup
+    )
 
 
 def smoke_output_case(name: str, stdout: bytes) -> None:
@@ -722,10 +904,13 @@ def signal_case(signum: signal.Signals, tmp: Path) -> None:
         hung = True
     left = [p.name for p in tmp.iterdir() if p.name.startswith("envcheck")]
     children = processes_mentioning(str(tmp))
+    # the last line names the signal and what was cleaned up (never a bare "interrupted")
+    said = f"envcheck: error: interrupted by {signum.name}: " in err
+    said = said and "removed the smoke's folder" in err
     TALLIES["signals"].record(
         f"in-process-{signum.name}",
         traceback_seen="Traceback" in err,
-        wrong_exit=not hung and proc.returncode != 130,
+        wrong_exit=not hung and (proc.returncode != 130 or not said),
         leaks=len(left) + len(children),
         hung=hung,
         detail=f"exit {proc.returncode}; left {left}; children {children}; {err[-300:]!r}",
@@ -743,6 +928,9 @@ def process_cases() -> list[ProcessCase]:
         *fleet_cases(),
         *stream_cases(),
         *state_cases(),
+        *smoke_claim_cases(),
+        *refresh_packages_cases(),
+        *helpful_error_cases(),
     ]
 
 

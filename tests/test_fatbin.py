@@ -9,7 +9,18 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from envcheck.probe.fatbin import FATBIN_MAGIC, KIND_ELF, KIND_PTX, library_archs, read_fatbin
+import pytest
+
+from envcheck.probe.fatbin import (
+    FATBIN_MAGIC,
+    KIND_ELF,
+    KIND_PTX,
+    MAX_ENTRIES,
+    MAX_PADDING,
+    FatbinError,
+    library_archs,
+    read_fatbin,
+)
 from envcheck.probe.interpreter import Interpreter
 from envcheck.probe.paddle_build import probe_paddle
 from tests.test_probe_paddle import VERSION_262_GPU
@@ -132,3 +143,82 @@ def test_a_saved_report_carries_them_and_the_judge_uses_them(tmp_path: Path) -> 
     findings = judge(Context(host=host, matrix=load_matrix(), image=None))
     missing = next(f for f in findings if f.id == "paddle.arch-missing")
     assert "sm_80" in missing.message and ".nv_fatbin" in missing.message
+
+
+# -- hostile files: whatever an ELF header or a fatbin claims, the reader's work is bounded -------
+def hostile_elf(
+    path: Path, *, fatbin_at: int, fatbin_size: int, size: int, shentsize: int = 64, shnum: int = 3
+) -> None:
+    """A sparse ELF file of `size` bytes whose `.nv_fatbin` section header claims `fatbin_size`
+    bytes at `fatbin_at`, and whose ELF header claims `shnum` section headers of `shentsize`."""
+    names = b"\0.nv_fatbin\0.shstrtab\0"
+    headers = [
+        bytes(64),
+        struct.pack("<IIQQQQIIQQ", 1, 1, 0, 0, fatbin_at, fatbin_size, 0, 0, 1, 0),
+        struct.pack("<IIQQQQIIQQ", 12, 3, 0, 0, 64, len(names), 0, 0, 1, 0),
+    ]
+    ident = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    shoff = 64 + len(names)
+    header = ident + struct.pack(
+        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, shentsize, shnum, 2
+    )
+    with open(path, "wb") as f:
+        f.write(header + names + b"".join(headers))
+        f.truncate(size)
+
+
+class CountingReader(io.BufferedReader):
+    """A real file that counts the bytes the reader was given."""
+
+    read_bytes = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        data = super().read(size)
+        self.read_bytes += len(data)
+        return data
+
+
+def read_counting(path: Path) -> tuple[str, int]:
+    with CountingReader(io.FileIO(path)) as f:
+        try:
+            read_fatbin(f)
+        except FatbinError as e:
+            return str(e), f.read_bytes
+    return "read", f.read_bytes
+
+
+def test_a_section_claiming_gigabytes_of_padding_is_given_up_on_after_a_mebibyte(
+    tmp_path: Path,
+) -> None:
+    # A section header claiming 3 GiB of zeros took 116 s, 8 bytes per step.
+    path = tmp_path / "libpadding.so"
+    hostile_elf(path, fatbin_at=4096, fatbin_size=3 << 30, size=4096 + (3 << 30))
+    outcome, read_bytes = read_counting(path)
+    assert outcome == f"more than {MAX_PADDING} bytes of padding at offset 0x1000"
+    assert read_bytes < 2 * MAX_PADDING
+    assert library_archs([str(path)]) is None
+
+
+def test_section_headers_of_any_claimed_size_are_never_read_whole(tmp_path: Path) -> None:
+    # 65,279 headers of 65,000 bytes each: 4.2 GB read into memory before; ELF64's are 64 bytes.
+    path = tmp_path / "libtable.so"
+    size = 4096 + 65_279 * 65_000
+    hostile_elf(path, fatbin_at=0, fatbin_size=0, size=size, shentsize=65_000, shnum=65_279)
+    assert read_counting(path) == ("no readable section header table", 64)
+    # The most headers an ELF header can name, at their real size: ~4 MB, read and parsed.
+    hostile_elf(path, fatbin_at=0, fatbin_size=0, size=4096 + 65_279 * 64, shnum=65_279)
+    outcome, read_bytes = read_counting(path)
+    assert outcome == "read" and read_bytes < 65_279 * 64 + 2 * 4096
+
+
+def test_zeros_then_a_word_that_is_not_padding_still_move_forward() -> None:
+    # Four zero bytes (a zero magic) then a version field: a step of 8, never a loop in place.
+    odd = bytes(4) + b"\x01\x00\x00\x00" + fatbin([(KIND_ELF, 80, 16)] * 2)
+    found = read_fatbin(io.BytesIO(elf({b".nv_fatbin": odd})))
+    assert found.compiled() == ((80,), ())
+
+
+def test_a_section_of_empty_fat_binaries_is_capped() -> None:
+    empty = struct.pack("<IHHQ", FATBIN_MAGIC, 1, 16, 0) * (MAX_ENTRIES + 2)
+    with pytest.raises(FatbinError, match="more than 200000 fatbin entries"):
+        read_fatbin(io.BytesIO(elf({b".nv_fatbin": empty})))

@@ -54,6 +54,13 @@ def test_smoke_outputs() -> None:
     _no_new_failures("smoke-output", 0)
 
 
+@pytest.mark.parametrize("name", list(fo.KNOWN_PACKAGES_FILES))
+def test_known_packages_case(name: str, tmp_path: Path) -> None:
+    before = len(fo.TALLIES["package-data"].failures)
+    fo.known_packages_case(name, fo.KNOWN_PACKAGES_FILES[name], tmp_path)
+    _no_new_failures("package-data", before)
+
+
 @pytest.mark.docker
 @pytest.mark.parametrize("signum", fo.SIGNALS, ids=[s.name for s in fo.SIGNALS])
 def test_signal_case(signum: signal.Signals, tmp_path: Path) -> None:

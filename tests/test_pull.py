@@ -217,11 +217,23 @@ def test_cli_json_then_an_already_present_image_is_a_no_op(
     )
 
 
-def test_a_missing_tag_exits_2_with_the_nearest_tags(registry: LocalRegistry) -> None:
-    run = envcheck("pull-image", "--image", registry.ref("envcheck-test/busybox:layer"))
+@pytest.mark.parametrize(
+    ("tag", "nearest"), [("layer", "layers"), ("2", "cuda12.9, ")], ids=["typo", "far"]
+)
+def test_a_missing_tag_is_said_once_with_the_registrys_nearest_tags(
+    registry: LocalRegistry, tag: str, nearest: str
+) -> None:
+    """It said the reference three times and the registry's 404 twice; a tag close to nothing
+    (`2`) offered no tag at all. The registry's own tag list is offered."""
+    ref = registry.ref(f"envcheck-test/busybox:{tag}")
+    run = envcheck("pull-image", "--image", ref)
     assert run.returncode == 2
-    assert_one_screen(run.stderr)
-    assert "tag not found" in run.stderr and "tags nearby: layers" in run.stderr
+    error, hint = run.stderr.splitlines()  # other tests may push tags: the nearest come first
+    assert error == f"envcheck: error: tag not found: {ref}"
+    assert hint.startswith(
+        f"envcheck: hint: the nearest tags in {ref.rsplit(':', 1)[0]}: {nearest}"
+    )
+    assert hint.endswith("; `envcheck pull-image --dry-run` shows the tag chosen for this host")
 
 
 def test_a_registry_with_htpasswd_auth_says_log_in(registry_factory: Callable[..., Any]) -> None:
@@ -502,7 +514,10 @@ def test_socket_permission_denied_exits_4(registry: LocalRegistry) -> None:
         shutil.rmtree(world, ignore_errors=True)
     assert run.returncode == 4, run.stderr
     assert_one_screen(run.stderr)
-    assert "Permission denied" in run.stderr and "docker group" in run.stderr
+    # the socket named, never `[Errno 13]`; the group, rootless or a context
+    assert "permission denied on the engine's socket /var/run/docker.sock (" in run.stderr
+    assert "Errno" not in run.stderr and "join the docker group" in run.stderr
+    assert "rootless" in run.stderr and "docker context use" in run.stderr
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

@@ -152,6 +152,19 @@ def test_bad_scripts_in_the_container_are_exit_5_with_a_clean_message(
     assert exit_status_of(findings) == ExitStatus.SMOKE_FAILED
 
 
+def test_an_image_claiming_a_gpu_this_host_does_not_have_fails_the_smoke(
+    smoke_script: Callable[[str], Path],
+) -> None:
+    """A real container given no GPU, on a host with none, whose workload reports gpu:0: a
+    contradiction (exit 5), where it was a pass that said "trained … gpu:0"."""
+    smoke_script("claims_gpu.py")
+    doc, findings = check()
+    assert ids(findings) == ["smoke.contradicted"]
+    assert "it claims training on gpu:0" in findings[0].message
+    assert exit_status_of(findings) == ExitStatus.SMOKE_FAILED
+    assert doc is not None and doc["status"] == "contradicted" and not doc["runs"][0]["on_gpu"]
+
+
 def test_hanging_smoke_is_killed_at_the_timeout_and_removed(
     smoke_script: Callable[[str], Path],
 ) -> None:

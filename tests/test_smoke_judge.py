@@ -16,6 +16,7 @@ from envcheck.contracts.facts import HostFacts, host_from_document
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import ImageChoice, exit_status_of, verdict_of
 from envcheck.engine.docker_adapter import NVIDIA_RUNTIME_FIX
+from envcheck.render.smoke_runs import smoke_row
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
 from envcheck.smoke.plan import Fallback, FallbackKind, Outcome, Plan, in_process_plan, plan_smoke
@@ -747,3 +748,50 @@ def test_under_expect_gpu_a_claim_nvml_did_not_witness_fails(nvml: NvmlSummary) 
     assert "did not witness" in proof_words(proof, verdict_of(findings), findings)
     unproven = expect_gpu_unproven(findings, proof)
     assert unproven is not None and unproven.severity == "fail"
+
+
+# -- a result that contradicts the evidence ---------------------------------------------------------
+def test_a_gpu_claim_on_a_host_with_no_gpu_is_a_contradiction_never_a_pass() -> None:
+    """An image that reported gpu:0 on a host with no GPU, its container given none, passed with
+    the claim repeated as fact ("trained … gpu:0")."""
+    doc = rec.on_gpu(rec.result())
+    plan = container_plan()
+    findings = judge(plan, outcome(doc))
+    assert ids(findings) == ["smoke.contradicted"]
+    [finding] = findings
+    assert finding.severity == "fail" and "trained" not in finding.message
+    assert finding.message.startswith("the smoke's result contradicts the evidence: it claims ")
+    assert "the host has no usable NVIDIA GPU; the container was given no GPU" in finding.message
+    assert finding.observed["claimed"] == ["gpu:0"]
+    assert verdict_of(findings) == "fail" and exit_status_of(findings) == ExitStatus.SMOKE_FAILED
+    smoke = smoke_document(plan, outcome(doc))
+    assert smoke["status"] == "contradicted"
+    assert smoke["runs"][0]["on_gpu"] is False and smoke["runs"][0]["contradicted"] is True
+    assert smoke_row(smoke["runs"][0])[1:] == (
+        "gpu:0 (claimed)", "0.694 → 0.217", "2.4e+03", "0.141", "14/14 right", "-"
+    )  # fmt: skip
+
+
+def test_no_library_mapped_on_a_host_with_no_gpu_is_evidence_of_the_contradiction() -> None:
+    # Not a CPU fallback (exit 6): no GPU was expected here, so nothing fell back.
+    doc = rec.on_gpu(rec.result()) | {"loaded_libraries": [], "loaded_when": "first-step"}
+    findings = judge(container_plan(), outcome(doc))
+    assert "smoke.pass" not in ids(findings) and "smoke.cpu-fallback" not in ids(findings)
+    finding = only(findings, "smoke.contradicted")
+    assert "the process mapped no NVIDIA library" in finding.observed["evidence"]
+    assert exit_status_of(findings) == ExitStatus.SMOKE_FAILED
+
+
+def test_in_process_a_gpu_claim_on_a_host_with_no_gpu_is_a_contradiction() -> None:
+    plan = in_process_plan(NO_GPU_HOST, None, SmokeOptions(in_process=True), fallback=None)
+    findings = judge(plan, outcome(rec.on_gpu(rec.result())))
+    finding = only(findings, "smoke.contradicted")
+    assert "container" not in finding.message and "sitecustomize" in (finding.fix or "")
+    assert "smoke.pass" not in ids(findings)
+
+
+def test_a_gpu_claim_where_a_gpu_is_expected_is_judged_as_before() -> None:
+    # A host with a GPU (or --expect-gpu) gives the claim a chance: NVML's witness decides.
+    doc = rec.on_gpu(rec.result())
+    for plan in (container_plan(gpu_host(), GPU_IMAGE), container_plan(expect_gpu=True)):
+        assert "smoke.contradicted" not in ids(judge(plan, outcome(doc)))

@@ -144,8 +144,10 @@ def positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError("must be between 0 and 86400 seconds")
+    if not 0 < value <= 86400:  # a zero timeout would kill the smoke before it starts
+        raise argparse.ArgumentTypeError(
+            f"must be more than 0 and at most 86400 seconds (24 hours), got {text}"
+        )
     return value
 
 
@@ -159,6 +161,30 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
     if not gpus or any(g < 0 for g in gpus):
         raise UsageError(f"--gpus takes non-negative indices like 0,2, got {text!r}")
     return gpus
+
+
+def check_gpus_exist(gpus: tuple[int, ...] | None, host: HostFacts) -> None:
+    """`--gpus 5` on a host whose driver lists one GPU is refused before anything runs (the
+    engine would fail the container later with a device error). GPUs the driver cannot list yet
+    (a reboot pending, issue 21.9) cannot be checked: the flag is taken as given."""
+    from envcheck.contracts.facts import unlisted_gpus
+
+    listed = sorted({g.index for g in host.gpus})
+    if not gpus or (not listed and unlisted_gpus(host)):
+        return
+    missing = sorted({g for g in gpus if g not in listed})
+    if not missing:
+        return
+    indices = ",".join(map(str, gpus))
+    if listed:
+        count = f"{len(listed)} GPU{'s' * (len(listed) != 1)}"
+        have = f"has {count} (index {', '.join(map(str, listed))})"
+    else:
+        have = "has no NVIDIA GPU the driver lists"
+    raise UsageError(
+        f"--gpus {indices}: no GPU {', '.join(map(str, missing))} on this host, which {have}",
+        hint="pass indices that `nvidia-smi -L` lists, or drop --gpus to use every GPU",
+    )
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
@@ -238,6 +264,7 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     host, recorded = (
         read_facts_document(args.facts, env) if probe is None else (probe.facts(), None)
     )
+    check_gpus_exist(gpus, host)
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
     ctx = Context(

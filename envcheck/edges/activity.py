@@ -53,10 +53,24 @@ class _Null:
 NULL: ActivityDisplay = _Null()
 _lock = threading.Lock()
 _route: list[ActivityDisplay] = [NULL]  # the display installed by `showing`, else NULL
+_interrupt_said = [False]  # the interrupted phase was marked ✗ (once per display)
 
 
 def phase(text: str) -> None:
+    """A new step begins. During the unwinding after a signal, the step cut short is marked
+    failed first: a cleanup step ("removing the smoke container") must never mark it ✓."""
+    from envcheck.edges.signals import unwinding
+
+    if unwinding():
+        interrupted()
     _route[-1].phase(text)
+
+
+def interrupted() -> None:
+    """Ctrl-C or an ending signal cut the current phase short: `✗ <phase>: interrupted`, once."""
+    if not _interrupt_said[0]:
+        _interrupt_said[0] = True
+        _route[-1].failed("interrupted")
 
 
 def detail(text: str) -> None:
@@ -74,6 +88,7 @@ def showing(display: ActivityDisplay) -> Iterator[ActivityDisplay]:
     """Route phases to `display` for the `with`; stopped on the way out, errors and Ctrl-C too."""
     with _lock:
         _route.append(display)
+        _interrupt_said[0] = False
     try:
         yield display
     finally:

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import ClassVar
 
 # What a terminal, an ssh session or a batch system sends to end a run (#23.5): SIGTERM (CI, `kill`,
 # `timeout`, Slurm before its SIGKILL), SIGINT (Ctrl-C), SIGHUP (the terminal or ssh session
@@ -55,6 +56,7 @@ class _State:
     deferring = 0  # depth of nested deferred() blocks
     pending: int | None = None  # a signal that arrived inside deferred()
     raised = False  # the run is unwinding
+    cleaned: ClassVar[list[str]] = []  # what the unwinding removed or stopped, in words
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
@@ -77,6 +79,7 @@ def unwind_on_signals(*, process_ends_after: bool = False) -> Iterator[None]:
         return
     previous = {s: signal.signal(s, _handler) for s in SIGNALS}
     _State.installed, _State.pending, _State.raised = True, None, False
+    _State.cleaned = []
     try:
         yield
     finally:
@@ -102,3 +105,19 @@ def deferred() -> Iterator[None]:
             signum, _State.pending = _State.pending, None
             _State.raised = True
             raise Interrupted(signum)  # the signal outranks a failure in the block
+
+
+def unwinding() -> bool:
+    """A signal has raised `Interrupted`: whatever runs now is the cleanup."""
+    return _State.raised
+
+
+def cleaned_up(what: str) -> None:
+    """A cleanup step of an interrupted run did its work (`removed the smoke container …`): the
+    run's last line says so (envcheck.cli), so an interrupted user knows nothing was left."""
+    _State.cleaned.append(what)
+
+
+def cleaned() -> list[str]:
+    """What the last interrupted run said it cleaned up, in order."""
+    return list(_State.cleaned)

@@ -98,7 +98,16 @@ def translate_errors(action: str) -> Iterator[None]:
 def _unreachable(action: str, e: BaseException) -> EnvironmentProblem:
     text = str(e)
     if "Permission denied" in text or isinstance(e, PermissionError):
-        hint = DOCKER_GROUP_FIX
+        from envcheck.probe.engine import socket_access_fix, socket_denied
+
+        host = engine_host()
+        path = host.removeprefix("unix://") if host.startswith("unix://") else None
+        if path is None:  # a TCP or SSH engine: not a socket of ours to name
+            return EnvironmentProblem(
+                f"{action}: permission denied reaching the Docker engine at {host}: {text}",
+                DOCKER_GROUP_FIX,
+            )
+        return EnvironmentProblem(f"{action}: {socket_denied(path)}", socket_access_fix(path))
     else:
         hint = f"{START_DOCKER_FIX} or set DOCKER_HOST (now {engine_host()})"
     return EnvironmentProblem(

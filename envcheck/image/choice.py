@@ -25,7 +25,7 @@ from envcheck.contracts.versions import release_of, sm_of
 from envcheck.image.assessment import Assessment, assess_image, gpu_compute_capability
 from envcheck.matrix.builds import build_for
 from envcheck.matrix.model import Arm64Build, ImageTag, Matrix, PaddleRelease
-from envcheck.verdict.compat import oci_platform
+from envcheck.verdict.compat import oci_platform, unpublished_platform
 
 
 def select_image(
@@ -38,6 +38,9 @@ def select_image(
         raise UsageError(
             f"unknown registry {registry!r} (known: {known})", hint=f"use one of: {known}"
         )
+    platform = unpublished_platform(host.machine.arch)
+    if platform is not None:
+        return _unpublished(host, matrix, release if paddle else None, registry, platform)
     choice = _select_release(host, matrix, release, registry)
     if paddle is not None:
         return choice
@@ -111,6 +114,33 @@ def _reported_missing(host: HostFacts, matrix: Matrix, newest: PaddleRelease, cu
     return ", ".join(said)
 
 
+def _unpublished(
+    host: HostFacts, matrix: Matrix, release: PaddleRelease | None, registry: str, platform: str
+) -> ImageChoice:
+    """A machine Paddle publishes nothing for (ppc64le, s390x, 32-bit ARM): no image, and no
+    wheel either, never the amd64 image and the x86 wheel."""
+    kind = "gpu" if usable_gpus(host) or unlisted_gpus(host) else "cpu"
+    shown = release or _newest_with_images(matrix, kind) or matrix.newest_release()
+    return ImageChoice(
+        ref=None,
+        registry=registry,
+        kind=kind,
+        paddle=shown.version,
+        reason=(
+            f"no official build of Paddle for {platform}: build Paddle from source on this "
+            "machine (Paddle's install docs, compiling on Linux), or use an x86_64 or aarch64 "
+            "machine"
+        ),
+    )
+
+
+def _newest_with_images(matrix: Matrix, kind: str) -> PaddleRelease | None:
+    """The newest release the matrix holds images of `kind` for (the newest release may be
+    pip-only: no image tag of it seen)."""
+    with_images = [r for r in matrix.releases if matrix.images_for(r.version, kind)]
+    return max(with_images, key=lambda r: Version(r.version), default=None)
+
+
 def _newest_that_runs(
     host: HostFacts, matrix: Matrix, newest: PaddleRelease, registry: str, first: ImageChoice
 ) -> ImageChoice:
@@ -132,8 +162,16 @@ def _newest_that_runs(
             )
             return replace(choice, reason=why, rejected=first.rejected + choice.rejected)
         failures.append(choice)
-    # Nothing runs: the newest release that has images says what would fix it.
-    return next((f for f in failures if f.rejected), first)
+    # Nothing runs: the newest release that has images says what would fix it (a CPU choice
+    # rejects no GPU tag, so its images are looked up: never a release without any image).
+    return next(
+        (f for f in failures if f.rejected or _has_images(matrix, f)),
+        first,
+    )
+
+
+def _has_images(matrix: Matrix, choice: ImageChoice) -> bool:
+    return bool(choice.paddle and choice.kind and matrix.images_for(choice.paddle, choice.kind))
 
 
 def _alternative(failures: list[ImageChoice], newest: PaddleRelease) -> str:
@@ -243,7 +281,16 @@ def _cpu_choice(
     for image in runnable:
         if registry in image.registries:
             return image_choice(matrix, image, registry, f"{why}: the CPU image", ())
-    if images and not runnable:
+    if images and not runnable and platform == "linux/arm64":
+        # PyPI's paddlepaddle has manylinux aarch64 CPU wheels (2.6.2 to 3.2.2 for CPython 3.11,
+        # `pip index versions paddlepaddle --platform manylinux2014_aarch64`, measured 2026-11);
+        # pip picks the newest one for this machine and Python.
+        where = (
+            f" for {platform} (Paddle publishes its images for linux/amd64 only); install the CPU "
+            "wheel with pip instead: `python -m pip install paddlepaddle` (PyPI has aarch64 CPU "
+            "wheels)"
+        )
+    elif images and not runnable:
         where = f" for {platform} ({_what_exists_for(platform, host, matrix)})"
     elif images:
         where = f" on {registry} (known on: {', '.join(images[0].registries)})"

@@ -72,6 +72,55 @@ def parse_response(raw: bytes, path: str) -> Any:
     return json.loads(body)
 
 
+def socket_denied(path: str | None) -> str:
+    """What a socket we may not open is, for the message: its path, and its owner and mode where
+    they can be read (`/var/run/docker.sock (root:docker, srw-rw----)`), never `[Errno 13]`."""
+    if not path:
+        return "permission denied on the engine's socket"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"permission denied on the engine's socket {path}"
+    import grp
+    import pwd
+    import stat
+
+    try:
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        owner = str(st.st_uid)
+    try:
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = str(st.st_gid)
+    return (
+        f"permission denied on the engine's socket {path} ({owner}:{group}, "
+        f"{stat.filemode(st.st_mode)})"
+    )
+
+
+def socket_access_fix(path: str | None) -> str:
+    """The three ways to an engine socket one may not open: its group, a rootless engine of
+    one's own, or another context (https://docs.docker.com/engine/install/linux-postinstall/,
+    https://docs.docker.com/engine/security/rootless/)."""
+    group = "docker"  # the group Docker's packages give the socket
+    if path:
+        try:
+            import grp
+
+            st = os.stat(path)
+            if st.st_mode & 0o060 == 0o060 and st.st_gid != 0:  # a group that may use it
+                group = grp.getgrgid(st.st_gid).gr_name
+        except (OSError, KeyError):
+            pass
+    return (
+        f"join the {group} group (`sudo usermod -aG {group} $USER`, then log in again), or run "
+        "a rootless engine of your own (`dockerd-rootless-setuptool.sh install`, then "
+        "DOCKER_HOST=unix://$XDG_RUNTIME_DIR/docker.sock), or use a context you can reach "
+        "(`docker context ls`, `docker context use NAME`)"
+    )
+
+
 def probe_engine(endpoint: Endpoint | str, timeout: float = _TIMEOUT) -> EngineFacts:
     """`docker version --format json` + `docker info --format json`, reduced to what matters.
 
@@ -88,13 +137,8 @@ def probe_engine(endpoint: Endpoint | str, timeout: float = _TIMEOUT) -> EngineF
             version, info = _sdk_documents(endpoint, timeout)
         else:
             version, info = _get(host, "/version", timeout), _get(host, "/info", timeout)
-    except PermissionError as e:
-        return replace(
-            where,
-            status="error",
-            denied=True,
-            reason=f"permission denied on the engine socket: {e}",
-        )
+    except PermissionError:
+        return replace(where, status="error", denied=True, reason=socket_denied(path))
     except (OSError, ValueError) as e:
         return replace(where, status="error", reason=f"the engine did not answer: {e}")
     return replace(engine_facts(version, info, host), context=endpoint.context)

@@ -4,7 +4,9 @@ Equivalent to `cuobjdump --list-elf --list-ptx libphi.so`, without the CUDA tool
 reading the file: Paddle 2.x records no `compiled_cuda_archs` (3.x does, compat_facts §6b), and its
 `libpaddle.so` alone is 467 MB (`libphi.so` 1.9 GB). Only the ELF header, the section headers, the
 section-name table and each fatbin entry's header are read (a few KB per thousand kernels), seeking
-over the kernels themselves; the number of entries read is capped.
+over the kernels themselves. Every read is bounded, whatever the file claims: the section headers
+are ELF64's 64 bytes each (at most ~4 MB for the most an ELF header can name), a run of alignment
+padding is skipped in chunks and capped, and the number of fat binaries and entries is capped.
 
 The fatbin layout (NVIDIA does not document it; as `cuobjdump` reads it and the open
 reimplementations spell it out): the section holds fat binaries one after another, each a 16-byte
@@ -29,6 +31,11 @@ FATBIN_MAGIC = 0xBA55ED50
 SECTION = b".nv_fatbin"
 KIND_PTX, KIND_ELF = 1, 2
 MAX_ENTRIES = 200_000  # 2.6.2's libphi.so holds ~3,400: a bound, never reached by a real library
+# Padding between fat binaries aligns the next one (to 8 or 16 bytes in real libraries); a longer
+# run of zeros is a damaged or hostile file, not a library: 1 MiB is far past any alignment.
+MAX_PADDING = 1 << 20
+_PADDING_CHUNK = 4096
+_SECTION_HEADER = 64  # ELF64's Elf64_Shdr; another size is not an ELF64 file this reader knows
 _ENTRY = struct.Struct("<HHIQIIHHI")  # kind, version, header size, size, …, minor, major, arch
 
 
@@ -70,9 +77,12 @@ def read_fatbin(f: BinaryIO) -> FatbinArchs:
         magic, _version, header_size, fat_size = struct.unpack("<IHHQ", _read(f, offset, 16))
         if magic != FATBIN_MAGIC:
             if magic == 0:  # alignment padding between fat binaries
-                offset += 8
+                offset = _skip_padding(f, offset, end)
                 continue
             raise FatbinError(f"no fatbin magic at offset {offset:#x}")
+        entries += 1  # a fat binary counts as an entry: a section of empty ones is bounded too
+        if entries > MAX_ENTRIES:
+            raise FatbinError(f"more than {MAX_ENTRIES} fatbin entries")
         entry, stop = offset + header_size, min(offset + header_size + fat_size, end)
         while entry + _ENTRY.size <= stop:
             kind, _, entry_header, entry_size, *_, arch = _ENTRY.unpack(
@@ -92,6 +102,21 @@ def read_fatbin(f: BinaryIO) -> FatbinArchs:
     return FatbinArchs(sass, ptx)
 
 
+def _skip_padding(f: BinaryIO, offset: int, end: int) -> int:
+    """The offset of the first 8-byte word after `offset` that is not zero (or `end`), read in
+    chunks; a run longer than MAX_PADDING is no alignment and raises FatbinError."""
+    start = offset
+    while offset < end:
+        if offset - start > MAX_PADDING:
+            raise FatbinError(f"more than {MAX_PADDING} bytes of padding at offset {start:#x}")
+        chunk = _read(f, offset, min(_PADDING_CHUNK, end - offset))
+        stripped = len(chunk) - len(chunk.lstrip(b"\0"))
+        if stripped < len(chunk):  # the next word that is not zero; always a step forward
+            return max(offset + stripped - stripped % 8, start + 8)
+        offset += len(chunk)
+    return end
+
+
 def _find_section(f: BinaryIO, name: bytes) -> tuple[int, int] | None:
     """(file offset, size) of the section called `name`, from the ELF64 section headers."""
     ident = _read(f, 0, 64)
@@ -99,11 +124,11 @@ def _find_section(f: BinaryIO, name: bytes) -> tuple[int, int] | None:
         raise FatbinError("not a 64-bit little-endian ELF file")
     (shoff,) = struct.unpack_from("<Q", ident, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", ident, 0x3A)
-    if shentsize < 64 or not 0 < shnum < 65_280 or shstrndx >= shnum:
+    if shentsize != _SECTION_HEADER or not 0 < shnum < 65_280 or shstrndx >= shnum:
         raise FatbinError("no readable section header table")
-    table = _read(f, shoff, shentsize * shnum)
+    table = _read(f, shoff, _SECTION_HEADER * shnum)
     headers = [
-        struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)
+        struct.unpack_from("<IIQQQQ", table, i * _SECTION_HEADER) for i in range(shnum)
     ]  # name, type, flags, addr, offset, size
     _, _, _, _, names_at, names_size = headers[shstrndx]
     names = _read(f, names_at, min(names_size, 1 << 20))

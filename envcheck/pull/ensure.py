@@ -12,6 +12,7 @@ from envcheck.image.reference import parse_reference
 from envcheck.pull.images import present
 from envcheck.pull.plan import plan_pull
 from envcheck.pull.run import pull_image
+from envcheck.registry.errors import ManifestNotFound
 from envcheck.render.progress import make_display
 
 if TYPE_CHECKING:
@@ -48,7 +49,9 @@ def ensure_image(
     try:
         result = pull_image(plan, client=client, display=display, variables=variables)
     except EnvcheckError as e:
-        activity.failed(e.message)  # never marked done when the next phase begins
+        # never marked done when the next phase begins; a missing tag is said in full once, by
+        # the error line that follows (the phase already names the reference)
+        activity.failed("tag not found" if isinstance(e, ManifestNotFound) else e.message)
         raise
     return result.image_id
 

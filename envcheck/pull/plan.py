@@ -92,4 +92,11 @@ def plan_pull(ref: Reference, matrix: Matrix | None) -> PullPlan:
 
 
 def nearest_tags(tag: str | None, known: tuple[str, ...], n: int = 3) -> list[str]:
-    return difflib.get_close_matches(tag or "latest", known, n=n, cutoff=0.5) if known else []
+    """The `n` tags of `known` most like `tag`: difflib's close matches, else the most similar
+    of all (`2` is close to nothing at difflib's cutoff, yet `1` is what a user wants to see)."""
+    if not known:
+        return []
+    wanted = tag or "latest"
+    return difflib.get_close_matches(wanted, known, n=n, cutoff=0.5) or (
+        difflib.get_close_matches(wanted, known, n=n, cutoff=0.0)
+    )

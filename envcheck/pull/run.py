@@ -314,13 +314,15 @@ def _final_error(
 ) -> EnvcheckError:
     first = given_up[0][1]  # the first registry's error is the one to show
     if isinstance(first, ManifestNotFound):
-        near = nearest_tags(plan.requested.tag, plan.known_tags) or _registry_tags(
-            plan.requested, run
-        )
+        # Said once: the registry's own 404 words repeat the reference twice over. The tags
+        # offered are the registry's (what it holds), else the matrix's for that repository.
+        ref = plan.requested
+        near = _registry_tags(ref, run) or nearest_tags(ref.tag, plan.known_tags)
+        where = f"{ref.registry}/{ref.repository}"
         hint = (
-            f"tags nearby: {', '.join(near)}" if near else "check the tag"
+            f"the nearest tags in {where}: {', '.join(near)}" if near else "check the tag"
         ) + "; `envcheck pull-image --dry-run` shows the tag chosen for this host"
-        return ManifestNotFound(f"tag not found: {plan.requested} ({first.message})", hint=hint)
+        return ManifestNotFound(f"tag not found: {ref}", hint=hint)
     tried = (
         "; ".join(f"{ref.registry}: {e.message}" for ref, e in given_up)
         if len(given_up) > 1

@@ -27,11 +27,14 @@ def smoke_runs(smoke: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def smoke_row(run: Mapping[str, Any]) -> tuple[str, ...]:
-    """One smoke run (per device) as table cells; `-` where the run did not measure it."""
-    peak = run.get("peak_gpu_mem_bytes")
+    """One smoke run (per device) as table cells; `-` where the run did not measure it. A run
+    whose GPU claim the host rules out shows the device as claimed, and no GPU memory."""
+    contradicted = run.get("contradicted") is True
+    peak = None if contradicted else run.get("peak_gpu_mem_bytes")
+    used = _word(run.get("device_used"))
     return (
         _word(run.get("device_requested")),
-        _word(run.get("device_used")),
+        f"{used} (claimed)" if contradicted else used,
         loss_change(run),
         number(run.get("steps_per_s")),
         number(run.get("first_step_s")),

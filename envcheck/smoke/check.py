@@ -41,9 +41,14 @@ def smoke_check(
     """The doctor's entry point: the report's `smoke` object and the smoke findings."""
     plan = plan_smoke(host, image, options)
     if plan.mode != "container" and plan.fallback and _container_demanded(options):
+        hint = "start the engine (or fix its access), or drop the flag to let the doctor choose"
+        if host.engine.denied:
+            from envcheck.probe.engine import socket_access_fix
+
+            socket = host.engine.host or ""
+            hint = socket_access_fix(socket.removeprefix("unix://") if socket else None)
         raise EnvironmentProblem(
-            f"{_demand(options)} needs a container, but {plan.fallback.reason}",
-            hint="start the engine (or fix its access), or drop the flag to let the doctor choose",
+            f"{_demand(options)} needs a container, but {plan.fallback.reason}", hint=hint
         )
     findings: list[Finding] = []
     if plan.fallback and not options.in_process:

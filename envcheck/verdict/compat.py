@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Literal
 
@@ -106,14 +107,38 @@ def defects_for(image: ImageTag, driver: str | None, matrix: Matrix) -> tuple[De
         return ()
 
 
+_OCI_ARCH = {
+    "x86_64": "amd64",
+    "amd64": "amd64",
+    "aarch64": "arm64",
+    "arm64": "arm64",
+    "armv7l": "arm",
+    "armv6l": "arm",
+    "i386": "386",
+    "i686": "386",
+}
+# Where Paddle publishes official builds: its images for linux/amd64 (matrix/images.toml), its
+# wheels for x86_64 and aarch64 (PyPI's paddlepaddle has manylinux x86_64 and aarch64 wheels and
+# none for ppc64le, s390x or 32-bit ARM: `pip index versions paddlepaddle --platform
+# manylinux2014_ppc64le` finds no distribution, measured 2026-11).
+PUBLISHED_PLATFORMS = ("linux/amd64", "linux/arm64")
+_MACHINE = re.compile(r"[a-z0-9_]{1,32}")
+
+
 def oci_platform(machine_arch: str | None) -> str | None:
-    """`uname -m` -> the OCI platform of its images: x86_64 -> linux/amd64, aarch64 -> linux/arm64."""
-    return {
-        "x86_64": "linux/amd64",
-        "amd64": "linux/amd64",
-        "aarch64": "linux/arm64",
-        "arm64": "linux/arm64",
-    }.get((machine_arch or "").lower())
+    """`uname -m` -> the OCI platform of its images: x86_64 -> linux/amd64, aarch64 -> linux/arm64,
+    ppc64le -> linux/ppc64le, armv7l -> linux/arm. None when the machine is unknown."""
+    arch = (machine_arch or "").strip().lower()
+    if not _MACHINE.fullmatch(arch):  # absent, or not a `uname -m` word (a hostile saved report)
+        return None
+    return f"linux/{_OCI_ARCH.get(arch, arch)}"
+
+
+def unpublished_platform(machine_arch: str | None) -> str | None:
+    """The machine's OCI platform when Paddle publishes no official build for it (no image, no
+    wheel: ppc64le, s390x, 32-bit ARM); None for amd64, arm64 and an unknown machine."""
+    platform = oci_platform(machine_arch)
+    return platform if platform and platform not in PUBLISHED_PLATFORMS else None
 
 
 def wheel_platform(os_name: str | None, machine_arch: str | None) -> str | None:

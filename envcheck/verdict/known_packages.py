@@ -20,6 +20,7 @@ class KnownPackages:
     refreshed: str
     pypi: dict[str, tuple[str, ...]]  # name -> every released version
     indexes: dict[str, frozenset[str]]  # index URL -> the "name==version" pins it holds
+    problem: str | None = None  # why nothing is known: the file is missing or damaged
 
     def exists(self, name: str, version: str, index: str | None = None) -> bool:
         if index is None:
@@ -42,11 +43,42 @@ def _final(version: str) -> bool:
 
 @functools.cache
 def known_packages() -> KnownPackages:
+    return load_known_packages(FILE)
+
+
+def load_known_packages(path: Path) -> KnownPackages:
+    """The recorded versions and pins; none at all when the file is missing, not TOML or not in
+    the shape the script writes, with the reason in `problem`.
+
+    Why absence and not an error: the file is package data, checked by the suite on every change
+    (tests/test_known_packages.py), so a bad one on a user's machine is a damaged install, and
+    all that rides on it is a version pin in a fix (the newest cuDNN wheel of a major): the fix
+    then names no pin, which it already does for a version the list lacks. The diagnosis itself
+    never depends on it, so a damaged pin list must not cost the user their doctor."""
     from envcheck.matrix.toml import tomllib  # here: see envcheck/matrix/toml.py
 
-    doc = tomllib.loads(FILE.read_text(encoding="utf-8"))
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        return _parsed(doc)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as e:
+        return KnownPackages(refreshed="", pypi={}, indexes={}, problem=f"{path}: {e}")
+
+
+def _parsed(doc: dict[str, object]) -> KnownPackages:
+    refreshed, pypi, index = doc.get("refreshed"), doc.get("pypi"), doc.get("index")
+    if not isinstance(refreshed, str):
+        raise ValueError("no `refreshed` date")
+    if not isinstance(pypi, dict) or not isinstance(index, dict):
+        raise ValueError("no [pypi] or [index] tables")
     return KnownPackages(
-        refreshed=doc["refreshed"],
-        pypi={name: tuple(entry["versions"]) for name, entry in doc["pypi"].items()},
-        indexes={url: frozenset(entry["pins"]) for url, entry in doc["index"].items()},
+        refreshed=refreshed,
+        pypi={name: tuple(_strings(entry, "versions", name)) for name, entry in pypi.items()},
+        indexes={url: frozenset(_strings(entry, "pins", url)) for url, entry in index.items()},
     )
+
+
+def _strings(entry: object, key: str, where: str) -> list[str]:
+    values = entry.get(key) if isinstance(entry, dict) else None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{where}: `{key}` is not a list of strings")
+    return values

@@ -97,8 +97,15 @@ class SmokeContainer:
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        interrupted = t is not None and issubclass(t, KeyboardInterrupt)
+        if interrupted:  # Ctrl-C or a signal: the phase it cut is not done (never ✓)
+            activity.interrupted()
         activity.phase("removing the smoke container")
         self._remove(quiet=t is not None)
+        if interrupted and self.removed:
+            signals.cleaned_up(
+                f"removed the smoke container {ownership.container_name(self.run_id)}"
+            )
 
     def _remove(self, quiet: bool) -> None:
         name = ownership.container_name(self.run_id)

@@ -62,6 +62,12 @@ def run_subprocess(
         for source, placed in COMPANIONS:  # the workload imports them from beside it
             shutil.copyfile(source, Path(workdir) / placed)
         return _run([python, str(copy), *args], workdir, timeout, on_start, child_environment(env))
+    except KeyboardInterrupt:
+        if workdir is not None:
+            with signals.deferred():
+                shutil.rmtree(workdir, ignore_errors=True)
+            signals.cleaned_up(f"removed the smoke's folder {workdir}")
+        raise
     finally:
         if workdir is not None:
             with signals.deferred():
@@ -140,7 +146,10 @@ def _run(
         # Ctrl-C or SIGTERM (envcheck.edges.signals) on our side: take the child's group with us.
         # `returncode` rather than poll(): until we reap it the child's pid (its group's id)
         # cannot be reused, so the kill never reaches a stranger, and its children go too.
+        running = proc.returncode is None
         _reap(proc)
+        if running and signals.unwinding():
+            signals.cleaned_up(f"stopped the training process {proc.pid} and its children")
     if failures:
         raise failures[0]
     return collector.raw_run(exit_code, started, timed_out=not done, extra={"python": argv[0]})

@@ -7,6 +7,7 @@ from typing import Any
 from envcheck.contracts.host_report import CPU_FALLBACK_ID, WRONG_RESULTS_ID
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Outcome, Plan
+from envcheck.smoke.verdict.contradiction import CONTRADICTED_ID, contradicted_runs
 from envcheck.smoke.verdict.judge import host_gpu, judge, on_gpu, witnesses
 from envcheck.smoke.verdict.loaded import loaded_libraries
 from envcheck.smoke.verdict.pieces import PIECE_IDS
@@ -113,9 +114,12 @@ def _run_document(plan: Plan, run: RunResult, nvml: NvmlSummary) -> dict[str, An
     host = host_gpu(plan, run)
     gpus = _without_series(nvml).get("gpus", {})
     seen = witnesses(plan, [run], nvml).get(run["device_used"]) if not run["error"] else None
+    # A GPU claim the host rules out is kept as the workload's word, never as `on_gpu`.
+    contradicted = not run["error"] and bool(contradicted_runs(plan, [run]))
     return {k: run.get(k) for k in RUN_KEYS} | {
         "host_gpu": host,
-        "on_gpu": on_gpu(run) if not run["error"] else False,
+        "on_gpu": on_gpu(run) and not contradicted if not run["error"] else False,
+        "contradicted": contradicted,
         "nvml": gpus.get(str(host)) if host is not None else None,
         "witness": seen.as_dict() if seen else None,
     }
@@ -147,6 +151,7 @@ def _status(plan: Plan, outcome: Outcome) -> str:
     order = (
         "smoke.timeout",
         "smoke.bad-output",
+        CONTRADICTED_ID,
         *PIECE_IDS,
         "smoke.crashed",
         WRONG_RESULTS_ID,

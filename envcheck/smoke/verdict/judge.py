@@ -11,6 +11,7 @@ from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.host_report import CPU_FALLBACK_ID
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.verdict.causes import cpu_fallback, fix_from_warnings
+from envcheck.smoke.verdict.contradiction import contradicted_runs, contradiction
 from envcheck.smoke.verdict.failures import (
     LEARNED_RATIO,
     bad_output,
@@ -85,7 +86,12 @@ def judge_runs(plan: Plan, result: SmokeResult, nvml: NvmlSummary) -> list[Findi
     if stuck:
         findings.append(not_learning(plan, stuck))
     findings += _extras(plan, trained)
-    unmapped = _claims_without_libraries(result, trained)
+    # A GPU claim on a host that had no GPU to give is a contradiction, not a CPU fallback (no
+    # GPU was expected) and never a pass.
+    impossible = contradicted_runs(plan, trained)
+    if impossible:
+        findings.append(contradiction(plan, result, impossible, nvml))
+    unmapped = [r for r in _claims_without_libraries(result, trained) if r not in impossible]
     if unmapped:
         findings.append(_no_library_mapped(unmapped))
     findings += _nvml_findings([r for r in trained if not is_wrong(r)], nvml, seen)

@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.image.given import GIVEN
 from envcheck.matrix.provenance import plain_source
+from envcheck.verdict.compat import unpublished_platform
 from envcheck.verdict.fixes import NVIDIA_RUNTIME_FIX, OTHER_RELEASE_FIX, engine_or_in_process_fix
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
+
+_UNPUBLISHED = "no official build of Paddle for"
 
 
 def check_engine(ctx: Context) -> Iterable[Finding]:
@@ -46,11 +49,22 @@ def check_image(ctx: Context) -> Iterable[Finding]:
     img = ctx.image
     if img is None:
         return
+    if img.ref is None and (platform := unpublished_platform(ctx.host.machine.arch)):
+        yield fail(
+            "image.no-official-build",
+            f"{_UNPUBLISHED} {platform}: Paddle publishes its images for "
+            "linux/amd64 only and its wheels for x86_64 and aarch64 only",
+            fix=(img.reason or OTHER_RELEASE_FIX).removeprefix(f"{_UNPUBLISHED} {platform}: "),
+            layer="image",
+            platform=platform,
+        )
+        return
     if img.ref is None:
         reasons = "; ".join(f"{r.ref}: {r.reason}" for r in img.rejected[:4])
         yield fail(
             "image.none",
-            f"no image of Paddle {img.paddle} can run on this host: {reasons}",
+            f"no image of Paddle {img.paddle} can run on this host"
+            + (f": {reasons}" * bool(reasons)),
             fix=img.reason or OTHER_RELEASE_FIX,
             layer="image",
             rejected=[r.ref for r in img.rejected],

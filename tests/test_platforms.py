@@ -1,0 +1,108 @@
+"""Machines Paddle publishes for (linux/amd64 images; x86_64 and aarch64 wheels) and the ones it
+does not (ppc64le, s390x, 32-bit ARM): the image choice, the finding and the exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.host_report import Report
+from envcheck.image.choice import select_image
+from envcheck.matrix.load import load_matrix
+from envcheck.matrix.location import REPO_DIR
+from envcheck.verdict.compat import oci_platform, unpublished_platform
+from envcheck.verdict.judge import Context, judge
+from tests import scenarios as s
+from tests.inprocess import run_envcheck
+
+MATRIX = load_matrix(str(REPO_DIR))
+V100 = {"index": 0, "name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}
+
+
+def machine(arch: str) -> dict[str, str]:
+    return {"hostname": "h", "os": "Ubuntu 22.04", "arch": arch}
+
+
+def doctor(doc: dict[str, Any]) -> Report:
+    host = host_from_document(doc)
+    image = select_image(host, MATRIX)
+    return Report(host, tuple(judge(Context(host=host, matrix=MATRIX, image=image))), image)
+
+
+@pytest.mark.parametrize(
+    ("arch", "platform"),
+    [
+        ("x86_64", "linux/amd64"),
+        ("AMD64", "linux/amd64"),
+        ("aarch64", "linux/arm64"),
+        ("ppc64le", "linux/ppc64le"),
+        ("s390x", "linux/s390x"),
+        ("armv7l", "linux/arm"),
+        ("", None),
+        (None, None),
+        ("x86_64\x1b[2J", None),  # a hostile saved report: unknown, never echoed
+    ],
+)
+def test_the_machine_as_an_oci_platform(arch: str | None, platform: str | None) -> None:
+    assert oci_platform(arch) == platform
+
+
+@pytest.mark.parametrize("arch", ["ppc64le", "s390x", "armv7l"])
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu", "gpu"])
+def test_a_machine_paddle_publishes_nothing_for_gets_no_amd64_image(arch: str, gpu: bool) -> None:
+    """They got the linux/amd64 image and the x86 wheel, with exit 0 (a POWER9 with V100s too)."""
+    layers: dict[str, Any] = {"machine": machine(arch), "paddle": {"status": "absent"}}
+    if gpu:
+        layers |= {"driver": s.driver("535.104.05", "12.2"), "gpus": [V100]}
+    report = doctor(s.host(**layers))
+    platform = unpublished_platform(arch)
+    assert report.image is not None and report.image.ref is None
+    assert report.image.pip_command is None and report.image.kind == ("gpu" if gpu else "cpu")
+    [finding] = [f for f in report.findings if f.layer == "image"]
+    assert finding.id == "image.no-official-build" and finding.severity == "fail"
+    assert finding.message == (
+        f"no official build of Paddle for {platform}: Paddle publishes its images for "
+        "linux/amd64 only and its wheels for x86_64 and aarch64 only"
+    )
+    assert (finding.fix or "").startswith("build Paddle from source on this machine")
+    assert int(report.exit_status) == 1
+    missing = next(f for f in report.findings if f.id == "paddle.missing")
+    assert "pip install" not in (missing.fix or "")  # no x86 wheel offered
+
+
+def test_on_the_command_line_a_ppc64le_host_is_exit_1_without_an_image(tmp_path: Path) -> None:
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(s.host(machine=machine("ppc64le"), paddle=s.PADDLE_331_CPU)))
+    r = run_envcheck(["doctor", "--facts", str(facts), "--no-smoke"], cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "image.no-official-build" in r.stdout and "linux/ppc64le" in r.stdout
+    assert "docker.io/paddlepaddle" not in r.stdout and "stable/cpu" not in r.stdout
+
+
+def test_an_aarch64_cpu_host_hears_of_a_real_release_and_the_aarch64_wheel() -> None:
+    """It failed on "no CPU image of Paddle 3.4.0": the newest release of the matrix, which has no
+    image at all, spoke for the whole search instead of the newest release that has CPU images."""
+    report = doctor(s.host(machine=machine("aarch64"), paddle=s.PADDLE_331_CPU))
+    assert report.image is not None and report.image.ref is None
+    newest_with_cpu_images = max(
+        (r.version for r in MATRIX.releases if MATRIX.images_for(r.version, "cpu")), key=Version
+    )
+    assert report.image.paddle == newest_with_cpu_images != MATRIX.newest_release().version
+    reason = report.image.reason or ""
+    assert f"no CPU image of Paddle {newest_with_cpu_images} for linux/arm64" in reason
+    assert "`python -m pip install paddlepaddle`" in reason and "GPU build" not in reason
+    image = next(f for f in report.findings if f.layer == "image")
+    assert image.id == "image.none" and image.message == (
+        f"no image of Paddle {newest_with_cpu_images} can run on this host"
+    )
+
+
+def test_an_x86_64_cpu_host_still_gets_the_cpu_image() -> None:
+    report = doctor(s.host(paddle=s.PADDLE_331_CPU))
+    assert report.image is not None and report.image.ref is not None
+    assert report.image.kind == "cpu" and int(report.exit_status) == 0
