@@ -229,7 +229,7 @@ def test_sourced_arch_lists_from_the_issue(shipped: Matrix) -> None:
 def test_build_driver_floors_follow_nvidia_not_papers(shipped: Matrix) -> None:
     """10.4: a build's driver floor is NVIDIA's minor-version compatibility for its CUDA major
     (cu126 and cu129 alike: 525.60.13); Paddle's stricter 550.54.14 stays a note."""
-    from envcheck.verdict.compat import driver_support
+    from envcheck.matrix.compat import driver_support
 
     for cuda in ("12.6", "12.9"):
         support = driver_support("525.60.13", "12.0", cuda, shipped)

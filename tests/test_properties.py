@@ -44,10 +44,10 @@ from envcheck.contracts.record import replace
 from envcheck.contracts.versions import parse_dotted, release_of
 from envcheck.image.choice import gpu_candidates, select_image
 from envcheck.matrix.builds import build_for, runnable_archs
+from envcheck.matrix.compat import arch_supported, cc_below, driver_support
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.smoke.workload.protocol import LibraryOrigin
-from envcheck.verdict.compat import arch_supported, cc_below, driver_support
 
 MATRIX = load_matrix(str(REPO_DIR))
 CI = settings(
