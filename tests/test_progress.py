@@ -6,7 +6,7 @@ import io
 import re
 from typing import Any
 
-from envcheck.pull.events import PullProgress
+from envcheck.contracts.pull_events import PullProgress
 from envcheck.render.progress import (
     NullDisplay,
     PlainDisplay,

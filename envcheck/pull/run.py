@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 from envcheck.contracts.errors import EnvcheckError
+from envcheck.contracts.pull_events import PullProgress
 from envcheck.contracts.record import field, record, replace
 from envcheck.engine.docker_adapter import (
     PullFailed,
@@ -33,7 +34,6 @@ from envcheck.engine.docker_adapter import (
 from envcheck.image.checks import ImageRefused, platform_refusal
 from envcheck.image.platforms import Platform, host_platform
 from envcheck.image.reference import Reference
-from envcheck.pull.events import PullProgress
 from envcheck.pull.images import local_image, untag
 from envcheck.pull.plan import ConfigSource, PullPlan, PullResult, nearest_tags
 from envcheck.registry.auth import AUTH_HOSTS_ENV
