@@ -37,9 +37,9 @@ from envcheck.contracts.facts import EngineFacts, HostFacts, PaddleFacts
 from envcheck.contracts.host_report import ImageChoice
 from envcheck.engine.docker_adapter import connect
 from envcheck.probe.endpoint import resolve_endpoint
-from envcheck.smoke.check import smoke_check
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import parse_result
+from envcheck.smoke.runner.check import smoke_check
 from envcheck.smoke.runner.container import SmokeContainer
 from envcheck.smoke.runner.container_spec import ContainerSpec
 from envcheck.smoke.runner.payload import WORKLOAD

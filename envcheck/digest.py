@@ -35,3 +35,8 @@ def _constructor() -> Callable[[bytes], Hash]:
 def sha256(data: bytes = b"") -> Hash:
     """`hashlib.sha256(data)`: an object with `update`, `digest` and `hexdigest`."""
     return _constructor()(data)
+
+
+def short_id(digest: str) -> str:
+    """`sha256:4f0c…` (64 hex) -> `4f0c1a2b3c4d`: the 12 characters `docker images` shows."""
+    return digest.removeprefix("sha256:")[:12]

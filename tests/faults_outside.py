@@ -428,7 +428,7 @@ def registry_case(name: str, routes: dict[tuple[str, str], Answer]) -> None:
     message that shows the registry's words without obeying them."""
     from envcheck.image.platforms import Platform
     from envcheck.image.reference import parse_reference
-    from envcheck.registry.client import RegistryClient
+    from envcheck.registry.http.client import RegistryClient
     from envcheck.render.sanitize import visible
 
     server = FakeRegistry(routes)
@@ -653,7 +653,7 @@ def smoke_output_case(name: str, stdout: bytes) -> None:
 
     trace, text = None, ""
     try:
-        from envcheck.smoke.check import outcome_of
+        from envcheck.smoke.runner.check import outcome_of
 
         outcome = outcome_of(RawRun(0, stdout, "", 1.0), {"status": "unavailable", "samples": 0})
         findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from envcheck.smoke.check import SCRIPT_ENV
+from envcheck.smoke.runner.check import SCRIPT_ENV
 from tests.smoke_host import PADDLE_IMAGE, SCRIPTS, envcheck_containers
 
 

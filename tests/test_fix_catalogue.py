@@ -63,11 +63,23 @@ def test_the_walk_sees_an_inline_fix() -> None:
     assert inline_fixes('warn("x", "m", fix=REBOOT_FIX)') == []
 
 
+def host_sources() -> list[Path]:
+    """The host's modules: the workload (its own folder) runs where envcheck is not installed and
+    cannot quote the catalogue, so it is left out of the count."""
+    return [p for p in PACKAGE.rglob("*.py") if "workload" not in p.relative_to(PACKAGE).parts]
+
+
 def test_the_gpus_all_advice_is_said_once() -> None:
-    texts = [
-        p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py") if "workload" not in p.name
-    ]
+    texts = [p.read_text(encoding="utf-8") for p in host_sources()]
     assert sum(t.count("`--gpus all`") for t in texts) == 1  # fixes.GPUS_ALL
+
+
+def test_the_count_leaves_out_the_workload_folder_and_nothing_else() -> None:
+    workload = set((PACKAGE / "smoke" / "workload").rglob("*.py"))
+    host = set(host_sources())
+    assert workload, "the workload folder moved: say where the count should look"
+    assert not host & workload
+    assert host | workload == set(PACKAGE.rglob("*.py"))
 
 
 CATALOGUE = [

@@ -1,17 +1,19 @@
-"""The house's layers as contracts over the whole import graph (issues #14.2, #26.2).
+"""The house's layers as contracts over the whole import graph.
 
-Every module of `envcheck` belongs to exactly one layer (the first pattern of `LAYERS` that
-matches it): a new module cannot escape the contracts by default. Each contract forbids a layer
-to reach another, or a third-party package, through any chain of runtime imports — a function's
-lazy import included; `if TYPE_CHECKING:` imports (types only) are not imports at run time.
+Every module of `envcheck` belongs to exactly one layer: its folder's (`LAYERS`, each layer a set
+of folders), or the one `MODULES` names with its reason. A new folder or top-level module belongs
+to none until it is named, so it cannot escape the contracts by default. Each contract forbids a
+layer to reach another, or a third-party package, through any chain of runtime imports — a
+function's lazy import included; `if TYPE_CHECKING:` imports (types only) are not imports at run
+time. Some contracts are written as what a layer may import (`may_import`): anything else is
+forbidden, a layer added later included.
 The graph is read from the source with `ast`, as import-linter would, without importing it.
 """
 
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -21,41 +23,54 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
 THIRD_PARTY = ("rich", "docker", "pynvml", "requests", "urllib3")
 
-# (layer, module patterns), first match wins: the folder tree read as the architecture.
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("cli", (r"envcheck\.(cli|__main__|entry)", r"envcheck\.commands(\..*)?")),
-    ("base", (r"envcheck\.digest",)),  # standard-library helpers every layer may use
-    ("render", (r"envcheck\.render(\..*)?",)),
+# Each layer is a set of folders (packages): a module belongs to its folder's layer, a folder's
+# `__init__` included. A folder is one layer; a new folder, or a new module at the top, belongs
+# to none until it is named here, so nothing escapes the contracts by default.
+LAYERS: dict[str, frozenset[str]] = {
+    "cli": frozenset({"envcheck.commands"}),
+    "render": frozenset({"envcheck.render"}),
     # what travels into the container or the target interpreter: Python 3.8, no envcheck
-    # what the host and the workload agree on (the package's __init__ comes with it)
-    ("protocol", (r"envcheck\.smoke\.workload(\.protocol)?",)),
-    ("workload", (r"envcheck\.smoke\.workload(\..*)?",)),
-    ("contract", (r"envcheck", r"envcheck\.contracts(\..*)?")),
-    ("matrix", (r"envcheck\.matrix(\..*)?",)),
-    ("probe", (r"envcheck\.probe(\..*)?",)),
-    (
-        "runner",  # runs the smoke: the engine, a subprocess, the NVML sampler
-        (
-            r"envcheck\.smoke\.(runner(\..*)?|check)",
-            r"envcheck\.engine(\..*)?",
-            r"envcheck\.pull\.(ensure|images|run)",
-            r"envcheck\.registry\.(client|transport)",
-            r"envcheck\.fix\.apply",  # runs the target's pip
-        ),
+    "workload": frozenset({"envcheck.smoke.workload"}),
+    "contract": frozenset({"envcheck.contracts"}),
+    "matrix": frozenset({"envcheck.matrix"}),
+    "probe": frozenset({"envcheck.probe"}),
+    # runs the smoke, pulls, reads registries, runs the target's pip: the engine, subprocesses,
+    # the network, the NVML sampler
+    "runner": frozenset(
+        {"envcheck.smoke.runner", "envcheck.engine", "envcheck.pull", "envcheck.registry.http"}
     ),
-    ("edge", (r"envcheck\.edges(\..*)?",)),  # the process's own I/O: files, streams, signals
-    (
-        "rule",  # pure: facts and matrix in, findings, choices and plans out
-        (
-            r"envcheck\.(verdict|image)(\..*)?",
-            r"envcheck\.smoke(\.(options|plan|parse))?",
-            r"envcheck\.smoke\.verdict(\..*)?",
-            r"envcheck\.fix(\.plan)?",
-            r"envcheck\.pull(\.(events|plan))?",
-            r"envcheck\.registry(\.(auth|documents|errors))?",
-        ),
+    "edge": frozenset({"envcheck.edges"}),  # the process's own I/O: files, streams, signals
+    # pure: facts and matrix in, findings, choices and plans out
+    "rule": frozenset(
+        {
+            "envcheck.verdict",
+            "envcheck.verdict.rules",
+            "envcheck.image",
+            "envcheck.smoke",
+            "envcheck.smoke.verdict",
+            "envcheck.registry",
+            "envcheck.fix",
+        }
     ),
-)
+}
+
+# The modules whose layer is not their folder's, each for a reason.
+MODULES: dict[str, str] = {
+    # the top folder holds the entry points, the version and one standard-library helper
+    "envcheck": "contract",  # the version
+    "envcheck.__main__": "cli",
+    "envcheck.cli": "cli",
+    "envcheck.entry": "cli",
+    "envcheck.digest": "base",  # standard-library helpers every layer may use
+    # what the host and the workload agree on (the package's __init__ comes with it): the
+    # workload's modules import it by a relative name inside the container, so it stays there
+    "envcheck.smoke.workload": "protocol",
+    "envcheck.smoke.workload.protocol": "protocol",
+    # runs the target's pip; the repair is being moved into its own folder, which splits it
+    "envcheck.fix.apply": "runner",
+}
+
+ALL_LAYERS = frozenset({*LAYERS, *MODULES.values()})
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,13 @@ class Contract:
     layers: tuple[str, ...]
     forbidden: tuple[str, ...]  # layers, or third-party packages
     reason: str
+
+
+def may_import(layers: tuple[str, ...], allowed: Iterable[str], reason: str) -> Contract:
+    """An outbound contract: `layers` may reach `allowed` (and themselves), nothing else."""
+    permitted = {*layers, *allowed}
+    everything = ALL_LAYERS | set(THIRD_PARTY)
+    return Contract(layers, tuple(sorted(everything - permitted)), reason)
 
 
 CONTRACTS = (
@@ -87,10 +109,36 @@ CONTRACTS = (
         ("probe", "runner", "edge", "render", "cli", *THIRD_PARTY),
         "a verdict is a pure function of (facts, matrix): it judges a saved report as a live host",
     ),
-    Contract(
+    may_import(
         ("render",),
-        ("probe", "runner", "cli", "docker", "pynvml", "requests", "urllib3"),
+        # the edge: the streams and files it writes; rich: its tables and bars
+        ("base", "contract", "protocol", "matrix", "rule", "edge", "rich"),
         "a renderer turns a verdict into text: it never probes, pulls or runs the smoke",
+    ),
+    may_import(
+        ("edge",),
+        # rule: what a file read at the edge holds is checked by a pure function (the baseline)
+        ("base", "contract", "protocol", "matrix", "rule"),
+        "the process's own I/O (files, streams, signals) serves every layer above it: it never "
+        "probes, runs, renders or dispatches, and needs no third-party package",
+    ),
+    may_import(
+        ("runner",),
+        # render: the live pull progress and the sanitizer of a container's output, shown while
+        # it runs; the command could hand the runner its display instead
+        (
+            "base",
+            "contract",
+            "protocol",
+            "matrix",
+            "rule",
+            "probe",
+            "edge",
+            "render",
+            *THIRD_PARTY,
+        ),
+        "a runner does the I/O a command asks for (the engine, a registry, a child, pip): it "
+        "never dispatches a command, and reaches the workload through its protocol only",
     ),
     Contract(
         ("contract",),
@@ -128,13 +176,19 @@ def modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+def folder_of(module: str) -> str:
+    """The package a module lives in: itself for a package's `__init__`."""
+    path = modules().get(module)
+    return module if path is not None and path.name == "__init__.py" else module.rpartition(".")[0]
+
+
 def layer_of(module: str) -> str | None:
     if module.split(".")[0] in THIRD_PARTY:
         return module.split(".")[0]
-    for layer, patterns in LAYERS:
-        if any(re.fullmatch(p, module) for p in patterns):
-            return layer
-    return None
+    if module in MODULES:
+        return MODULES[module]
+    folder = folder_of(module)
+    return next((layer for layer, folders in LAYERS.items() if folder in folders), None)
 
 
 def runtime_imports(source: str, module: str, is_package: bool) -> set[str]:
@@ -178,11 +232,13 @@ def graph() -> dict[str, frozenset[str]]:
     return edges
 
 
-def chains_to(start: str, forbidden: Iterable[str]) -> list[list[str]]:
-    """The shortest import chain from `start` to each module of a forbidden layer it reaches:
-    every violation is named, not only the nearest (an added `import rich` beside an added
-    adapter import is reported too)."""
-    banned, edges = set(forbidden), graph()
+def chains_to(
+    start: str, forbidden: Iterable[str], edges: Mapping[str, frozenset[str]] | None = None
+) -> list[list[str]]:
+    """The shortest import chain from `start` to each module of a forbidden layer it reaches in
+    `edges` (the package's graph by default): every violation is named, not only the nearest (an
+    added `import rich` beside an added adapter import is reported too)."""
+    banned, edges = set(forbidden), graph() if edges is None else edges
     paths, seen, chains = [[start]], {start}, []
     while paths:
         path = paths.pop(0)
@@ -197,30 +253,51 @@ def chains_to(start: str, forbidden: Iterable[str]) -> list[list[str]]:
     return chains
 
 
-def test_every_module_belongs_to_one_layer() -> None:
-    unclassified = [m for m in modules() if layer_of(m) is None]
-    assert unclassified == [], f"give each a layer in LAYERS: {unclassified}"
-
-
-@pytest.mark.parametrize(
-    "contract",
-    CONTRACTS,
-    ids=["base", "rules-pure", "renderers", "contracts", "workload", "probes", "host-workload"],
-)
-def test_contract_holds_over_the_whole_import_graph(contract: Contract) -> None:
-    broken = [
+def broken(contract: Contract, edges: Mapping[str, frozenset[str]] | None = None) -> list[str]:
+    """Every import chain that breaks `contract`, each as `a -> b -> c`."""
+    return [
         " -> ".join(chain)
         for module in modules()
         if layer_of(module) in contract.layers
-        for chain in chains_to(module, contract.forbidden)
+        for chain in chains_to(module, contract.forbidden, edges)
     ]
-    assert broken == [], f"{contract.reason}:\n" + "\n".join(broken)
+
+
+def test_every_module_belongs_to_one_layer() -> None:
+    unclassified = [m for m in modules() if layer_of(m) is None]
+    assert unclassified == [], f"give each a layer in LAYERS or MODULES: {unclassified}"
+
+
+def test_each_folder_is_one_layer_and_every_name_is_real() -> None:
+    named = [folder for folders in LAYERS.values() for folder in folders]
+    assert sorted(named) == sorted(set(named)), "a folder is named in two layers"
+    folders = {folder_of(m) for m in modules()}
+    assert set(named) <= folders, f"no such folder: {set(named) - folders}"
+    assert set(MODULES) <= set(modules()), f"no such module: {set(MODULES) - set(modules())}"
+
+
+CONTRACT_IDS = [
+    "base",
+    "rules-pure",
+    "renderers",
+    "edges",
+    "runners",
+    "contracts",
+    "workload",
+    "probes",
+    "host-workload",
+]
+
+
+@pytest.mark.parametrize("contract", CONTRACTS, ids=CONTRACT_IDS)
+def test_contract_holds_over_the_whole_import_graph(contract: Contract) -> None:
+    assert broken(contract) == [], f"{contract.reason}:\n" + "\n".join(broken(contract))
 
 
 @pytest.mark.parametrize(
     ("module", "line", "layer"),
     [
-        # the examples of #26.2 that the hand list let through
+        # what a hand-kept list of forbidden imports once let through
         ("envcheck.smoke.verdict.pieces", "import envcheck.engine.docker_adapter", "runner"),
         ("envcheck.smoke.verdict.pieces", "import rich", "rich"),
         ("envcheck.matrix.schema", "from envcheck.engine.docker_adapter import LABEL", "runner"),
@@ -248,6 +325,96 @@ def test_the_contracts_see_a_reintroduced_violation(module: str, line: str, laye
     assert layer in reached
     forbidden = [c for c in CONTRACTS if layer_of(module) in c.layers and layer in c.forbidden]
     assert forbidden, f"no contract forbids {layer} to {module}"
+
+
+def injected(module: str, line: str) -> dict[str, frozenset[str]]:
+    """The package's import graph as if `line` were added to `module`."""
+    path, known = modules()[module], modules()
+    source = path.read_text() + "\n" + line + "\n"
+    added = {
+        m if m in known else m.split(".")[0]
+        for m in runtime_imports(source, module, path.name == "__init__.py")
+        if m in known or m.split(".")[0] in THIRD_PARTY
+    }
+    return {**graph(), module: graph()[module] | added}
+
+
+@pytest.mark.parametrize(
+    ("contract_id", "module", "line", "chain"),
+    [
+        (
+            "renderers",
+            "envcheck.render.text",
+            "from envcheck.probe.nvml import probe_nvml",
+            "envcheck.render.text -> envcheck.probe.nvml",
+        ),
+        (
+            "renderers",
+            "envcheck.render.junit",
+            "def f():\n    from envcheck.pull.run import pull_image",
+            "envcheck.render.junit -> envcheck.pull.run",
+        ),
+        (
+            "renderers",
+            "envcheck.render.table",
+            "import docker",
+            "envcheck.render.table -> docker",
+        ),
+        (
+            "edges",
+            "envcheck.edges.streams",
+            "from envcheck.render.sanitize import visible",
+            "envcheck.edges.streams -> envcheck.render.sanitize",
+        ),
+        (
+            "edges",
+            "envcheck.edges.userfiles",
+            "import rich",
+            "envcheck.edges.userfiles -> rich",
+        ),
+        # through a pure module the edge may use
+        (
+            "edges",
+            "envcheck.verdict.drift",
+            "from envcheck.engine.docker_adapter import LABEL",
+            " -> ".join(
+                (
+                    "envcheck.edges.baseline_file",
+                    "envcheck.verdict.drift",
+                    "envcheck.engine.docker_adapter",
+                )
+            ),
+        ),
+        (
+            "runners",
+            "envcheck.pull.run",
+            "from envcheck.commands.doctor import main",
+            "envcheck.pull.run -> envcheck.commands.doctor",
+        ),
+        (
+            "runners",
+            "envcheck.registry.http.client",
+            "from envcheck.smoke.workload import training",
+            "envcheck.registry.http.client -> envcheck.smoke.workload.training",
+        ),
+    ],
+    ids=[
+        "render-probe",
+        "render-runner-lazy",
+        "render-docker",
+        "edge-render",
+        "edge-rich",
+        "edge-transitive",
+        "runner-cli",
+        "runner-workload",
+    ],
+)
+def test_an_outbound_contract_catches_an_injected_upward_import(
+    contract_id: str, module: str, line: str, chain: str
+) -> None:
+    contract = CONTRACTS[CONTRACT_IDS.index(contract_id)]
+    assert broken(contract) == []
+    assert chain in broken(contract, injected(module, line))
 
 
 def test_type_only_imports_are_not_runtime_imports() -> None:

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envcheck.contracts.errors import MatrixError, UsageError
 from envcheck.matrix import location as load_module
+from envcheck.matrix.fields import Bad, specifier
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import ENV_VAR, REPO_DIR, matrix_dir
 from envcheck.matrix.model import Matrix
@@ -229,7 +231,7 @@ def test_sourced_arch_lists_from_the_issue(shipped: Matrix) -> None:
 def test_build_driver_floors_follow_nvidia_not_papers(shipped: Matrix) -> None:
     """10.4: a build's driver floor is NVIDIA's minor-version compatibility for its CUDA major
     (cu126 and cu129 alike: 525.60.13); Paddle's stricter 550.54.14 stays a note."""
-    from envcheck.verdict.compat import driver_support
+    from envcheck.matrix.compat import driver_support
 
     for cuda in ("12.6", "12.9"):
         support = driver_support("525.60.13", "12.0", cuda, shipped)
@@ -410,7 +412,10 @@ BROKEN_PROBLEMS = [
         'got float 12.9 (write "12.9")'
     ),
     "paddle.toml: release entry 2 (3.3.1): source: missing",
-    "paddle.toml: release entry 2 (3.3.1): python: not a version specifier: '>=3.9,<three'",
+    (
+        "paddle.toml: release entry 2 (3.3.1): python: not a version specifier: '>=3.9,<three' "
+        '(Invalid specifier: \'<three\'; e.g. ">=3.9,<3.14" or "==3.10.*")'
+    ),
     "paddle.toml: release entry 2 (3.3.1): confirmed: expected true or false, got str 'yes'",
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
@@ -457,6 +462,31 @@ def test_a_broken_matrix_reports_every_problem_with_file_entry_and_field(tmp_pat
         load_matrix(str(tmp_path))
     assert sorted(e.value.problems) == sorted(BROKEN_PROBLEMS)
     assert f"{len(BROKEN_PROBLEMS)} problem(s)" in e.value.message
+
+
+@pytest.mark.parametrize(
+    ("written", "problem"),
+    [
+        # a compatible release needs two parts: the rules' SpecifierSet refuses it, so an arch
+        # fact scoped "~=3" covered no release at all
+        ("~=3", "Invalid specifier: '~=3'"),
+        ("3.9", "Invalid specifier: '3.9'"),
+        (">=3.9;<3.14", "Invalid specifier: '>=3.9;<3.14'"),
+        (",", "no clause"),  # an empty set would match every version
+    ],
+    ids=["compatible-release-of-one-part", "no-operator", "semicolon", "no-clause"],
+)
+def test_a_specifier_the_rules_cannot_read_is_refused_on_load(written: str, problem: str) -> None:
+    with pytest.raises(Bad, match=re.escape(problem)):
+        specifier(written)
+
+
+@pytest.mark.parametrize(
+    "written", [">=3.9,<3.14", "==3.10.*", "==2.5.*", ">=3.9rc1", " >= 3.9 , <3.14 "]
+)
+def test_a_specifier_accepted_on_load_is_the_one_the_rules_read(written: str) -> None:
+    assert specifier(written) == written
+    assert SpecifierSet(written)  # as `envcheck.matrix.scope` reads it at run time
 
 
 def test_toml_syntax_error_names_the_file_and_line_and_other_files_are_still_checked(

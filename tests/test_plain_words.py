@@ -15,8 +15,8 @@ from envcheck.contracts.record import replace
 from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.render.text import render_plain
-from envcheck.smoke.check import smoke_check
 from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.runner.check import smoke_check
 from envcheck.verdict.judge import Context, judge
 from tests import scenarios as s
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST

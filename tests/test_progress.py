@@ -6,7 +6,7 @@ import io
 import re
 from typing import Any
 
-from envcheck.pull.events import PullProgress
+from envcheck.contracts.pull_events import PullProgress
 from envcheck.render.progress import (
     NullDisplay,
     PlainDisplay,
@@ -101,7 +101,7 @@ def test_a_skipped_download_complete_is_still_reported() -> None:
 def test_a_pull_of_layers_already_present_downloads_nothing_and_leaves_no_bar_waiting() -> None:
     """All layers present (a retagged image): the engine says `Already exists` for some and nothing
     at all for others; it was "268.8 MB in 1.0 s" with stale "waiting" bars (issue 13.1)."""
-    from envcheck.pull.plan import PullResult
+    from envcheck.image.pull_plan import PullResult
     from envcheck.render.progress import result_text
 
     sizes = {f"sha256:{layer}": 70_000_000 for layer in LAYERS}

@@ -16,6 +16,7 @@ import json
 import random
 from typing import get_args
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,10 +45,10 @@ from envcheck.contracts.record import replace
 from envcheck.contracts.versions import parse_dotted, release_of
 from envcheck.image.choice import gpu_candidates, select_image
 from envcheck.matrix.builds import build_for, runnable_archs
+from envcheck.matrix.compat import arch_supported, cc_below, driver_support
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.smoke.workload.protocol import LibraryOrigin
-from envcheck.verdict.compat import arch_supported, cc_below, driver_support
 
 MATRIX = load_matrix(str(REPO_DIR))
 CI = settings(
@@ -241,13 +242,41 @@ def test_an_unreadable_driver_runs_nothing(driver: str, cuda: str) -> None:
     ),
     st.frozensets(st.sampled_from([60, 70, 80, 90, 100, 120]), max_size=3),
 )
-def test_arch_support_is_exact_sm_or_its_major_and_more_archs_never_hurt(
+def test_arch_support_needs_only_its_own_major_and_more_archs_never_hurt(
     cc: str, archs: frozenset[int], more: frozenset[int]
 ) -> None:
     major, minor = (int(x) for x in cc.split("."))
-    assert arch_supported(cc, archs) == (major * 10 + minor in archs or major * 10 in archs)
+    own_major = frozenset(a for a in archs if a // 10 == major)
+    assert arch_supported(cc, archs) == arch_supported(cc, own_major)  # other majors never count
+    assert arch_supported(cc, {major * 10 + minor})  # its own sm always runs
+    newer = frozenset(a for a in own_major if a % 10 > minor)
+    assert not arch_supported(cc, newer)  # a higher minor's cubin never runs on a lower one
     if arch_supported(cc, archs):
         assert arch_supported(cc, archs | more)
+
+
+# Cases with their source: the lent H100, Paddle's own check (gpu_resources.cc, GPURES in
+# docs/facts/compat_facts.md: the exact sm or the major's x.0) and NVIDIA's binary compatibility.
+RECORDED_ARCH_CASES = [
+    # tests/data/real-h100: paddlepaddle-gpu 2.6.2 built for 61-86 died with CUDA error 209
+    ("9.0", {61, 70, 75, 80, 86}, False),
+    ("9.0", {80, 90}, True),
+    ("8.6", {61, 70, 75, 80}, True),  # an A10 on a build with sm_80: the major's x.0
+    ("8.9", {86}, False),  # Paddle's check looks for 89 or 80, not 86
+    ("8.6", {87}, False),  # Jetson Orin's sm_87 is a higher minor
+    ("12.0", {61, 70, 75, 80, 86, 89, 90}, False),  # an RTX 5090 on a build without sm_120
+    ("6.1", {70, 75, 80, 86, 89, 90}, False),  # a Tesla P40 on a build without Pascal
+    ("7.5", {75}, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("cc", "archs", "runs"),
+    RECORDED_ARCH_CASES,
+    ids=["h100-2.6.2", "h100", "a10-sm80", "ada-sm86", "a10-sm87", "rtx5090", "p40", "t4"],
+)
+def test_arch_support_matches_the_recorded_cases(cc: str, archs: set[int], runs: bool) -> None:
+    assert arch_supported(cc, archs) is runs
 
 
 @CI

@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 
 from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem
+from envcheck.image.pull_plan import PullPlan, PullResult, plan_pull
 from envcheck.image.reference import parse_reference
 from envcheck.matrix.load import load_matrix
 from envcheck.pull.ensure import ensure_image
-from envcheck.pull.plan import PullPlan, PullResult, plan_pull
 from envcheck.pull.run import RetryPolicy, pull_image
 from envcheck.registry.errors import ManifestNotFound, RegistryUnavailable
 from envcheck.render.progress import PlainDisplay

@@ -69,7 +69,7 @@ def test_envchecks_own_client_really_is_blocked(registry: LocalRegistry) -> None
     """The premise of every test here: with these variables, envcheck's own read fails."""
     probe = (
         "from envcheck.image.reference import parse_reference\n"
-        "from envcheck.registry.client import RegistryClient\n"
+        "from envcheck.registry.http.client import RegistryClient\n"
         "from envcheck.registry.errors import RegistryUnavailable\n"
         "from envcheck.image.platforms import host_platform\n"
         f"ref = parse_reference({registry.ref(BUSYBOX)!r})\n"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.image.reference import short_id
-from envcheck.pull.events import PullProgress, classify_engine_error
+from envcheck.contracts.pull_events import PullProgress, classify_engine_error
+from envcheck.digest import short_id
 
 # A 4-layer pull of envcheck-test/busybox:layers, one layer already present (Downloading and
 # Extracting events thinned to two per layer).

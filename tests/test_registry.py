@@ -11,7 +11,6 @@ import pytest
 from envcheck.image.platforms import Platform, host_platform
 from envcheck.image.reference import parse_reference
 from envcheck.registry.auth import is_loopback, parse_challenge, realm_refusal
-from envcheck.registry.client import RegistryClient
 from envcheck.registry.documents import parse_distribution
 from envcheck.registry.errors import (
     ManifestNotFound,
@@ -19,6 +18,7 @@ from envcheck.registry.errors import (
     RegistryError,
     RegistryUnavailable,
 )
+from envcheck.registry.http.client import RegistryClient
 from tests.conftest import BUSYBOX_CUDA, LocalRegistry
 from tests.registry_push import push_index, push_random_image
 from tests.servers import TrickleServer, free_port
@@ -356,12 +356,12 @@ def test_envchecks_own_bug_is_not_a_malformed_manifest(
 ) -> None:
     """Before #8.10 a catch-all turned our KeyError into "the registry sent a malformed manifest"
     (and the doctor then smoke-ran in-process with a warning): a bug must reach the CLI (exit 3)."""
-    import envcheck.registry.client
+    import envcheck.registry.http.client
 
     def broken(items: list[str]) -> dict[str, str]:
         raise KeyError("a bug in envcheck")
 
-    monkeypatch.setattr(envcheck.registry.client, "env_mapping", broken)
+    monkeypatch.setattr(envcheck.registry.http.client, "env_mapping", broken)
     client, ref = client_for(registry.ref(BUSYBOX_CUDA))
     with pytest.raises(KeyError, match="a bug in envcheck"):
         client.inspect(ref, AMD64)

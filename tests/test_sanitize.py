@@ -165,7 +165,7 @@ def test_pull_progress_shows_hostile_engine_output_without_obeying_it() -> None:
     is markup, so `[/bold]` there was a MarkupError (exit 3)."""
     from rich.console import Console
 
-    from envcheck.pull.events import LayerProgress, PullProgress
+    from envcheck.contracts.pull_events import LayerProgress, PullProgress
     from envcheck.render.progress import PlainDisplay, RichDisplay
 
     progress = PullProgress()

@@ -15,10 +15,10 @@ from envcheck.contracts.host_report import ImageChoice
 from envcheck.contracts.record import replace
 from envcheck.image.choice import gpu_candidates, select_image
 from envcheck.matrix.builds import build_for, runnable_archs
+from envcheck.matrix.compat import arch_supported
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.matrix.model import Matrix
-from envcheck.verdict.compat import arch_supported
 
 MATRIX = load_matrix(str(REPO_DIR))
 HUB = "docker.io/paddlepaddle/paddle"

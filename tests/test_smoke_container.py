@@ -25,8 +25,8 @@ from envcheck.contracts.record import replace
 from envcheck.edges import activity
 from envcheck.edges.signals import Interrupted
 from envcheck.engine.docker_adapter import NVIDIA_RUNTIME_FIX, GpuRequestRefused
-from envcheck.smoke.check import smoke_check
 from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.runner.check import smoke_check
 from envcheck.smoke.runner.container import SmokeContainer, _oom_killed
 from envcheck.smoke.runner.container_spec import ContainerSpec
 from envcheck.smoke.runner.payload import WORKLOAD

@@ -22,8 +22,8 @@ from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import exit_status_of, verdict_of
 from envcheck.edges.signals import Interrupted, unwind_on_signals
-from envcheck.smoke.check import smoke_check
 from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.runner.check import smoke_check
 from envcheck.smoke.runner.inprocess import _run, run_subprocess
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, pid_alive, processes_mentioning
 from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS

@@ -662,7 +662,7 @@ def test_a_wrong_typed_field_in_the_result_line_is_bad_output_not_a_traceback(
 ) -> None:
     """The line is hostile input: each of these reached a rule as a KeyError/AttributeError
     (exit 3) while the validator checked only that `error`, `env` or `compare_cpu` were objects."""
-    from envcheck.smoke.check import outcome_of
+    from envcheck.smoke.runner.check import outcome_of
 
     doc = rec.gpu_build_fell_back("no CUDA-capable device is detected")
     mutate(doc)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from envcheck.contracts.facts import DriverFacts, HostFacts
-from envcheck.smoke.check import outcome_of
 from envcheck.smoke.plan import Plan
+from envcheck.smoke.runner.check import outcome_of
 from envcheck.smoke.runner.container import SmokeContainer
 from envcheck.smoke.runner.container_spec import ContainerSpec
 from envcheck.smoke.runner.payload import WORKLOAD

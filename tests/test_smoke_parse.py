@@ -239,8 +239,8 @@ def test_the_host_stamps_when_it_started_and_reaped_the_run() -> None:
     """#23.1: the interval a training window must lie in, on the clock the window uses."""
     import time
 
-    from envcheck.smoke.check import outcome_of
     from envcheck.smoke.parse import OutputCollector
+    from envcheck.smoke.runner.check import outcome_of
 
     before = time.time()
     raw = OutputCollector().raw_run(0, time.monotonic(), timed_out=False)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from envcheck.contracts.host_report import exit_status_of, verdict_of
-from envcheck.smoke.check import outcome_of, smoke_check
 from envcheck.smoke.options import SmokeOptions
+from envcheck.smoke.runner.check import outcome_of, smoke_check
 from envcheck.smoke.runner.container import SmokeContainer
 from envcheck.smoke.runner.container_spec import ContainerSpec, Limits
 from envcheck.smoke.runner.payload import WORKLOAD

@@ -26,9 +26,9 @@ from envcheck.contracts.errors import EnvcheckError
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.model import Matrix
 from envcheck.pull.ensure import ensure_image
-from envcheck.smoke.check import acquire_image
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.plan import Plan
+from envcheck.smoke.runner.check import acquire_image
 from tests.conftest import LocalRegistry
 from tests.inprocess import ENV, run_envcheck
 from tests.registry_push import PushedImage, push_random_image

@@ -129,9 +129,7 @@ def test_expand_devices(asked: list[str], count: int | None, expanded: list[str]
 
 
 def test_importing_the_workload_module_does_not_import_paddle() -> None:
-    code = (
-        "import sys, envcheck.smoke.check; print('paddle' in sys.modules, 'docker' in sys.modules)"
-    )
+    code = "import sys, envcheck.smoke.runner.check; print('paddle' in sys.modules, 'docker' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
     ).stdout

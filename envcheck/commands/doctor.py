@@ -277,7 +277,7 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     findings: list[Finding] = judge(ctx)
     smoke_doc = None
     if smoke_runs:
-        from envcheck.smoke.check import smoke_check
+        from envcheck.smoke.runner.check import smoke_check
 
         smoke_doc, smoke_findings = smoke_check(
             host, image, _smoke_options(args, gpus, target, endpoint, matrix, env)

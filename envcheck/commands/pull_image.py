@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from envcheck.contracts.command_env import Environment
     from envcheck.contracts.facts import HostFacts
     from envcheck.contracts.host_report import ImageChoice
+    from envcheck.image.pull_plan import PullPlan, PullResult
     from envcheck.image.reference import Reference
     from envcheck.matrix.model import Matrix
-    from envcheck.pull.plan import PullPlan, PullResult
     from envcheck.registry.documents import RemoteImage
 
 JSON_SCHEMA_VERSION = 1
@@ -66,8 +66,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, env: Environment) -> int:
     """Under --json an error becomes the CLI's error document
     (envcheck.contracts.host_report.error_document)."""
+    from envcheck.image.pull_plan import PullPlan, plan_pull
     from envcheck.image.reference import parse_reference
-    from envcheck.pull.plan import PullPlan, plan_pull
     from envcheck.render.sanitize import visible
 
     args.matrix = env.path(args.matrix) if args.matrix else None

@@ -138,8 +138,8 @@ def pull_error(
     text: str, *, ref: str, registry: str, status_code: int | None = None
 ) -> EnvcheckError:
     """One engine pull error (HTTP error or an `error` event in the stream) as an envcheck error."""
+    from envcheck.contracts.pull_events import classify_engine_error
     from envcheck.image.checks import ImageRefused
-    from envcheck.pull.events import classify_engine_error
     from envcheck.registry.errors import (
         ManifestNotFound,
         RegistryAuthRequired,

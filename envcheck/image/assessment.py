@@ -4,13 +4,13 @@ A tag is ruled out, with the reason, when
 
 - the driver cannot run its CUDA: neither full compatibility (the driver's CUDA >= the image's)
   nor minor-version compatibility (driver >= the floor of that CUDA major, NV-RN Table 2 / NV-MVC),
-  or no driver version is known (`envcheck.verdict.compat.driver_support`);
+  or no driver version is known (`envcheck.matrix.compat.driver_support`);
 - a GPU is below the build's minimum compute capability (its own, or its lowest compiled arch,
   or the release's documented floor), or its architecture is not among the archs the build was
   compiled for (when the matrix knows them, §4b), is among those a report shows missing
   (`archs_absent`), or is beyond what the CUDA toolkit can target (§2a: sm_120 needs CUDA >= 12.8,
   Volta is gone in 13.0; a build with unknown archs cannot contain more). Paddle accepts a device
-  whose exact sm or major*10 is compiled in (GPURES, `envcheck.verdict.compat.arch_supported`);
+  whose exact sm or major*10 is compiled in (GPURES, `envcheck.matrix.compat.arch_supported`);
 - the tag is not published for this machine's platform (an aarch64 host never gets an amd64 tag);
 - a known defect hits this image on this driver (defects.toml: the CUDA 13.0 images on drivers
   newer than their compat libcuda fall back to the CPU, Paddle#76558 / Paddle#78924);
@@ -25,8 +25,7 @@ from envcheck.contracts.facts import GpuFacts, HostFacts
 from envcheck.contracts.record import record
 from envcheck.contracts.versions import VersionParseError, parse_compute_capability, sm_of
 from envcheck.matrix.builds import ArchSource, build_for, runnable_archs
-from envcheck.matrix.model import ImageTag, Matrix, PaddleRelease
-from envcheck.verdict.compat import (
+from envcheck.matrix.compat import (
     DriverSupport,
     arch_supported,
     cc_below,
@@ -34,6 +33,7 @@ from envcheck.verdict.compat import (
     driver_support,
     oci_platform,
 )
+from envcheck.matrix.model import ImageTag, Matrix, PaddleRelease
 from envcheck.verdict.gpu_groups import index_span
 
 

@@ -7,7 +7,7 @@
   `NVIDIA_REQUIRE_CUDA=cuda>=12.9 brand=…,driver>=…` which the NVIDIA container runtime enforces
   at start (https://github.com/NVIDIA/nvidia-container-toolkit, "NVIDIA_REQUIRE_*"). Paddle's GPU
   tags also say it: `3.3.1-gpu-cuda12.9-cudnn9.9`. A driver that cannot run that CUDA (fully, or
-  through minor-version compatibility: `envcheck.verdict.compat.driver_support`) gets a refusal.
+  through minor-version compatibility: `envcheck.matrix.compat.driver_support`) gets a refusal.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def cuda_refusal(claims: tuple[CudaClaim, ...], host: HostFacts, matrix: Matrix)
     """Why the host's driver cannot run the image's CUDA, or None when it can (or none is claimed)."""
     if not claims:
         return None
-    from envcheck.verdict.compat import driver_support
+    from envcheck.matrix.compat import driver_support
 
     driver = host.driver
     if driver.status != "ok" or not driver.version:

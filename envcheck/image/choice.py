@@ -24,8 +24,8 @@ from envcheck.contracts.record import replace
 from envcheck.contracts.versions import release_of, sm_of
 from envcheck.image.assessment import Assessment, assess_image, gpu_compute_capability
 from envcheck.matrix.builds import build_for
+from envcheck.matrix.compat import oci_platform, unpublished_platform
 from envcheck.matrix.model import Arm64Build, ImageTag, Matrix, PaddleRelease
-from envcheck.verdict.compat import oci_platform, unpublished_platform
 
 
 def select_image(

@@ -19,6 +19,7 @@ import re
 
 from envcheck.contracts.errors import UsageError
 from envcheck.contracts.record import record
+from envcheck.digest import short_id
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"  # where docker.io's Registry API v2 really answers
@@ -164,11 +165,6 @@ def _parse_valid(text: str) -> Reference:
     if domain == DOCKER_HUB and "/" not in path:
         path = f"library/{path}"  # Docker Hub's official images
     return Reference(domain, path, tag, digest or None)
-
-
-def short_id(digest: str) -> str:
-    """`sha256:4f0c…` (64 hex) -> `4f0c1a2b3c4d`: the 12 characters `docker images` shows."""
-    return digest.removeprefix("sha256:")[:12]
 
 
 def shown_image(image: str) -> str:

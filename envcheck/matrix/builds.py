@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from envcheck.contracts.record import record
 from envcheck.contracts.versions import release_of
+from envcheck.matrix.compat import arch_supported
 from envcheck.matrix.model import Matrix, PaddleBuild
 from envcheck.matrix.provenance import plain_source
 from envcheck.matrix.scope import arch_evidence
-from envcheck.verdict.compat import arch_supported
 
 
 def build_for(matrix: Matrix, paddle: str, cuda: str | None) -> PaddleBuild | None:

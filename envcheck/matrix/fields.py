@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.contracts.versions import VersionParseError, parse_compute_capability, parse_dotted
@@ -65,16 +66,18 @@ def cc(value: Any) -> str:
     return str(value)
 
 
-# One clause of a PEP 440 specifier on release numbers (">=3.9", "<3.14", "==3.10.*"). Checked by
-# pattern: building packaging's SpecifierSet would import packaging.tags and sysconfig (~10 ms) on
-# every start-up just to validate a field nothing compares at run time.
-_SPEC_CLAUSE = re.compile(r"\s*(~=|===|==|!=|<=|>=|<|>)\s*\d+(\.\d+)*(\.\*)?\s*")
-
-
 def specifier(value: Any) -> str:
+    """A PEP 440 version specifier (">=3.9,<3.14", "==3.10.*"), read as the rules read it: a value
+    `SpecifierSet` refuses would scope nothing at run time."""
     written = text(value)
-    if not all(_SPEC_CLAUSE.fullmatch(clause) for clause in written.split(",")):
-        raise Bad(f"not a version specifier: {value!r}")
+    try:
+        clauses = SpecifierSet(written)
+    except InvalidSpecifier as e:  # its message names the clause: "Invalid specifier: '<three'"
+        raise Bad(
+            f'not a version specifier: {value!r} ({e}; e.g. ">=3.9,<3.14" or "==3.10.*")'
+        ) from e
+    if not clauses:  # "," would match every version
+        raise Bad(f"not a version specifier: {value!r} (no clause)")
     return str(value)
 
 

@@ -8,9 +8,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem
 from envcheck.edges import activity
+from envcheck.image.pull_plan import plan_pull
 from envcheck.image.reference import parse_reference
 from envcheck.pull.images import present
-from envcheck.pull.plan import plan_pull
 from envcheck.pull.run import pull_image
 from envcheck.registry.errors import ManifestNotFound
 from envcheck.render.progress import make_display

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 from envcheck.contracts.errors import EnvcheckError
+from envcheck.contracts.pull_events import PullProgress
 from envcheck.contracts.record import field, record, replace
 from envcheck.engine.docker_adapter import (
     PullFailed,
@@ -32,14 +33,13 @@ from envcheck.engine.docker_adapter import (
 )
 from envcheck.image.checks import ImageRefused, platform_refusal
 from envcheck.image.platforms import Platform, host_platform
+from envcheck.image.pull_plan import ConfigSource, PullPlan, PullResult, nearest_tags
 from envcheck.image.reference import Reference
-from envcheck.pull.events import PullProgress
 from envcheck.pull.images import local_image, untag
-from envcheck.pull.plan import ConfigSource, PullPlan, PullResult, nearest_tags
 from envcheck.registry.auth import AUTH_HOSTS_ENV
-from envcheck.registry.client import REQUEST_DEADLINE_S, RegistryClient
 from envcheck.registry.documents import RemoteImage, env_mapping, parse_distribution
 from envcheck.registry.errors import ManifestNotFound, RegistryError, RegistryUnavailable
+from envcheck.registry.http.client import REQUEST_DEADLINE_S, RegistryClient
 from envcheck.render.progress import PullDisplay, make_display
 
 T = TypeVar("T")

@@ -11,6 +11,6 @@ warns and lets the engine pull when that read fails.
 - `errors`: what a failed read means, each one screen with its exit status.
 - `documents` (pure): manifests, indexes, configs and the engine's answer, checked field by field.
 - `auth` (pure): which hosts get plain HTTP, which token realms may be followed, credentials.
-- `transport`: the HTTP(S)-only opener and the overall deadline of one request.
-- `client`: `RegistryClient`, the requests and the auth handshake.
+- `http/` (the I/O): `transport`, the HTTP(S)-only opener and the overall deadline of one
+  request; `client`, `RegistryClient`, the requests and the auth handshake.
 """

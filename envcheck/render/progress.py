@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import IO, Any, ClassVar, Literal, Protocol
 
 from envcheck.contracts.command_env import isatty
+from envcheck.contracts.pull_events import LayerProgress, PullProgress
 from envcheck.edges import activity
-from envcheck.pull.events import LayerProgress, PullProgress
 from envcheck.render.sanitize import rich_safe, visible
 
 DisplayKind = Literal["auto", "rich", "plain", "none"]

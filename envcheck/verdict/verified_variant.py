@@ -17,8 +17,8 @@ from envcheck.contracts.facts import HostFacts, usable_gpus
 from envcheck.contracts.versions import VersionParseError, release_of, sm_of
 from envcheck.image.assessment import gpu_compute_capability
 from envcheck.matrix.builds import runnable_archs
+from envcheck.matrix.compat import driver_support, wheel_platform
 from envcheck.matrix.model import Matrix, PaddleBuild
-from envcheck.verdict.compat import driver_support, wheel_platform
 from envcheck.verdict.fixes import installed_distributions, matrix_install, target_python
 
 if TYPE_CHECKING:

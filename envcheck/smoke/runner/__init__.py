@@ -1,3 +1,4 @@
-"""What runs the smoke on the host: the container (spec, ownership labels, attach stream), the
-subprocess of the target Python, the payload they carry, the NVML sampler.
+"""What runs the smoke on the host: `check`, the whole smoke (plan, run, judge); the container
+(spec, ownership labels, attach stream), the subprocess of the target Python, the payload they
+carry, the NVML sampler.
 """

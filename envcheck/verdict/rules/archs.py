@@ -13,8 +13,8 @@ from packaging.version import InvalidVersion, Version
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.versions import VersionParseError, sm_of
 from envcheck.matrix.builds import plain_archs_source
+from envcheck.matrix.compat import arch_supported, wheel_platform
 from envcheck.matrix.scope import ArchEvidence, arch_evidence
-from envcheck.verdict.compat import arch_supported, wheel_platform
 from envcheck.verdict.fixes import PROVE_WITH_SMOKE_FIX, arch_build_fix
 from envcheck.verdict.gpu_groups import gpu_groups
 from envcheck.verdict.proof import ARCH_UNVERIFIED_ID

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.image.given import GIVEN
+from envcheck.matrix.compat import unpublished_platform
 from envcheck.matrix.provenance import plain_source
-from envcheck.verdict.compat import unpublished_platform
 from envcheck.verdict.fixes import NVIDIA_RUNTIME_FIX, OTHER_RELEASE_FIX, engine_or_in_process_fix
 
 if TYPE_CHECKING:

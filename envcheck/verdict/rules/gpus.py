@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from envcheck.contracts.facts import GpuFacts
 from envcheck.contracts.findings import Finding, fail, passed, warn
-from envcheck.verdict.compat import cc_below
+from envcheck.matrix.compat import cc_below
 from envcheck.verdict.fixes import GPU_MISSING_FIX, OLD_GPU_FIX, mig_instance_fix
 from envcheck.verdict.gpu_groups import gpu_groups, index_span
 from envcheck.verdict.rules.driver import install_driver_fix

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from envcheck.contracts.facts import unlisted_gpus
 from envcheck.contracts.findings import Finding, fail
+from envcheck.matrix.compat import cc_below
 from envcheck.matrix.scope import release_in_scope
-from envcheck.verdict.compat import cc_below
 from envcheck.verdict.fixes import OLD_GPU_FIX, driver_or_runtime_fix
 from envcheck.verdict.gpu_groups import gpu_groups
 from envcheck.verdict.rules.driver import install_driver_fix

@@ -11,8 +11,8 @@ from envcheck.contracts.facts import unlisted_gpus
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.versions import VersionParseError, parse_dotted
 from envcheck.matrix.builds import build_for
+from envcheck.matrix.compat import driver_support
 from envcheck.matrix.model import PaddleBuild
-from envcheck.verdict.compat import driver_support
 from envcheck.verdict.fixes import paddle_install, upgrade_driver_fix
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """`smoke_check`: plan the smoke, run it (container, else in-process), judge what came back.
 
-    plan_smoke (pure, plan.py) -> run_container | run_in_process -> judge (pure, verdict/judge.py)
-    -> findings + the report's `smoke` object (verdict/document.py)
+    plan_smoke (pure, smoke/plan.py) -> run_container | run_in_process -> judge (pure,
+    smoke/verdict/judge.py) -> findings + the report's `smoke` object (smoke/verdict/document.py)
 
 Neither `docker` nor `paddle` is imported at module level; `paddle` is never imported in this
 process at all.

@@ -7,7 +7,8 @@ and total count *compressed* bytes), `Pull complete` — or `Already exists` for
 has; then `Digest: sha256:…` and `Status: …` without an id. A failure mid-stream is an event with
 `error`/`errorDetail` (the HTTP status stays 200). Recorded for real in
 docs/facts/docker-offline.md and tests/test_pull.py.
-Pure: no I/O, so the rules are tested on recorded events.
+Pure: no I/O, so the rules are tested on recorded events. A contract: the pull folds the events,
+the engine adapter sorts its errors with `classify_engine_error`, the progress display reads them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from envcheck.contracts.record import record
-from envcheck.image.reference import short_id
+from envcheck.digest import short_id
 
 Phase = Literal[
     "waiting", "downloading", "verifying", "downloaded", "extracting", "complete", "exists"

@@ -1,7 +1,7 @@
 """`RegistryClient`: envcheck's own read-only Registry HTTP API v2 client for one registry host —
 manifests (by tag or digest, the digest checked against the bytes), image configs and tag lists,
 with the token handshake (`envcheck.registry.auth` says which realms and credentials), each
-request within its deadline (`envcheck.registry.transport`), each answer mapped to one error."""
+request within its deadline (`envcheck.registry.http.transport`), each answer mapped to one error."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from typing import Any
 
 from envcheck.image.platforms import Platform
 from envcheck.image.reference import Reference
-from envcheck.registry import transport
 from envcheck.registry.auth import (
     AUTH_HOSTS_ENV,
     Credentials,
@@ -44,6 +43,7 @@ from envcheck.registry.errors import (
     RegistryUnavailable,
     login_hint,
 )
+from envcheck.registry.http import transport
 
 REQUEST_DEADLINE_S = 20.0  # one whole request (connect, headers, body); Hub manifests are ~10 kB
 
