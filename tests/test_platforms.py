@@ -96,7 +96,8 @@ def test_an_aarch64_cpu_host_hears_of_a_real_release_and_the_aarch64_wheel() -> 
     assert report.image.paddle == newest_with_cpu_images
     reason = report.image.reason or ""
     assert f"no CPU image of Paddle {newest_with_cpu_images} for linux/arm64" in reason
-    assert "`python -m pip install paddlepaddle`" in reason and "GPU build" not in reason
+    assert "install Paddle's CPU wheel from PyPI with pip instead" in reason
+    assert "GPU build" not in reason and "`" not in reason  # no unpinned command
     image = next(f for f in report.findings if f.layer == "image")
     assert image.id == "image.none" and image.message == (
         f"no image of Paddle {newest_with_cpu_images} can run on this host"
@@ -107,3 +108,22 @@ def test_an_x86_64_cpu_host_still_gets_the_cpu_image() -> None:
     report = doctor(s.host(paddle=s.PADDLE_331_CPU))
     assert report.image is not None and report.image.ref is not None
     assert report.image.kind == "cpu" and int(report.exit_status) == 0
+
+
+@pytest.mark.parametrize("arch", ["aarch64", "ppc64le", "s390x", "armv7l"])
+@pytest.mark.parametrize("paddle", ["cpu", "absent"])
+def test_every_command_they_are_given_runs_as_printed(arch: str, paddle: str) -> None:
+    """No unpinned `pip install` and no x86 wheel: what a fix names is pinned and exists."""
+    from tests.fix_commands import commands_of, pip_problems, shell_problems
+
+    build = s.PADDLE_331_CPU | {"python": "/home/u/bin/python"} if paddle == "cpu" else {}
+    report = doctor(s.host(machine=machine(arch), paddle=build or {"status": "absent"}))
+    commands = commands_of(
+        [{"id": f.id, "message": f.message, "fix": f.fix} for f in report.findings]
+    )
+    problems = [
+        f"{fid}: {problem}: {command}"
+        for fid, command in commands
+        for problem in shell_problems(command) + pip_problems(command, report.host.paddle.python)
+    ]
+    assert problems == [] and not any("paddlepaddle==" in c for _, c in commands)

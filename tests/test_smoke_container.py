@@ -253,7 +253,9 @@ def test_no_pull_with_a_missing_image_is_an_error_not_a_fallback(registry: Any) 
 
 @pytest.mark.registry
 @pytest.mark.parametrize(
-    ("name", "words"), [("envcheck-test/nothing:1", "manifest unknown")], ids=["missing-tag"]
+    ("name", "words"),
+    [("envcheck-test/nothing:1", "unavailable (tag not found)")],
+    ids=["missing-tag"],
 )
 def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
     registry: Any, name: str, words: str

@@ -283,12 +283,12 @@ def _cpu_choice(
             return image_choice(matrix, image, registry, f"{why}: the CPU image", ())
     if images and not runnable and platform == "linux/arm64":
         # PyPI's paddlepaddle has manylinux aarch64 CPU wheels (2.6.2 to 3.2.2 for CPython 3.11,
-        # `pip index versions paddlepaddle --platform manylinux2014_aarch64`, measured 2026-11);
-        # pip picks the newest one for this machine and Python.
+        # `pip index versions paddlepaddle --platform manylinux2014_aarch64`, measured 2026-11).
+        # Said in words: the matrix records no aarch64 wheel to pin, and a fix names only pinned
+        # releases it knows (tests/fix_commands.py).
         where = (
-            f" for {platform} (Paddle publishes its images for linux/amd64 only); install the CPU "
-            "wheel with pip instead: `python -m pip install paddlepaddle` (PyPI has aarch64 CPU "
-            "wheels)"
+            f" for {platform} (Paddle publishes its images for linux/amd64 only); install Paddle's "
+            "CPU wheel from PyPI with pip instead (paddlepaddle has manylinux aarch64 CPU wheels)"
         )
     elif images and not runnable:
         where = f" for {platform} ({_what_exists_for(platform, host, matrix)})"

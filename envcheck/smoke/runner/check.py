@@ -20,6 +20,7 @@ from envcheck.contracts.host_report import ImageChoice
 from envcheck.contracts.record import replace
 from envcheck.edges import activity
 from envcheck.engine.docker_adapter import GpuRequestRefused
+from envcheck.registry.errors import ManifestNotFound
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result
 from envcheck.smoke.plan import Fallback, Outcome, Plan, in_process_plan, plan_smoke
@@ -73,8 +74,10 @@ def _container_with_fallback(
         if _container_demanded(options):
             raise  # that image tested, or a failure: never a quiet move to the host's Python
         detail = f"{e.message} ({e.hint})" if e.hint else e.message
-        # one line in the report: the engine's last words; the whole error under --explain
-        cause = e.message.rsplit(": ", 1)[-1]
+        # one line in the report: the engine's last words (a missing tag: that it is missing,
+        # the reference being in the line already); the whole error under --explain
+        missing = isinstance(e, ManifestNotFound)
+        cause = "tag not found" if missing else e.message.rsplit(": ", 1)[-1]
         why = Fallback("image-unavailable", f"image {plan.image} unavailable ({cause})", detail)
         fallback = in_process_plan(host, image, options, fallback=why)
         return fallback, None, [image_unavailable(fallback, why)]
