@@ -274,8 +274,18 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
         image=image,
         smoke=smoke_doc,
         proof=proof,
-        meta=_meta(matrix.path, started, matrix.newest_source),
+        meta=_meta(matrix.path, started, matrix.newest_source) | {"fix_command": _fix_argv(args)},
     )
+
+
+def _fix_argv(args: argparse.Namespace) -> list[str]:
+    """The `envcheck fix` that repairs what this doctor judged: its interpreter, release and
+    matrix, as this command line named them."""
+    argv = ["envcheck", "fix"]
+    for flag, value in (("--python", args.python), ("--paddle", args.paddle)):
+        argv += [flag, value] if value else []
+    argv += ["--matrix", args.matrix] if getattr(args, "matrix", None) else []
+    return [*argv, "--yes"]
 
 
 def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, RecordedSmoke | None]:

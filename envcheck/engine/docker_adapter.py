@@ -72,7 +72,7 @@ def translate_errors(action: str) -> Iterator[None]:
         text = _explanation(e)
         if GPU_DRIVER_MISSING in text or "could not select device driver" in text:
             raise GpuRequestRefused(
-                f"{action}: the engine cannot provide GPUs: {text}", hint=NVIDIA_RUNTIME_FIX
+                f"{action}: the engine cannot provide GPUs: {text}", hint=NVIDIA_RUNTIME_FIX.prose()
             ) from e
         if "no space left on device" in text:
             raise EnvironmentProblem(
@@ -98,9 +98,9 @@ def translate_errors(action: str) -> Iterator[None]:
 def _unreachable(action: str, e: BaseException) -> EnvironmentProblem:
     text = str(e)
     if "Permission denied" in text or isinstance(e, PermissionError):
-        hint = DOCKER_GROUP_FIX
+        hint = DOCKER_GROUP_FIX.prose()
     else:
-        hint = f"{START_DOCKER_FIX} or set DOCKER_HOST (now {engine_host()})"
+        hint = f"{START_DOCKER_FIX.prose()} or set DOCKER_HOST (now {engine_host()})"
     return EnvironmentProblem(
         f"{action}: cannot reach the Docker engine at {engine_host()}: {text}", hint
     )

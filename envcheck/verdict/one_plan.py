@@ -5,12 +5,12 @@ cuDNN 8 wheel while `paddle.arch-missing`, the cause, offered Paddle 3.3.1). Pur
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.record import replace
-from envcheck.verdict.fixes import PADDLE_DISTRIBUTIONS, and_list, commands_in
+from envcheck.contracts.remedy import Remedy
+from envcheck.verdict.fixes import PADDLE_DISTRIBUTIONS
 
 # The causes whose fix replaces the build, most fundamental first: what is installed at all,
 # then which build it is, then what it was compiled for, then what its CUDA needs.
@@ -34,16 +34,17 @@ def resolved_by(root_id: str) -> str:
 
 
 def settle(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings with one plan: the root's fix stands, the ones it subsumes point at it."""
+    """The findings with one plan: the root's remedy stands, the ones it subsumes point at it."""
     found = list(findings)
     root = _root(found)
     if root is None:
         return found
-    return [replace(f, fix=resolved_by(root.id)) if _subsumed(f, root) else f for f in found]
+    pointer = Remedy(resolved_by=root.id)
+    return [replace(f, remedy=pointer) if _subsumed(f, root) else f for f in found]
 
 
 def _root(findings: list[Finding]) -> Finding | None:
-    problems = [f for f in findings if f.severity != "pass" and _installs_paddle(f.fix or "")]
+    problems = [f for f in findings if f.severity != "pass" and _installs_paddle(f.remedy)]
     ranked = sorted(
         problems,
         key=lambda f: (
@@ -55,30 +56,18 @@ def _root(findings: list[Finding]) -> Finding | None:
 
 
 def _subsumed(f: Finding, root: Finding) -> bool:
-    if f is root or f.severity == "pass" or not f.fix:
+    if f is root or f.severity == "pass" or f.remedy is None or f.remedy.resolved_by:
         return False
     if f.id in WITH_THE_BUILD:
         return True
-    commands = commands_in(f.fix)
-    return bool(commands) and all(_pip(c) for c in commands)
+    commands = f.remedy.commands
+    return bool(commands) and all(c.runner == "pip" for c in commands)
 
 
-def _pip(command: str) -> list[list[str]]:
-    """The pip invocations of a command line (`P -m pip uninstall … && P -m pip install …`);
-    [] when any part of it is something else."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return []
-    parts = and_list(words)
-    if all(p[1:3] == ["-m", "pip"] and len(p) > 3 for p in parts):
-        return parts
-    return []
-
-
-def _installs_paddle(fix: str) -> bool:
-    return any(
-        p[3] == "install" and any(a.split("==")[0] in PADDLE_DISTRIBUTIONS for a in p[4:])
-        for c in commands_in(fix)
-        for p in _pip(c)
+def _installs_paddle(remedy: Remedy | None) -> bool:
+    return remedy is not None and any(
+        c.argv[3:4] == ("install",)
+        and any(a.split("==")[0] in PADDLE_DISTRIBUTIONS for a in c.argv)
+        for c in remedy.pip
+        if not c.alternative
     )

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from envcheck.contracts.findings import Finding, fail, warn
+from envcheck.contracts.remedy import steps
 from envcheck.verdict.fixes import SMOKE_NOT_SKIPPED_FIX, SMOKE_ON_THIS_HOST_FIX, SMOKE_WITH_GPU_FIX
 
 if TYPE_CHECKING:
@@ -124,11 +125,11 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
         )
     else:
         reason = "; ".join(f.message for f in why) or "no smoke training ran"
-    fixes = [f.fix for f in why if f.fix]
+    remedies = list(dict.fromkeys(f.remedy for f in why if f.remedy))
     return fail(
         UNPROVEN_ID,
         f"--expect-gpu: nothing trained on a GPU, so nothing proves this host can ({reason})",
-        fix="; then ".join(dict.fromkeys(fixes)) or SMOKE_WITH_GPU_FIX,
+        fix=steps(*remedies) if remedies else SMOKE_WITH_GPU_FIX,
         layer="smoke",
         proof=proof,
         reasons=[f.id for f in why],

@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 
 from envcheck.contracts.facts import HostFacts, LibraryFacts
 from envcheck.contracts.findings import Finding, fail, warn
+from envcheck.contracts.remedy import Instruction, Remedy, as_remedy, steps
 from envcheck.contracts.versions import (
     VersionParseError,
     cuda_version_from_int,
@@ -210,17 +211,17 @@ def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -
     return found
 
 
-def _library_fix(plan: Plan, lib: MappedLibrary, provide: str) -> str:
+def _library_fix(plan: Plan, lib: MappedLibrary, provide: Remedy | str) -> Remedy | str:
     """Stop the wrong copy from winning, then `provide` the right one."""
     folder = posixpath.dirname(str(lib["path"]))
     stop: dict[LibrarySource, str] = {  # pip, cuda-home: only the right copy to provide
         "LD_LIBRARY_PATH": f"remove {folder} from LD_LIBRARY_PATH",
-        "conda": f"remove the conda copy in {folder} (`conda remove cudnn cudatoolkit`) or run outside that conda environment",
+        "conda": f"remove the conda copy in {folder} (conda remove cudnn cudatoolkit) or run outside that conda environment",
         "compat": f"remove the CUDA compat folder {folder} from LD_LIBRARY_PATH",
         "system": f"the system copy in {folder} was found first: install the right one where the build looks first",
     }
     first = stop.get(lib["source"])
-    return f"{first}; then {provide}" if first else provide
+    return steps(Instruction(first), as_remedy(provide)) if first else provide
 
 
 def _against_probe(
