@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
 
 # 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
 # 3: each finding's `remedy` (ordered steps: a command's argv, who runs it and what it changes,
-#    or manual words) beside `fix`, its one-sentence form; `next` (what to type now)
+#    or manual words) beside `fix`, its one-sentence form
 SCHEMA_VERSION = 3
 
 # The verdict names, said once: every per-verdict table is keyed by `Verdict` (mypy checks the

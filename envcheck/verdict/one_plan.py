@@ -23,7 +23,13 @@ ROOTS = (
     "driver.too-old",
 )
 # Problems of the installed build itself: another build brings its own libraries.
-WITH_THE_BUILD = ("cudnn.missing", "cudnn.major-mismatch", "cudnn.too-old")
+WITH_THE_BUILD = (
+    "cudnn.missing",
+    "cudnn.major-mismatch",
+    "cudnn.too-old",
+    "smoke.loaded-cudnn-mismatch",  # the libraries the installed build loaded
+    "smoke.loaded-cuda-mismatch",
+)
 
 
 RESOLVED_BY = "resolved by the fix for "
