@@ -26,6 +26,7 @@ from envcheck.verdict.rules.archs import check_build_archs
 from envcheck.verdict.rules.container import check_engine, check_image
 from envcheck.verdict.rules.cuda import check_cuda_driver_api, check_cuda_libraries
 from envcheck.verdict.rules.driver import check_driver
+from envcheck.verdict.rules.driver_floor import check_driver_floor
 from envcheck.verdict.rules.env_vars import check_nvidia_visible_devices, check_visible_devices
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
 from envcheck.verdict.rules.paddle import check_paddle
@@ -66,6 +67,7 @@ Check = Callable[[Context], Iterable[Finding]]
 
 CHECKS: tuple[Check, ...] = (
     check_driver,
+    check_driver_floor,
     check_gpus,
     check_cuda_driver_api,
     check_cuda_libraries,

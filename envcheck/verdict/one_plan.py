@@ -41,12 +41,22 @@ def resolved_by(root_id: str) -> str:
 
 def settle(findings: Iterable[Finding]) -> list[Finding]:
     """The findings with one plan: the root's remedy stands, the ones it subsumes point at it."""
-    found = list(findings)
+    found = _one_driver_target(list(findings))
     root = _root(found)
     if root is None:
         return found
     pointer = Remedy(resolved_by=root.id)
     return [replace(f, remedy=pointer) if _subsumed(f, root) else f for f in found]
+
+
+def _one_driver_target(found: list[Finding]) -> list[Finding]:
+    """Where the driver runs no GPU build of the release (its finding names every variant's
+    floor), "no image runs" is the same upgrade: it points at the driver's finding."""
+    driver = next((f for f in found if f.id == "driver.too-old" and "floors" in f.observed), None)
+    if driver is None:
+        return found
+    pointer = Remedy(resolved_by=driver.id)
+    return [replace(f, remedy=pointer) if f.id == "image.none" and f.remedy else f for f in found]
 
 
 def _root(findings: list[Finding]) -> Finding | None:

@@ -15,6 +15,7 @@ from envcheck.matrix.builds import build_for
 from envcheck.matrix.model import PaddleBuild
 from envcheck.verdict.compat import driver_support
 from envcheck.verdict.fixes import paddle_install, paddle_remedy, upgrade_driver_fix
+from envcheck.verdict.rules.driver_floor import gpu_floors
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
@@ -112,7 +113,7 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
             driver_cuda=d.cuda,
             cuda=cuda,
         )
-    else:
+    elif gpu_floors(ctx) is None:  # else the driver's floor check names every variant's floor
         yield fail(
             "driver.too-old",
             f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
