@@ -403,7 +403,9 @@ def _render(args: argparse.Namespace, report: Report, env: Environment, *, text:
 
 def _render_stdout(args: argparse.Namespace, report: Report, out: TextIO, *, color: bool) -> None:
     if args.json:  # one write: json.dump writes each token on its own (~850 calls)
-        out.write(json.dumps(report.to_json(), indent=2) + "\n")
+        from envcheck.verdict.fixes import report_document
+
+        out.write(json.dumps(report_document(report), indent=2) + "\n")
     elif color:
         from envcheck.render.text import render_rich
 

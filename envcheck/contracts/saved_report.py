@@ -158,6 +158,8 @@ def _finding(item: Any, i: int) -> Finding:
 def _image(data: Any) -> ImageChoice | None:
     if not isinstance(data, dict) or data.get("ref") is None:
         return None
+    if isinstance(data.get("matrix_pip_command"), str):  # schema 3: `pip_command` is the target's
+        data = data | {"pip_command": data["matrix_pip_command"]}
     return from_dict(ImageChoice, data, "image")
 
 

@@ -20,7 +20,7 @@ from envcheck.render.wrap import COMMAND, wrap
 from envcheck.verdict.fixes import paddle_install
 from envcheck.verdict.next_step import next_steps
 from envcheck.verdict.one_plan import RESOLVED_BY
-from envcheck.verdict.proof import proof_words
+from envcheck.verdict.proof import proof_headline, proof_words
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -125,7 +125,7 @@ def render_plain(
     w("\n")
     for line, _ in summary_lines(report, width):
         w(line + "\n")
-    w(f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
+    w(verdict_line(report) + "\n")
     w(f"Proof: {proof_line(report)}\n")
     for line, _ in next_lines(report, width):
         w(line + "\n")
@@ -201,6 +201,14 @@ def who_acts(f: Finding) -> str:
         _RUNNER_WORDS[s.runner] if isinstance(s, Command) else "by hand" for s in first
     )
     return ", ".join(runners) + " (below)"
+
+
+def verdict_line(report: Report) -> str:
+    """`Verdict: PASS (exit 0) — trained on GPU 0`: a pass or a warning says what it rests on."""
+    line = f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})"
+    if report.verdict in ("pass", "warn"):
+        line += f" — {proof_headline(report.proof, report.findings, bool(report.host.gpus))}"
+    return line
 
 
 def proof_line(report: Report) -> str:
@@ -370,7 +378,7 @@ def render_rich(
         _print_spans(console, line, spans)
     console.print(
         Text(
-            f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
+            verdict_line(report),
             style=VERDICT_STYLE[report.verdict],
         )
     )

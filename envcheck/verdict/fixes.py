@@ -8,11 +8,12 @@ import re
 import shlex
 from collections.abc import Iterable
 from itertools import pairwise
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from envcheck.contracts.facts import EngineFacts, HostFacts
-from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.host_report import ImageChoice, Report
 from envcheck.contracts.record import record
 from envcheck.contracts.remedy import (
     Command,
@@ -207,6 +208,20 @@ def paddle_install(
     target = python or target_python(host)
     install = matrix_install(image.pip_command, target, installed_distributions(host))
     return None if install is None or (gpu and "paddlepaddle-gpu" not in install.names) else install
+
+
+def report_document(report: Report) -> dict[str, Any]:
+    """The report's JSON, its image's `pip_command` for the judged interpreter by its absolute
+    path (removals first), as the text prints it; the matrix row's own command, which names a
+    bare `python`, stays as `matrix_pip_command`."""
+    doc = report.to_json()
+    install = paddle_install(report.host, report.image)
+    if install is not None and report.image is not None:
+        doc["image"] = doc["image"] | {
+            "pip_command": install.shell(),
+            "matrix_pip_command": report.image.pip_command,
+        }
+    return doc
 
 
 def command(install: PipInstall | None, otherwise: Remedy | str) -> Remedy:

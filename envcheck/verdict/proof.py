@@ -64,6 +64,23 @@ def proof_words(
     return PROOF_WORDS["none"]
 
 
+def proof_headline(proof: Proof, findings: Sequence[Finding], gpu_host: bool) -> str:
+    """What a passing report may claim, and no more: "trained on GPU 0" where the smoke trained
+    there (NVML saw it), "CPU host, static checks only" where nothing trained on a host without
+    a GPU. `gpu_host`: the host has a GPU (usable or not)."""
+    where = "GPU host" if gpu_host else "CPU host"
+    if proof == "gpu-trained":
+        trained = [d.removeprefix("gpu:") for d in proven_gpus(findings)]
+        if trained:
+            return f"trained on GPU{'s' if len(trained) > 1 else ''} {', '.join(trained)}"
+        return "trained on the GPU"
+    if proof == "cpu-trained":
+        return f"{where}, trained on the CPU only"
+    if proof == "static":
+        return f"{where}, static checks only"
+    return f"{where}, nothing trained"
+
+
 def proven_gpus(findings: Sequence[Finding]) -> list[str]:
     """The GPUs (`gpu:0`, as the smoke's Paddle numbered them) a passing smoke trained on."""
     passed = next((f for f in findings if f.id == SMOKE_PASS_ID and f.severity == "pass"), None)
