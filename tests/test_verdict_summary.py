@@ -52,12 +52,8 @@ def test_the_real_h100_with_262_names_its_cause_above_the_verdict_and_fix_under_
     ) in rows  # one line for what the root's fix resolves
     assert "  WARN  smoke.loaded-cudnn-shadowed: by hand (below)" in rows
     tail = _after_verdict(run.stdout)
-    assert tail[:4] == [
-        "Verdict: FAIL (exit 5)",
-        "Proof: none: the smoke training failed",
-        "Next, in order:",
-        "  envcheck fix --yes",
-    ]
+    assert run.stdout.splitlines()[-len(tail) - 1] == "Proof: none: the smoke training failed"
+    assert tail[:3] == ["Verdict: FAIL (exit 5)", "Next, in order:", "  envcheck fix --yes"]
 
 
 def test_a_warning_is_listed_above_the_verdict_and_envcheck_fix_under_it(
@@ -70,8 +66,11 @@ def test_a_warning_is_listed_above_the_verdict_and_envcheck_fix_under_it(
     run = envcheck(
         "doctor", "--facts", str(facts), "--no-smoke", env={**os.environ, "NO_COLOR": "1"}
     )
-    assert _before_verdict(run.stdout) == ["  WARN  paddle.missing: envcheck fix does it (below)"]
-    assert _after_verdict(run.stdout)[2:] == [
+    assert _before_verdict(run.stdout) == [
+        "  WARN  paddle.missing: envcheck fix does it (below)",
+        "Proof: static checks only: training was not proven (no smoke run)",
+    ]
+    assert _after_verdict(run.stdout)[1:] == [
         "Next: envcheck fix does all of it (without --yes it shows its plan):",
         "  envcheck fix --yes",
     ]

@@ -125,8 +125,8 @@ def render_plain(
     w("\n")
     for line, _ in summary_lines(report, width):
         w(line + "\n")
-    w(verdict_line(report) + "\n")
     w(f"Proof: {proof_line(report)}\n")
+    w(verdict_line(report) + "\n")
     for line, _ in next_lines(report, width):
         w(line + "\n")
 
@@ -279,7 +279,7 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
     img = report.image
     if img is None:
         return
-    install = pip_line(report)
+    install = image_pip_line(report)
     if install:
         write(f"  pip:   {install}\n")
     for line in [*explain_lines(img), *matrix_lines(report)] if explain else []:
@@ -290,6 +290,19 @@ def pip_line(report: Report) -> str | None:
     """The chosen build's install into the judged interpreter, marked as every command is."""
     install = paddle_install(report.host, report.image)
     return f"`{visible(install.shell())}`" if install else None
+
+
+def image_pip_line(report: Report) -> str | None:
+    """The image section's pip line, unless a problem's fix above gives that install already
+    (the same long command printed twice reads as two things to do)."""
+    install = paddle_install(report.host, report.image)
+    if install is None:
+        return None
+    argv = install.argvs()[-1]
+    given = any(
+        c.argv == argv for f in report.findings if f.remedy is not None for c in f.remedy.commands
+    )
+    return None if given else pip_line(report)
 
 
 def matrix_lines(report: Report) -> list[str]:
@@ -376,13 +389,8 @@ def render_rich(
     console.print()
     for line, spans in summary_lines(report, console.width):
         _print_spans(console, line, spans)
-    console.print(
-        Text(
-            verdict_line(report),
-            style=VERDICT_STYLE[report.verdict],
-        )
-    )
     console.print(Text(f"Proof: {proof_line(report)}"))
+    console.print(Text(verdict_line(report), style=VERDICT_STYLE[report.verdict]))
     for line, spans in next_lines(report, console.width):
         _print_spans(console, line, spans)
 
@@ -409,7 +417,7 @@ def escape(text: str) -> str:
 
 def _rich_image(report: Report, console: Console, explain: bool) -> None:
     img = report.image
-    install = pip_line(report)
+    install = image_pip_line(report)
     if install:  # a command: on one line whatever the width
         console.print(f"  pip: [cyan]{escape(install)}[/cyan]", soft_wrap=True)
     for line in [*explain_lines(img), *matrix_lines(report)] if img and explain else []:

@@ -30,8 +30,7 @@ TOOLKIT_GUIDE = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 )
 INSTALL_TOOLKIT = Instruction(
-    "install the NVIDIA Container Toolkit: add NVIDIA's package repository and install the "
-    f"nvidia-container-toolkit package, as {TOOLKIT_GUIDE} shows for this distribution"
+    f"install nvidia-container-toolkit from NVIDIA's package repository: {TOOLKIT_GUIDE}"
 )
 NVIDIA_RUNTIME_FIX = steps(
     INSTALL_TOOLKIT,
@@ -59,22 +58,12 @@ START_DOCKER = root("systemctl", "start", "docker", changes="starts the Docker e
 START_DOCKER_FIX = steps(START_DOCKER)
 RELOAD_MODULE = "`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia`"
 REBOOT_FIX = steps(
-    Instruction(
-        "reboot: the driver package was upgraded but the old kernel module is still loaded"
-    ),
+    Instruction("reboot: the driver was upgraded but its old kernel module is still loaded"),
     root(
-        "rmmod",
-        "nvidia_uvm",
-        "nvidia_drm",
-        "nvidia_modeset",
-        "nvidia",
-        changes="unloads the old NVIDIA kernel modules (nothing may be using the GPU)",
-        alternative=True,
-    ),
-    root(
-        "modprobe",
-        "nvidia",
-        changes="loads the upgraded driver's kernel module",
+        "sh",
+        "-c",
+        "rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia",
+        changes="reloads the NVIDIA kernel module without a reboot (nothing may use the GPU)",
         alternative=True,
     ),
 )
