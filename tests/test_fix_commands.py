@@ -202,8 +202,9 @@ def test_both_distributions_are_removed_before_the_one_build_is_installed() -> N
     report = judged(EXTRA_HOSTS["a100-both-distributions"])
     remedy = next(f.remedy for f in report.findings if f.id == "paddle.both-installed")
     assert remedy is not None
-    first, then = (c.shell() for c in remedy.commands[:2])
-    assert first == "/srv/venv/bin/python -m pip uninstall -y paddlepaddle paddlepaddle-gpu"
+    first, second, then = (c.shell() for c in remedy.commands[:3])
+    assert first == "/srv/venv/bin/python -m pip uninstall -y paddlepaddle"  # the wrong one first
+    assert second == "/srv/venv/bin/python -m pip uninstall -y paddlepaddle-gpu"
     assert then.startswith("/srv/venv/bin/python -m pip install paddlepaddle-gpu==3.3.1 -i ")
 
 

@@ -70,7 +70,8 @@ REBOOT_FIX = steps(
 
 NO_GPU_BUILD_YET = steps(
     Instruction(
-        "no GPU build of Paddle runs on this host as it is: do the driver and GPU steps first"
+        "no GPU build of Paddle (paddlepaddle-gpu) runs on this host as it is: do the driver and "
+        "GPU steps first"
     ),
     user("envcheck", "fix", "--yes", changes="installs the Paddle GPU build that fits them"),
 )
@@ -102,8 +103,9 @@ class PipInstall:
     remove: tuple[str, ...] = ()  # uninstalled first
 
     def argvs(self) -> tuple[tuple[str, ...], ...]:
+        """One removal per distribution, the wrong one first, then the install."""
         pip = (self.python, "-m", "pip")
-        first = ((*pip, "uninstall", "-y", *self.remove),) if self.remove else ()
+        first = tuple((*pip, "uninstall", "-y", dist) for dist in self.remove)
         return (*first, (*pip, "install", *self.args))
 
     def shell(self) -> str:
@@ -112,10 +114,8 @@ class PipInstall:
     def commands(self, changes: str) -> tuple[Command, ...]:
         """The target's pip commands, in order: the removals, then the install (`changes`)."""
         argvs = self.argvs()
-        removed = (
-            (Command(argvs[0], "pip", f"removes {', '.join(self.remove)} first"),)
-            if self.remove
-            else ()
+        removed = tuple(
+            Command(argv, "pip", f"removes {argv[-1]} before the install") for argv in argvs[:-1]
         )
         return (*removed, Command(argvs[-1], "pip", changes))
 

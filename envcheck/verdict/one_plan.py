@@ -29,6 +29,7 @@ WITH_THE_BUILD = (
     "cudnn.too-old",
     "smoke.loaded-cudnn-mismatch",  # the libraries the installed build loaded
     "smoke.loaded-cuda-mismatch",
+    "smoke.not-run",  # no Paddle to train with: the root installs it
 )
 
 
@@ -46,7 +47,20 @@ def settle(findings: Iterable[Finding]) -> list[Finding]:
     if root is None:
         return found
     pointer = Remedy(resolved_by=root.id)
-    return [replace(f, remedy=pointer) if _subsumed(f, root) else f for f in found]
+    gone = {f.id for f in found if _subsumed(f, root)}
+    return [replace(f, remedy=pointer) if f.id in gone or _follows(f, gone) else f for f in found]
+
+
+def _follows(f: Finding, gone: set[str]) -> bool:
+    """A finding made of others' reasons (`--expect-gpu`: nothing trained, because no smoke
+    ran), each of which the root's fix resolves."""
+    reasons = f.observed.get("reasons")
+    return (
+        f.severity != "pass"
+        and isinstance(reasons, list)
+        and bool(reasons)
+        and all(r in gone for r in reasons)
+    )
 
 
 def _one_driver_target(found: list[Finding]) -> list[Finding]:
