@@ -185,6 +185,7 @@ def test_step_outputs_for_the_steps_that_follow(
     assert outputs.read_text(encoding="utf-8").splitlines() == [
         "earlier=1",
         "verdict=cpu-fallback",
+        "headline=GPU host, static checks only",  # what the proof shows
         f"image={samples.IMAGE.ref}",
         f"image-digest={samples.IMAGE.digest}",
     ]
