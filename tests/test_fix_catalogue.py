@@ -81,7 +81,6 @@ CATALOGUE: list[tuple[str, str | Remedy]] = [
     ),
     ("mig_instance_fix", fixes.mig_instance_fix(3)),
     ("visible_devices_fix", fixes.visible_devices_fix(2, "GPU-1, GPU-2")),
-    ("gpu_check_command", f"`{fixes.gpu_check_command('docker.io/paddlepaddle/paddle:3.3.1')}`"),
     ("engine_or_in_process_fix", fixes.engine_or_in_process_fix(EngineFacts(denied=True))),
     ("upgrade_driver_fix", fixes.upgrade_driver_fix("535.54.03", full_support=True)),
 ]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Sequence
 from typing import Any, Literal, get_args
 
 from envcheck.contracts.record import record
@@ -178,15 +177,6 @@ def _step(doc: object, where: str) -> RemedyStep:
     raise ValueError(f"{where}: expected a command (argv, runner, changes) or a manual step")
 
 
-def ordered_commands(remedies: Iterable[Remedy | None]) -> list[Command]:
-    """Every command of these remedies, in order, each once."""
-    return list(dict.fromkeys(c for r in remedies if r is not None for c in r.commands))
-
-
 def as_remedy(fix: Remedy | str | None) -> Remedy | None:
     """A rule's fix: a remedy as it is; words as one manual instruction."""
     return say(fix) if isinstance(fix, str) else fix
-
-
-def shells(commands: Sequence[Command]) -> list[str]:
-    return [c.shell() for c in commands]

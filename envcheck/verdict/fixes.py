@@ -381,11 +381,6 @@ UNWITNESSED_FIX = (
 )
 
 
-def gpu_check_command(image: str | None) -> str:
-    """Does a container of `image` see the GPUs? (`nvidia-smi` inside it)"""
-    return f"docker run --rm --gpus all {image} nvidia-smi"
-
-
 def mig_instance_fix(index: int) -> Remedy:
     """A MIG GPU without an instance: make one of the whole GPU, or turn MIG off."""
     i = str(index)
