@@ -20,7 +20,7 @@ from typing import Any, TypedDict
 
 from envcheck.contracts.facts import HostFacts, LibraryFacts
 from envcheck.contracts.findings import Finding, fail, warn
-from envcheck.contracts.remedy import Instruction, Remedy, as_remedy, steps
+from envcheck.contracts.remedy import Instruction, Remedy, as_remedy, root, steps
 from envcheck.contracts.versions import (
     VersionParseError,
     cuda_version_from_int,
@@ -39,18 +39,30 @@ _FILE_VERSION = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
 
 COMPAT_FIX = (
     "use the driver's own libcuda: drop the CUDA compat folder from LD_LIBRARY_PATH "
-    "(`-e LD_LIBRARY_PATH=` without `{folder}`, or remove the image's cuda-compat package), or "
+    "(set it without {folder}, or remove the image's cuda-compat package), or "
     "use an image whose CUDA the driver supports natively (CUDA {cuda} or older); forward "
     "compatibility works only with a compat package newer than the driver, on data-center GPUs "
     "(https://docs.nvidia.com/deploy/cuda-compatibility/)"
 )
 # NVIDIA Container Toolkit, "Failed to initialize NVML: Unknown Error" after a daemon-reload:
 # https://github.com/NVIDIA/nvidia-container-toolkit/issues/48
-NVML_UNKNOWN_FIX = (
-    "the container lost access to /dev/nvidia* (systemd reloaded the device cgroup rules, e.g. "
-    "after `systemctl daemon-reload`): restart the container; to keep it from recurring create "
-    "the device symlinks (`sudo nvidia-ctk system create-dev-char-symlinks --create-all`) or run "
-    'Docker with `"exec-opts": ["native.cgroupdriver=cgroupfs"]` in /etc/docker/daemon.json'
+NVML_UNKNOWN_FIX = steps(
+    Instruction(
+        "the container lost access to /dev/nvidia* (systemd reloaded the device cgroup rules, "
+        "e.g. after a daemon-reload): restart the container; to keep it from recurring:"
+    ),
+    root(
+        "nvidia-ctk",
+        "system",
+        "create-dev-char-symlinks",
+        "--create-all",
+        changes="creates the /dev/char links that keep a container's GPU devices on a reload",
+    ),
+    Instruction(
+        'or run Docker with "exec-opts": ["native.cgroupdriver=cgroupfs"] in '
+        "/etc/docker/daemon.json",
+        alternative=True,
+    ),
 )
 
 
