@@ -8,7 +8,7 @@
 
 _shtab_envcheck_subparsers=(doctor fix pull-image report completion)
 
-_shtab_envcheck_doctor_option_strings=(-h --help --json --no-color --quiet --explain --junit --markdown --facts --matrix --python --paddle --registry --expect-gpu --no-smoke --in-process --image --no-pull --gpus --amp --compare-cpu --export --smoke-timeout --baseline --strict-drift --save-baseline)
+_shtab_envcheck_doctor_option_strings=(-h --help --json --no-color --quiet --explain --junit --markdown --facts --matrix --python --paddle --registry --no-host-paddle --expect-gpu --no-smoke --in-process --image --no-pull --gpus --amp --compare-cpu --export --smoke-timeout --baseline --strict-drift --save-baseline)
 _shtab_envcheck_fix_option_strings=(-h --help --matrix --python --paddle --registry --image --no-pull --pull --paddle-index --dry-run --yes --break-system-packages --smoke-timeout --json --quiet)
 _shtab_envcheck_pull_image_option_strings=(-h --help --image --matrix --python --paddle --registry --dry-run --force --json --quiet)
 _shtab_envcheck_report_option_strings=(-h --help --json --verbose -v --markdown --junit --expect-hosts)
@@ -43,6 +43,7 @@ _shtab_envcheck_doctor___json_nargs=0
 _shtab_envcheck_doctor___no_color_nargs=0
 _shtab_envcheck_doctor___quiet_nargs=0
 _shtab_envcheck_doctor___explain_nargs=0
+_shtab_envcheck_doctor___no_host_paddle_nargs=0
 _shtab_envcheck_doctor___expect_gpu_nargs=0
 _shtab_envcheck_doctor___no_smoke_nargs=0
 _shtab_envcheck_doctor___in_process_nargs=0

@@ -19,6 +19,7 @@ complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l matrix -x -a '(_
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l python -r -F -d 'the interpreter whose Paddle to inspect (default: this one)'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l paddle -x -d 'Paddle release to choose the image for (default: the newest in the matrix)'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l registry -x -a 'baidu baidu-legacy dockerhub' -d 'registry, a name from the matrix: dockerhub (default), baidu (Baidu\'s mirror of 3.x) or baidu-legacy (registry.baidubce.com, 2.x)'
+complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l no-host-paddle -d 'judge no Paddle on this host: the smoke\'s image holds the Paddle that trains (a CI runner\'s own venv is not the training interpreter)'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l expect-gpu -d 'this host must train on a GPU: no usable GPU is a failure'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l no-smoke -d 'skip the smoke training'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l in-process -d 'run the smoke in a subprocess of --python, not in a container'

@@ -29,9 +29,31 @@ def commands_of(findings: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     ]
 
 
+_DIAGNOSTICS = ("ls", "cat", "lspci", "dmesg", "uname")
+
+
+def diagnostic(command: str) -> bool:
+    """A command that only looks (`ls`, `cat`, `nvidia-smi -L`), or the doctor run again as it
+    was: never a step of a fix."""
+    words = shlex.split(command)
+    words = words[1:] if words[:1] == ["sudo"] else words
+    if not words:
+        return True
+    if words[0] in _DIAGNOSTICS or words[:2] == ["nvidia-smi", "-L"] or words == ["nvidia-smi"]:
+        return True
+    return words[:2] == ["envcheck", "doctor"] and not (set(words) & {"--expect-gpu", "--image"})
+
+
+def dangling(command: str) -> bool:
+    """A line that ends in a pipe or an operator waiting for more (`… |`, `… &&`)."""
+    return command.rstrip().endswith(("|", "&&", "||", "\\"))
+
+
 def shell_problems(command: str) -> list[str]:
     """What bash or zsh would do to this line that its author did not mean."""
     found = [f"{shell} -n: {err}" for shell in ("bash", "zsh") if (err := _syntax(shell, command))]
+    if dangling(command):
+        found.append("a dangling pipe or operator")
     if _PLACEHOLDER.search(command):
         found.append("a <placeholder> (a redirect in a shell)")
     lexer = shlex.shlex(command, posix=False, punctuation_chars=True)
@@ -69,6 +91,8 @@ def pip_problems(command: str, python: str | None) -> list[str]:
             found.append(f"not `PYTHON -m pip install|uninstall …`: {argv}")
         elif argv[3] == "install":
             found += _install_problems(argv[4:])
+    if parts[-1][3:4] != ["install"]:  # a remedy's removal, its own step before the install
+        return found
     removed = [a for p in parts if p[3:4] == ["uninstall"] for a in p[5:]]
     install = PipInstall(parts[-1][0], tuple(parts[-1][4:]), tuple(removed))
     if [list(a) for a in install.argvs()] != parts:

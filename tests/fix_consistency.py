@@ -57,13 +57,11 @@ def _two_plans(fixes: list[tuple[str, str]], paddle: dict[str, str]) -> list[str
 
 
 def _self_contradictions(fid: str, fix: str) -> list[str]:
-    """One fix at odds with itself: "the GPU build" that installs the CPU package, or a
-    replacement that uninstalls and installs the same package."""
+    """One fix at odds with itself: "the GPU build" that installs the CPU package. (A removal of
+    the package it then installs is no contradiction: it is how another CUDA variant of the same
+    version replaces the installed one, which pip would keep as "already satisfied".)"""
     problems = []
     installs = [pkg for m in _PIP.finditer(fix) for pkg in _PACKAGE.findall(m.group("args"))]
     if "GPU build" in fix and "paddlepaddle" in installs:
         problems.append(f"{fid}: offers the CPU package as the GPU build: {fix}")
-    removed = re.findall(r"pip uninstall -y (paddlepaddle(?:-gpu)?)\b", fix)
-    if set(removed) & set(installs):
-        problems.append(f"{fid}: uninstalls and reinstalls {removed}: {fix}")
     return problems

@@ -185,6 +185,7 @@ def test_step_outputs_for_the_steps_that_follow(
     assert outputs.read_text(encoding="utf-8").splitlines() == [
         "earlier=1",
         "verdict=cpu-fallback",
+        "headline=GPU host, static checks only",  # what the proof shows
         f"image={samples.IMAGE.ref}",
         f"image-digest={samples.IMAGE.digest}",
     ]
@@ -265,3 +266,31 @@ def test_step_outputs_carry_no_control_characters(
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
     assert ann.append_step_outputs({"image": f"img{HOSTILE}"}, os.environ) is None
     assert not UNSAFE.search(out.read_text(encoding="utf-8"))
+
+
+def test_one_annotation_per_root_cause_as_the_terminal_folds_them() -> None:
+    """Before: the real H100 with Paddle 2.6.2 got an annotation for the cuDNN mismatch beside the
+    arch one whose fix (another build) resolves it, so the same advice showed twice."""
+    import json
+    from pathlib import Path
+
+    from envcheck.contracts.facts import host_from_document
+    from envcheck.contracts.host_report import Report
+    from envcheck.image.choice import select_image
+    from envcheck.matrix.load import load_matrix
+    from envcheck.render.markdown import render_markdown
+    from envcheck.verdict.judge import Context, judge
+
+    saved = Path(__file__).parent / "data" / "real-h100" / "f-gpu262-expect.json"
+    host = host_from_document(json.loads(saved.read_text())["host"])
+    matrix = load_matrix(None)
+    image = select_image(host, matrix)
+    report = Report(host, tuple(judge(Context(host, matrix, image))), image)
+    assert any(f.remedy and f.remedy.resolved_by for f in report.findings)
+    lines = github_annotations(report)
+    assert not any("cudnn.major-mismatch on" in line for line in lines), lines
+    root = next(line for line in lines if "paddle.arch-missing" in line)
+    assert "Its fix also resolves: cudnn.major-mismatch" in root
+    markdown = render_markdown(report)
+    assert "**`cudnn.major-mismatch`**" not in markdown
+    assert "Its fix also resolves `cudnn.major-mismatch`." in markdown

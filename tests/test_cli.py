@@ -54,7 +54,7 @@ def test_json_contract_for_a_saved_failing_host(tmp_path: Path) -> None:
     r = envcheck("doctor", "--facts", facts, "--json")
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)  # stdout is exactly one JSON document
-    assert doc["schema_version"] == 2 and doc["verdict"] == "fail" and doc["smoke"] is None
+    assert doc["schema_version"] == 3 and doc["verdict"] == "fail" and doc["smoke"] is None
     assert (
         doc["host"]["driver"].items()
         >= {"status": "ok", "version": "535.104.05", "cuda": "12.2"}.items()

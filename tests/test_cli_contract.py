@@ -32,7 +32,7 @@ def test_json_errors_are_one_error_document(args: list[str], code: int, words: s
     r = envcheck(*args)
     assert r.returncode == code, r.stderr
     doc = json.loads(r.stdout)  # stdout is exactly one JSON document, even now
-    assert doc["schema_version"] == 2 and doc["verdict"] == "error"
+    assert doc["schema_version"] == 3 and doc["verdict"] == "error"
     assert doc["exit_code"] == doc["error"]["exit"] == code
     assert words in doc["error"]["message"] and "Traceback" not in r.stderr
     assert "envcheck: error:" in r.stderr  # and the one screen for the human

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from envcheck.contracts.facts import EngineFacts
+from envcheck.contracts.remedy import Instruction, Remedy
 from envcheck.verdict import fixes
-from tests.fix_commands import shell_problems
+from tests.fix_commands import diagnostic, shell_problems
 
 PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
 QUOTERS = (
@@ -82,21 +83,54 @@ def test_the_count_leaves_out_the_workload_folder_and_nothing_else() -> None:
     assert host | workload == set(PACKAGE.rglob("*.py"))
 
 
-CATALOGUE = [
+CATALOGUE: list[tuple[str, str | Remedy]] = [
     *(
         (name, value)
         for name, value in vars(fixes).items()
-        if name.isupper() and isinstance(value, str) and name.endswith(("_FIX", "GPUS_ALL"))
+        if name.isupper()
+        and isinstance(value, (str, Remedy))
+        and name.endswith(("_FIX", "GPUS_ALL", "_YET"))
     ),
     ("mig_instance_fix", fixes.mig_instance_fix(3)),
     ("visible_devices_fix", fixes.visible_devices_fix(2, "GPU-1, GPU-2")),
-    ("gpu_check_command", f"`{fixes.gpu_check_command('docker.io/paddlepaddle/paddle:3.3.1')}`"),
     ("engine_or_in_process_fix", fixes.engine_or_in_process_fix(EngineFacts(denied=True))),
     ("upgrade_driver_fix", fixes.upgrade_driver_fix("535.54.03", full_support=True)),
 ]
 
 
+def commands_of(fix: str | Remedy) -> list[str]:
+    """A remedy's commands as printed; the commands of words between backticks."""
+    if isinstance(fix, Remedy):
+        return [c.shell() for c in fix.commands]
+    return fixes.commands_in(fix)
+
+
 @pytest.mark.parametrize(("name", "text"), CATALOGUE, ids=[n for n, _ in CATALOGUE])
-def test_every_catalogued_command_runs_as_printed(name: str, text: str) -> None:
-    problems = {c: shell_problems(c) for c in fixes.commands_in(text)}
+def test_every_catalogued_command_runs_as_printed(name: str, text: str | Remedy) -> None:
+    problems = {c: shell_problems(c) for c in commands_of(text)}
     assert all(not p for p in problems.values()), problems
+
+
+@pytest.mark.parametrize(("name", "text"), CATALOGUE, ids=[n for n, _ in CATALOGUE])
+def test_no_catalogued_step_is_a_diagnostic_or_the_doctor_again(
+    name: str, text: str | Remedy
+) -> None:
+    """A step changes something: never `ls`, `cat`, `nvidia-smi -L` or `envcheck doctor` as the
+    fix (`envcheck doctor --expect-gpu`, the smoke a static run skipped, is a new proof)."""
+    assert [c for c in commands_of(text) if diagnostic(c)] == []
+
+
+def test_the_toolkit_is_installed_before_it_is_configured_and_reboot_comes_first() -> None:
+    runtime = fixes.NVIDIA_RUNTIME_FIX.steps
+    assert isinstance(runtime[0], Instruction) and "nvidia-container-toolkit" in runtime[0].text
+    assert [c.shell() for c in fixes.NVIDIA_RUNTIME_FIX.commands] == [
+        "sudo nvidia-ctk runtime configure --runtime=docker",
+        "sudo systemctl restart docker",
+    ]
+    reboot = fixes.REBOOT_FIX.steps
+    assert isinstance(reboot[0], Instruction) and reboot[0].text.startswith("reboot")
+    assert all(s.alternative for s in reboot[1:]) and len(reboot) == 2
+    assert fixes.REBOOT_FIX.commands[0].shell() == (
+        "sudo sh -c 'rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia'"
+    )
+    assert fixes.DOCKER_GROUP_FIX.commands[0].shell() == "sudo usermod -aG docker $USER"

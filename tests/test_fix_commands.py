@@ -200,11 +200,12 @@ def test_a_cuda10_build_gets_no_cudnn_wheel_pypi_never_had() -> None:
 
 def test_both_distributions_are_removed_before_the_one_build_is_installed() -> None:
     report = judged(EXTRA_HOSTS["a100-both-distributions"])
-    fix = next(f.fix for f in report.findings if f.id == "paddle.both-installed")
-    assert (fix or "").startswith(
-        "`/srv/venv/bin/python -m pip uninstall -y paddlepaddle paddlepaddle-gpu && "
-        "/srv/venv/bin/python -m pip install paddlepaddle-gpu==3.3.1 -i "
-    )
+    remedy = next(f.remedy for f in report.findings if f.id == "paddle.both-installed")
+    assert remedy is not None
+    first, second, then = (c.shell() for c in remedy.commands[:3])
+    assert first == "/srv/venv/bin/python -m pip uninstall -y paddlepaddle"  # the wrong one first
+    assert second == "/srv/venv/bin/python -m pip uninstall -y paddlepaddle-gpu"
+    assert then.startswith("/srv/venv/bin/python -m pip install paddlepaddle-gpu==3.3.1 -i ")
 
 
 def test_a_host_without_gpu_is_offered_the_cpu_build_the_image_line_shows() -> None:
@@ -229,10 +230,18 @@ def test_the_cpu_fallback_removes_the_cpu_wheel_before_the_gpu_one(
     _, doc, _ = doctor_process(
         _env(fake_nvidia("h100-580")), "--in-process", "--expect-gpu", "--smoke-timeout", "120"
     )
-    installs = [c for _, c in commands_of(doc["findings"]) if "paddlepaddle-gpu==" in c]
+    remedies = [f["remedy"] for f in doc["findings"] if f["remedy"]]
+    argvs = [[s.get("argv") for s in r["steps"]] for r in remedies]
+    installs = [
+        (a[i - 1] if i else None)
+        for a in argvs
+        for i, argv in enumerate(a)
+        if argv and any(w.startswith("paddlepaddle-gpu==") for w in argv)
+    ]
     assert installs
     assert all(
-        c.startswith(f"{sys.executable} -m pip uninstall -y paddlepaddle && ") for c in installs
+        before == [sys.executable, "-m", "pip", "uninstall", "-y", "paddlepaddle"]
+        for before in installs
     )
 
 

@@ -75,8 +75,5 @@ def test_a_cpu_build_in_a_users_image_is_not_sent_back_to_it() -> None:
     matrix = load_matrix()
     image = given_image(USERS, matrix, select_image(host, matrix))
     fix = cpu_build_fix(plan_smoke(host, image, SmokeOptions(image=USERS)))
-    assert USERS not in fix
-    assert (
-        fix
-        == "use a CUDA image of Paddle: `envcheck doctor` without --image chooses one for this host"
-    )
+    assert isinstance(fix, str) and USERS not in fix
+    assert fix == "use a CUDA image of Paddle: without --image the doctor chooses one for this host"

@@ -174,7 +174,8 @@ def test_both_distributions_installed_is_decided_from_the_recorded_distributions
     if flagged:
         f = finding(r, "paddle.both-installed")
         assert f.severity == "fail" and "overwrite each other's files" in f.message
-        assert "pip uninstall -y paddlepaddle paddlepaddle-gpu" in (f.fix or "")
+        assert "pip uninstall -y paddlepaddle`; then " in (f.fix or "")  # the wrong one first
+        assert "pip uninstall -y paddlepaddle-gpu`; then " in (f.fix or "")
 
 
 def test_cudnn_missing_for_a_262_wheel() -> None:

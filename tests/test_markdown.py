@@ -78,8 +78,8 @@ def test_summary_for_each_verdict(builder: samples.Builder, verdict: str, exit_c
 @pytest.mark.parametrize(
     ("verdict", "icon", "words"),
     [
-        ("pass", "✅", "can train PaddlePaddle on its GPU"),
-        ("warn", "⚠️", "usable, with 1 warning"),
+        ("pass", "✅", "— GPU host, static checks only (exit 0)"),  # what the proof shows
+        ("warn", "⚠️", "static checks only, with 1 warning"),
         ("fail", "❌", "1 check failed"),
         ("cpu-fallback", "🛑", "ran on the CPU, not on the GPU"),
     ],
@@ -222,3 +222,21 @@ def test_a_reports_finding_id_stays_inside_its_code_span(finding_id: str) -> Non
         assert "<b>" not in html_out and "<h1>" not in html_out
         spans = [html.unescape(c).strip() for c in re.findall(r"<code>(.*?)</code>", html_out)]
         assert shown in spans, (shown, spans)
+
+
+def test_a_pass_proven_on_a_gpu_says_which_gpu_trained() -> None:
+    """Before: every pass read "this machine can train PaddlePaddle on its GPU", whatever the
+    proof was."""
+    from envcheck.contracts.findings import passed
+    from envcheck.contracts.record import replace
+
+    report = samples.healthy()
+    proven = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"], witnessed=["gpu:0"])
+    report = replace(
+        report,
+        findings=(*[f for f in report.findings if f.id != "smoke.pass"], proven),
+        proof="gpu-trained",
+    )
+    assert render_markdown(report).splitlines()[0] == (
+        "## ✅ envcheck: **pass** — trained on GPU 0 (exit 0)"
+    )

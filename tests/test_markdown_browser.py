@@ -92,3 +92,18 @@ def test_the_fleet_summary_groups_problems_with_host_ranges_and_fixes() -> None:
     assert text.index("gpu[001-012]") < text.index("Host\tVerdict")  # problems before hosts
     for table in laid_out["tables"]:
         assert table["scroll"] <= table["room"], table
+
+
+@pytest.mark.parametrize("mode", [["--no-smoke"], ["--in-process"]], ids=["static", "smoke"])
+def test_a_cpu_hosts_summary_never_claims_a_gpu_it_did_not_prove(mode: list[str]) -> None:
+    """Before: every pass was headed "this machine can train PaddlePaddle on its GPU", this
+    driverless machine's static check and its CPU training included."""
+    from tests.inprocess import envcheck
+
+    run = envcheck("doctor", "--json", *mode)
+    report = parse_report(SavedReport("doctor.json", json.loads(run.stdout))).report
+    assert not report.host.gpus
+    text = measure(render_markdown(report))["text"]
+    headline = text.splitlines()[0]
+    assert "CPU host" in headline and "GPU" not in headline, headline
+    assert re.search(r"(trained on|train \w+ on) (its |the )?GPU", text) is None, text

@@ -24,7 +24,7 @@ from envcheck.contracts.facts import host_from_document
 from envcheck.contracts.host_report import Report
 from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
-from envcheck.render.text import pip_line, render_plain, render_rich
+from envcheck.render.text import image_pip_line, render_plain, render_rich
 from envcheck.render.wrap import commands_in, wrap
 from envcheck.verdict.judge import Context, judge
 from tests import report_samples
@@ -119,7 +119,7 @@ def _commands(report: Report) -> list[str]:
     found = [
         c for f in report.findings for text in (f.message, f.fix or "") for c in commands_in(text)
     ]
-    line = pip_line(report)
+    line = image_pip_line(report)  # printed unless a finding's fix gives it already
     return found + ([line.strip("`")] if line else [])
 
 

@@ -118,7 +118,7 @@ def test_expect_gpu_is_cpu_fallback_naming_the_refusal_and_the_cpu_build() -> No
     assert ids(findings) == ["smoke.gpu-refused", "smoke.cpu-fallback"]
     refused, fallback = findings
     assert 'could not select device driver "" with capabilities: [[gpu]]' in refused.message
-    assert refused.fix == NVIDIA_RUNTIME_FIX
+    assert refused.remedy == NVIDIA_RUNTIME_FIX
     assert fallback.observed["causes"] == ["engine-refused", "cpu-build"]
     assert (
         verdict_of(findings) == "cpu-fallback"
@@ -133,7 +133,7 @@ def test_gpu_request_is_refused_at_start_and_leaves_no_container(docker_client: 
     box = SmokeContainer(docker_client, spec(WORKLOAD, gpu_ids=("all",)), **COMMAND)
     with pytest.raises(GpuRequestRefused) as refused, box:
         box.run()
-    assert refused.value.hint == NVIDIA_RUNTIME_FIX
+    assert refused.value.hint == NVIDIA_RUNTIME_FIX.prose()
     assert envcheck_containers(docker_client) == []  # it stayed "created": __exit__ removed it
 
 

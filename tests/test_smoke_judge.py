@@ -160,7 +160,7 @@ def test_no_engine_falls_back_in_process_and_says_why() -> None:
 @pytest.mark.parametrize(
     ("kind", "fix"),
     [
-        ("no-engine", "to smoke-test the image, or pass --in-process"),
+        ("no-engine", "or pass --in-process to smoke-test without the image"),
         ("no-image", "pass an image with --image REF"),
         ("image-unavailable", "make the registry reachable"),
     ],
@@ -357,7 +357,7 @@ def test_engine_refusal_is_the_first_cause_and_its_fix_is_nvidia_ctk() -> None:
         judge(plan, outcome(rec.result(rec.RECORDED_CPU_BUILD_ASKED_GPU))), "smoke.cpu-fallback"
     )
     assert fallback.observed["causes"] == ["engine-refused", "cpu-build"]
-    assert (fallback.fix or "").startswith(NVIDIA_RUNTIME_FIX)
+    assert (fallback.fix or "").startswith(NVIDIA_RUNTIME_FIX.prose())
 
 
 def test_in_process_cpu_build_fix_is_the_doctors_pip_command() -> None:
@@ -401,7 +401,7 @@ def test_gpu_build_that_sees_no_gpu_in_the_container_points_at_the_toolkit() -> 
     fallback = only(
         judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc)), "smoke.cpu-fallback"
     )
-    assert fallback.observed["cause"] == "no-gpu-visible" and "nvidia-smi" in (fallback.fix or "")
+    assert fallback.observed["cause"] == "no-gpu-visible" and "nvidia-ctk" in (fallback.fix or "")
 
 
 def test_device_says_gpu_but_parameters_stayed_on_cpu_is_a_fallback() -> None:

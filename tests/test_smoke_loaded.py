@@ -29,7 +29,7 @@ from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.runner.payload import WORKLOAD
 from envcheck.smoke.verdict.judge import judge
 from envcheck.smoke.verdict.loaded import NVML_UNKNOWN_FIX, loaded_findings, loaded_libraries
-from envcheck.verdict.fixes import REBOOT_FIX
+from envcheck.verdict.fixes import REBOOT_FIX, PipInstall
 from tests import fakenv
 from tests import smoke_samples as rec
 from tests.inprocess import process_env
@@ -45,7 +45,10 @@ IN_PROCESS = Plan(
     gpu_reason="--expect-gpu",
     device_args=("gpu:all",),
     python="/venv/bin/python",
-    pip_command="/venv/bin/python -m pip install paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu126/",
+    pip_command=PipInstall(
+        "/venv/bin/python",
+        ("paddlepaddle-gpu==3.3.1", "-i", "https://www.paddlepaddle.org.cn/packages/stable/cu126/"),
+    ),
 )
 CONTAINER = Plan(
     mode="container",
@@ -268,9 +271,8 @@ def test_a_compat_libcuda_that_differs_from_the_kernel_module_has_its_own_findin
     )
     finding = found["smoke.compat-driver-mismatch"]
     assert finding.severity == "fail" and "kernel module is 535.104.05" in finding.message
-    assert (
-        f"drop the CUDA compat folder from LD_LIBRARY_PATH (`-e LD_LIBRARY_PATH=` without `{compat}`"
-        in (finding.fix or "")
+    assert f"drop the CUDA compat folder from LD_LIBRARY_PATH (set it without {compat}" in (
+        finding.fix or ""
     )
     assert "smoke.driver-library-mismatch" not in found  # one finding, the compat one
     assert "smoke.compat-driver-mismatch" not in by_id(
@@ -290,7 +292,7 @@ def test_driver_user_space_newer_than_the_kernel_module_is_driver_library_mismat
         loaded_findings(host("535.104.05"), CONTAINER, rec.as_result(rec.result() | mapped))
     )
     finding = found["smoke.driver-library-mismatch"]
-    assert finding.severity == "fail" and finding.fix == REBOOT_FIX
+    assert finding.severity == "fail" and finding.remedy == REBOOT_FIX
     assert (
         "Driver/library version mismatch" in finding.message
         and "(injected by the NVIDIA runtime)" in finding.message
@@ -322,7 +324,7 @@ def test_nvml_unknown_error_in_the_container_is_a_finding_with_the_cgroup_fix(
     finding = by_id(loaded_findings(host(), CONTAINER, rec.as_result(rec.result() | mapped)))[
         "smoke.nvml-unknown-error"
     ]
-    assert finding.severity == "fail" and finding.fix == NVML_UNKNOWN_FIX
+    assert finding.severity == "fail" and finding.remedy == NVML_UNKNOWN_FIX
     assert "NVML: Unknown Error in the container" in finding.message
 
 
@@ -396,15 +398,16 @@ def test_recorded_real_h100_cudnn_9_14_and_cublas_13_under_a_cuda_11_8_build() -
     assert "libcublas 13.1.0.3" in cuda.message and "libcublasLt 13.1.0.3" in cuda.message
     # each fix does what it says: cuDNN 8.6 from NVIDIA's CUDA 11 wheel, or the doctor's build
     # (on the real H100 the Paddle command was offered as "install cuDNN 8.6.0 …")
-    assert (
-        "install cuDNN 8.6.0 (the one the build expects) in /venv/bin/python: `/venv/bin/python -m pip install nvidia-cudnn-cu11==8.6.0.163`"
-        in (cudnn.fix or "")
+    assert cudnn.remedy is not None and cudnn.remedy.commands[0].shell() == (
+        "/venv/bin/python -m pip install nvidia-cudnn-cu11==8.6.0.163"
     )
+    assert "the system copy in /usr/lib/x86_64-linux-gnu was found first" in (cudnn.fix or "")
+    doctors = IN_PROCESS.pip_command.shell() if IN_PROCESS.pip_command else ""
     assert (
-        f"or replace the build with the one the doctor chose, which brings matching libraries: `{IN_PROCESS.pip_command}`"
-        in (cudnn.fix or "")
+        "or instead: replace the build with the one the doctor chose, which brings matching "
+        f"libraries; then `{doctors}`" in (cudnn.fix or "")
     )
-    assert "libraries the build expects in /venv/bin/python; or replace the build" in (
+    assert "libraries the build expects in /venv/bin/python; or instead: replace the build" in (
         cuda.fix or ""
     )
     shadow = found["smoke.loaded-cudnn-shadowed"]

@@ -78,6 +78,6 @@ def test_injected_driver_libraries_newer_than_the_kernel_module_are_driver_libra
     )
     found = {f.id: f for f in loaded_findings(host, plan, outcome.result)}
     mismatch = found["smoke.driver-library-mismatch"]
-    assert mismatch.severity == "fail" and mismatch.fix == REBOOT_FIX
+    assert mismatch.severity == "fail" and mismatch.remedy == REBOOT_FIX
     assert f"in the container {spec.image} (injected by the NVIDIA runtime)" in mismatch.message
     assert f"libcuda 550.54.15 from {INJECTED}/libcuda.so.550.54.15 (system)" in mismatch.message

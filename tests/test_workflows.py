@@ -3,6 +3,7 @@ every envcheck command line they (and the Kubernetes/Slurm examples) run is one 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -574,3 +575,34 @@ def test_contributing_says_how_a_release_is_cut() -> None:
     section = text.split("## Cutting a release", 1)[1].split("\n## ", 1)[0]
     assert f"v{__version__}" in section and "git tag -a" in section
     assert "twine upload" in section and "paddle-envcheck" in section
+
+
+@pytest.mark.parametrize(
+    ("inputs", "python", "no_host_paddle"),
+    [
+        ({}, None, True),
+        ({"TRAINING_PYTHON": "/opt/train/bin/python"}, "/opt/train/bin/python", False),
+        ({"EXTRA_FLAGS": "--in-process"}, None, False),
+    ],
+    ids=["image-smoke", "named", "in-process"],
+)
+def test_the_action_judges_the_training_interpreter_never_its_own_venv(
+    tmp_path: Path, inputs: dict[str, str], python: str | None, no_host_paddle: bool
+) -> None:
+    """Before: `doctor` without --python judged the action's own venv, and every run warned
+    "Paddle is not installed for $RUNNER_TEMP/envcheck-venv/bin/python"."""
+    argv, _ = _run_doctor_step(ACTION, tmp_path, 0, **inputs)
+    args = _parses(argv)
+    assert (args.python, args.no_host_paddle) == (python, no_host_paddle)
+
+
+def test_no_host_paddle_judges_no_interpreter_of_this_host() -> None:
+    from tests.inprocess import envcheck
+
+    run = envcheck("doctor", "--no-host-paddle", "--no-smoke", "--json")
+    doc = json.loads(run.stdout)
+    assert doc["host"]["paddle"]["status"] == "unknown"
+    assert [f["id"] for f in doc["findings"] if f["family"] == "paddle"] == []
+    assert sys.executable not in run.stdout.replace(doc["meta"]["matrix"], "")
+    refused = envcheck("doctor", "--no-host-paddle", "--in-process")
+    assert refused.returncode == 2 and "--no-host-paddle with --in-process" in refused.stderr

@@ -82,6 +82,12 @@ def register(sub: Any) -> None:
     )
     add_choice_arguments(src)
     src.add_argument(
+        "--no-host-paddle",
+        action="store_true",
+        help="judge no Paddle on this host: the smoke's image holds the Paddle that trains "
+        "(a CI runner's own venv is not the training interpreter)",
+    )
+    src.add_argument(
         "--expect-gpu",
         action="store_true",
         help="this host must train on a GPU: no usable GPU is a failure",
@@ -265,6 +271,7 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
         read_facts_document(args.facts, env) if probe is None else (probe.facts(), None)
     )
     check_gpus_exist(gpus, host)
+    host = _without_host_paddle(args, host)
     image = _choose_image(args, host, matrix)
     smoke_runs = not args.no_smoke and not args.facts
     ctx = Context(
@@ -301,8 +308,36 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
         image=image,
         smoke=smoke_doc,
         proof=proof,
-        meta=_meta(matrix.path, started, matrix.newest_source),
+        meta=_meta(matrix.path, started, matrix.newest_source) | {"fix_command": _fix_argv(args)},
     )
+
+
+def _without_host_paddle(args: argparse.Namespace, host: HostFacts) -> HostFacts:
+    """--no-host-paddle: the host's interpreter is not the one that trains (the smoke's image
+    holds that Paddle), so its Paddle is neither probed into the verdict nor judged."""
+    if not getattr(args, "no_host_paddle", False):
+        return host
+    if args.in_process:
+        raise UsageError(
+            "--no-host-paddle with --in-process: the in-process smoke trains with this host's "
+            "Paddle",
+            hint="name the training interpreter with --python, or let the smoke run in an image",
+        )
+    from envcheck.contracts.facts import PaddleFacts
+    from envcheck.contracts.record import replace
+
+    reason = "not judged (--no-host-paddle): the smoke's image holds the Paddle that trains"
+    return replace(host, paddle=PaddleFacts(status="unknown", reason=reason))
+
+
+def _fix_argv(args: argparse.Namespace) -> list[str]:
+    """The `envcheck fix` that repairs what this doctor judged: its interpreter, release and
+    matrix, as this command line named them."""
+    argv = ["envcheck", "fix"]
+    for flag, value in (("--python", args.python), ("--paddle", args.paddle)):
+        argv += [flag, value] if value else []
+    argv += ["--matrix", args.matrix] if getattr(args, "matrix", None) else []
+    return [*argv, "--yes"]
 
 
 def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, RecordedSmoke | None]:
@@ -420,7 +455,9 @@ def _render(args: argparse.Namespace, report: Report, env: Environment, *, text:
 
 def _render_stdout(args: argparse.Namespace, report: Report, out: TextIO, *, color: bool) -> None:
     if args.json:  # one write: json.dump writes each token on its own (~850 calls)
-        out.write(json.dumps(report.to_json(), indent=2) + "\n")
+        from envcheck.verdict.fixes import report_document
+
+        out.write(json.dumps(report_document(report), indent=2) + "\n")
     elif color:
         from envcheck.render.text import render_rich
 

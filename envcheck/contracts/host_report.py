@@ -13,7 +13,9 @@ if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
     from envcheck.verdict.proof import Proof
 
 # 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
-SCHEMA_VERSION = 2
+# 3: each finding's `remedy` (ordered steps: a command's argv, who runs it and what it changes,
+#    or manual words) beside `fix`, its one-sentence form
+SCHEMA_VERSION = 3
 
 # The verdict names, said once: every per-verdict table is keyed by `Verdict` (mypy checks the
 # keys) and tests/test_verdict_names.py checks that each covers `VERDICTS`.
@@ -87,11 +89,18 @@ class Report:
             "exit_code": int(self.exit_status),
             "proof": self.proof,
             "host": to_dict(self.host),
-            "findings": [to_dict(f) | {"family": f.family} for f in self.findings],
+            "findings": [finding_json(f) for f in self.findings],
             "image": to_dict(self.image) if self.image else {"ref": None},
             "smoke": self.smoke,
             "meta": self.meta,
         }
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    """A finding's JSON: its remedy as steps, and `fix`, the same remedy in one sentence."""
+    doc = {k: v for k, v in to_dict(f).items() if k != "remedy"}
+    remedy = f.remedy.to_json() if f.remedy is not None else None
+    return doc | {"fix": f.fix, "remedy": remedy, "family": f.family}
 
 
 def error_document(exit_code: int, message: str, hint: str | None) -> dict[str, Any]:

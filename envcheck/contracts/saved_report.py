@@ -16,6 +16,8 @@ from envcheck.contracts.facts import FactsError, from_dict, host_from_document
 from envcheck.contracts.findings import SEVERITIES, Finding, Layer, Severity
 from envcheck.contracts.host_report import SCHEMA_VERSION, VERDICTS, ImageChoice, Report, Verdict
 from envcheck.contracts.record import record
+from envcheck.contracts.remedy import as_remedy
+from envcheck.contracts.remedy import from_document as remedy_document
 
 TIMESTAMP_KEYS = ("generated_at", "finished_at", "started_at", "timestamp")  # in `meta`
 MAX_EXIT_CODE = int(ExitStatus.WRONG_RESULTS)  # the worst verdict; 130 leaves no report
@@ -136,13 +138,21 @@ def _finding(item: Any, i: int) -> Finding:
     fix, layer, observed = item.get("fix"), item.get("layer", "host"), item.get("observed", {})
     if fix is not None and not isinstance(fix, str):
         raise ReportDocumentError(f"{where}.fix: expected a string or null")
+    try:  # the structured remedy where the report has one (schema 6), else its words
+        remedy = (
+            remedy_document(item["remedy"], f"{where}.remedy")
+            if item.get("remedy") is not None
+            else as_remedy(fix)
+        )
+    except ValueError as e:
+        raise ReportDocumentError(str(e)) from e
     if layer not in get_args(Layer):
         raise ReportDocumentError(f"{where}.layer: expected one of {', '.join(get_args(Layer))}")
     return Finding(
         id=item["id"],
         severity=item["severity"],
         message=item["message"],
-        fix=fix,
+        remedy=remedy,
         layer=layer,
         observed=observed if isinstance(observed, dict) else {},
     )
@@ -151,6 +161,8 @@ def _finding(item: Any, i: int) -> Finding:
 def _image(data: Any) -> ImageChoice | None:
     if not isinstance(data, dict) or data.get("ref") is None:
         return None
+    if isinstance(data.get("matrix_pip_command"), str):  # schema 3: `pip_command` is the target's
+        data = data | {"pip_command": data["matrix_pip_command"]}
     return from_dict(ImageChoice, data, "image")
 
 

@@ -72,7 +72,7 @@ def translate_errors(action: str) -> Iterator[None]:
         text = _explanation(e)
         if GPU_DRIVER_MISSING in text or "could not select device driver" in text:
             raise GpuRequestRefused(
-                f"{action}: the engine cannot provide GPUs: {text}", hint=NVIDIA_RUNTIME_FIX
+                f"{action}: the engine cannot provide GPUs: {text}", hint=NVIDIA_RUNTIME_FIX.prose()
             ) from e
         if "no space left on device" in text:
             raise EnvironmentProblem(
@@ -105,11 +105,11 @@ def _unreachable(action: str, e: BaseException) -> EnvironmentProblem:
         if path is None:  # a TCP or SSH engine: not a socket of ours to name
             return EnvironmentProblem(
                 f"{action}: permission denied reaching the Docker engine at {host}: {text}",
-                DOCKER_GROUP_FIX,
+                DOCKER_GROUP_FIX.prose(),
             )
         return EnvironmentProblem(f"{action}: {socket_denied(path)}", socket_access_fix(path))
     else:
-        hint = f"{START_DOCKER_FIX} or set DOCKER_HOST (now {engine_host()})"
+        hint = f"{START_DOCKER_FIX.prose()} or set DOCKER_HOST (now {engine_host()})"
     return EnvironmentProblem(
         f"{action}: cannot reach the Docker engine at {engine_host()}: {text}", hint
     )

@@ -1,11 +1,11 @@
 """The repair plan (pure): the doctor's report → ordered steps for the target interpreter.
 
-Each step is an argv (a list, never a shell string) naming the target by absolute path, the
-finding it resolves, and what it changes. The Paddle build is the doctor's own advice: the
-install command of the matrix row its image choice names (`envcheck.verdict.fixes.paddle_install`),
-so the plan and the doctor name the same package==version and index. What needs root or a reboot
-(driver, kernel module, docker group, the NVIDIA Container Toolkit) is never a command we run: it is
-a manual step, in the report's layer order.
+The plan is read from the findings' remedies, never derived a second time: each pip command a
+finding's remedy gives the target interpreter (`envcheck.contracts.remedy`) is a step here, the
+same `Command` object, with pip's own flags the user gave (`--break-system-packages`) added to its
+argv. What needs root, a reboot or the person's own shell (driver, kernel module, docker group,
+the NVIDIA Container Toolkit) is never a command we run: it is a manual step, in the report's
+layer order, carrying the remedy's remaining steps.
 """
 
 from __future__ import annotations
@@ -13,35 +13,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from packaging.version import Version
-
-from envcheck.contracts.facts import PaddleFacts, usable_gpus
+from envcheck.contracts.facts import usable_gpus
 from envcheck.contracts.findings import LAYERS, Finding
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
-from envcheck.verdict.fixes import NO_GPU_BUILD_YET, PipInstall, cudnn_install, paddle_install
+from envcheck.contracts.remedy import Command, Remedy
+from envcheck.verdict.fixes import (
+    NO_GPU_BUILD_YET,
+    PADDLE_DISTRIBUTIONS,
+    PipInstall,
+    paddle_install,
+)
 
 PIP_OVERRIDE = "--break-system-packages"  # pip's own PEP 668 override, the user's to give
 
 StepKind = Literal["uninstall", "install", "pull", "manual"]
 Expect = Literal["gpu", "cpu"]
 
-# What a new Paddle build resolves, most specific first: the first present is the step's "why".
-PADDLE_FINDINGS = (
-    "paddle.both-installed",
-    "paddle.cpu-build",
-    "paddle.missing",
-    "paddle.unreadable",
-    "driver.too-old",  # the installed build's CUDA is too new: the chosen build's runs
-    "paddle.arch-missing",  # the chosen build was checked against every GPU's arch
-)
-CUDNN_FINDINGS = ("cudnn.missing", "cudnn.major-mismatch")
 # Warnings that are still a person's job: the container path needs them (docker group or a
 # started engine, the NVIDIA Container Toolkit); other warnings are advice, not repairs.
 RUNTIME_MISSING = "engine.no-nvidia-runtime"
 MANUAL_WARNINGS = ("engine.unreachable", RUNTIME_MISSING)
 NOT_MANUAL = ("smoke", "drift", "fleet")  # judged again by the verification, or not the host's
-_BOTH = ("paddlepaddle", "paddlepaddle-gpu")
 
 
 @record
@@ -92,6 +85,12 @@ class Step:
     changes: str  # what it changes, in words
     argv: tuple[str, ...] = ()  # the exact command; () for a manual step
     packages: tuple[str, ...] = ()  # the distributions a pip step removes or installs
+    # The finding's own command a pip step runs (its argv, before pip's flags are added); None
+    # for a pull or a manual step.
+    command: Command | None = None
+    # A manual step: the steps a person takes, in order (commands as root or in their shell, and
+    # words); None for a step envcheck runs.
+    remedy: Remedy | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,6 +98,7 @@ class Step:
             "why": self.why,
             "changes": self.changes,
             "argv": list(self.argv),
+            "remedy": self.remedy.to_json() if self.remedy is not None else None,
         }
 
 
@@ -184,34 +184,21 @@ def plan_fix(
     pull: Sequence[str] = (),
     image: ImageState | None = None,
 ) -> FixPlan:
-    """The plan for `report`'s host: Paddle's removals then its install (then cuDNN where the
-    build does not bring it), the pull of the doctor's image where the engine said it does not
-    have it (`image`; `pull`: the pull-image argv prefix), then the manual steps. `pip_flags`:
-    pip's own flags for every pip command (`--break-system-packages`)."""
-    bad = {f.id: f for f in report.findings if f.severity != "pass"}
-    wheel = wanted_wheel(report, python)
-    why = next((i for i in PADDLE_FINDINGS if i in bad), None)
-    pip = (python, "-m", "pip")
+    """The plan for `report`'s host: the target's pip commands of the findings' remedies, in the
+    report's order, each once (a Paddle build's removals, its install, the cuDNN a 2.x build
+    needs); the pull of the doctor's image where the engine said it does not have it (`image`;
+    `pull`: the pull-image argv prefix); then the manual steps. `pip_flags`: pip's own flags for
+    every pip command (`--break-system-packages`)."""
+    bad = [f for f in report.findings if f.severity != "pass"]
     steps: list[Step] = []
     resolved: set[str] = set()
-    if why is not None and wheel is not None:
-        resolved |= {i for i in PADDLE_FINDINGS if i in bad}
-        steps += _removals(report.host.paddle, wheel, why, pip, pip_flags)
-        steps.append(
-            Step(
-                "install",
-                why,
-                f"installs {wheel.requirement} ({_build_words(wheel)}) "
-                f"from {wheel.index or wheel.find_links or 'pip’s configured index'}",
-                (*pip, "install", *pip_flags, *wheel.pip_args),
-                wheel.install.names,
-            )
-        )
-    cudnn = _cudnn_step(report, wheel if why else None, bad, pip, pip_flags, why)
-    if cudnn is not None:
-        steps.append(cudnn)
-        resolved.add(cudnn.why)
-    blocked = _pull_blocked(report, bad) if image is not None else None
+    for f in bad:
+        for c in pip_commands(f):
+            if all(s.command != c for s in steps):
+                steps.append(_pip_step(c, f.id, python, pip_flags))
+            resolved.add(f.id)
+    wheel = _installed_wheel(report, python, steps)
+    blocked = _pull_blocked(report, {f.id for f in bad}) if image is not None else None
     if image is not None and image.present is False and blocked:
         image = replace(image, why=f"{image.why}; not pulled: {blocked}")
     elif pull and image is not None and image.present is False:
@@ -226,107 +213,84 @@ def plan_fix(
     steps += _manual(report, resolved)
     expect: Expect | None = None
     if any(s.kind != "manual" for s in steps):
-        expect = wheel.kind if wheel is not None and why else _expected(report)
-    return FixPlan(python, tuple(steps), wheel if why else None, expect, image)
+        expect = wheel.kind if wheel is not None else _expected(report)
+    return FixPlan(python, tuple(steps), wheel, expect, image)
 
 
-def _removals(
-    paddle: PaddleFacts, wheel: Wheel, why: str, pip: tuple[str, ...], flags: Sequence[str]
-) -> list[Step]:
-    """Every installed Paddle distribution goes before the new build comes: the wrong one first
-    (two of them overwrite each other's files; one of the right name may be another CUDA
-    variant of the same version, which pip would keep)."""
-    installed = list(paddle.distributions) or ([paddle.package] if paddle.package else [])
-    if paddle.status == "absent":
-        installed = []
-    order = sorted(set(installed) & set(_BOTH), key=lambda d: d == wheel.package)
-    return [
-        Step(
-            "uninstall",
-            why,
-            f"removes {dist}"
-            + (
-                " (the wrong build for this host)"
-                if dist != wheel.package
-                else " (reinstalled below as the build this host needs)"
-            ),
-            (*pip, "uninstall", "-y", *flags, dist),
-            (dist,),
-        )
-        for dist in order
-    ]
+def pip_commands(f: Finding) -> tuple[Command, ...]:
+    """The commands of a finding's remedy that `envcheck fix` runs: the target's pip, not an
+    alternative to another step."""
+    if f.severity == "pass" or f.remedy is None:
+        return ()
+    return tuple(c for c in f.remedy.pip if not c.alternative)
 
 
-def _cudnn_step(
-    report: Report,
-    wheel: Wheel | None,
-    bad: dict[str, Finding],
-    pip: tuple[str, ...],
-    flags: Sequence[str],
-    paddle_why: str | None,
-) -> Step | None:
-    """NVIDIA's cuDNN wheel where a 2.x GPU build (which bundles no CUDA libraries) finds none of
-    its major. A 3.x build brings its own through pip's dependencies."""
-    why = next((i for i in CUDNN_FINDINGS if i in bad), None)
-    p, image = report.host.paddle, report.image
-    if wheel is not None:  # the new build: its cuDNN, unless it bundles it
-        if wheel.kind != "gpu" or Version(wheel.version).major >= 3 or image is None:
-            return None
-        cudnn, cuda = image.cudnn, wheel.cuda
-        have = report.host.cudnn.version if report.host.cudnn.status == "ok" else None
-        if have and cudnn and have.split(".")[0] == cudnn.split(".")[0]:
-            return None
-        why = why or paddle_why
-    else:
-        if why is None or p.with_pip_cuda_libraries:
-            return None
-        cudnn, cuda = p.cudnn, p.cuda
-    # the doctor's own pin: a release PyPI has (envcheck/verdict/known_packages.toml), none for CUDA
-    # 10
-    if not (why and cudnn and cuda):
-        return None
-    install = cudnn_install(pip[0], cudnn, cuda)
-    if install is None:
-        return None
-    return Step(
-        "install",
-        why,
-        f"installs cuDNN {cudnn.split('.')[0]} for CUDA {cuda.split('.')[0]} "
-        f"({' '.join(install.requirements)}), which this Paddle build loads but does not bring",
-        (*pip, "install", *flags, *install.args),
-        install.names,
-    )
+def _pip_step(c: Command, why: str, python: str, flags: Sequence[str]) -> Step:
+    """A remedy's pip command as a step for the target `python` (`envcheck fix` judges that
+    interpreter, so the report's commands name it already; a saved report may name another):
+    `uninstall -y DIST…` or `install ARGS…`, with pip's own flags after the verb."""
+    verb, rest = c.argv[3], c.argv[4:]
+    argv = (python, *c.argv[1:4], *flags, *rest)
+    if verb == "uninstall":
+        packages = tuple(a for a in rest if not a.startswith("-"))
+        return Step("uninstall", why, c.changes, argv, packages, c)
+    return Step("install", why, c.changes, argv, PipInstall(python, rest).names, c)
+
+
+def _installed_wheel(report: Report, python: str, steps: list[Step]) -> Wheel | None:
+    """The Paddle build the target holds after the plan: the one a pip step installs."""
+    for s in steps:
+        if s.command is not None and s.kind == "install":
+            install = PipInstall(python, s.command.argv[4:])
+            if set(install.names) & set(PADDLE_DISTRIBUTIONS):
+                return Wheel.of(install, report.image.cuda if report.image else None)
+    return None
 
 
 def _manual(report: Report, resolved: set[str]) -> list[Step]:
     """What a person must fix (root, a reboot), in the order to do it: the driver (and its kernel
     module) before the GPUs before the engine (docker group, then the toolkit). "No image runs
     until the driver is upgraded" is the driver's work; "no GPU build yet: fix the rest, then run
-    the doctor again" comes after everything else."""
+    envcheck fix again" comes after everything else. A finding whose pip commands the plan runs
+    keeps the steps that are not pip's (its library folder on LD_LIBRARY_PATH), never their
+    alternatives."""
     rank = {layer: i for i, (layer, _) in enumerate(LAYERS)}
     driver_floor = report.image is not None and report.image.min_driver is not None
 
     def order(f: Finding) -> int:
-        if f.fix == NO_GPU_BUILD_YET:
+        if f.remedy == NO_GPU_BUILD_YET:
             return len(rank) + 1
         if f.id == "image.none" and driver_floor:
             return rank["driver"]
         return rank.get(f.layer, len(rank))
 
-    findings = report.findings
-    todo = [
-        f
-        for f in findings
-        if (f.severity == "fail" or f.id in MANUAL_WARNINGS)
-        and f.fix
-        and f.id not in resolved
-        and f.family not in NOT_MANUAL
-    ]
-    todo.sort(key=order)
-    return [Step("manual", f.id, f.fix or "") for f in todo]
+    todo: list[tuple[Finding, Remedy]] = []
+    for f in report.findings:
+        if not (f.severity == "fail" or f.id in MANUAL_WARNINGS) or f.family in NOT_MANUAL:
+            continue
+        left = _by_hand(f.remedy, f.id in resolved)
+        if left is not None:
+            todo.append((f, left))
+    todo.sort(key=lambda item: order(item[0]))
+    return [Step("manual", f.id, left.prose(), remedy=left) for f, left in todo]
 
 
-def _pull_blocked(report: Report, bad: dict[str, Finding]) -> str | None:
+def _by_hand(remedy: Remedy | None, ran: bool) -> Remedy | None:
+    """The steps of a remedy a person takes: all of them, or, where the plan runs its pip
+    commands, the rest without the alternatives; None when nothing is left."""
+    if remedy is None or remedy.resolved_by is not None or not remedy.steps:
+        return None
+    if not ran:
+        return remedy
+    left = tuple(s for s in remedy.steps if not s.alternative and not _is_pip(s))
+    return Remedy(left) if left else None
+
+
+def _is_pip(step: object) -> bool:
+    return isinstance(step, Command) and step.runner == "pip"
+
+
+def _pull_blocked(report: Report, bad: set[str]) -> str | None:
     """Why a pull of the doctor's image is not planned though the engine lacks it: a GPU image
     on an engine that cannot give a container a GPU could never pass its verification smoke (and
     its failure would roll back a good interpreter fix)."""
@@ -340,7 +304,3 @@ def _pull_blocked(report: Report, bad: dict[str, Finding]) -> str | None:
 
 def _expected(report: Report) -> Expect:
     return "gpu" if usable_gpus(report.host) else "cpu"
-
-
-def _build_words(wheel: Wheel) -> str:
-    return f"the CUDA {wheel.cuda} build" if wheel.cuda else "the CPU build"

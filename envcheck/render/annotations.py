@@ -9,7 +9,7 @@ the doctor prints them on stderr and `--json` keeps stdout to exactly one JSON d
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from envcheck.contracts.errors import EnvcheckError
@@ -18,6 +18,7 @@ from envcheck.contracts.host_report import Report
 from envcheck.edges.userfiles import append_output, write_output
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.render.sanitize import visible
+from envcheck.verdict.proof import proof_headline
 
 if TYPE_CHECKING:
     from envcheck.contracts.command_env import Environment
@@ -41,12 +42,23 @@ def github_annotations(report: Report) -> list[str]:
     """`::error title=envcheck driver.too-old on gpu-3::message%0AFix: …` per failed/warned check."""
     host = report.host.machine.hostname
     where = f" on {host}" if host else ""
+    followers = follow_ons(report.findings)
     problems = [
-        (LEVELS[f.severity], f"envcheck {f.id}{where}", _message(f), f.id)
+        (LEVELS[f.severity], f"envcheck {f.id}{where}", _message(f, followers.get(f.id, [])), f.id)
         for f in report.findings
-        if f.severity in LEVELS
+        if f.severity in LEVELS and not (f.remedy and f.remedy.resolved_by)
     ]
     return _capped(problems)
+
+
+def follow_ons(findings: Iterable[Finding]) -> dict[str, list[str]]:
+    """{root cause: the problems its fix resolves}: one annotation per root cause, as the
+    terminal folds them into one line."""
+    found: dict[str, list[str]] = {}
+    for f in findings:
+        if f.severity != "pass" and f.remedy is not None and f.remedy.resolved_by:
+            found.setdefault(f.remedy.resolved_by, []).append(f.id)
+    return found
 
 
 def fleet_annotations(summary: FleetSummary) -> list[str]:
@@ -71,6 +83,7 @@ def emit_ci_outputs(
     image = report.image
     outputs = {
         "verdict": report.verdict,
+        "headline": proof_headline(report.proof, report.findings, bool(report.host.gpus)),
         "image": (image.ref if image else None) or "",
         "image-digest": (image.digest if image else None) or "",
     }
@@ -154,9 +167,11 @@ def _fit(markdown: str, budget: int) -> str:
     return data[:keep].decode("utf-8", errors="ignore") + note if keep else ""
 
 
-def _message(finding: Finding) -> str:
+def _message(finding: Finding, resolves: list[str] | None = None) -> str:
     message = visible(finding.message, keep_lines=True)
-    return f"{message}\nFix: {visible(finding.fix, keep_lines=True)}" if finding.fix else message
+    also = f"\nIts fix also resolves: {', '.join(resolves)}" if resolves else ""
+    fix = f"\nFix: {visible(finding.fix, keep_lines=True)}" if finding.fix else ""
+    return message + fix + visible(also, keep_lines=True)
 
 
 def _capped(problems: list[tuple[str, str, str, str]]) -> list[str]:

@@ -39,7 +39,7 @@ def render_fix(doc: dict[str, Any]) -> str:
     if manual:
         lines.append("manual steps (need root or a reboot; never run by envcheck), in order:")
         for n, step in enumerate(manual, 1):
-            lines.append(f"  {n}. [{step['why']}] {visible(step['changes'])}")
+            lines += _manual_lines(n, step)
     image = plan.get("image")
     if image is not None:
         said = {True: "present", False: "absent", None: "unknown"}[image["present"]]
@@ -47,6 +47,26 @@ def render_fix(doc: dict[str, Any]) -> str:
     lines += _applied(doc)
     lines.append(f"result: {OUTCOME_WORDS[doc['outcome']]} (exit {doc['exit_code']})")
     return "".join(f"{line}\n" for line in lines)
+
+
+def _manual_lines(n: int, step: dict[str, Any]) -> list[str]:
+    """A manual step: its remedy's steps, each command whole on a line of its own (`$ `), words
+    as they are, an alternative under "or instead"; a step without one (an older document) as
+    its words."""
+    remedy = step.get("remedy")
+    if not remedy or not remedy.get("steps"):
+        return [f"  {n}. [{step['why']}] {visible(step['changes'])}"]
+    lines = [f"  {n}. [{step['why']}]"]
+    previous = False
+    for part in remedy["steps"]:
+        if part.get("alternative") and not previous:
+            lines.append("     or instead:")
+        previous = bool(part.get("alternative"))
+        if part["kind"] == "command":
+            lines.append(f"     $ {visible(part['shell'])}")
+        else:
+            lines.append(f"     {visible(part['text'])}")
+    return lines
 
 
 def _then(plan: dict[str, Any], runs: list[dict[str, Any]]) -> str:

@@ -102,6 +102,9 @@ def _body(finding: Finding) -> str:
     lines = [finding.message]
     if finding.fix:
         lines.append(f"Fix: {finding.fix}")
+    remedy = finding.remedy
+    if remedy is not None and remedy.commands:  # each command whole on a line, to copy
+        lines += [f"  $ {c.shell()}" for c in remedy.commands]
     lines += [f"{key}: {value}" for key, value in finding.observed.items()]
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ from envcheck.contracts.findings import Finding, Severity
 from envcheck.contracts.host_report import ImageChoice, Report, Verdict
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
-from envcheck.verdict.proof import proof_words
+from envcheck.verdict.proof import proof_headline, proof_words
 
 if TYPE_CHECKING:
     from envcheck.verdict.fleet import FleetSummary, ProblemGroup
@@ -40,13 +40,20 @@ def render_markdown(report: Report) -> str:
     problems = [f for f in report.findings if f.severity != "pass"]
     problems.sort(key=lambda f: f.severity != "fail")  # failures first, stable otherwise
     passed = [f for f in report.findings if f.severity == "pass"]
+    says = proof_headline(report.proof, report.findings, bool(report.host.gpus))
     parts = [
-        f"## {headline(report.verdict, problems, int(report.exit_status))}",
+        f"## {headline(report.verdict, problems, int(report.exit_status), says)}",
         host_line(report.host, report.image),
         f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}.",
     ]
     if problems:
-        parts += [_finding_item(f) for f in problems]
+        followers = _follow_ons(problems)
+        parts += [
+            _finding_item(f, followers.get(f.id, []))
+            for f in problems
+            if not (f.remedy and f.remedy.resolved_by)
+        ]
+        parts += _what_to_type(report)
     elif passed:
         parts.append(f"All {len(passed)} checks passed.")
     if report.smoke:
@@ -56,12 +63,17 @@ def render_markdown(report: Report) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def headline(verdict: Verdict, problems: list[Finding], exit_code: int) -> str:
+def headline(
+    verdict: Verdict, problems: list[Finding], exit_code: int, proven: str | None = None
+) -> str:
+    """`proven`: what the proof shows ("trained on GPU 0", "CPU host, static checks only"): a
+    pass claims that and no more."""
     failed = sum(f.severity == "fail" for f in problems)
     warned = len(problems) - failed
+    proven = proven or "static checks only"
     says: dict[Verdict, str] = {
-        "pass": "this machine can train PaddlePaddle on its GPU",
-        "warn": f"usable, with {_plural(warned, 'warning')}",
+        "pass": proven,
+        "warn": f"{proven}, with {_plural(warned, 'warning')}",
         "fail": f"{_plural(failed, 'check')} failed",
         "cpu-fallback": "the smoke training ran on the CPU, not on the GPU",
         "wrong-results": "the smoke training computed wrong numbers",
@@ -122,12 +134,40 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _finding_item(f: Finding) -> str:
+def _finding_item(f: Finding, resolves: list[str] | None = None) -> str:
     """A problem as a list item, its fix in a paragraph under it: the fix wraps in the page's
-    width, and a check id at the start of its line is never broken at its hyphen."""
+    width, and a check id at the start of its line is never broken at its hyphen. `resolves`:
+    the problems its fix resolves too, folded into it as the terminal folds them."""
     item = f"- {SEVERITY_ICON[f.severity]} **{_code(f.id, cell=False)}** ({_text(f.layer)}): {_prose(f.message)}"
     # Four spaces: the item's own paragraph for GFM (2 would do) and python-markdown (4 needed).
-    return item + (f"\n\n    **Fix:** {_prose(f.fix)}" if f.fix else "")
+    item += f"\n\n    **Fix:** {_prose(f.fix)}" if f.fix else ""
+    if resolves:
+        item += (
+            "\n\n    Its fix also resolves "
+            + ", ".join(_code(i, cell=False) for i in resolves)
+            + "."
+        )
+    return item
+
+
+def _follow_ons(problems: list[Finding]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for f in problems:
+        if f.remedy is not None and f.remedy.resolved_by:
+            found.setdefault(f.remedy.resolved_by, []).append(f.id)
+    return found
+
+
+def _what_to_type(report: Report) -> list[str]:
+    """The next steps as one shell block: each command once, a person's words as comments."""
+    from envcheck.render.text import next_lines
+
+    lines = next_lines(report, 80)
+    if not lines:
+        return []
+    body = "\n".join(line.removeprefix("  ") for line, _ in lines[1:])
+    fence = "~~~~" if "~~~" in body else "~~~"
+    return [f"**{_text(lines[0][0])}**", f"{fence}sh\n{body}\n{fence}"]
 
 
 def _group_item(group: ProblemGroup) -> str:

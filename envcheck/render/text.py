@@ -7,18 +7,20 @@ the exact fix. rich is imported only when colour output is wanted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from envcheck import __version__
 from envcheck.contracts.facts import HostFacts, unlisted_gpus
 from envcheck.contracts.findings import LAYERS, Finding, Severity
 from envcheck.contracts.host_report import ImageChoice, Report, Verdict
+from envcheck.contracts.remedy import Command
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
 from envcheck.render.wrap import COMMAND, wrap
-from envcheck.verdict.fixes import commands_in, paddle_install
+from envcheck.verdict.fixes import paddle_install
+from envcheck.verdict.next_step import next_steps
 from envcheck.verdict.one_plan import RESOLVED_BY
-from envcheck.verdict.proof import proof_words
+from envcheck.verdict.proof import proof_headline, proof_words
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -116,16 +118,17 @@ def render_plain(
         if name == "image":
             _plain_image(report, w, explain)
         elif name == "smoke":
-            _plain_smoke(report, w)
+            _plain_smoke(report, w, explain)
             for line in smoke_extra_lines(report):
                 w(line + "\n")
             _plain_loaded(report, w, explain)
-    w(f"\nVerdict: {report.verdict.upper()} (exit {int(report.exit_status)})\n")
+    w("\n")
     for line, _ in summary_lines(report, width):
         w(line + "\n")
-    w(
-        f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}\n"
-    )
+    w(f"Proof: {proof_line(report)}\n")
+    w(verdict_line(report) + "\n")
+    for line, _ in next_lines(report, width):
+        w(line + "\n")
 
 
 Span = tuple[int, int, str]  # start, end, rich style
@@ -156,44 +159,87 @@ def detail_lines(f: Finding, width: int | None) -> list[str]:
 
 
 def summary_lines(report: Report, width: int | None) -> list[tuple[str, list[Span]]]:
-    """Under the verdict, as pytest's short summary (issue 21.7): each failing, then warning,
-    check with its one command, so the reason is on the last screen; the checks another one's
-    fix resolves on one line after the failures."""
+    """Above the verdict, as pytest's short summary (issue 21.7): each failing, then warning,
+    check with who acts on it (`envcheck fix`, a person), the checks another one's fix resolves
+    on one line after the failures. The commands themselves come once, under the verdict."""
     problems = [f for f in report.findings if f.severity != "pass"]
     resolved: dict[str, list[Finding]] = {}
     for f in problems:
-        if (f.fix or "").startswith(RESOLVED_BY):
-            resolved.setdefault((f.fix or "")[len(RESOLVED_BY) :], []).append(f)
+        if f.remedy is not None and f.remedy.resolved_by is not None:
+            resolved.setdefault(f.remedy.resolved_by, []).append(f)
+    own = [f for f in problems if f.remedy is None or f.remedy.resolved_by is None]
     rows: list[tuple[Severity, str, str]] = [
-        (f.severity, visible(f.id), _one_action(f.fix)) for f in problems if f.severity == "fail"
+        (f.severity, visible(f.id), who_acts(f)) for f in own if f.severity == "fail"
     ]
-    rows = [r for r in rows if not r[2].startswith(RESOLVED_BY)]
     for root, found in resolved.items():
         worst: Severity = "fail" if any(f.severity == "fail" for f in found) else "warn"
         rows.append((worst, ", ".join(visible(f.id) for f in found), RESOLVED_BY + visible(root)))
-    rows += [
-        (f.severity, visible(f.id), _one_action(f.fix))
-        for f in problems
-        if f.severity == "warn" and not (f.fix or "").startswith(RESOLVED_BY)
-    ]
+    rows += [(f.severity, visible(f.id), who_acts(f)) for f in own if f.severity == "warn"]
     lines: list[tuple[str, list[Span]]] = []
     for severity, ident, action in rows:
         mark = _MARK[severity]
         text = message_text(f"{ident}: {action}")
         for i, line in enumerate(wrap(text, width, f"  {mark}  ", " " * 8)):
             spans = [(2, 6, _STYLE[severity]), (8, 8 + len(ident), "dim")] if i == 0 else []
-            lines.append((line, spans + _fix_spans(line, first=False)))
+            lines.append((line, spans))
     return lines
 
 
-def _one_action(fix: str | None) -> str:
-    """A fix's first command; a short fix without one as it is; else a pointer to it."""
-    commands = commands_in(fix or "")
-    if commands:
-        return f"`{commands[0]}`"
-    if fix and len(fix) <= 60:
-        return fix
-    return "its fix is above" if fix else "see its message above"
+_RUNNER_WORDS = {"root": "as root", "user": "in your shell", "pip": "envcheck fix"}
+
+
+def who_acts(f: Finding) -> str:
+    """Who does what a problem's remedy asks: `envcheck fix` (its pip commands), a person (as
+    root, in their shell, by hand), or nobody yet."""
+    remedy = f.remedy
+    if remedy is None or not remedy.steps:
+        return "no fix known: read its message above"
+    first = [s for s in remedy.steps if not s.alternative]
+    if first and all(isinstance(s, Command) and s.runner == "pip" for s in first):
+        return "envcheck fix does it (below)"
+    runners = dict.fromkeys(
+        _RUNNER_WORDS[s.runner] if isinstance(s, Command) else "by hand" for s in first
+    )
+    return ", ".join(runners) + " (below)"
+
+
+def verdict_line(report: Report) -> str:
+    """`Verdict: PASS (exit 0) — trained on GPU 0`: a pass or a warning says what it rests on."""
+    line = f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})"
+    if report.verdict in ("pass", "warn"):
+        line += f" — {proof_headline(report.proof, report.findings, bool(report.host.gpus))}"
+    return line
+
+
+def proof_line(report: Report) -> str:
+    return proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))
+
+
+def next_lines(report: Report, width: int | None) -> list[tuple[str, list[Span]]]:
+    """What to type, under the verdict: each command on a line of its own, whole, without
+    backticks; a person's instruction as a shell comment (a block pasted whole runs the commands
+    and nothing of the words), wrapped to `width`; an alternative under "or instead"."""
+    todo = next_steps(report)
+    if not todo.steps:
+        return []
+    head = (
+        "Next: envcheck fix does all of it (without --yes it shows its plan):"
+        if todo.complete
+        else "Next, in order:"
+    )
+    lines: list[tuple[str, list[Span]]] = [(head, [(0, 4, "bold")])]
+    previous_alternative = False
+    for step in todo.steps:
+        if step.alternative and not previous_alternative:
+            lines.append(("  # or instead:", [(2, 15, "dim")]))
+        previous_alternative = step.alternative
+        if isinstance(step, Command):
+            line = "  " + visible(step.shell())
+            lines.append((line, [(2, len(line), "cyan")]))
+        else:
+            for line in wrap(message_text(step.text), width, "  # ", "  # "):
+                lines.append((line, [(2, len(line), "dim")]))
+    return lines
 
 
 def _fix_spans(line: str, first: bool) -> list[Span]:
@@ -233,9 +279,9 @@ def _plain_image(report: Report, write: Callable[[str], object], explain: bool) 
     img = report.image
     if img is None:
         return
-    install = pip_line(report)
+    install = image_pip_line(report)
     if install:
-        write(f"  pip:   {install}\n")
+        write(f"  pip equivalent: {install}\n")
     for line in [*explain_lines(img), *matrix_lines(report)] if explain else []:
         write(f"  {line}\n")
 
@@ -244,6 +290,33 @@ def pip_line(report: Report) -> str | None:
     """The chosen build's install into the judged interpreter, marked as every command is."""
     install = paddle_install(report.host, report.image)
     return f"`{visible(install.shell())}`" if install else None
+
+
+def image_pip_line(report: Report) -> str | None:
+    """The image section's pip line, unless a problem's fix above gives that install already
+    (the same long command printed twice reads as two things to do)."""
+    install = paddle_install(report.host, report.image)
+    if install is None or _installed_already(report, install.requirements[0]):
+        return None
+    argv = install.argvs()[-1]
+    given = any(
+        c.argv == argv for f in report.findings if f.remedy is not None for c in f.remedy.commands
+    )
+    return None if given else pip_line(report)
+
+
+def _installed_already(report: Report, requirement: str) -> bool:
+    """The judged interpreter holds that very build already (name, version and CUDA variant):
+    its pip equivalent would change nothing."""
+    paddle, image = report.host.paddle, report.image
+    name, _, version = requirement.partition("==")
+    return (
+        paddle.status == "ok"
+        and paddle.package == name
+        and paddle.version == version
+        and image is not None
+        and (paddle.cuda or None) == (image.cuda if name == "paddlepaddle-gpu" else None)
+    )
 
 
 def matrix_lines(report: Report) -> list[str]:
@@ -266,8 +339,20 @@ def explain_lines(img: ImageChoice) -> list[str]:
     return [*why_lines(img), *rejected_lines(img)]
 
 
-def _plain_smoke(report: Report, write: Callable[[str], object]) -> None:
+def table_runs(report: Report, explain: bool) -> list[dict[str, Any]]:
+    """The smoke runs worth a table: several runs, a problem in one, or --explain; one healthy
+    run is said whole by its finding's line (the table would repeat it)."""
     runs = smoke_runs(report.smoke)
+    worth = (
+        explain
+        or len(runs) > 1
+        or any(f.layer == "smoke" and f.severity != "pass" for f in report.findings)
+    )
+    return runs if worth else []
+
+
+def _plain_smoke(report: Report, write: Callable[[str], object], explain: bool) -> None:
+    runs = table_runs(report, explain)
     if not runs:
         return
     write("\n  " + " | ".join(SMOKE_COLUMNS) + "\n")
@@ -324,26 +409,25 @@ def render_rich(
         if name == "image":
             _rich_image(report, console, explain)
         elif name == "smoke":
-            _rich_smoke(report, console)
+            _rich_smoke(report, console, explain)
             for line in [*smoke_extra_lines(report), *loaded_lines(report, explain)]:
                 console.print(escape(line))
     console.print()
-    console.print(
-        Text(
-            f"Verdict: {report.verdict.upper()} (exit {int(report.exit_status)})",
-            style=VERDICT_STYLE[report.verdict],
-        )
-    )
     for line, spans in summary_lines(report, console.width):
-        text = Text(line)
-        for start, end, style in spans:
-            text.stylize(style, start, end)
-        console.print(text, soft_wrap=True)
-    console.print(
-        Text(
-            f"Proof: {proof_words(report.proof, report.verdict, report.findings, len(report.host.gpus))}"
-        )
-    )
+        _print_spans(console, line, spans)
+    console.print(Text(f"Proof: {proof_line(report)}"))
+    console.print(Text(verdict_line(report), style=VERDICT_STYLE[report.verdict]))
+    for line, spans in next_lines(report, console.width):
+        _print_spans(console, line, spans)
+
+
+def _print_spans(console: Console, line: str, spans: list[Span]) -> None:
+    from rich.text import Text
+
+    text = Text(line)
+    for start, end, style in spans:
+        text.stylize(style, start, end)
+    console.print(text, soft_wrap=True)  # wrapped already, commands whole
 
 
 def message_text(text: str) -> str:
@@ -359,9 +443,9 @@ def escape(text: str) -> str:
 
 def _rich_image(report: Report, console: Console, explain: bool) -> None:
     img = report.image
-    install = pip_line(report)
+    install = image_pip_line(report)
     if install:  # a command: on one line whatever the width
-        console.print(f"  pip: [cyan]{escape(install)}[/cyan]", soft_wrap=True)
+        console.print(f"  pip equivalent: [cyan]{escape(install)}[/cyan]", soft_wrap=True)
     for line in [*explain_lines(img), *matrix_lines(report)] if img and explain else []:
         console.print(
             f"  {escape(line)}",
@@ -370,10 +454,10 @@ def _rich_image(report: Report, console: Console, explain: bool) -> None:
         )  # tags are copied from here: none cut
 
 
-def _rich_smoke(report: Report, console: Console) -> None:
+def _rich_smoke(report: Report, console: Console, explain: bool) -> None:
     from rich.table import Table
 
-    runs = smoke_runs(report.smoke)
+    runs = table_runs(report, explain)
     if not runs:
         return
     table = Table(title="Smoke runs", title_justify="left")

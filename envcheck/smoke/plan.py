@@ -12,11 +12,12 @@ from typing import Literal
 from envcheck.contracts.facts import HostFacts, unlisted_gpus, usable_gpus
 from envcheck.contracts.host_report import ImageChoice
 from envcheck.contracts.record import record, replace
+from envcheck.contracts.remedy import Remedy
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
 from envcheck.smoke.verdict.witness import NvmlSummary
 from envcheck.smoke.workload.protocol import SmokeResult
-from envcheck.verdict.fixes import engine_fix, paddle_install
+from envcheck.verdict.fixes import PipInstall, engine_fix, paddle_install
 
 Mode = Literal["container", "in-process", "not-run"]
 FallbackKind = Literal["no-engine", "no-image", "image-unavailable"]
@@ -46,10 +47,10 @@ class Plan:
     host_gpus: tuple[int, ...] | None = None  # NVML index of Paddle's gpu:i; None: unknown
     fallback: Fallback | None = None  # why this is not the container run the doctor wanted
     gpu_refused: str | None = None  # the engine's refusal, when the GPU request failed
-    pip_command: str | None = None  # the doctor's GPU install command, for fixes
-    install_command: str | None = None  # the doctor's Paddle install (GPU or CPU), for fixes
+    pip_command: PipInstall | None = None  # the doctor's GPU install, for fixes
+    install_command: PipInstall | None = None  # the doctor's Paddle install (GPU or CPU)
     gpu_image: str | None = None  # a GPU image the doctor would use, for fixes
-    engine_fix: str | None = None  # how to reach the engine, when it could not be reached
+    engine_fix: Remedy | None = None  # how to reach the engine, when it could not be reached
 
 
 @record
@@ -161,7 +162,7 @@ def _fix_sources(plan: Plan, host: HostFacts, image: ImageChoice | None) -> Plan
     any_build = paddle_install(host, image, python=plan.python)
     return replace(
         plan,
-        pip_command=gpu.shell() if gpu else None,
-        install_command=any_build.shell() if any_build else None,
+        pip_command=gpu,
+        install_command=any_build,
         gpu_image=gpu_image,
     )

@@ -8,30 +8,73 @@ import re
 import shlex
 from collections.abc import Iterable
 from itertools import pairwise
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from envcheck.contracts.facts import EngineFacts, HostFacts
-from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.host_report import ImageChoice, Report
 from envcheck.contracts.record import record
+from envcheck.contracts.remedy import (
+    Command,
+    Instruction,
+    Remedy,
+    aiming,
+    as_remedy,
+    root,
+    say,
+    steps,
+    user,
+)
 
-NVIDIA_RUNTIME_FIX = (
-    "install the NVIDIA Container Toolkit and register it with Docker: "
-    "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker` "
-    "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)"
+TOOLKIT_GUIDE = (
+    "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 )
-DOCKER_GROUP_FIX = (
-    "add yourself to the docker group (`sudo usermod -aG docker $USER`, then log in again) "
-    "or run as root"
+INSTALL_TOOLKIT = Instruction(
+    f"install nvidia-container-toolkit from NVIDIA's package repository: {TOOLKIT_GUIDE}"
 )
-START_DOCKER_FIX = "start the Docker engine (`sudo systemctl start docker`)"
+NVIDIA_RUNTIME_FIX = steps(
+    INSTALL_TOOLKIT,
+    root(
+        "nvidia-ctk",
+        "runtime",
+        "configure",
+        "--runtime=docker",
+        changes="registers the NVIDIA runtime in /etc/docker/daemon.json",
+    ),
+    root("systemctl", "restart", "docker", changes="restarts Docker with the NVIDIA runtime"),
+)
+DOCKER_GROUP_FIX = steps(
+    root(
+        "usermod",
+        "-aG",
+        "docker",
+        "$USER",
+        changes="adds you to the docker group, whose members may use the engine's socket",
+    ),
+    Instruction("log out and in again, so that your session has the docker group"),
+    Instruction("or run envcheck as root", alternative=True),
+)
+START_DOCKER = root("systemctl", "start", "docker", changes="starts the Docker engine")
+START_DOCKER_FIX = steps(START_DOCKER)
 RELOAD_MODULE = "`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia`"
-REBOOT_FIX = (
-    f"reboot, or reload the kernel module without rebooting: {RELOAD_MODULE} "
-    "(the driver package was upgraded but the old module is still loaded)"
+REBOOT_FIX = steps(
+    Instruction("reboot: the driver was upgraded but its old kernel module is still loaded"),
+    root(
+        "sh",
+        "-c",
+        "rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia",
+        changes="reloads the NVIDIA kernel module without a reboot (nothing may use the GPU)",
+        alternative=True,
+    ),
 )
 
-NO_GPU_BUILD_YET = (
-    "no GPU build of Paddle runs on this host as it is: fix the driver/GPU findings above, then run "
-    "`envcheck doctor` again for the paddlepaddle-gpu command that fits"
+NO_GPU_BUILD_YET = steps(
+    Instruction(
+        "no GPU build of Paddle (paddlepaddle-gpu) runs on this host as it is: do the driver and "
+        "GPU steps first"
+    ),
+    user("envcheck", "fix", "--yes", changes="installs the Paddle GPU build that fits them"),
 )
 
 
@@ -61,12 +104,21 @@ class PipInstall:
     remove: tuple[str, ...] = ()  # uninstalled first
 
     def argvs(self) -> tuple[tuple[str, ...], ...]:
+        """One removal per distribution, the wrong one first, then the install."""
         pip = (self.python, "-m", "pip")
-        first = ((*pip, "uninstall", "-y", *self.remove),) if self.remove else ()
+        first = tuple((*pip, "uninstall", "-y", dist) for dist in self.remove)
         return (*first, (*pip, "install", *self.args))
 
     def shell(self) -> str:
         return " && ".join(shlex.join(argv) for argv in self.argvs())
+
+    def commands(self, changes: str) -> tuple[Command, ...]:
+        """The target's pip commands, in order: the removals, then the install (`changes`)."""
+        argvs = self.argvs()
+        removed = tuple(
+            Command(argv, "pip", f"removes {argv[-1]} before the install") for argv in argvs[:-1]
+        )
+        return (*removed, Command(argvs[-1], "pip", changes))
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -112,13 +164,15 @@ def installed_distributions(host: HostFacts) -> tuple[str, ...]:
 
 
 def conflicting(installed: Iterable[str], installing: Iterable[str]) -> tuple[str, ...]:
-    """The Paddle distributions to remove before installing: the other one (they overwrite each
-    other's files), or both where both are there already."""
+    """The Paddle distributions to remove before installing Paddle: every one installed, the
+    wrong one first. The other one overwrites this one's files; one of the same name may be
+    another CUDA variant of the same version (3.3.1 cu130 for 3.3.1 cu129), which pip keeps as
+    "Requirement already satisfied"."""
     have = set(installed) & set(PADDLE_DISTRIBUTIONS)
     want = set(installing) & set(PADDLE_DISTRIBUTIONS)
     if not want:
         return ()
-    return tuple(sorted(have if len(have) > 1 else have - want))
+    return tuple(sorted(have, key=lambda d: (d in want, d)))
 
 
 def matrix_install(
@@ -146,9 +200,64 @@ def paddle_install(
     return None if install is None or (gpu and "paddlepaddle-gpu" not in install.names) else install
 
 
-def command(install: PipInstall | None, otherwise: str) -> str:
-    """A fix's command between backticks, or the words that say why there is none."""
-    return f"`{install.shell()}`" if install else otherwise
+def report_document(report: Report) -> dict[str, Any]:
+    """The report's JSON, its image's `pip_command` for the judged interpreter by its absolute
+    path (removals first), as the text prints it; the matrix row's own command, which names a
+    bare `python`, stays as `matrix_pip_command`."""
+    doc = report.to_json()
+    install = paddle_install(report.host, report.image)
+    if install is not None and report.image is not None:
+        doc["image"] = doc["image"] | {
+            "pip_command": install.shell(),
+            "matrix_pip_command": report.image.pip_command,
+        }
+    return doc
+
+
+def command(install: PipInstall | None, otherwise: Remedy | str) -> Remedy:
+    """A Paddle install's remedy (its removals, then the install), or the words (or remedy) that
+    say what comes first."""
+    if install is None:
+        return say(otherwise) if isinstance(otherwise, str) else otherwise
+    return Remedy(install.commands(install_words(install)))
+
+
+def install_words(install: PipInstall) -> str:
+    return f"installs {' '.join(install.requirements)} into {install.python}"
+
+
+def paddle_remedy(
+    host: HostFacts, image: ImageChoice | None, install: PipInstall | None, otherwise: Remedy | str
+) -> Remedy:
+    """A Paddle build's remedy: its removals and install, then the cuDNN it loads but does not
+    bring (2.x); or what comes first where no build fits yet (`otherwise`)."""
+    if install is None:
+        return command(None, otherwise)
+    return steps(command(install, otherwise), build_cudnn(host, image, install))
+
+
+def build_cudnn(host: HostFacts, image: ImageChoice | None, install: PipInstall) -> Command | None:
+    """NVIDIA's cuDNN wheel for a 2.x GPU build (which bundles no CUDA libraries) where the host
+    has no cuDNN of the build's major. A 3.x build brings its own through pip's dependencies."""
+    paddle = [r for r in install.requirements if r.split("==", 1)[0] == "paddlepaddle-gpu"]
+    if image is None or not paddle or "==" not in paddle[0] or not (image.cudnn and image.cuda):
+        return None
+    try:
+        if Version(paddle[0].split("==", 1)[1]).major >= 3:
+            return None
+    except InvalidVersion:
+        return None
+    have = host.cudnn.version if host.cudnn.status == "ok" else None
+    major = image.cudnn.split(".")[0]
+    if have and have.split(".")[0] == major:
+        return None
+    get = cudnn_install(install.python, image.cudnn, image.cuda)
+    if get is None:
+        return None
+    return get.commands(
+        f"installs cuDNN {major} for CUDA {image.cuda.split('.')[0]} "
+        f"({' '.join(get.requirements)}), which this Paddle build loads but does not bring"
+    )[-1]
 
 
 def cudnn_install(python: str, cudnn: str, cuda: str) -> PipInstall | None:
@@ -182,53 +291,68 @@ def _nvidia_wheel(python: str, name: str, version: str) -> PipInstall | None:
     return PipInstall(python, (f"{name}=={found}",)) if found else None
 
 
-def replace_cpu_build(host: HostFacts, image: ImageChoice | None) -> str:
-    return command(paddle_install(host, image, gpu=True), NO_GPU_BUILD_YET)
+def replace_cpu_build(host: HostFacts, image: ImageChoice | None) -> Remedy:
+    return paddle_remedy(host, image, paddle_install(host, image, gpu=True), NO_GPU_BUILD_YET)
 
 
-def engine_fix(engine: EngineFacts) -> str:
+def engine_fix(engine: EngineFacts) -> Remedy:
     """Reach the engine: the socket refused us (the docker group), or nothing answered (start it)."""
     if engine.denied:
         return DOCKER_GROUP_FIX
-    return f"{START_DOCKER_FIX} or set DOCKER_HOST (now {engine.host or 'unset'})"
+    return steps(
+        START_DOCKER,
+        Instruction(
+            f"or point DOCKER_HOST at the engine that runs (now {engine.host or 'unset'})",
+            alternative=True,
+        ),
+    )
 
 
 # -- the fixes the rules, the proof and the smoke's verdict give: each said here, once ----------
 
 GPUS_ALL = "`--gpus all` (or NVIDIA_VISIBLE_DEVICES=all with the NVIDIA runtime)"
 PASS_THE_GPUS_FIX = f"start the container with {GPUS_ALL}"
-LOAD_DRIVER_FIX = (
-    "load it: `sudo modprobe nvidia`; if that fails, see `sudo dmesg | grep -i nvrm` "
-    "(Secure Boot blocking an unsigned module, or the module missing for this kernel: "
-    "reinstall the driver for `uname -r`)"
+LOAD_DRIVER_FIX = steps(
+    root("modprobe", "nvidia", changes="loads the NVIDIA kernel module"),
+    Instruction(
+        "if it does not load, the kernel log says why: Secure Boot refusing an unsigned module, "
+        "or no module built for the running kernel (reinstall the driver for it)"
+    ),
 )
-DEVICE_FILES_FIX = (
-    "check `ls -l /dev/nvidiactl /dev/nvidia0`: the device files must be readable and writable by "
-    "your user (add it to the `video` group, or fix NVreg_DeviceFileMode); in a container, start "
-    f"it with {GPUS_ALL}"
+DEVICE_FILES_FIX = say(
+    "make the device files /dev/nvidiactl and /dev/nvidia0 readable and writable by your user: "
+    "add it to the group that owns them (often video), or set the driver's NVreg_DeviceFileMode; "
+    f"in a container, start it with {GPUS_ALL}"
 )
-GPU_MISSING_FIX = (
-    "check `nvidia-smi -L` and `lspci | grep -i nvidia`; a GPU may have fallen off the bus "
-    "(`sudo dmesg | grep -i xid`)"
+GPU_MISSING_FIX = say(
+    "a GPU may have fallen off the bus (Xid errors in the kernel log): reseat or reset it, or "
+    "reboot; if the GPU is not on the PCI bus at all, it needs a hardware check"
 )
 OLD_GPU_FIX = (
     "use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)"
 )
-CUDA_INIT_FIX = (
-    "run `nvidia-smi`; if it works but CUDA does not, check that /dev/nvidia-uvm exists "
-    "(`sudo modprobe nvidia-uvm`) and that no stub libcuda.so shadows the driver's"
+CUDA_INIT_FIX = steps(
+    root(
+        "modprobe",
+        "nvidia-uvm",
+        changes="loads the unified-memory module CUDA needs (it makes /dev/nvidia-uvm)",
+    ),
+    Instruction(
+        "if CUDA still fails, take the stub libcuda.so (a CUDA toolkit's stubs folder) off "
+        "LD_LIBRARY_PATH: it shadows the driver's"
+    ),
 )
 OTHER_RELEASE_FIX = "upgrade the driver, or choose another release with --paddle"
-PROVE_WITH_SMOKE_FIX = "prove it with the smoke training (`envcheck doctor`)"
-SMOKE_ON_THIS_HOST_FIX = "run the smoke on this host: `envcheck doctor --expect-gpu`"
-SMOKE_WITH_GPU_FIX = "run the doctor where its smoke can use the GPU"
-SMOKE_NOT_SKIPPED_FIX = (
-    "run `envcheck doctor --expect-gpu` on the host without --no-smoke: its smoke training "
-    "on the GPU is the proof"
+PROVE_WITH_SMOKE_FIX = "prove it with the smoke training: the doctor without --no-smoke"
+SMOKE_ON_THIS_HOST = user(
+    "envcheck", "doctor", "--expect-gpu", changes="trains on this host's GPU: the proof"
 )
+SMOKE_ON_THIS_HOST_FIX = steps(SMOKE_ON_THIS_HOST)
+SMOKE_WITH_GPU_FIX = "run the doctor where its smoke can use the GPU"
+SMOKE_NOT_SKIPPED_FIX = steps(SMOKE_ON_THIS_HOST)
 UNREPORTED_HOST_FIX = (
-    "on that host, run `envcheck doctor --json` by hand and read its stderr "
-    "(the job's log, or `kubectl logs` of its pod)"
+    "on that host, run the doctor with --json by hand and read its stderr "
+    "(the job's log, or its pod's log)"
 )
 SMOKE_TIMEOUT_FIX = "look at the last log lines; if the machine is just slow, raise --smoke-timeout"
 SMOKE_OUTPUT_FIX = (
@@ -243,7 +367,7 @@ FLAT_LOSS_FIX = (
     "and cuDNN warnings; try --amp off, another image, or a newer driver"
 )
 INFERENCE_FIX = "check that the image ships paddle.inference for this device (GPU builds do)"
-WATCH_PMON = "watch `nvidia-smi pmon -s um` during `envcheck doctor`"
+WATCH_PMON = "watch the GPU's processes (nvidia-smi pmon -s um) during a doctor's smoke"
 NOT_A_GPU_RUN_FIX = (
     f"the result does not describe a GPU run: check the image and its entrypoint, and {WATCH_PMON}"
 )
@@ -253,22 +377,35 @@ RAN_ELSEWHERE_FIX = (
 )
 UNWITNESSED_FIX = (
     "per-process accounting and utilisation are missing under some vGPU/WSL drivers; "
-    "otherwise the run was not on this host's GPU: compare `nvidia-smi pmon -s um` "
-    "during a run"
+    "otherwise the run was not on this host's GPU: compare the GPU's processes "
+    "(nvidia-smi pmon -s um) during a run"
 )
 
 
-def gpu_check_command(image: str | None) -> str:
-    """Does a container of `image` see the GPUs? (`nvidia-smi` inside it)"""
-    return f"docker run --rm --gpus all {image} nvidia-smi"
-
-
-def mig_instance_fix(index: int) -> str:
+def mig_instance_fix(index: int) -> Remedy:
     """A MIG GPU without an instance: make one of the whole GPU, or turn MIG off."""
-    return (
-        f"create an instance of the whole GPU (`sudo nvidia-smi mig -i {index} -cgi 0 -C`; "
-        f"`sudo nvidia-smi mig -i {index} -lgip` lists the smaller profiles) or disable MIG "
-        f"(`sudo nvidia-smi -i {index} -mig 0`, then reset the GPU)"
+    i = str(index)
+    return steps(
+        root(
+            "nvidia-smi",
+            "mig",
+            "-i",
+            i,
+            "-cgi",
+            "0",
+            "-C",
+            changes=f"creates a GPU instance (and its compute instance) of the whole GPU {i}",
+        ),
+        root(
+            "nvidia-smi",
+            "-i",
+            i,
+            "-mig",
+            "0",
+            changes=f"disables MIG on GPU {i}",
+            alternative=True,
+        ),
+        Instruction("then reset the GPU, or reboot", alternative=True),
     )
 
 
@@ -278,18 +415,32 @@ def upgrade_driver_fix(version: str | None, *, full_support: bool = False) -> st
     )
 
 
-def visible_devices_fix(gpus: int, uuids: str) -> str:
+def visible_devices_fix(gpus: int, uuids: str) -> Remedy:
     """CUDA_VISIBLE_DEVICES hides every GPU: unset it, or list the `gpus` there are."""
     listed = ",".join(str(i) for i in range(gpus))
-    fix = f"`unset CUDA_VISIBLE_DEVICES`, or list devices: `export CUDA_VISIBLE_DEVICES={listed}`"
-    return fix + (f" (or full UUIDs as NVML reports them: {uuids})" if uuids else "")
+    return steps(
+        user("unset", "CUDA_VISIBLE_DEVICES", changes="shows every GPU to CUDA"),
+        user(
+            "export",
+            f"CUDA_VISIBLE_DEVICES={listed}",
+            changes="lists the GPUs CUDA may use",
+            alternative=True,
+        ),
+        Instruction(f"or list full UUIDs as NVML reports them: {uuids}", alternative=True)
+        if uuids
+        else None,
+    )
 
 
-def arch_build_fix(sm: int, gpu_build_fix: str) -> str:
-    return f"install a build compiled for sm_{sm}: {gpu_build_fix}"
+def arch_build_fix(sm: int, gpu_build_fix: Remedy) -> Remedy:
+    """A build compiled for sm_`sm`: the doctor's GPU build (one that says why it was chosen
+    keeps its words)."""
+    if not gpu_build_fix.commands or gpu_build_fix.goal:
+        return gpu_build_fix
+    return aiming(f"install a build compiled for sm_{sm}", gpu_build_fix)
 
 
-def cudnn_link_fix(path: str | None, version: str) -> str:
+def cudnn_link_fix(path: str | None, version: str) -> Remedy:
     """A non-pip build dlopens `libcudnn.so`; Ubuntu's runtime package ships only `libcudnn.so.8`:
     the dev package has the link, or make it beside the versioned file."""
     major = version.split(".")[0]
@@ -298,31 +449,66 @@ def cudnn_link_fix(path: str | None, version: str) -> str:
         if path and "/" in path
         else ("/usr/lib/x86_64-linux-gnu", f"libcudnn.so.{major}")
     )
-    return (
-        f"install cuDNN's development package (Ubuntu: `sudo apt-get install libcudnn{major}-dev`), "
-        f"or link the unversioned name: `sudo ln -s {name} {folder}/libcudnn.so && sudo ldconfig`"
+    return aiming(
+        "give this build the unversioned libcudnn.so it opens",
+        steps(
+            root(
+                "apt-get",
+                "install",
+                "-y",
+                f"libcudnn{major}-dev",
+                changes="installs cuDNN's development package, which has the link (Ubuntu)",
+            ),
+            root(
+                "ln",
+                "-s",
+                name,
+                f"{folder}/libcudnn.so",
+                changes="links the unversioned name to the cuDNN that is there",
+                alternative=True,
+            ),
+            root("ldconfig", changes="refreshes the loader's cache", alternative=True),
+        ),
     )
 
 
-def driver_or_runtime_fix(install_driver: str) -> str:
+def driver_or_runtime_fix(install_driver: Remedy | str) -> Remedy:
     """GPUs on the bus, no driver answering: the host's driver, or the container's runtime."""
-    return f"{install_driver}; in a container, {PASS_THE_GPUS_FIX}"
+    return steps(
+        as_remedy(install_driver),
+        Instruction(f"in a container, {PASS_THE_GPUS_FIX}", alternative=True),
+    )
 
 
-def engine_or_in_process_fix(engine: EngineFacts) -> str:
-    return f"{engine_fix(engine)}; or run the smoke with --in-process"
+def engine_or_in_process_fix(engine: EngineFacts) -> Remedy:
+    return steps(
+        engine_fix(engine),
+        Instruction("or run the smoke with --in-process", alternative=True),
+    )
 
 
-def runtime_or_image_fix(get: str) -> str:
+def runtime_or_image_fix(get: Remedy) -> Remedy:
     """`get`: how to get the CUDA runtime itself (a pinned wheel, or the toolkit)."""
-    return f"{get}, or use the official image (`envcheck pull-image`)"
+    return steps(
+        get,
+        user(
+            "envcheck",
+            "pull-image",
+            changes="pulls the official image that fits this host",
+            alternative=True,
+        ),
+    )
 
 
-def paddle_or_docker_fix(python: str | None, install: str | None) -> str:
-    """No smoke could run: Paddle in the target (`install`: its command), or an engine."""
+def paddle_or_docker_fix(python: str | None, install: PipInstall | None) -> Remedy:
+    """No smoke could run: Paddle in the target (`install`: its commands), or an engine."""
+    start = Instruction("or start Docker, for the smoke in a container", alternative=True)
     if install:
-        return f"install Paddle in {python}: `{install}`, or start Docker"
-    return f"install Paddle in {python} (`envcheck doctor --explain` says which build), or start Docker"
+        return steps(*install.commands(install_words(install)), start)
+    return steps(
+        Instruction(f"install Paddle in {python} (the doctor's --explain says which build)"),
+        start,
+    )
 
 
 def paddle_or_container_fix(python: str | None) -> str:

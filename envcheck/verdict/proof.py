@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from envcheck.contracts.findings import Finding, fail, warn
+from envcheck.contracts.remedy import steps
 from envcheck.verdict.fixes import SMOKE_NOT_SKIPPED_FIX, SMOKE_ON_THIS_HOST_FIX, SMOKE_WITH_GPU_FIX
 
 if TYPE_CHECKING:
@@ -61,6 +62,23 @@ def proof_words(
     if any(f.family == "smoke" and f.severity == "fail" and f.id != UNPROVEN_ID for f in findings):
         return "none: the smoke training failed"
     return PROOF_WORDS["none"]
+
+
+def proof_headline(proof: Proof, findings: Sequence[Finding], gpu_host: bool) -> str:
+    """What a passing report may claim, and no more: "trained on GPU 0" where the smoke trained
+    there (NVML saw it), "CPU host, static checks only" where nothing trained on a host without
+    a GPU. `gpu_host`: the host has a GPU (usable or not)."""
+    where = "GPU host" if gpu_host else "CPU host"
+    if proof == "gpu-trained":
+        trained = [d.removeprefix("gpu:") for d in proven_gpus(findings)]
+        if trained:
+            return f"trained on GPU{'s' if len(trained) > 1 else ''} {', '.join(trained)}"
+        return "trained on the GPU"
+    if proof == "cpu-trained":
+        return f"{where}, trained on the CPU only"
+    if proof == "static":
+        return f"{where}, static checks only"
+    return f"{where}, nothing trained"
 
 
 def proven_gpus(findings: Sequence[Finding]) -> list[str]:
@@ -124,11 +142,11 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
         )
     else:
         reason = "; ".join(f.message for f in why) or "no smoke training ran"
-    fixes = [f.fix for f in why if f.fix]
+    remedies = list(dict.fromkeys(f.remedy for f in why if f.remedy))
     return fail(
         UNPROVEN_ID,
         f"--expect-gpu: nothing trained on a GPU, so nothing proves this host can ({reason})",
-        fix="; then ".join(dict.fromkeys(fixes)) or SMOKE_WITH_GPU_FIX,
+        fix=steps(*remedies) if remedies else SMOKE_WITH_GPU_FIX,
         layer="smoke",
         proof=proof,
         reasons=[f.id for f in why],

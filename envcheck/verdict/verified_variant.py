@@ -14,18 +14,24 @@ from typing import TYPE_CHECKING
 from packaging.version import Version
 
 from envcheck.contracts.facts import HostFacts, usable_gpus
+from envcheck.contracts.remedy import Remedy, aiming
 from envcheck.contracts.versions import VersionParseError, release_of, sm_of
 from envcheck.image.assessment import gpu_compute_capability
 from envcheck.matrix.builds import runnable_archs
 from envcheck.matrix.compat import driver_support, wheel_platform
 from envcheck.matrix.model import Matrix, PaddleBuild
-from envcheck.verdict.fixes import installed_distributions, matrix_install, target_python
+from envcheck.verdict.fixes import (
+    installed_distributions,
+    matrix_install,
+    paddle_remedy,
+    target_python,
+)
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
 
 
-def verified_build_fix(ctx: Context, sm: int) -> str:
+def verified_build_fix(ctx: Context, sm: int) -> Remedy:
     """The GPU build to install for `sm`: the chosen one where it is known to hold every GPU's
     arch, else the newest variant that is."""
     image = ctx.image
@@ -39,10 +45,12 @@ def verified_build_fix(ctx: Context, sm: int) -> str:
     if install is None:
         return ctx.gpu_build_fix
     variant = f"Paddle {build.paddle} cu{(build.cuda or '').replace('.', '')}"
-    return (
-        f"`{install.shell()}` ({variant}: known to hold sm_{sm} and every other GPU's arch; "
-        f"nothing shows the variant of the chosen image, {image.tag}, holds it)"
+    goal = (
+        f"install {variant}, known to hold sm_{sm} and every other GPU's arch (nothing shows the "
+        f"variant of the chosen image, {image.tag}, holds it)"
     )
+    # that variant's own cuDNN is not the chosen image's: no cuDNN step is derived from it
+    return aiming(goal, paddle_remedy(host, None, install, ctx.gpu_build_fix))
 
 
 def _same_variant(ctx: Context) -> bool:

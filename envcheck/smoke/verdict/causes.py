@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from envcheck.contracts.findings import Finding, fail
 from envcheck.contracts.host_report import CPU_FALLBACK_ID
+from envcheck.contracts.remedy import Remedy, as_remedy, steps, user
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.verdict.known_answers import INSTALL_GPU_PADDLE, install_fix
 from envcheck.smoke.verdict.known_answers import where as _where
@@ -17,12 +18,14 @@ from envcheck.smoke.workload.protocol import (
     SmokeResult,
     scan_paddle_warnings,
 )
-from envcheck.verdict.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX, gpu_check_command
+from envcheck.verdict.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX, command
+
+Cause = tuple[str, str, Remedy | str]  # (cause id, what was seen, the fix: a remedy or words)
 
 
-def fallback_causes(plan: Plan, result: SmokeResult, run: RunResult) -> list[tuple[str, str, str]]:
+def fallback_causes(plan: Plan, result: SmokeResult, run: RunResult) -> list[Cause]:
     """[(cause id, what was seen, the fix)], most likely first."""
-    causes: list[tuple[str, str, str]] = []
+    causes: list[Cause] = []
     lines = [w["text"] for w in result["warnings"]] + [
         run.get("device_error") or "",
         result.get("cuda_device_count_error") or "",
@@ -82,13 +85,13 @@ def fallback_causes(plan: Plan, result: SmokeResult, run: RunResult) -> list[tup
                     f"{run['device_used']} (device error: {run.get('device_error')}; parameters on "
                     f"{sorted(set(run['param_places'].values()))})"
                 ),
-                "report this with the JSON output: `envcheck doctor --json`",
+                "report this with the doctor's JSON output (--json)",
             )
         )
     return causes
 
 
-def hidden_by_env(plan: Plan, env: Mapping[str, str | None]) -> tuple[str, str, str] | None:
+def hidden_by_env(plan: Plan, env: Mapping[str, str | None]) -> Cause | None:
     """CUDA_VISIBLE_DEVICES="" / -1 hides every GPU (compat_facts 7 row 7); so does
     NVIDIA_VISIBLE_DEVICES=void|none in a container (NVIDIA Container Toolkit docs:
     https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html)."""
@@ -98,7 +101,7 @@ def hidden_by_env(plan: Plan, env: Mapping[str, str | None]) -> tuple[str, str, 
         fix = (
             "unset CUDA_VISIBLE_DEVICES (or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0)"
             if plan.mode != "container"
-            else f"override it: `docker run -e CUDA_VISIBLE_DEVICES= …`, or remove the ENV line from {plan.image}"
+            else f"override it (docker run -e CUDA_VISIBLE_DEVICES=), or remove the ENV line from {plan.image}"
         )
         return (
             "hidden-by-cuda-visible-devices",
@@ -115,38 +118,45 @@ def hidden_by_env(plan: Plan, env: Mapping[str, str | None]) -> tuple[str, str, 
     return None
 
 
-def cpu_build_fix(plan: Plan) -> str:
+def cpu_build_fix(plan: Plan) -> Remedy | str:
     if plan.mode == "container":
         if plan.gpu_image:
-            return f"use a CUDA image of Paddle: `envcheck doctor --image {plan.gpu_image}`"
-        return "use a CUDA image of Paddle: `envcheck doctor` without --image chooses one for this host"
+            return steps(
+                user(
+                    "envcheck",
+                    "doctor",
+                    "--image",
+                    plan.gpu_image,
+                    changes="runs the smoke in the CUDA image of Paddle the doctor chose",
+                )
+            )
+        return "use a CUDA image of Paddle: without --image the doctor chooses one for this host"
     if plan.pip_command is None:
         return NO_GPU_BUILD_YET
-    return f"install the GPU build in {plan.python}: `{plan.pip_command}` ({INSTALL_GPU_PADDLE})"
+    return command(plan.pip_command, NO_GPU_BUILD_YET)
 
 
 def driver_fix(plan: Plan, result: SmokeResult) -> str:
     cuda = result.get("cuda_version")
     need = f" that supports CUDA {cuda}" if cuda and cuda != "False" else ""
-    probe = f"`{gpu_check_command(plan.image)}`" if plan.mode == "container" else "`nvidia-smi`"
-    return f"check the driver with {probe}; install an NVIDIA driver{need} (see the driver findings above)"
+    return f"install an NVIDIA driver{need} (the driver findings say which)"
 
 
 def no_gpu_fix(plan: Plan) -> str:
     if plan.mode == "container":
         return (
-            f"the engine accepted the GPU request but the container sees no GPU: check "
-            f"`{gpu_check_command(plan.image)}` and the NVIDIA Container Toolkit "
-            f"(`nvidia-ctk runtime configure --runtime=docker`)"
+            "the engine accepted the GPU request but the container sees no GPU: register the "
+            "NVIDIA Container Toolkit with Docker again (nvidia-ctk runtime configure "
+            "--runtime=docker as root, then restart Docker)"
         )
-    return "check `nvidia-smi`, that the driver is loaded, and that /dev/nvidia* is readable by you"
+    return "load the driver, and make /dev/nvidia* readable and writable by your user"
 
 
 def cpu_fallback(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Finding:
     causes = fallback_causes(plan, result, runs[0])
     asked = ", ".join(f"{r['device_requested']}→{r['device_used']}" for r in runs)
     seen = "; also ".join(text for _, text, _ in causes)
-    fix = "; then ".join(dict.fromkeys(fix for _, _, fix in causes))  # in order, no repeats
+    fix = steps(*dict.fromkeys(as_remedy(fix) for _, _, fix in causes))  # in order, no repeats
     return fail(
         CPU_FALLBACK_ID,
         f"a GPU was expected ({plan.gpu_reason}) but the smoke trained on the CPU ({asked}): {seen}",
@@ -160,7 +170,7 @@ def cpu_fallback(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Find
     )
 
 
-def fix_from_warnings(warnings: list[PaddleWarning], plan: Plan | None) -> str | None:
+def fix_from_warnings(warnings: list[PaddleWarning], plan: Plan | None) -> Remedy | str | None:
     kinds = [w["kind"] for w in warnings]
     if "arch-mismatch" in kinds:
         if plan is not None:

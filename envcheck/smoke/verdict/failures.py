@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.contracts.findings import Finding, fail, warn
+from envcheck.contracts.remedy import Instruction, Remedy, steps
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Fallback, Plan
 from envcheck.smoke.verdict.causes import fix_from_warnings
@@ -53,13 +54,17 @@ def image_unavailable(plan: Plan, fallback: Fallback) -> Finding:
         else f"and Paddle is not installed in {plan.python}: no smoke ran"
     )
     if fallback.kind == "no-engine":
-        fix = f"{plan.engine_fix or START_DOCKER_FIX} to smoke-test the image, or pass --in-process"
+        fix: Remedy | str = steps(
+            plan.engine_fix or START_DOCKER_FIX,
+            Instruction("or pass --in-process to smoke-test without the image", alternative=True),
+        )
     elif fallback.kind == "no-image":
         fix = "pass an image with --image REF, or --in-process"
     else:
         fix = (
-            "make the registry reachable (network, DNS, proxy) or load the image by hand "
-            "(`docker load`, a local registry) and pass it with --image; --in-process skips the container"
+            "make the registry reachable (network, DNS, proxy), or load the image by hand "
+            "(docker load -i FILE, or a local registry) and pass it with --image; --in-process "
+            "skips the container"
         )
     reason = fallback.reason
     return warn(

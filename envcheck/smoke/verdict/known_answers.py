@@ -14,6 +14,8 @@ from typing import Any
 
 from envcheck.contracts.findings import Finding, fail
 from envcheck.contracts.host_report import WRONG_RESULTS_ID
+from envcheck.contracts.record import replace
+from envcheck.contracts.remedy import Instruction, Remedy, aiming, as_remedy, say, steps, user
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.verdict.witness import Witness
 from envcheck.smoke.workload.protocol import (
@@ -23,7 +25,7 @@ from envcheck.smoke.workload.protocol import (
     WorkloadError,
     scan_paddle_warnings,
 )
-from envcheck.verdict.fixes import UNKNOWN_PYTHON, cudnn_install
+from envcheck.verdict.fixes import UNKNOWN_PYTHON, PipInstall, command, cudnn_install
 
 INSTALL_GPU_PADDLE = "https://www.paddlepaddle.org.cn/en/install/quick"
 
@@ -102,7 +104,9 @@ def _run_text(run: RunResult, seen: Witness | None) -> str:
     return text
 
 
-def likely_cause(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> tuple[str, str, str]:
+def likely_cause(
+    plan: Plan, result: SmokeResult, runs: list[RunResult]
+) -> tuple[str, str, Remedy | str]:
     """(cause id, the facts that point to it, the fix), from Paddle's own lines and the ops."""
     kinds = {w["kind"] for w in result.get("warnings") or []}
     texts = [w["text"] for w in result.get("warnings") or []]
@@ -168,46 +172,67 @@ def likely_cause(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> tupl
     return (
         "unexplained",
         f"{' and '.join(libraries)} gave wrong results on compute capability {capabilities} with {build}",
-        install_fix(plan, "the official Paddle build for this GPU and driver")
-        + "; if it persists, report it with `envcheck doctor --json`",
+        steps(
+            as_remedy(install_fix(plan, "the official Paddle build for this GPU and driver")),
+            Instruction("if it persists, report it with the doctor's --json output"),
+        ),
     )
 
 
-def install_fix(plan: Plan, what: str) -> str:
+def install_fix(plan: Plan, what: str) -> Remedy | str:
     if plan.mode == "container":
-        image = (
-            f"`envcheck doctor --image {plan.gpu_image}`"
-            if plan.gpu_image
-            else "a matching `-gpu-cuda` tag"
-        )
-        return f"use an image with {what}: {image}"
-    command = f": `{plan.pip_command}`" if plan.pip_command else ""
-    return f"install {what} in {plan.python}{command} ({INSTALL_GPU_PADDLE})"
+        if plan.gpu_image:
+            run = user(
+                "envcheck",
+                "doctor",
+                "--image",
+                plan.gpu_image,
+                changes=f"runs the smoke in the image the doctor chose, with {what}",
+            )
+            return aiming(f"use an image with {what}", steps(run))
+        return f"use an image with {what}: a matching -gpu-cuda tag"
+    if plan.pip_command:
+        return aiming(f"install {what} in {plan.python}", command(plan.pip_command, what))
+    return f"install {what} in {plan.python} ({INSTALL_GPU_PADDLE})"
 
 
-def cudnn_fix(plan: Plan, result: SmokeResult) -> str:
+def cudnn_fix(plan: Plan, result: SmokeResult) -> Remedy | str:
     """The cuDNN the build was made with: NVIDIA's wheel for it, or the doctor's build."""
     cudnn, cuda = str(result.get("cudnn_version") or ""), str(result.get("cuda_version") or "")
     get = cudnn_install(plan.python or UNKNOWN_PYTHON, cudnn, cuda)
-    return library_fix(
-        plan, f"cuDNN {cudnn} (the one the build expects)", get.shell() if get else None
-    )
+    return library_fix(plan, f"cuDNN {cudnn} (the one the build expects)", get)
 
 
-def library_fix(plan: Plan, what: str, command: str | None = None) -> str:
+def library_fix(plan: Plan, what: str, install: PipInstall | None = None) -> Remedy | str:
     """The library the build expects, or the doctor's build, which brings matching ones: the
     doctor's Paddle command is never labelled as installing a library (on the real H100 a cuDNN
     fix read "install cuDNN 8.6.0 …: `pip install paddlepaddle-gpu==3.3.1 …`")."""
     if plan.mode == "container":
         return install_fix(plan, what)
-    get = f"install {what} in {plan.python}" + (
-        f": `{command}`, its lib folder first on LD_LIBRARY_PATH" if command else ""
+    get = (
+        aiming(
+            f"install {what} in {plan.python}",
+            steps(
+                *install.commands(f"installs {what} into {plan.python}"),
+                Instruction("put its lib folder first on LD_LIBRARY_PATH"),
+            ),
+        )
+        if install
+        else say(f"install {what} in {plan.python}")
     )
     if not plan.pip_command:
         return get
-    return (
-        f"{get}; or replace the build with the one the doctor chose, which brings matching "
-        f"libraries: `{plan.pip_command}` ({INSTALL_GPU_PADDLE})"
+    other = command(plan.pip_command, what).steps
+    return replace(
+        steps(
+            get,
+            Instruction(
+                "replace the build with the one the doctor chose, which brings matching libraries",
+                alternative=True,
+            ),
+            *(replace(c, alternative=True) for c in other),
+        ),
+        goal=get.goal,
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 
 from envcheck.contracts.facts import HostFacts, LibraryFacts
 from envcheck.contracts.findings import Finding, fail, warn
+from envcheck.contracts.remedy import Instruction, Remedy, as_remedy, root, steps
 from envcheck.contracts.versions import (
     VersionParseError,
     cuda_version_from_int,
@@ -38,18 +39,30 @@ _FILE_VERSION = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
 
 COMPAT_FIX = (
     "use the driver's own libcuda: drop the CUDA compat folder from LD_LIBRARY_PATH "
-    "(`-e LD_LIBRARY_PATH=` without `{folder}`, or remove the image's cuda-compat package), or "
+    "(set it without {folder}, or remove the image's cuda-compat package), or "
     "use an image whose CUDA the driver supports natively (CUDA {cuda} or older); forward "
     "compatibility works only with a compat package newer than the driver, on data-center GPUs "
     "(https://docs.nvidia.com/deploy/cuda-compatibility/)"
 )
 # NVIDIA Container Toolkit, "Failed to initialize NVML: Unknown Error" after a daemon-reload:
 # https://github.com/NVIDIA/nvidia-container-toolkit/issues/48
-NVML_UNKNOWN_FIX = (
-    "the container lost access to /dev/nvidia* (systemd reloaded the device cgroup rules, e.g. "
-    "after `systemctl daemon-reload`): restart the container; to keep it from recurring create "
-    "the device symlinks (`sudo nvidia-ctk system create-dev-char-symlinks --create-all`) or run "
-    'Docker with `"exec-opts": ["native.cgroupdriver=cgroupfs"]` in /etc/docker/daemon.json'
+NVML_UNKNOWN_FIX = steps(
+    Instruction(
+        "the container lost access to /dev/nvidia* (systemd reloaded the device cgroup rules, "
+        "e.g. after a daemon-reload): restart the container; to keep it from recurring:"
+    ),
+    root(
+        "nvidia-ctk",
+        "system",
+        "create-dev-char-symlinks",
+        "--create-all",
+        changes="creates the /dev/char links that keep a container's GPU devices on a reload",
+    ),
+    Instruction(
+        'or run Docker with "exec-opts": ["native.cgroupdriver=cgroupfs"] in '
+        "/etc/docker/daemon.json",
+        alternative=True,
+    ),
 )
 
 
@@ -210,17 +223,17 @@ def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -
     return found
 
 
-def _library_fix(plan: Plan, lib: MappedLibrary, provide: str) -> str:
+def _library_fix(plan: Plan, lib: MappedLibrary, provide: Remedy | str) -> Remedy | str:
     """Stop the wrong copy from winning, then `provide` the right one."""
     folder = posixpath.dirname(str(lib["path"]))
     stop: dict[LibrarySource, str] = {  # pip, cuda-home: only the right copy to provide
         "LD_LIBRARY_PATH": f"remove {folder} from LD_LIBRARY_PATH",
-        "conda": f"remove the conda copy in {folder} (`conda remove cudnn cudatoolkit`) or run outside that conda environment",
+        "conda": f"remove the conda copy in {folder} (conda remove cudnn cudatoolkit) or run outside that conda environment",
         "compat": f"remove the CUDA compat folder {folder} from LD_LIBRARY_PATH",
         "system": f"the system copy in {folder} was found first: install the right one where the build looks first",
     }
     first = stop.get(lib["source"])
-    return f"{first}; then {provide}" if first else provide
+    return steps(Instruction(first), as_remedy(provide)) if first else provide
 
 
 def _against_probe(

@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from envcheck.contracts.findings import Finding, fail
+from envcheck.contracts.remedy import Instruction, root, steps
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.verdict.known_answers import cudnn_fix, errors_of, where
 from envcheck.smoke.workload.protocol import RunResult, SmokeResult, WorkloadError, classify_line
@@ -37,22 +38,28 @@ CUDNN_ID = "smoke.cudnn"
 PIECE_IDS = (SHM_ID, WORKER_ID, CUDNN_ID)
 
 SHM_CONTAINER_FIX = (
-    "give the training container more shared memory: `docker run --shm-size=8g …` (Docker's "
-    "default is 64 MB; `--ipc=host` shares the host's), or pass use_shared_memory=False to "
+    "give the training container more shared memory: start it with --shm-size=8g (Docker's "
+    "default is 64 MB; --ipc=host shares the host's), or pass use_shared_memory=False to "
     "paddle.io.DataLoader"
 )
-SHM_HOST_FIX = (
-    "make room in /dev/shm: look at `df -h /dev/shm` and remove stale files there, or enlarge it: "
-    "`sudo mount -o remount,size=8G /dev/shm`; or pass use_shared_memory=False to "
-    "paddle.io.DataLoader"
+SHM_HOST_FIX = steps(
+    Instruction("make room in /dev/shm: remove stale files there, or enlarge it"),
+    root(
+        "mount",
+        "-o",
+        "remount,size=8G",
+        "/dev/shm",
+        changes="enlarges /dev/shm to 8 GB until the next boot",
+    ),
+    Instruction("or pass use_shared_memory=False to paddle.io.DataLoader", alternative=True),
 )
 WORKER_KILLED_FIX = (
-    "a worker killed by a signal is usually the memory limit: look for the OOM killer "
-    "(`dmesg | grep -i oom`), then raise the memory (and pids) limit or lower num_workers"
+    "a worker killed by a signal is usually the memory limit (the OOM killer, in the kernel "
+    "log): raise the memory (and pids) limit or lower num_workers"
 )
 WORKER_RAISED_FIX = (
-    "the worker's traceback is in the log (`envcheck doctor --json`: smoke.log_tail); an import "
-    "or permission error there is the environment's, not the training's"
+    "the worker's traceback is in the log (the JSON report's smoke.log_tail); an import or "
+    "permission error there is the environment's, not the training's"
 )
 _NO_SPACE = re.compile(r"No space left on device|\[Errno 28\]")
 _LIBRARY = re.compile(

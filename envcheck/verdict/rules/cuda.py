@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.contracts.findings import Finding, fail, passed, warn
+from envcheck.contracts.remedy import Instruction, Remedy, say, steps
 from envcheck.contracts.versions import VersionParseError, release_of
 from envcheck.verdict.fixes import (
     CUDA_INIT_FIX,
@@ -111,9 +112,12 @@ def _check_runtime_for_build(ctx: Context) -> Iterable[Finding]:
     seen = f"found only CUDA {', '.join(found)}" if found else (rt.reason or "none found")
     wheel = cudart_install(target_python(ctx.host), p.cuda)
     get = (
-        f"`{wheel.shell()}` and put its lib folder (nvidia/cuda_runtime/lib) on LD_LIBRARY_PATH"
+        steps(
+            *wheel.commands(f"installs NVIDIA's CUDA {major} runtime into {wheel.python}"),
+            Instruction("put its lib folder (nvidia/cuda_runtime/lib) on LD_LIBRARY_PATH"),
+        )
         if wheel
-        else f"install the CUDA {p.cuda} toolkit and put its lib64 on LD_LIBRARY_PATH"
+        else say(f"install the CUDA {p.cuda} toolkit and put its lib64 on LD_LIBRARY_PATH")
     )
     yield fail(
         "cuda.runtime-missing",
@@ -146,21 +150,26 @@ def _release(text: str) -> tuple[int, ...]:
         return (0, 0, 0)
 
 
-def _cudnn_fix(ctx: Context) -> str:
+def _cudnn_fix(ctx: Context) -> Remedy:
     p = ctx.host.paddle
     cudnn, cuda, python = p.cudnn or "", p.cuda or "", target_python(ctx.host)
     if p.with_pip_cuda_libraries:
         build = installed_build(ctx, cuda)
         again = matrix_install(build.pip, python, extra=("--force-reinstall",)) if build else None
-        return "reinstall Paddle so pip brings its pinned cuDNN: " + command(
+        return command(
             again,
-            f"reinstall {p.package or 'paddlepaddle-gpu'} {p.version} from its CUDA {cuda} index",
+            f"reinstall {p.package or 'paddlepaddle-gpu'} {p.version} from its CUDA {cuda} index, "
+            "so that pip brings its pinned cuDNN",
         )
     get = cudnn_install(python, cudnn, cuda)
-    how = f": `{get.shell()}` and put its lib folder on LD_LIBRARY_PATH" if get else ""
-    return (
-        f"install cuDNN {cudnn} for CUDA {cuda.split('.')[0]}{how}, "
-        "or use the official image (`envcheck pull-image`)"
+    major = cuda.split(".")[0]
+    return runtime_or_image_fix(
+        steps(
+            *get.commands(f"installs NVIDIA's cuDNN {cudnn} for CUDA {major} into {python}"),
+            Instruction("put its lib folder (nvidia/cudnn/lib) on LD_LIBRARY_PATH"),
+        )
+        if get
+        else say(f"install cuDNN {cudnn} for CUDA {major}")
     )
 
 

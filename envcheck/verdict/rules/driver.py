@@ -6,13 +6,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.contracts.findings import Finding, fail, passed
+from envcheck.contracts.remedy import Remedy
 from envcheck.verdict.fixes import DEVICE_FILES_FIX, LOAD_DRIVER_FIX, REBOOT_FIX
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
 
 
-_NVML_ERRORS: dict[str, tuple[str, str, str]] = {
+_NVML_ERRORS: dict[str, tuple[str, str, Remedy | str]] = {
     "NVML_ERROR_DRIVER_NOT_LOADED": (
         "driver.not-loaded",
         "the NVIDIA kernel module is not loaded (NVML: Driver Not Loaded)",
@@ -69,7 +70,7 @@ def check_driver(ctx: Context) -> Iterable[Finding]:
             (
                 "driver.error",
                 f"NVML failed: {d.error or d.reason}",
-                "run `nvidia-smi` to see the driver's own message; reinstall the driver if it fails too",
+                "nvidia-smi prints the driver's own message; reinstall the driver if it fails too",
             ),
         )
         if d.kernel_module and d.version:

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 
 from envcheck.contracts.facts import unlisted_gpus
 from envcheck.contracts.findings import Finding, fail, passed, warn
+from envcheck.contracts.remedy import Instruction, Remedy, say, steps
 from envcheck.contracts.versions import VersionParseError, parse_dotted
 from envcheck.matrix.builds import build_for
 from envcheck.matrix.compat import driver_support
 from envcheck.matrix.model import PaddleBuild
-from envcheck.verdict.fixes import paddle_install, upgrade_driver_fix
+from envcheck.verdict.fixes import paddle_install, paddle_remedy, upgrade_driver_fix
+from envcheck.verdict.rules.driver_floor import gpu_floors
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
@@ -111,12 +113,12 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
             driver_cuda=d.cuda,
             cuda=cuda,
         )
-    else:
+    elif gpu_floors(ctx) is None:  # else the driver's floor check names every variant's floor
         yield fail(
             "driver.too-old",
             f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
             '(Paddle: "CUDA driver version is insufficient for CUDA runtime version")',
-            fix=upgrade_driver_fix(support.minimum_driver) + _or_build_for_driver(ctx),
+            fix=_build_for_driver(ctx, upgrade_driver_fix(support.minimum_driver)),
             layer="driver",
             driver=d.version,
             cuda=cuda,
@@ -124,9 +126,14 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
         )
 
 
-def _or_build_for_driver(ctx: Context) -> str:
+def _build_for_driver(ctx: Context, upgrade: str) -> Remedy:
+    """A build for this driver, which `envcheck fix` installs, where there is one; the driver's
+    upgrade is then the alternative (a person's, as root)."""
     install = paddle_install(ctx.host, ctx.image, gpu=True)
-    return f", or install a build for this driver: `{install.shell()}`" if install else ""
+    if install is None:
+        return say(upgrade)
+    build = paddle_remedy(ctx.host, ctx.image, install, upgrade)
+    return steps(build, Instruction(f"or instead {upgrade}", alternative=True))
 
 
 def _paddle_driver_note(ctx: Context, cuda: str, driver: str) -> str:
