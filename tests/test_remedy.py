@@ -343,3 +343,22 @@ def test_a_remedy_reads_back_from_its_json() -> None:
     assert from_document({"steps": [], "resolved_by": "paddle.cpu-build"}, "x") == Remedy(
         resolved_by="paddle.cpu-build"
     )
+
+
+def test_the_json_pip_command_names_the_judged_interpreter(tmp_path: Path) -> None:
+    """Before: `image.pip_command` was the matrix row's bare `python -m pip …` while the text
+    named the interpreter. A saved report read back keeps the row's own command."""
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(SCENARIOS["h100-575-331-cu130"]))
+    env = {**ENV, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}
+    run = envcheck_process("doctor", "--facts", str(facts), "--no-smoke", "--json", env=env)
+    image = json.loads(run.stdout)["image"]
+    assert image["pip_command"] == (
+        "/srv/venv/bin/python -m pip uninstall -y paddlepaddle-gpu && /srv/venv/bin/python -m pip "
+        "install paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu129/"
+    )
+    assert image["matrix_pip_command"].startswith("python -m pip install paddlepaddle-gpu==3.3.1")
+    saved = tmp_path / "report.json"
+    saved.write_text(run.stdout)
+    again = envcheck_process("doctor", "--facts", str(saved), "--no-smoke", "--json", env=env)
+    assert json.loads(again.stdout)["image"]["pip_command"] == image["pip_command"]

@@ -604,5 +604,9 @@ def test_no_host_paddle_judges_no_interpreter_of_this_host() -> None:
     assert doc["host"]["paddle"]["status"] == "unknown"
     assert [f["id"] for f in doc["findings"] if f["family"] == "paddle"] == []
     assert sys.executable not in run.stdout.replace(doc["meta"]["matrix"], "")
+    # no engine to run the image's smoke: nothing trains here, rather than a smoke in this venv
+    down = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    alone = envcheck("doctor", "--no-host-paddle", "--json", "--quiet", env=down)
+    assert alone.returncode == 0 and json.loads(alone.stdout)["smoke"]["mode"] == "not-run"
     refused = envcheck("doctor", "--no-host-paddle", "--in-process")
     assert refused.returncode == 2 and "--no-host-paddle with --in-process" in refused.stderr

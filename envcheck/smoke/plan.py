@@ -103,7 +103,9 @@ def in_process_plan(
     count = max([len(host.gpus), *[i + 1 for i in options.gpus or ()]])
     host_gpus = None if "CUDA_VISIBLE_DEVICES" in host.env else tuple(range(count))
     plan = Plan(
-        mode="not-run" if host.paddle.status == "absent" else "in-process",
+        # no Paddle, or none judged (--no-host-paddle: the host's interpreter is not the one
+        # that trains): nothing to train with here
+        mode="not-run" if host.paddle.status in ("absent", "unknown") else "in-process",
         gpu_expected=expected,
         gpu_reason=reason,
         device_args=devices if expected else ("cpu",),
