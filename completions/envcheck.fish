@@ -9,7 +9,7 @@ complete -c envcheck -n __fish_use_subcommand -a report -d 'merge saved `doctor 
 complete -c envcheck -n __fish_use_subcommand -a completion -d 'print the completion script for bash, zsh or fish'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -s h -l help -d 'show this help message and exit'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l json -d 'print one JSON document on stdout, nothing else'
-complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l no-color -d 'plain text even on a terminal (also NO_COLOR)'
+complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l no-color -d 'no colour, the same layout (also NO_COLOR)'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l quiet -d 'no progress on stderr (by default: a live line on a terminal, plain lines and a heartbeat every 10 s otherwise, --json included)'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l explain -d 'list every rejected image tag with its reason'
 complete -c envcheck -n '__fish_seen_subcommand_from doctor' -l junit -r -F -d 'write a JUnit XML report (one test case per check)'

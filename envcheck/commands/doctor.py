@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
         "--json", action="store_true", help="print one JSON document on stdout, nothing else"
     )
     out.add_argument(
-        "--no-color", action="store_true", help="plain text even on a terminal (also NO_COLOR)"
+        "--no-color", action="store_true", help="no colour, the same layout (also NO_COLOR)"
     )
     out.add_argument(
         "--quiet",
@@ -441,7 +441,10 @@ def _render(args: argparse.Namespace, report: Report, env: Environment, *, text:
     # `| head -1`: the files below are still written, the code kept
     with reader_may_leave(env.stdout):
         if args.json or text:
-            _render_stdout(args, report, env.stdout, color=not args.no_color and env.color())
+            from envcheck.contracts.command_env import isatty
+
+            color = not args.no_color and env.color()
+            _render_stdout(args, report, env.stdout, color=color, terminal=isatty(env.stdout))
     if args.junit:
         from envcheck.render.junit import write_junit
 
@@ -453,15 +456,18 @@ def _render(args: argparse.Namespace, report: Report, env: Environment, *, text:
         emit_ci_outputs(report, markdown_path=args.markdown, stream=env.stderr, env=env)
 
 
-def _render_stdout(args: argparse.Namespace, report: Report, out: TextIO, *, color: bool) -> None:
+def _render_stdout(
+    args: argparse.Namespace, report: Report, out: TextIO, *, color: bool, terminal: bool
+) -> None:
     if args.json:  # one write: json.dump writes each token on its own (~850 calls)
         from envcheck.verdict.fixes import report_document
 
         out.write(json.dumps(report_document(report), indent=2) + "\n")
-    elif color:
+    elif color or terminal:
         from envcheck.render.text import render_rich
 
-        render_rich(report, out, explain=args.explain)
+        # NO_COLOR changes the colour, never the layout: a terminal gets the same lines
+        render_rich(report, out, explain=args.explain, color=color)
     else:
         from envcheck.render.text import render_plain
 

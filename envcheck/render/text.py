@@ -52,8 +52,16 @@ def _layer_facts(host: HostFacts, layer: str) -> str:
     if layer == "gpu":
         if unlisted_gpus(h):
             return f"unknown: {unlisted_gpus(h)} NVIDIA GPU(s) on the PCI bus, the driver cannot list them"
+        from envcheck.verdict.gpu_groups import gpu_groups, index_span
+
         return (
-            ", ".join(f"[{g.index}] {g.name} (CC {g.compute_capability})" for g in h.gpus) or "none"
+            ", ".join(  # identical GPUs once: `[0–7] 8x Tesla P40 (CC 6.1)`
+                f"[{index_span(g.indices)}] "
+                + (f"{len(g.indices)}x " if len(g.indices) > 1 else "")
+                + f"{g.name} (CC {g.compute_capability})"
+                for g in gpu_groups(h.gpus)
+            )
+            or "none"
         )
     if layer == "cuda":
         c, rt, dnn = h.cuda_driver, h.cuda_runtime, h.cudnn
@@ -95,6 +103,18 @@ def grouped(report: Report) -> Iterator[tuple[str, str, list[Finding]]]:
         yield "other", "Other", others
 
 
+# Layers whose facts the header line already states: when every check of one passed, the
+# header is the whole of it (--explain lists each check). The image and the smoke keep theirs:
+# the tag chosen and what trained are the report's news.
+COMPACT_LAYERS = frozenset({"driver", "gpu", "cuda", "paddle", "env", "engine"})
+OK_MARK = " — ok"
+
+
+def compact(name: str, items: list[Finding], explain: bool) -> bool:
+    """Whether the layer is one line: nothing in it but passes, and no --explain."""
+    return not explain and name in COMPACT_LAYERS and all(f.severity == "pass" for f in items)
+
+
 def headline(report: Report) -> str:
     m = report.host.machine
     where = ", ".join(x for x in (m.hostname, m.os, m.arch) if x)
@@ -107,10 +127,14 @@ def render_plain(
     """`width`: wrap prose to it (never inside a command); None: one line per finding and fix."""
     w = stream.write
     w(headline(report) + "\n")
+    was_compact = False
     for name, title, items in grouped(report):
         facts = layer_facts(report.host, name)
-        w(f"\n{title}" + (f": {facts}" if facts else "") + "\n")
-        for f in items:
+        one_line = compact(name, items, explain)
+        gap = "" if one_line and was_compact else "\n"
+        w(gap + title + (f": {facts}" if facts else "") + (OK_MARK if one_line else "") + "\n")
+        was_compact = one_line
+        for f in [] if one_line else items:
             for line, _ in finding_lines(f, width):
                 w(line + "\n")
             for line in detail_lines(f, width) if explain else []:
@@ -386,19 +410,36 @@ def _plain_loaded(report: Report, write: Callable[[str], object], explain: bool)
 
 
 def render_rich(
-    report: Report, stream: IO[str], explain: bool = False, width: int | None = None
+    report: Report,
+    stream: IO[str],
+    explain: bool = False,
+    width: int | None = None,
+    *,
+    color: bool = True,
 ) -> None:
-    """`width`: the columns to lay out for (None: the terminal's)."""
+    """`width`: the columns to lay out for (None: the terminal's). `color=False` (NO_COLOR,
+    --no-color): the same layout without colour."""
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(file=stream, highlight=False, force_terminal=True, width=width)
+    console = Console(  # without a colour system rich writes the same lines, no escapes
+        file=stream,
+        highlight=False,
+        force_terminal=True,
+        width=width,
+        color_system="auto" if color else None,
+    )
     console.print(Text(headline(report), style="bold"))
+    was_compact = False
     for name, title, items in grouped(report):
         facts = layer_facts(report.host, name)
-        console.print()
-        console.print(Text(title, style="bold").append(f": {facts}" if facts else "", style="dim"))
-        for f in items:
+        one_line = compact(name, items, explain)
+        if not (one_line and was_compact):
+            console.print()
+        was_compact = one_line
+        header = Text(title, style="bold").append(f": {facts}" if facts else "", style="dim")
+        console.print(header.append(OK_MARK if one_line else "", style="green"))
+        for f in [] if one_line else items:
             for line, spans in finding_lines(f, console.width):
                 text = Text(line)
                 for start, end, style in spans:
