@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from envcheck.fix import apply
+from envcheck.fix import journal
 from envcheck.smoke.workload.protocol import CORRUPT_ENV
 from tests import fakenv, fix_env
 from tests.inprocess import ENV, envcheck_process, run_envcheck
@@ -210,7 +210,7 @@ def test_two_fixes_of_one_target_cannot_interleave(
     python = fix_env.make_venv(tmp_path / "venv")
     before = fix_env.freeze(python)
     prefix = str(tmp_path / "venv")
-    with apply.target_lock(prefix, apply.state_dir(variables) / "locks"):
+    with journal.held(journal.ensure_home(prefix), prefix):
         code, doc = fix(variables, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
     assert code == 4 and "another `envcheck fix`" in doc["error"]["message"]
     assert fix_env.freeze(python) == before

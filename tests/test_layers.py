@@ -40,7 +40,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"envcheck\.engine(\..*)?",
             r"envcheck\.pull\.(ensure|images|run)",
             r"envcheck\.registry\.(client|transport)",
-            r"envcheck\.fix\.apply",  # runs the target's pip
+            # runs the target's pip, keeps and restores its files, its journal and lock
+            r"envcheck\.fix\.(apply|keep|journal|site|transaction|repair)",
         ),
     ),
     ("edge", (r"envcheck\.edges(\..*)?",)),  # the process's own I/O: files, streams, signals
@@ -50,7 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"envcheck\.(verdict|image)(\..*)?",
             r"envcheck\.smoke(\.(options|plan|parse))?",
             r"envcheck\.smoke\.verdict(\..*)?",
-            r"envcheck\.fix(\.plan)?",
+            r"envcheck\.fix(\.(plan|outcome))?",
             r"envcheck\.pull(\.(events|plan))?",
             r"envcheck\.registry(\.(auth|documents|errors))?",
         ),

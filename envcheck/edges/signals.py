@@ -102,3 +102,14 @@ def deferred() -> Iterator[None]:
             signum, _State.pending = _State.pending, None
             _State.raised = True
             raise Interrupted(signum)  # the signal outranks a failure in the block
+
+
+def wait_for_signal(seconds: float) -> None:
+    """Sleep up to `seconds`, ending early when one of `SIGNALS` arrives: outside `deferred()` it
+    raises at once; inside, it is kept pending and raised where the block ends. A test hook's
+    pause (a phase held open for a test to signal it) ends with the signal either way."""
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and _State.pending is None and not _State.raised:
+        time.sleep(0.05)
