@@ -264,10 +264,17 @@ def dry_run(
 
 
 def installed_versions(frozen: str) -> dict[str, str]:
-    """{canonical name: version} of `pip freeze --all`'s `name==version` lines."""
+    """{canonical name: version} of `pip freeze --all`: `name==version`, or for a distribution
+    installed from a URL or a file (`name @ file:///…whl`) the `@ …` that says where from."""
     found: dict[str, str] = {}
-    for line in frozen.splitlines():
-        name, sep, version = line.strip().partition("==")
-        if sep and not line.startswith("#"):
-            found[canonicalize_name(name)] = version
+    for raw in frozen.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "-e ")):
+            continue
+        name, sep, version = line.partition("==")
+        if not sep:
+            name, sep, where = line.partition(" @ ")
+            version = f"@ {where}" if sep else ""
+        if sep:
+            found[canonicalize_name(name.strip())] = version.strip()
     return found

@@ -46,7 +46,10 @@ from envcheck.fix.outcome import Change, Part, PartOutcome, Ran, RecordInfo, Rol
 from envcheck.fix.plan import PIP_OVERRIDE, FixPlan
 from envcheck.fix.site import Site, ask_site
 
-PAUSE_ENV = "ENVCHECK_FIX_PAUSE"  # tests only: hold the named phase open to signal it there
+# Tests only: hold the named phase open (a step is `step-N`) so that a test can signal the run
+# there, or change the world (stop the index) and let it go on by removing ENVCHECK_FIX_PAUSE_FILE.
+PAUSE_ENV = "ENVCHECK_FIX_PAUSE"
+PAUSE_FILE_ENV = "ENVCHECK_FIX_PAUSE_FILE"
 PAUSE_S = 60.0
 
 
@@ -70,7 +73,7 @@ class Io:
     def pause(self, phase: str) -> None:
         if self.variables.get(PAUSE_ENV) == phase:
             self.tell(f"envcheck fix: paused at {phase}")
-            wait_for_signal(PAUSE_S)
+            wait_for_signal(PAUSE_S, while_exists=self.variables.get(PAUSE_FILE_ENV))
 
 
 @record
@@ -324,13 +327,13 @@ def _run_steps(journal: Journal, io: Io, ran: list[Ran]) -> Ran | None:
 
 def _verify(journal: Journal, io: Io, doctor: DoctorOptions, ran: tuple[Ran, ...]) -> Part:
     journal.enter("verify")
-    io.pause("verify")
     want = "gpu-trained" if journal.expect == "gpu" else "cpu-trained"
     io.say(
         f"envcheck fix: verifying: a smoke training under {journal.python} (on the "
         f"{(journal.expect or 'cpu').upper()})"
     )
     try:
+        io.pause("verify")
         options = replace(
             doctor,
             python=journal.python,
@@ -425,7 +428,10 @@ def _restore(journal: Journal, io: Io) -> Rollback:
     recorded = (folder / "freeze.txt").read_text(errors="surrogateescape")
     old = apply.installed_versions(recorded)
     new = apply.installed_versions(apply.freeze(python, io.variables))
-    drop = sorted(n for n in new if old.get(n) != new[n])
+    # everything the fix touched goes, even at its recorded version (another build of it may
+    # be there now), then the kept files come back: never a mix of two builds' files
+    touched = set(journal.kept) | set(journal.added)
+    drop = sorted(n for n in new if old.get(n) != new[n] or n in touched)
     ran: list[Ran] = []
     if drop:  # pip reads what to remove from their RECORD: no network
         ran.append(io.run((python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)))
