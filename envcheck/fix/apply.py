@@ -263,6 +263,16 @@ def dry_run(
     return sorted(changes, key=lambda c: c.name)
 
 
+def versions(python: str, variables: Mapping[str, str]) -> dict[str, str]:
+    """{canonical name: version} of every distribution the target holds (`pip list`), a build
+    installed from a file or a URL included."""
+    try:
+        listed = json.loads(capture([python, "-m", "pip", "list", "--format=json"], variables))
+        return {canonicalize_name(d["name"]): str(d["version"]) for d in listed}
+    except (ValueError, KeyError, TypeError) as e:
+        raise EnvironmentProblem(f"`{python} -m pip list` gave an unreadable answer: {e}") from e
+
+
 def installed_versions(frozen: str) -> dict[str, str]:
     """{canonical name: version} of `pip freeze --all`: `name==version`, or for a distribution
     installed from a URL or a file (`name @ file:///…whl`) the `@ …` that says where from."""

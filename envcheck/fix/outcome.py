@@ -223,10 +223,13 @@ def _flat(parts: dict[str, Part]) -> dict[str, Any]:
     failed = next((p for p in parts.values() if p.failed is not None), None)
     if failed is not None:
         doc["failed"] = failed.failed
-        if failed.rollback is not None:
-            doc["rollback"] = failed.rollback.to_json()
-        if failed.after_rollback is not None:
-            doc["after_rollback"] = failed.after_rollback.to_json()
+        if failed.verification is not None:  # the smoke that decided
+            doc["verification"] = failed.verification.to_json()
+    undone = next((p for p in parts.values() if p.rollback is not None), None)
+    if undone is not None and undone.rollback is not None:
+        doc["rollback"] = undone.rollback.to_json()
+        if undone.after_rollback is not None:
+            doc["after_rollback"] = undone.after_rollback.to_json()
     return doc
 
 

@@ -112,8 +112,7 @@ def _dry_run(plan: FixPlan, report: Report, options: FixOptions, io: Io) -> FixO
 
 
 def _resolve(plan: FixPlan, options: FixOptions, io: Io) -> tuple[tuple[Change, ...], str]:
-    frozen = apply.freeze(plan.python, io.variables)
-    installed = apply.installed_versions(frozen)
+    installed = apply.versions(plan.python, io.variables)
     resolved: list[Change] = []
     answered: list[str] = []
     for step in (s for s in plan.runs if s.kind == "install"):

@@ -165,8 +165,7 @@ def _prepare(
         _download(python, [a for a in step.argv[4:] if a != PIP_OVERRIDE], wheelhouse, io)
     journal.enter("resolve")
     io.pause("resolve")
-    frozen = (folder / "freeze.txt").read_text(errors="surrogateescape")
-    installed = apply.installed_versions(frozen)
+    installed = apply.versions(python, io.variables)
     local = ("--no-index", "--find-links", str(wheelhouse))
     commands: list[tuple[str, ...]] = []
     resolved: list[Change] = []
