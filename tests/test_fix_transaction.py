@@ -86,9 +86,11 @@ def files(venv: Path) -> dict[str, str]:
     found = {}
     for path in sorted(venv.rglob("*")):
         rel = path.relative_to(venv).as_posix()
-        if rel.startswith(journal.FOLDER) or "__pycache__" in rel or path.is_dir():
+        if rel.startswith(journal.FOLDER) or "__pycache__" in rel:
             continue
-        if path.is_symlink():
+        if path.is_dir() and not path.is_symlink():
+            found[rel] = "folder"
+        elif path.is_symlink():
             found[rel] = f"-> {os.readlink(path)}"
         else:
             found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -212,6 +214,28 @@ def test_a_pinned_dependency_pip_would_change_is_refused_unless_named(
     assert (code, doc["outcome"]) == (7, "rolled-back"), doc
     assert doc["rollback"]["files_match"] and fix_env.freeze(python) == frozen  # 3.19.6, back
     assert files(tmp_path / "venv") == before
+
+
+def test_a_file_system_that_fills_up_mid_install_is_put_back_by_files(
+    tmp_path: Path, real_index: str
+) -> None:
+    """The target on a 420 MB tmpfs: the wheels fit, Paddle's 720 MB of files do not. pip stops
+    half-way through extracting it; the rollback removes what came (the half-extracted files
+    too, which no RECORD names) and the venv is file for file as it was."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=420m", "tmpfs", str(small)], check=True)
+    try:
+        python = fix_env.make_venv(small / "venv")
+        before = files(small / "venv")
+        code, doc, _ = fix(variables(tmp_path, real_index), python, "--yes")
+        assert (code, doc.get("outcome")) == (4, "rolled-back"), doc
+        assert "No space left on device" in doc["failed"], doc["failed"]
+        assert doc["rollback"]["files_match"] and doc["rollback"]["differences"] == []
+        assert files(small / "venv") == before
+        assert not (small / "venv" / "lib" / "python3.11" / "site-packages" / "paddle").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)
 
 
 # -- signals at each phase, the rollback included ---------------------------------------------

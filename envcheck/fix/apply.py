@@ -227,7 +227,9 @@ def probe_index(
         return f"answered {e.code} for {page}"
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
-        return f"did not answer within {timeout:g} s ({reason})"
+        if isinstance(reason, TimeoutError):
+            return f"did not answer within {timeout:g} s"
+        return f"did not answer ({reason})"
     return None
 
 

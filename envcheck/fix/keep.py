@@ -158,9 +158,12 @@ def _sha256(path: str) -> str | None:
     return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
 
 
-def remove_files(paths: Iterable[str]) -> list[str]:
-    """Files a half-done install left behind (in no kept distribution); what could not go."""
+def remove_files(paths: Iterable[str], roots: Iterable[str]) -> list[str]:
+    """Files a half-done install left behind (in no kept distribution), and the folders they
+    leave empty up to the install folders `roots`; what could not go."""
     problems: list[str] = []
+    folders: set[str] = set()
+    stop = {os.path.normpath(r) for r in roots}
     for path in paths:
         try:
             os.unlink(path)
@@ -168,6 +171,16 @@ def remove_files(paths: Iterable[str]) -> list[str]:
             pass
         except OSError as e:
             problems.append(f"{path}: {e.strerror or e}")
+        parent = os.path.dirname(path)
+        while parent not in stop and parent != os.path.dirname(parent):
+            folders.add(parent)
+            parent = os.path.dirname(parent)
+    for folder in sorted(folders, key=len, reverse=True):  # the deepest first
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass  # not empty: something else lives there
     return problems
 
 

@@ -129,6 +129,7 @@ def apply_interpreter(
             changes = _prepare(plan, request, io, journal, before)
         except BaseException:
             journal.close("nothing-changed")
+            _drop_copies(journal)
             raise
         return _apply(journal, io, request.doctor), info, changes
 
@@ -298,13 +299,16 @@ def _apply(journal: Journal, io: Io, doctor: DoctorOptions) -> Part:
     ran: list[Ran] = []
     try:
         failed = _run_steps(journal, io, ran)
-        if failed is not None:
-            what = f"`{' '.join(failed.argv)}` exited {failed.code}: {failed.last_line}"
-            return _back(journal, io, doctor, tuple(ran), what, int(ExitStatus.ENVIRONMENT))
+        journal.enter("verify")
     except KeyboardInterrupt:  # a signal between steps (never inside one): undo what ran
         rb = roll_back(journal, io)
         io.tell(interrupted_words(rb))
         raise
+    except EnvironmentProblem as e:  # the journal could not be written (a full disk): undo
+        return _back(journal, io, doctor, tuple(ran), e.message, int(ExitStatus.ENVIRONMENT))
+    if failed is not None:
+        what = f"`{' '.join(failed.argv)}` exited {failed.code}: {failed.last_line}"
+        return _back(journal, io, doctor, tuple(ran), what, int(ExitStatus.ENVIRONMENT))
     return _verify(journal, io, doctor, tuple(ran))
 
 
@@ -318,14 +322,14 @@ def _run_steps(journal: Journal, io: Io, ran: list[Ran]) -> Ran | None:
         result = io.run(step.argv)
         ran.append(result)
         step.state = "done" if result.code == 0 else "failed"
-        journal.save()
         if result.code != 0:
+            _save_if_possible(journal)  # a full disk must not stop the rollback that frees it
             return result
+        journal.save()
     return None
 
 
 def _verify(journal: Journal, io: Io, doctor: DoctorOptions, ran: tuple[Ran, ...]) -> Part:
-    journal.enter("verify")
     want = "gpu-trained" if journal.expect == "gpu" else "cpu-trained"
     io.say(
         f"envcheck fix: verifying: a smoke training under {journal.python} (on the "
@@ -405,7 +409,8 @@ def roll_back(journal: Journal, io: Io) -> Rollback:
     done: list[Rollback] = []
     try:
         with deferred():
-            journal.enter("rollback")
+            journal.phase = "rollback"
+            _save_if_possible(journal)  # on a full disk the rollback itself makes room
             io.pause("rollback")
             rb = _restore(journal, io)
             journal.close("rolled-back" if rb.complete else "rollback-incomplete")
@@ -422,6 +427,13 @@ def roll_back(journal: Journal, io: Io) -> Rollback:
     return done[0]
 
 
+def _save_if_possible(journal: Journal) -> None:
+    try:
+        journal.save()
+    except EnvironmentProblem:
+        pass  # the next save says it, once there is room
+
+
 def _restore(journal: Journal, io: Io) -> Rollback:
     python, folder = journal.python, Path(journal.record)
     recorded = (folder / "freeze.txt").read_text(errors="surrogateescape")
@@ -436,7 +448,8 @@ def _restore(journal: Journal, io: Io) -> Rollback:
         ran.append(io.run((python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)))
     kept = keep.load(folder / "kept")
     keeping = {k.path for k in kept}
-    problems = keep.remove_files(p for p in journal.strays if p not in keeping)
+    roots = [path for _, path in ask_site(python, io.variables, ()).paths]
+    problems = keep.remove_files((p for p in journal.strays if p not in keeping), roots)
     problems += keep.restore(kept, folder / "kept")
     return _prove(journal, io, recorded, tuple(ran), problems)
 
