@@ -277,14 +277,19 @@ def test_a_driver_that_needs_a_reboot_is_a_manual_step_and_the_gpu_plan_stands(
 
 
 @pytest.mark.fakegpu
-def test_a_failed_gpu_install_is_rolled_back(gpu_host: Any, tmp_path: Path) -> None:
-    """Applied on a fake A100 against the local index, which holds no GPU build: pip fails,
-    the venv is restored, the exit says the environment (4)."""
+def test_a_gpu_build_the_index_lacks_is_refused_before_anything_changes(
+    gpu_host: Any, tmp_path: Path, index: str
+) -> None:
+    """Applied on a fake A100 against the local index, which holds no GPU build: the build is
+    looked for before the first change (it used to be after the uninstalls), the index that
+    lacks it is named, nothing changed, the exit says the environment (4)."""
     python = fix_env.make_venv(tmp_path / "venv")
     before = fix_env.freeze(python)
     code, doc = fix_process(gpu_host("a100x2-535"), "--python", python, "--yes")
-    assert code == 4 and doc["outcome"] == "rolled-back", doc
-    assert "paddlepaddle-gpu==3.3.1" in doc["failed"]
+    assert (
+        code == 4 and f"the package index {index}/packages/stable/cu129/" in doc["error"]["message"]
+    ), doc
+    assert "nothing was changed" in doc["error"]["message"]
     assert fix_env.freeze(python) == before
 
 
