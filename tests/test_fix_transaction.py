@@ -324,6 +324,43 @@ def test_after_sigkill_the_next_run_finds_the_journal_and_rolls_back(
     assert code == 2 and "no unfinished" in doc["error"]["message"]
 
 
+def test_resume_runs_the_steps_not_done_then_verifies(
+    tmp_path: Path, template: Path, stub_index: str
+) -> None:
+    """Killed after its first step (one build removed, the other not): --resume runs the rest
+    from the record's wheelhouse, verifies, and, the smoke failing, puts the record back."""
+    venv = tmp_path / "venv"
+    python = linked_copy(template, venv)
+    before = files(venv)
+    env = variables(tmp_path, stub_index)
+    proc = fix_paused(env, python, "step-2", "--yes")
+    proc.kill()
+    proc.wait(timeout=60)
+    assert "paddlepaddle-gpu" not in fix_env.freeze(python)  # a mix, as the journal says
+    code, doc, said = fix(env, python, "--resume")
+    assert "found an unfinished `envcheck fix`" in said and "1 of 3 step(s) done" in said
+    assert [r["argv"][3:5] for r in doc["applied"]] == [
+        ["uninstall", "-y"],
+        ["install", "--no-index"],
+    ], doc
+    assert doc["outcome"] == "rolled-back" and doc["rollback"]["files_match"], doc
+    assert code == doc["exit_code"] != 0 and files(venv) == before
+
+
+def test_fixed_requires_pip_check_to_raise_nothing_new(tmp_path: Path, real_index: str) -> None:
+    """An application here needs numpy < 2; Paddle brings numpy 2 (pip installs it, warning).
+    The smoke passes, but pip check now fails where it did not: that is no fix, it is undone."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    app = fix_env.stub_wheel(tmp_path / "app", "old-app", "1.0", requires=["numpy<2"])
+    fix_env.pip(python, "install", "--no-deps", str(app))
+    before = files(tmp_path / "venv")
+    code, doc, _ = fix(variables(tmp_path, real_index), python, "--yes")
+    assert (code, doc["outcome"]) == (4, "rolled-back"), doc
+    assert doc["verification"]["proof"] == "cpu-trained"
+    assert doc["failed"].startswith("pip check finds new problems after the change: old-app")
+    assert files(tmp_path / "venv") == before
+
+
 # -- one lock per environment, its real path --------------------------------------------------
 
 

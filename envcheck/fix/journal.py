@@ -199,6 +199,24 @@ def held(folder: Path, prefix: str) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def holder(folder: Path) -> str | None:
+    """The pid of the fix holding this environment's lock now (asked without taking it); None
+    when no fix holds it. Not to be asked while this process holds it."""
+    try:
+        fd = os.open(folder / "lock", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # and with it the shared lock just taken
+    return None
+
+
 def write_whole(path: Path, text: str) -> None:
     """Whole or not at all: a temporary file, synced, then renamed over."""
     temporary = path.with_name(f".{path.name}.tmp")

@@ -38,6 +38,7 @@ from envcheck.fix.journal import (
     JournalStep,
     ensure_home,
     held,
+    holder,
     open_journal,
     problem,
     unfinished,
@@ -92,11 +93,18 @@ def unfinished_words(journal: Journal) -> str:
     )
 
 
-def refuse_unfinished(folder: Path, python: str) -> None:
-    """Before anything else: an open journal is a fix that was killed; say so and stop."""
+def refuse_unfinished(folder: Path, python: str, *, running: bool = True) -> None:
+    """Before anything else: an open journal is a fix still running (`running`: asked of its
+    lock), or one that was killed; say which and stop."""
     journal = unfinished(folder)
     if journal is None:
         return
+    pid = holder(folder) if running else None
+    if pid is not None:
+        raise EnvironmentProblem(
+            f"another `envcheck fix` (pid {pid}) is changing {journal.prefix}",
+            hint=f"wait for it to finish (its journal: {journal.path})",
+        )
     raise EnvironmentProblem(
         unfinished_words(journal),
         hint=f"`envcheck fix --python {python} --rollback` puts the recorded state back from the "
@@ -114,7 +122,7 @@ def apply_interpreter(
     apply.refuse_externally_managed(python, request.pip_flags, io.variables)
     folder = ensure_home(site.prefix)
     with held(folder, site.prefix):
-        refuse_unfinished(folder, python)
+        refuse_unfinished(folder, python, running=False)
         before = _record(python, folder, io)
         journal = open_journal(
             folder,
@@ -501,6 +509,11 @@ def finish_unfinished(
 ) -> Part:
     """An open journal left by a killed fix: `rollback` puts its record back; `resume` runs the
     steps not done and verifies (rolling back if that fails)."""
+    if unfinished(folder) is None:  # before the lock: no folder is made for nothing
+        raise UsageError(
+            f"--{action}: no unfinished `envcheck fix` of {prefix}",
+            hint="nothing to finish: run `envcheck fix` to see the plan",
+        )
     with held(folder, prefix):
         journal = unfinished(folder)
         if journal is None:
