@@ -162,8 +162,7 @@ def remove_files(paths: Iterable[str], roots: Iterable[str]) -> list[str]:
     """Files a half-done install left behind (in no kept distribution), and the folders they
     leave empty up to the install folders `roots`; what could not go."""
     problems: list[str] = []
-    folders: set[str] = set()
-    stop = {os.path.normpath(r) for r in roots}
+    paths = list(paths)
     for path in paths:
         try:
             os.unlink(path)
@@ -171,6 +170,16 @@ def remove_files(paths: Iterable[str], roots: Iterable[str]) -> list[str]:
             pass
         except OSError as e:
             problems.append(f"{path}: {e.strerror or e}")
+    prune_folders(paths, roots)
+    return problems
+
+
+def prune_folders(paths: Iterable[str], roots: Iterable[str]) -> None:
+    """The folders of `paths` left empty (pip keeps a namespace folder such as `google/` when it
+    removes what was in it), up to the install folders `roots`."""
+    stop = {os.path.normpath(r) for r in roots}
+    folders: set[str] = set()
+    for path in paths:
         parent = os.path.dirname(path)
         while parent not in stop and parent != os.path.dirname(parent):
             folders.add(parent)
@@ -181,7 +190,6 @@ def remove_files(paths: Iterable[str], roots: Iterable[str]) -> list[str]:
                 os.rmdir(folder)
             except OSError:
                 pass  # not empty: something else lives there
-    return problems
 
 
 def _doc(k: Kept) -> dict[str, object]:

@@ -452,11 +452,13 @@ def _restore(journal: Journal, io: Io) -> Rollback:
     touched = set(journal.kept) | set(journal.added)
     drop = sorted(n for n in new if old.get(n) != new[n] or n in touched)
     ran: list[Ran] = []
+    site = ask_site(python, io.variables, drop)
+    roots = [path for _, path in site.paths]
     if drop:  # pip reads what to remove from their RECORD: no network
         ran.append(io.run((python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)))
+        keep.prune_folders(_paths(site), roots)
     kept = keep.load(folder / "kept")
     keeping = {k.path for k in kept}
-    roots = [path for _, path in ask_site(python, io.variables, ()).paths]
     problems = keep.remove_files((p for p in journal.strays if p not in keeping), roots)
     problems += keep.restore(kept, folder / "kept")
     return _prove(journal, io, recorded, tuple(ran), problems)
