@@ -361,6 +361,31 @@ def test_fixed_requires_pip_check_to_raise_nothing_new(tmp_path: Path, real_inde
     assert files(tmp_path / "venv") == before
 
 
+# -- independent parts ------------------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_a_failed_pull_never_rolls_back_a_verified_interpreter(
+    tmp_path: Path, real_index: str
+) -> None:
+    """The engine lacks the doctor's image and cannot pull it (no route to Docker Hub here): the
+    interpreter's fix, verified, stays; the image's part fails on its own; the exit is the pull's
+    (4) and `parts` says which part it is."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    run = run_envcheck(
+        ["fix", "--json", "--quiet", "--python", python, "--paddle", "3.3.1", "--yes"],
+        env=variables(tmp_path, real_index),
+    )
+    doc = json.loads(run.stdout)
+    assert (run.returncode, doc["outcome"]) == (4, "partly-fixed"), doc
+    parts = doc["parts"]
+    assert (parts["interpreter"]["outcome"], parts["interpreter"]["exit_code"]) == ("fixed", 0)
+    assert parts["interpreter"]["verification"]["proof"] == "cpu-trained"
+    assert (parts["image"]["outcome"], parts["image"]["exit_code"]) == ("failed", 4)
+    assert "pull-image" in parts["image"]["failed"] and "rollback" not in doc
+    assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()
+
+
 # -- one lock per environment, its real path --------------------------------------------------
 
 

@@ -202,7 +202,7 @@ def options_of(args: argparse.Namespace, env: Environment) -> DoctorOptions:
         expect_gpu=args.expect_gpu,
         smoke=not args.no_smoke,
         in_process=args.in_process,
-        pull=args.pull,
+        pull=not args.no_pull,
         gpus=args.gpus,
         amp=args.amp,
         compare_cpu=args.compare_cpu,
