@@ -377,7 +377,7 @@ def test_a_failed_pull_never_rolls_back_a_verified_interpreter(
         env=variables(tmp_path, real_index),
     )
     doc = json.loads(run.stdout)
-    assert (run.returncode, doc["outcome"]) == (4, "partly-fixed"), doc
+    assert (run.returncode, doc.get("outcome")) == (4, "partly-fixed"), doc
     parts = doc["parts"]
     assert (parts["interpreter"]["outcome"], parts["interpreter"]["exit_code"]) == ("fixed", 0)
     assert parts["interpreter"]["verification"]["proof"] == "cpu-trained"

@@ -169,7 +169,8 @@ def _prepare(
     wheelhouse = folder / "wheelhouse"
     journal.enter("download")
     io.pause("download")
-    installs = [s for s in plan.runs if s.kind == "install"]
+    steps = [s for s in plan.runs if s.kind in ("uninstall", "install")]  # the pull is its own
+    installs = [s for s in steps if s.kind == "install"]
     for step in installs:
         _download(python, [a for a in step.argv[4:] if a != PIP_OVERRIDE], wheelhouse, io)
     journal.enter("resolve")
@@ -178,7 +179,7 @@ def _prepare(
     local = ("--no-index", "--find-links", str(wheelhouse))
     commands: list[tuple[str, ...]] = []
     resolved: list[Change] = []
-    for step in plan.runs:
+    for step in steps:
         if step.kind == "uninstall":
             commands.append(step.argv)
             continue
@@ -196,8 +197,7 @@ def _prepare(
     journal.kept, journal.added = kept, added
     journal.strays = _wheel_files(wheelhouse, added, site)
     journal.steps = [
-        JournalStep(tuple(argv), step.changes)
-        for argv, step in zip(commands, plan.runs, strict=False)
+        JournalStep(tuple(argv), step.changes) for argv, step in zip(commands, steps, strict=True)
     ]
     journal.enter("apply")
     return changes
