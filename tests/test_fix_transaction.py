@@ -452,6 +452,29 @@ def _ends(stat: Path) -> bool:
     return False
 
 
+def test_what_pip_relays_from_an_index_is_echoed_visible(tmp_path: Path, stub_root: Path) -> None:
+    """An index whose link carries a terminal escape (a window title, a bidi override) in its
+    query: pip prints the link as it is; every line echoed on stderr is made visible."""
+    root = tmp_path / "index"
+    project = root / CPU_INDEX / "paddlepaddle"
+    project.mkdir(parents=True)
+    wheel = next((stub_root / CPU_INDEX / "paddlepaddle").glob("*.whl"))
+    (project / wheel.name).symlink_to(wheel)
+    forged = "\x1b]0;owned\x07\u202e"
+    (project / "index.html").write_text(
+        f'<html><body><a href="{wheel.name}?{forged}">{wheel.name}</a></body></html>'
+    )
+    python = fix_env.make_venv(tmp_path / "venv")
+    with fix_env.serve(root) as url:
+        run = run_envcheck(
+            ["fix", "--python", python, *ARGS, "--yes"], env=variables(tmp_path, url)
+        )
+    assert "Traceback" not in run.stderr, run.stderr
+    # pip printed the link (HTML dropped the BEL); every escape in it is made visible
+    assert "Downloading" in run.stderr and "whl?\\x1b]0;owned\\u202e" in run.stderr, run.stderr
+    assert "\x1b" not in run.stderr + run.stdout and "\u202e" not in run.stderr + run.stdout
+
+
 @pytest.mark.parametrize("bad", ["\x1b]0;owned\x07", "\u202e"])
 def test_a_paddle_index_with_control_or_bidi_characters_is_refused_unechoed(
     tmp_path: Path, bad: str
