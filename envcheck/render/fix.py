@@ -59,7 +59,10 @@ def _changes(doc: dict[str, Any]) -> list[str]:
         for c in doc["changes"]:
             before, after = c["before"] or "absent", c["after"] or "removed"
             asked = "" if c["requested"] else " (a dependency)"
-            lines.append(f"  {visible(c['name'])}: {visible(before)} -> {visible(after)}{asked}")
+            change = (
+                f"{before} -> {after}" if before != after else f"{after}, removed and reinstalled"
+            )
+            lines.append(f"  {visible(c['name'])}: {visible(change)}{asked}")
     if doc.get("resolved_from"):
         lines.append(f"resolver: {visible(doc['resolved_from'])}")
     return lines
