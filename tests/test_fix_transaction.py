@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -401,6 +402,59 @@ def test_a_symlinked_target_meets_the_same_lock_and_journal(
         code, doc, _ = fix(env, str(tmp_path / "link" / "bin" / "python"), "--yes")
     assert code == 4 and "another `envcheck fix`" in doc["error"]["message"], doc
     assert fix_env.freeze(python) == before
+
+
+# another user who may read everything (this machine's Pythons live under /root) and write nothing
+AS_NOBODY = (
+    "setpriv",
+    "--reuid=nobody",
+    "--regid=nogroup",
+    "--clear-groups",
+    "--inh-caps=+dac_read_search",
+    "--ambient-caps=+dac_read_search",
+)
+
+
+def test_another_user_meets_the_same_lock(stub_index: str) -> None:
+    """root's fix holds the environment (its journal open, its lock held); `nobody` running a fix
+    of the same venv is told another fix is changing it, not that one was left unfinished."""
+    base = Path(tempfile.mkdtemp(prefix="envcheck-two-users-"))
+    try:
+        base.chmod(0o755)
+        # Debian's Python, which every user may run (access(2) ignores the capability above)
+        venv = ["/usr/bin/python3", "-m", "venv", "--without-pip", str(base / "venv")]
+        subprocess.run(venv, check=True, timeout=120)
+        python = str(base / "venv" / "bin" / "python")
+        prefix = str(base / "venv")
+        folder = journal.ensure_home(prefix)
+        with journal.held(folder, prefix):
+            journal.open_journal(
+                folder, python=python, prefix=prefix, record_folder="-", expect="cpu", pip_flags=()
+            )
+            run = subprocess.run(
+                [
+                    *AS_NOBODY,
+                    PY,
+                    "-m",
+                    "envcheck",
+                    "fix",
+                    "--json",
+                    "--python",
+                    python,
+                    *ARGS,
+                    "--yes",
+                ],
+                env=ENV | {"HOME": str(base), "ENVCHECK_PADDLE_INDEX": stub_index},
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        doc = json.loads(run.stdout)
+        assert run.returncode == 4 and "Traceback" not in run.stderr, run.stderr
+        assert f"another `envcheck fix` (pid {os.getpid()}) is changing" in doc["error"]["message"]
+    finally:
+        shutil.rmtree(base)
 
 
 # -- the interpreter that really runs ---------------------------------------------------------

@@ -178,6 +178,8 @@ def held(folder: Path, prefix: str) -> Iterator[None]:
     path = folder / "lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:  # another user's lock: still the lock to meet (flock needs no write)
+        fd = _read_only(path)
     except OSError as e:
         raise problem(f"cannot open the fix's lock {path}", e) from e
     try:
@@ -197,6 +199,13 @@ def held(folder: Path, prefix: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _read_only(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise problem(f"cannot open the fix's lock {path}", e) from e
 
 
 def holder(folder: Path) -> str | None:
