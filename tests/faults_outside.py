@@ -13,6 +13,8 @@ leaks, damaged files, hangs):
 - signals: SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 in the middle of an in-process smoke;
 - package-data: a missing or damaged known_packages.toml, and scripts/refresh_packages.py
   against a PyPI that is offline or answers with something that is not its JSON.
+- fix: `fix --yes` on a read-only or full target, a record write out of space, a venv whose path
+  is not UTF-8, a 4,046-character XDG_STATE_HOME, a --paddle-index holding ESC or U+202E.
 
 Only peers are fake (servers on loopback and unix sockets); envcheck, the docker SDK, the real
 engine and Paddle are the real ones. A process case runs under a timeout (a hang is counted,
@@ -54,6 +56,7 @@ SURFACES = (
     "state",
     "signals",
     "package-data",
+    "fix",
 )
 TALLIES = {surface: Tally(surface) for surface in SURFACES}
 HANG_S = float(os.environ.get("ENVCHECK_FAULTS_HANG_S", "60"))  # far past any case: a fault
@@ -920,6 +923,89 @@ def signal_case(signum: signal.Signals, tmp: Path) -> None:
 SIGNALS = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
+# -- fix: the target and the state a repair writes ------------------------------------------------
+_DEAD_INDEX = "http://127.0.0.1:9"  # the discard port: nothing listens, refused at once
+_FIX = ("--paddle", "3.3.1", "--no-pull", "--yes")
+
+
+def _venv(tmp: Path, name: str = "venv") -> Path:
+    """A venv with pip under `tmp/out` (what a fix writes into it is no leak), copied from one
+    made once per process."""
+    template = Path(tempfile.gettempdir()) / f"envcheck-faults-venv-{os.getpid()}"
+    if not template.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(template)], check=True, timeout=300)
+    target = tmp / "out" / name
+    subprocess.run(["cp", "-a", str(template), str(target)], check=True)
+    return target
+
+
+def _fix_target(tmp: Path) -> dict[str, str]:
+    return {"FIX_TARGET": str(_venv(tmp)), "ENVCHECK_PADDLE_INDEX": _DEAD_INDEX}
+
+
+def _fix_small(tmp: Path) -> dict[str, str]:
+    (tmp / "out" / "small").mkdir()
+    return _fix_target(tmp) | {"FIX_SMALL": str(tmp / "out" / "small")}
+
+
+def _non_utf8(tmp: Path) -> dict[str, str]:
+    _venv(tmp, "v\udcff")
+    return {"ENVCHECK_PADDLE_INDEX": _DEAD_INDEX}
+
+
+def _long_state(tmp: Path) -> dict[str, str]:
+    _venv(tmp)
+    return {"ENVCHECK_PADDLE_INDEX": _DEAD_INDEX, "XDG_STATE_HOME": "/" + "s" * 4045}
+
+
+def _in_namespace(script: str) -> tuple[str, ...]:
+    """`script` as root in a mount namespace of its own (its mounts go with it), then the fix of
+    the venv it names as $T."""
+    fix = 'exec "$0" -m envcheck fix --python "$T/bin/python" ' + " ".join(_FIX)
+    return ("unshare", "-m", "sh", "-c", f"{script} && {fix}", sys.executable)
+
+
+_READ_ONLY = _in_namespace(
+    'T="$FIX_TARGET" && mount --bind "$T" "$T" && mount -o remount,bind,ro "$T"'
+)
+_FULL = _in_namespace(
+    'mount -t tmpfs -o size=48m tmpfs "$FIX_SMALL" && cp -a "$FIX_TARGET" "$FIX_SMALL/venv" && '
+    '{ dd if=/dev/zero of="$FIX_SMALL/fill" bs=64k 2>/dev/null; T="$FIX_SMALL/venv"; }'
+)
+_FULL_RECORD = _in_namespace(  # the fix's folder is there: its first file write meets the full disk
+    'mount -t tmpfs -o size=48m tmpfs "$FIX_SMALL" && cp -a "$FIX_TARGET" "$FIX_SMALL/venv" && '
+    'mkdir -p "$FIX_SMALL/venv/.envcheck-fix/records" && '
+    '{ dd if=/dev/zero of="$FIX_SMALL/fill" bs=64k 2>/dev/null; T="$FIX_SMALL/venv"; }'
+)
+
+
+def fix_cases() -> Iterator[ProcessCase]:
+    yield ProcessCase("fix", "read-only-target", (), (4,), _fix_target, argv=_READ_ONLY)
+    yield ProcessCase("fix", "full-target", (), (4,), _fix_small, argv=_FULL)
+    yield ProcessCase("fix", "record-write-out-of-space", (), (4,), _fix_small, argv=_FULL_RECORD)
+    yield ProcessCase(
+        "fix",
+        "non-utf8-venv-path",
+        ("fix", "--python", "{tmp}/out/v\udcff/bin/python", *_FIX),
+        (4,),
+        _non_utf8,
+    )
+    yield ProcessCase(
+        "fix",
+        "long-xdg-state-home",
+        ("fix", "--python", "{tmp}/out/venv/bin/python", *_FIX),
+        (4,),
+        _long_state,
+    )
+    for name, bad in (("esc", "\x1b]0;FORGED\x07"), ("bidi", "\u202e")):
+        yield ProcessCase(
+            "fix",
+            f"paddle-index-{name}",
+            ("fix", "--paddle-index", f"https://m.example/{bad}"),
+            (2,),
+        )
+
+
 def process_cases() -> list[ProcessCase]:
     return [
         *live_probe_cases(),
@@ -931,6 +1017,7 @@ def process_cases() -> list[ProcessCase]:
         *smoke_claim_cases(),
         *refresh_packages_cases(),
         *helpful_error_cases(),
+        *fix_cases(),
     ]
 
 

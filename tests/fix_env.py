@@ -91,11 +91,14 @@ def serve(root: Path) -> Iterator[str]:
         thread.join()
 
 
-def stub_wheel(folder: Path, name: str, version: str) -> Path:
-    """A valid, empty wheel: installing it only adds `name`'s dist-info (its presence)."""
+def stub_wheel(folder: Path, name: str, version: str, requires: Sequence[str] = ()) -> Path:
+    """A valid, empty wheel: installing it only adds `name`'s dist-info (its presence), and its
+    `requires` (Requires-Dist lines) for `pip check` to hold it to."""
     dist = f"{name.replace('-', '_')}-{version}"
+    needs = "".join(f"Requires-Dist: {r}\n" for r in requires)
     files = {
-        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        + needs,
         f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: envcheck-tests\n"
         "Root-Is-Purelib: true\nTag: py3-none-any\n",
     }

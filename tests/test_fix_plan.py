@@ -11,12 +11,11 @@ import pytest
 
 from envcheck.contracts.facts import host_from_document
 from envcheck.contracts.host_report import Report
-from envcheck.fix.apply import restore_commands
-from envcheck.fix.plan import Wheel, plan_fix
+from envcheck.fix.plan import plan_fix
 from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.mirror import PADDLE_INDEX
-from envcheck.verdict.fixes import PipInstall, cudnn_install, target_python
+from envcheck.verdict.fixes import cudnn_install, target_python
 from envcheck.verdict.judge import Context, judge
 from tests import fix_env
 
@@ -65,27 +64,6 @@ def test_a_mirror_replaces_paddles_index_in_every_build_and_nothing_else() -> No
     assert any(
         "-i https://mirror.example/paddle/packages/stable/cu126/" in b.pip for b in mirrored.builds
     )
-
-
-def test_the_rollback_removes_what_came_and_brings_back_what_went() -> None:
-    before = "numpy==1.26.4\npaddlepaddle-gpu==3.3.1\npip==24.0\nsix @ file:///w/six.whl\n"
-    after = "numpy==2.4.6\npaddlepaddle==3.3.1\npip==24.0\nprotobuf==7.36.2\n"
-    cu126 = ("paddlepaddle-gpu==3.3.1", "-i", "https://m.example/packages/stable/cu126/")
-    source = Wheel.of(PipInstall(PY, cu126), "12.6")
-    pip = (PY, "-m", "pip")
-    assert restore_commands(PY, before, after, paddle_source=source) == [
-        (*pip, "uninstall", "-y", "numpy", "paddlepaddle", "protobuf"),
-        (*pip, "install", "--no-deps", "numpy==1.26.4", "six @ file:///w/six.whl"),
-        (
-            *pip,
-            "install",
-            "--no-deps",
-            "paddlepaddle-gpu==3.3.1",
-            "-i",
-            "https://m.example/packages/stable/cu126/",
-        ),
-    ]
-    assert restore_commands(PY, before, before, paddle_source=source) == []
 
 
 def test_root_work_is_manual_in_order_and_advice_is_not_a_step() -> None:

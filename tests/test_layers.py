@@ -66,8 +66,15 @@ MODULES: dict[str, str] = {
     # workload's modules import it by a relative name inside the container, so it stays there
     "envcheck.smoke.workload": "protocol",
     "envcheck.smoke.workload.protocol": "protocol",
-    # runs the target's pip; the repair is being moved into its own folder, which splits it
-    "envcheck.fix.apply": "runner",
+    # the repair's transaction runs the target's pip, keeps and restores its files, its journal
+    # and lock; its plan and outcome beside them are pure (the folder is the repair's one room)
+    **dict.fromkeys(
+        (
+            f"envcheck.fix.{m}"
+            for m in ("apply", "keep", "journal", "site", "transaction", "repair")
+        ),
+        "runner",
+    ),
 }
 
 ALL_LAYERS = frozenset({*LAYERS, *MODULES.values()})

@@ -18,6 +18,7 @@ from envcheck.contracts.exitcodes import EXIT_CODES_HELP
 # (#27.2), and `--no-smoke --json` never imports the smoke, rich or the docker SDK (#27.3).
 if TYPE_CHECKING:
     from envcheck.contracts.command_env import Environment
+    from envcheck.contracts.doctor_options import DoctorOptions
     from envcheck.contracts.facts import HostFacts
     from envcheck.contracts.findings import Finding
     from envcheck.contracts.host_report import ImageChoice, Report
@@ -196,34 +197,61 @@ def check_gpus_exist(gpus: tuple[int, ...] | None, host: HostFacts) -> None:
 def run(args: argparse.Namespace, env: Environment) -> int:
     # The CUDA driver child first: its cuInit (~0.2 s on an H100) is the slowest probe, and the
     # imports and the other probes overlap it (#27.2). Whatever happens next, it is reaped.
-    with _host_probe(args, env) as probe:
+    _resolve_paths(args, env)
+    options = options_of(args, env)
+    with _host_probe(options, env) as probe:
         from envcheck.edges import activity
         from envcheck.render.activity import make_activity_display
 
-        _resolve_paths(args, env)
         to_stdout = stdout_format(args, env, ("junit", "markdown", "save_baseline"))
         # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
         # heartbeat in a log, under --json too); stopped before the report takes stdout.
         with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
-            report = _diagnose(args, env, probe)
+            report = _diagnose(options, env, probe)
     _render(args, report, env, text=to_stdout is None)
     _save_baseline(args, report, env)
     return int(report.exit_status)
 
 
-def diagnose(args: argparse.Namespace, env: Environment) -> Report:
-    """The report of a parsed `doctor` command line, not rendered (`envcheck fix` plans from it
-    and verifies with it)."""
-    with _host_probe(args, env) as probe:
-        _resolve_paths(args, env)
-        return _diagnose(args, env, probe)
+def diagnose(options: DoctorOptions, env: Environment) -> Report:
+    """The doctor's report for `options`, not rendered: `envcheck fix` plans from it and verifies
+    with it. File paths in `options` are taken as they are (resolve them from `env.cwd` first)."""
+    with _host_probe(options, env) as probe:
+        return _diagnose(options, env, probe)
+
+
+def options_of(args: argparse.Namespace, env: Environment) -> DoctorOptions:
+    """The parsed `doctor` command line as options (its file paths resolved by `_resolve_paths`)."""
+    from envcheck.contracts.doctor_options import DoctorOptions
+
+    return DoctorOptions(
+        python=args.python,
+        matrix=args.matrix,
+        paddle=args.paddle,
+        registry=args.registry,
+        image=args.image,
+        facts=args.facts,
+        expect_gpu=args.expect_gpu,
+        smoke=not args.no_smoke,
+        in_process=args.in_process,
+        pull=not args.no_pull,
+        gpus=args.gpus,
+        amp=args.amp,
+        compare_cpu=args.compare_cpu,
+        export=args.export,
+        smoke_timeout=args.smoke_timeout,
+        quiet=args.quiet,
+        baseline=args.baseline,
+        strict_drift=args.strict_drift,
+        host_paddle=not args.no_host_paddle,
+    )
 
 
 @contextmanager
-def _host_probe(args: argparse.Namespace, env: Environment) -> Iterator[HostProbe | None]:
+def _host_probe(options: DoctorOptions, env: Environment) -> Iterator[HostProbe | None]:
     """The host probe on the command's variables, its NVML and CUDA children started (None under
     `--facts`: nothing is probed); reaped on the way out, whatever happened."""
-    if args.facts:
+    if options.facts:
         yield None
         return
     from envcheck.probe.host import adopt
@@ -245,7 +273,7 @@ def _resolve_paths(args: argparse.Namespace, env: Environment) -> None:
             setattr(args, flag, env.path(getattr(args, flag)))
 
 
-def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | None) -> Report:
+def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) -> Report:
     """`probe`: the host probe whose CUDA child runs (None: `--facts`, nothing is probed)."""
     # Imported here, not at start-up: `envcheck --version` and `--help` build every parser.
     from envcheck.edges import activity
@@ -268,12 +296,12 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
 
     matrix = load_matrix(args.matrix, env.env)
     host, recorded = (
-        read_facts_document(args.facts, env) if probe is None else (probe.facts(), None)
+        (probe.facts(), None) if probe is not None else read_facts_document(args.facts or "-", env)
     )
     check_gpus_exist(gpus, host)
     host = _without_host_paddle(args, host)
     image = _choose_image(args, host, matrix)
-    smoke_runs = not args.no_smoke and not args.facts
+    smoke_runs = args.smoke and not args.facts
     ctx = Context(
         host=host,
         matrix=matrix,
@@ -298,7 +326,7 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     if unproven is not None:
         findings.append(unproven)
     if args.baseline:
-        findings += _drift(args, host, image, env)
+        findings += _drift(args.baseline, args.strict_drift, host, image, env)
     from envcheck.verdict.one_plan import settle
 
     findings = settle(findings)  # the smoke's fixes meet the judge's: one plan
@@ -312,12 +340,12 @@ def _diagnose(args: argparse.Namespace, env: Environment, probe: HostProbe | Non
     )
 
 
-def _without_host_paddle(args: argparse.Namespace, host: HostFacts) -> HostFacts:
+def _without_host_paddle(options: DoctorOptions, host: HostFacts) -> HostFacts:
     """--no-host-paddle: the host's interpreter is not the one that trains (the smoke's image
     holds that Paddle), so its Paddle is neither probed into the verdict nor judged."""
-    if not getattr(args, "no_host_paddle", False):
+    if options.host_paddle:
         return host
-    if args.in_process:
+    if options.in_process:
         raise UsageError(
             "--no-host-paddle with --in-process: the in-process smoke trains with this host's "
             "Paddle",
@@ -330,13 +358,16 @@ def _without_host_paddle(args: argparse.Namespace, host: HostFacts) -> HostFacts
     return replace(host, paddle=PaddleFacts(status="unknown", reason=reason))
 
 
-def _fix_argv(args: argparse.Namespace) -> list[str]:
+def _fix_argv(options: DoctorOptions) -> list[str]:
     """The `envcheck fix` that repairs what this doctor judged: its interpreter, release and
     matrix, as this command line named them."""
     argv = ["envcheck", "fix"]
-    for flag, value in (("--python", args.python), ("--paddle", args.paddle)):
+    for flag, value in (
+        ("--python", options.python),
+        ("--paddle", options.paddle),
+        ("--matrix", options.matrix),
+    ):
         argv += [flag, value] if value else []
-    argv += ["--matrix", args.matrix] if getattr(args, "matrix", None) else []
     return [*argv, "--yes"]
 
 
@@ -365,7 +396,7 @@ def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, Recorde
         ) from e
 
 
-def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Matrix) -> ImageChoice:
+def _choose_image(args: DoctorOptions, host: HostFacts, matrix: Matrix) -> ImageChoice:
     from envcheck.image.choice import select_image
 
     choice = select_image(host, matrix, paddle=args.paddle, registry=args.registry)
@@ -378,7 +409,7 @@ def _choose_image(args: argparse.Namespace, host: HostFacts, matrix: Matrix) -> 
 
 
 def _smoke_options(
-    args: argparse.Namespace,
+    args: DoctorOptions,
     gpus: tuple[int, ...] | None,
     target: Interpreter | None,
     endpoint: Endpoint | None,
@@ -398,7 +429,7 @@ def _smoke_options(
         gpus=gpus,
         endpoint=endpoint,
         expect_gpu=args.expect_gpu,
-        pull=not args.no_pull,
+        pull=args.pull,
         amp=args.amp,
         compare_cpu=args.compare_cpu,
         export=args.export,
@@ -411,16 +442,14 @@ def _smoke_options(
 
 
 def _drift(
-    args: argparse.Namespace, host: HostFacts, image: ImageChoice, env: Environment
+    path: str, strict: bool, host: HostFacts, image: ImageChoice, env: Environment
 ) -> list[Finding]:
     from envcheck.contracts.host_report import Report
     from envcheck.edges.baseline_file import load_baseline
     from envcheck.verdict.drift import compare_baseline
 
-    baseline = load_baseline(args.baseline, env)
-    return compare_baseline(
-        Report(host=host, findings=(), image=image), baseline, strict=args.strict_drift
-    )
+    baseline = load_baseline(path, env)
+    return compare_baseline(Report(host=host, findings=(), image=image), baseline, strict=strict)
 
 
 def _meta(matrix_path: str, started: float, newest_source: str | None = None) -> dict[str, Any]:

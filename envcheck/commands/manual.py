@@ -15,6 +15,13 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
+        "ENVCHECK_FIX_STEP_LIMIT",
+        (
+            "seconds a pip step of `envcheck fix --yes` may run before it is taken as hung and "
+            "killed with its process group (default: 3600)"
+        ),
+    ),
+    (
         "ENVCHECK_PADDLE_INDEX",
         (
             "the base URL of a mirror of the Paddle package index: every pip command the doctor "
@@ -55,10 +62,13 @@ FILES: tuple[tuple[str, str], ...] = (
         "marks the smoke containers this user made, so that only their owner removes leftovers",
     ),
     (
-        "$XDG_STATE_HOME/envcheck/fix/records/ (default: ~/.local/state/envcheck/fix/records/)",
+        "PREFIX/.envcheck-fix/ (PREFIX: the target interpreter's sys.prefix, its real path)",
         (
-            "what `envcheck fix --yes` recorded before changing an interpreter (pip freeze, pip "
-            "config): the state a rollback restores"
+            "what `envcheck fix --yes` keeps of an environment it changes, found by every user of "
+            "it: `lock` (one fix at a time), `journal.json` (each step written before it runs; an "
+            "open one is an unfinished fix: `--rollback` or `--resume`) and `records/` (pip "
+            "freeze, pip config, pip check, the wheelhouse and the kept files of what is removed "
+            "or replaced: the state a rollback restores, without the network)"
         ),
     ),
     (

@@ -121,3 +121,17 @@ def cleaned_up(what: str) -> None:
 def cleaned() -> list[str]:
     """What the last interrupted run said it cleaned up, in order."""
     return list(_State.cleaned)
+
+
+def wait_for_signal(seconds: float, *, while_exists: str | None = None) -> None:
+    """Sleep up to `seconds`, ending early when one of `SIGNALS` arrives (outside `deferred()` it
+    raises at once; inside, it is kept pending and raised where the block ends) or when the file
+    `while_exists` is gone. A test hook's pause: a phase held open for a test to act there."""
+    import os
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and _State.pending is None and not _State.raised:
+        if while_exists is not None and not os.path.exists(while_exists):
+            return
+        time.sleep(0.05)

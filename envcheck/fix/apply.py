@@ -1,82 +1,50 @@
-"""Apply a `FixPlan` to its target interpreter (the I/O): refuse an externally managed one, hold
-the target's lock, record `pip freeze` and `pip config list`, run the steps, and restore the
-recorded freeze when a step or the verification fails, or a signal arrives.
+"""The target's pip, run by the fix (the I/O): refuse an externally managed interpreter, record
+`pip freeze` and `pip config list`, download a build and its dependencies into a wheelhouse, ask
+the resolver what an install would change (`--dry-run --report`), run a step, and `pip check`.
 
 pip runs in a session of its own (a Ctrl-C at the terminal does not reach it) under
-`signals.deferred()`: a signal waits for the running pip to finish, never cuts it half-way, and
-then unwinds into the rollback. Only the target's pip is ever run; never `sudo`.
+`signals.deferred()`: a signal waits for the running pip to finish, never cuts it half-way. A pip
+that outlives its bound is killed with its whole process group. Only the target's pip is ever
+run; never `sudo`.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
-import re
-import shlex
+import select
+import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from envcheck.contracts.command_env import home
+from packaging.utils import canonicalize_name
+
 from envcheck.contracts.errors import EnvironmentProblem, UsageError
-from envcheck.contracts.record import field, record
 from envcheck.edges.signals import deferred
-from envcheck.fix.plan import PIP_OVERRIDE, Step, Wheel
+from envcheck.fix.outcome import Change, Ran
+from envcheck.fix.plan import PIP_OVERRIDE
 
 ASK_TIMEOUT_S = 30.0
+STEP_LIMIT_S = 3600.0  # a pip step that runs longer is hung: killed with its process group
+READ_LIMIT_S = 120.0  # a read-only pip command (freeze, config, check, a dry run)
+INDEX_TIMEOUT_S = 5.0  # an index that does not answer the first request in this is given up on
 TAIL_LINES = 15
+LIMIT_ENV = "ENVCHECK_FIX_STEP_LIMIT"  # seconds; a smaller bound for a slow or hung pip
+QUIET_PIP = {"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+# pip's own bounds on the network: a black-holed index is given up on in seconds, not minutes
+NETWORK = ("--timeout", "10", "--retries", "1")
+_VALUED = {"-i", "--index-url", "-f", "--find-links", "--extra-index-url", "-c", "--constraint"}
 _ASK = (
     "import json, os, sys, sysconfig; m = os.path.join(sysconfig.get_path('stdlib'), "
     "'EXTERNALLY-MANAGED'); print(json.dumps({'prefix': sys.prefix, 'venv': sys.prefix != "
     "sys.base_prefix, 'marker': m if os.path.isfile(m) else None}))"
 )
-
-
-@record
-class Ran:
-    """One command run: its argv, exit status and the last lines it printed."""
-
-    argv: tuple[str, ...]
-    code: int
-    seconds: float
-    tail: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"argv": list(self.argv), "exit_code": self.code, "seconds": self.seconds}
-
-
-@record
-class Record:
-    """The target's state before the fix: where it was written, and the freeze itself."""
-
-    folder: str
-    freeze: str  # `pip freeze --all`, byte for byte
-    pip_config: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "folder": self.folder,
-            "freeze": os.path.join(self.folder, "freeze.txt"),
-            "pip_config": os.path.join(self.folder, "pip-config.txt"),
-        }
-
-
-@record(frozen=False)
-class Rollback:
-    ran: list[Ran] = field(default_factory=list)
-    freeze_matches: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ran": [r.to_json() for r in self.ran], "freeze_matches": self.freeze_matches}
-
-
-Runner = Callable[[Sequence[str]], Ran]
 
 
 def refuse_externally_managed(
@@ -112,77 +80,90 @@ def _ask(python: str, variables: Mapping[str, str]) -> dict[str, Any]:
     return answer
 
 
-def state_dir(variables: Mapping[str, str]) -> Path:
-    base = variables.get("XDG_STATE_HOME") or os.path.join(home(variables), ".local", "state")
-    return Path(base) / "envcheck" / "fix"
-
-
-@contextmanager
-def target_lock(prefix: str, folder: Path) -> Iterator[Path]:
-    """One fix per target at a time (fcntl, released by the kernel if we die); a second one is
-    refused at once, never queued behind the first."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / f"{_key(prefix)}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+def step_limit(variables: Mapping[str, str]) -> float:
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
-            raise EnvironmentProblem(
-                f"another `envcheck fix` (pid {holder}) is changing {prefix}",
-                hint=f"wait for it to finish (its lock: {path})",
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield path
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def _key(prefix: str) -> str:
-    return hashlib.sha256(prefix.encode()).hexdigest()[:16]
+        limit = float(variables.get(LIMIT_ENV, STEP_LIMIT_S))
+    except ValueError:
+        return STEP_LIMIT_S
+    return limit if limit > 0 else STEP_LIMIT_S
 
 
 def run_command(
-    argv: Sequence[str], variables: Mapping[str, str], echo: Callable[[str], None] | None = None
+    argv: Sequence[str],
+    variables: Mapping[str, str],
+    echo: Callable[[str], None] | None = None,
+    *,
+    limit: float = STEP_LIMIT_S,
 ) -> Ran:
-    """Run one step to its end: its own session, output kept (its tail) and echoed line by line."""
-    started = time.perf_counter()
+    """Run one step to its end (or its bound): its own session, output kept (its tail) and
+    echoed line by line; past `limit` seconds it is killed with everything it started."""
+    started = time.monotonic()
     lines: list[str] = []
+    killed = False
     with deferred():
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
             start_new_session=True,
-            env={**variables, "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+            env={**variables, **QUIET_PIP},
         )
         assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line.rstrip("\n"))
-            del lines[:-200]
-            if echo is not None:
-                echo(line.rstrip("\n"))
+        pending = b""
+        with proc.stdout:
+            while True:
+                left = started + limit - time.monotonic()
+                if left <= 0:
+                    killed = _kill_group(proc.pid)
+                    break
+                ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
+                if not ready:
+                    continue
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                *complete, pending = (pending + chunk).split(b"\n")
+                for raw in complete:
+                    line = raw.decode("utf-8", "replace").rstrip("\r")
+                    lines.append(line)
+                    del lines[:-200]
+                    if echo is not None:
+                        echo(line)
         code = proc.wait()
+    if killed:
+        lines.append(f"envcheck: killed after {limit:g} s with its process group (hung)")
     tail = "\n".join(lines[-TAIL_LINES:])
-    return Ran(tuple(argv), code, round(time.perf_counter() - started, 3), tail)
+    return Ran(tuple(argv), code, round(time.monotonic() - started, 3), tail, killed)
 
 
-def capture(argv: Sequence[str], variables: Mapping[str, str]) -> str:
+def _kill_group(pid: int) -> bool:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def capture(argv: Sequence[str], variables: Mapping[str, str], *, ok: Sequence[int] = (0,)) -> str:
     """A read-only pip command's stdout, exactly (`pip freeze`, `pip config list`)."""
-    run = subprocess.run(
-        list(argv),
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        env={**variables, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-    )
-    if run.returncode != 0:
+    try:
+        run = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env={**variables, **QUIET_PIP},
+            timeout=READ_LIMIT_S,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise EnvironmentProblem(f"`{' '.join(argv)}` did not end in {READ_LIMIT_S:g} s") from e
+    except OSError as e:
+        raise EnvironmentProblem(f"`{' '.join(argv)}` could not run: {e}") from e
+    if run.returncode not in ok:
         raise EnvironmentProblem(
             f"`{' '.join(argv)}` failed ({run.returncode}): {run.stderr.strip()[-400:]}",
             hint="envcheck fix records the target's packages before changing them; "
@@ -195,141 +176,117 @@ def freeze(python: str, variables: Mapping[str, str]) -> str:
     return capture([python, "-m", "pip", "freeze", "--all"], variables)
 
 
-def record_state(
-    python: str,
-    prefix: str,
-    folder: Path,
-    variables: Mapping[str, str],
-    changed: Collection[str] = (),
-) -> Record:
-    """The state to come back to, on disk before anything changes; refused (nothing changed)
-    when a package the plan removes or replaces (`changed`) could not be put back."""
-    frozen = freeze(python, variables)
-    lost = unrestorable(frozen, {canonical(n) for n in changed})
-    if lost:
-        names = [name for name, _ in lost]
-        raise EnvironmentProblem(
-            f"{python} holds package(s) the plan replaces that were installed from a local file"
-            " that is gone or has changed since, so a rollback could not put them back: "
-            + "; ".join(f"{name} ({why})" for name, why in lost),
-            hint="remove them first, as the plan would: "
-            f"`{shlex.join([python, '-m', 'pip', 'uninstall', '-y', *names])}`, or reinstall"
-            " them from a file that exists; then run `envcheck fix --yes` again. Nothing was"
-            " changed",
-        )
-    config = capture([python, "-m", "pip", "config", "list"], variables)
-    where = folder / f"{_key(prefix)}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    where.mkdir(parents=True, mode=0o700)
-    (where / "freeze.txt").write_text(frozen)
-    (where / "pip-config.txt").write_text(config)
-    (where / "target.txt").write_text(f"{python}\n{prefix}\n")
-    return Record(str(where), frozen, config)
+def pip_config(python: str, variables: Mapping[str, str]) -> str:
+    return capture([python, "-m", "pip", "config", "list"], variables)
 
 
-_FILE_LINE = re.compile(
-    r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*@\s*(file://[^\s#]+)(?:#sha256=([0-9a-f]{64}))?$"
-)
-
-
-def unrestorable(frozen: str, names: Collection[str]) -> list[tuple[str, str]]:
-    """(name, why) of the freeze lines of `names` (canonical) that name a local file
-    (`name @ file:///…whl#sha256=…`) no longer holding what was installed: gone, or its sha256
-    is not the one pip recorded at install."""
-    lost: list[tuple[str, str]] = []
-    for line in frozen.splitlines():
-        m = _FILE_LINE.match(line.strip())
-        if not m or canonical(m.group(1)) not in names:
-            continue
-        path = Path(unquote(urlsplit(m.group(2)).path))
-        if not path.is_file():
-            lost.append((m.group(1), f"{path} is gone"))
-        elif m.group(3) and _sha256(path) != m.group(3):
-            lost.append((m.group(1), f"{path} has changed: its sha256 is not the one installed"))
-    return lost
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def run_steps(steps: Sequence[Step], run: Runner) -> tuple[list[Ran], Ran | None]:
-    """The steps in order until one fails: (what ran, the failed one or None)."""
-    done: list[Ran] = []
-    for step in steps:
-        ran = run(step.argv)
-        done.append(ran)
-        if ran.code != 0:
-            return done, ran
-    return done, None
-
-
-_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def frozen_lines(text: str) -> dict[str, str]:
-    """{canonical name: its freeze line}; comments and editable installs' notes skipped."""
-    lines: dict[str, str] = {}
-    for line in text.splitlines():
-        m = _NAME.match(line.strip())
-        if m and not line.startswith("#"):
-            lines[canonical(m.group(1))] = line.strip()
-    return lines
-
-
-def restore_commands(
-    python: str,
-    before: str,
-    after: str,
-    *,
-    paddle_source: Wheel | None,
-    pip_flags: Sequence[str] = (),
-) -> list[tuple[str, ...]]:
-    """From `after` back to `before`: uninstall what was added or changed, then reinstall each
-    changed or removed line exactly (`--no-deps`: the freeze names every package). A Paddle
-    build comes from the index of its recorded build (a 3.x CUDA variant is not in its version);
-    the rest from pip's configured index, or the URL its line names."""
-    old, new = frozen_lines(before), frozen_lines(after)
-    pip = (python, "-m", "pip")
-    drop = sorted(n for n in new if old.get(n) != new[n])
-    back = sorted(n for n in old if new.get(n) != old[n])
-    commands: list[tuple[str, ...]] = []
-    if drop:
-        commands.append((*pip, "uninstall", "-y", *pip_flags, *drop))
-    paddle = {"paddlepaddle", "paddlepaddle-gpu"}
-    rest = [old[n] for n in back if n not in paddle or paddle_source is None or "@" in old[n]]
-    ours = [old[n] for n in back if old[n] not in rest]
-    if rest:
-        commands.append((*pip, "install", "--no-deps", *pip_flags, *rest))
-    if ours and paddle_source is not None:
-        where = paddle_source.pip_args[1:]  # the recorded build's own index or links page
-        commands.append((*pip, "install", "--no-deps", *pip_flags, *ours, *where))
-    return commands
-
-
-def roll_back(
-    python: str,
-    rec: Record,
-    run: Runner,
-    variables: Mapping[str, str],
-    *,
-    paddle_source: Wheel | None,
-    pip_flags: Sequence[str],
-) -> Rollback:
-    """Back to the recorded freeze; `freeze_matches` says whether it is, byte for byte."""
-    result = Rollback()
-    now = freeze(python, variables)
-    commands = restore_commands(
-        python, rec.freeze, now, paddle_source=paddle_source, pip_flags=pip_flags
+def pip_check(python: str, variables: Mapping[str, str]) -> frozenset[str]:
+    """What `pip check` finds wrong (one line each); empty when it finds nothing."""
+    out = capture([python, "-m", "pip", "check"], variables, ok=(0, 1))
+    return frozenset(
+        line.strip()
+        for line in out.splitlines()
+        if line.strip() and not line.startswith("No broken requirements")
     )
-    for argv in commands:
-        result.ran.append(run(argv))
-    result.freeze_matches = freeze(python, variables) == rec.freeze
-    return result
+
+
+def requirements(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """An install's arguments (after `pip install`) split into (requirements, options)."""
+    wanted: list[str] = []
+    options: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg in _VALUED:
+            options += [arg, next(it, "")]
+        elif arg.startswith("-"):
+            options.append(arg)
+        else:
+            wanted.append(arg)
+    return wanted, options
+
+
+def indexes(args: Sequence[str]) -> list[str]:
+    """The indexes and links pages an install's arguments name."""
+    it = iter(args)
+    return [next(it, "") for arg in it if arg in ("-i", "--index-url", "-f", "--find-links")]
+
+
+def probe_index(
+    url: str, project: str, variables: Mapping[str, str], timeout: float = INDEX_TIMEOUT_S
+) -> str | None:
+    """Whether the index at `url` answers for `project` (its PEP 503 page), in seconds rather
+    than pip's minutes of retries: None when it does, else why not. The command's proxy
+    variables apply, as they do to its pip."""
+    page = url if url.endswith(".html") else f"{url.rstrip('/')}/{canonicalize_name(project)}/"
+    if urllib.parse.urlsplit(page).scheme not in ("http", "https"):
+        return None  # a local folder or file: pip reads it, nothing to wait for
+    try:
+        with _opener(page, variables).open(page, timeout=timeout) as answer:
+            answer.read(1)
+    except urllib.error.HTTPError as e:
+        return f"answered {e.code} for {page}"
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        if isinstance(reason, TimeoutError):
+            return f"did not answer within {timeout:g} s"
+        return f"did not answer ({reason})"
+    return None
+
+
+def _opener(url: str, variables: Mapping[str, str]) -> urllib.request.OpenerDirector:
+    lowered = {k.lower(): v for k, v in variables.items()}
+    proxies = {s: lowered[f"{s}_proxy"] for s in ("http", "https") if lowered.get(f"{s}_proxy")}
+    host = urllib.parse.urlsplit(url).hostname or ""
+    skip = [n.strip().lstrip(".") for n in lowered.get("no_proxy", "").split(",") if n.strip()]
+    bypass = any(n == "*" or host == n or host.endswith(f".{n}") for n in skip)
+    return urllib.request.build_opener(urllib.request.ProxyHandler({} if bypass else proxies))
+
+
+def dry_run(
+    python: str,
+    args: Sequence[str],
+    variables: Mapping[str, str],
+    installed: Mapping[str, str],
+) -> list[Change]:
+    """What `pip install ARGS` would change in the target, as its resolver says
+    (`--dry-run --report`), against `installed` ({canonical name: version})."""
+    with tempfile.TemporaryDirectory(prefix="envcheck-fix-") as folder:
+        report = os.path.join(folder, "report.json")
+        argv = [python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", report, *args]
+        capture(argv, variables)
+        with open(report, encoding="utf-8") as f:
+            doc = json.load(f)
+    changes = []
+    for item in doc.get("install", []):
+        meta = item.get("metadata", {})
+        name, version = canonicalize_name(str(meta.get("name", ""))), str(meta.get("version", ""))
+        if installed.get(name) != version:
+            changes.append(Change(name, installed.get(name), version, bool(item.get("requested"))))
+    return sorted(changes, key=lambda c: c.name)
+
+
+def versions(python: str, variables: Mapping[str, str]) -> dict[str, str]:
+    """{canonical name: version} of every distribution the target holds (`pip list`), a build
+    installed from a file or a URL included."""
+    try:
+        listed = json.loads(capture([python, "-m", "pip", "list", "--format=json"], variables))
+        return {canonicalize_name(d["name"]): str(d["version"]) for d in listed}
+    except (ValueError, KeyError, TypeError) as e:
+        raise EnvironmentProblem(f"`{python} -m pip list` gave an unreadable answer: {e}") from e
+
+
+def installed_versions(frozen: str) -> dict[str, str]:
+    """{canonical name: version} of `pip freeze --all`: `name==version`, or for a distribution
+    installed from a URL or a file (`name @ file:///…whl`) the `@ …` that says where from."""
+    found: dict[str, str] = {}
+    for raw in frozen.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "-e ")):
+            continue
+        name, sep, version = line.partition("==")
+        if not sep:
+            name, sep, where = line.partition(" @ ")
+            version = f"@ {where}" if sep else ""
+        if sep:
+            found[canonicalize_name(name.strip())] = version.strip()
+    return found

@@ -22,7 +22,12 @@ def paddle_index(url: str | None, where: str = PADDLE_INDEX_ENV) -> str:
     """The base URL to install Paddle from: `url` (a mirror), else Paddle's own."""
     if not url:
         return PADDLE_INDEX
-    if not url.startswith(("https://", "http://", "file://")) or any(c.isspace() for c in url):
+    # a control character or a bidi override (ESC, U+202E) would be echoed into every command
+    if (
+        not url.startswith(("https://", "http://", "file://"))
+        or not url.isprintable()
+        or " " in url
+    ):
         raise UsageError(
             f"{where} {url!r} is not a URL",
             hint=f"give the base of Paddle's index or its mirror, e.g. {PADDLE_INDEX}",

@@ -12,12 +12,13 @@ OUTCOME_WORDS = {
     "nothing-to-fix": "nothing to fix: the doctor found nothing this command repairs",
     "manual-only": "only a person can fix what is left: the manual steps above",
     "planned": "dry run: nothing was changed; `--yes` applies the plan and verifies it",
-    "fixed": "fixed: the plan was applied and the smoke proved it",
+    "fixed": "fixed: the plan was applied, the smoke proved it and pip check found nothing new",
+    "partly-fixed": "partly fixed: one part was fixed and verified, another failed (see parts)",
     "failed": "failed: the interpreter was not changed; nothing to roll back",
-    "rolled-back": "rolled back: the environment is back as it was (pip freeze matches the record "
-    "byte for byte)",
-    "rollback-incomplete": "the rollback did NOT restore the recorded state: compare "
-    "`pip freeze --all` with the record",
+    "rolled-back": "rolled back: the environment is back as it was (every kept file matches its "
+    "RECORD, pip freeze matches the record byte for byte, pip check finds nothing new)",
+    "rollback-incomplete": "the rollback did NOT restore the recorded state: what differs is "
+    "listed above",
 }
 
 
@@ -33,9 +34,10 @@ def render_fix(doc: dict[str, Any]) -> str:
         lines.append("plan (in order):")
         for n, step in enumerate(runs, 1):
             lines.append(f"  {n}. {step['kind']} [{step['why']}] {visible(step['changes'])}")
-            lines.append(f"     $ {shlex.join(step['argv'])}")
+            lines.append(f"     $ {visible(shlex.join(step['argv']))}")
         if plan["expect"]:
             lines.append(_then(plan, runs))
+        lines += _changes(doc)
     if manual:
         lines.append("manual steps (need root or a reboot; never run by envcheck), in order:")
         for n, step in enumerate(manual, 1):
@@ -69,6 +71,23 @@ def _manual_lines(n: int, step: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _changes(doc: dict[str, Any]) -> list[str]:
+    """Every package the install changes: the plan's and those pip's resolver adds."""
+    lines: list[str] = []
+    if doc.get("changes"):
+        lines.append("packages that change (the plan's and pip's resolver's):")
+        for c in doc["changes"]:
+            before, after = c["before"] or "absent", c["after"] or "removed"
+            asked = "" if c["requested"] else " (a dependency)"
+            change = (
+                f"{before} -> {after}" if before != after else f"{after}, removed and reinstalled"
+            )
+            lines.append(f"  {visible(c['name'])}: {visible(change)}{asked}")
+    if doc.get("resolved_from"):
+        lines.append(f"resolver: {visible(doc['resolved_from'])}")
+    return lines
+
+
 def _then(plan: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     """Where the verification smokes run: the interpreter pip changed, then the pulled image."""
     pip = any(s["kind"] in ("install", "uninstall") for s in runs)
@@ -84,12 +103,14 @@ def _then(plan: dict[str, Any], runs: list[dict[str, Any]]) -> str:
 def _applied(doc: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     if "record" in doc:
-        lines.append(
-            f"recorded before: {doc['record']['freeze']} and {doc['record']['pip_config']}"
-        )
+        record = doc["record"]
+        lines.append(f"recorded before: {visible(record['folder'])} (journal {record['journal']})")
+    for note in doc.get("notes", []):
+        lines.append(f"note: {visible(note)}")
     for ran in doc.get("applied", []):
         lines.append(
-            f"ran: {shlex.join(ran['argv'])} -> exit {ran['exit_code']} ({ran['seconds']} s)"
+            f"ran: {visible(shlex.join(ran['argv']))} -> exit {ran['exit_code']} "
+            f"({ran['seconds']} s)"
         )
     for v in doc.get("verifications", [doc["verification"]] if "verification" in doc else []):
         where = f" in {v['ran_in']}" if "ran_in" in v else ""
@@ -99,11 +120,18 @@ def _applied(doc: dict[str, Any]) -> list[str]:
         lines += _findings(v)
     if "failed" in doc:
         lines.append(f"failed: {visible(doc['failed'])}")
+    for name, part in doc.get("parts", {}).items():
+        lines.append(f"part {name}: {part['outcome']} (exit {part['exit_code']})")
     if "rollback" in doc:
         for ran in doc["rollback"]["ran"]:
             lines.append(
-                f"rollback: {shlex.join(ran['argv'])} -> exit {ran['exit_code']} ({ran['seconds']} s)"
+                f"rollback: {visible(shlex.join(ran['argv']))} -> exit {ran['exit_code']} "
+                f"({ran['seconds']} s)"
             )
+        for what in doc["rollback"].get("differences", []):
+            lines.append(f"  differs: {visible(what)}")
+        for what in doc["rollback"].get("pip_check_new", []):
+            lines.append(f"  pip check: {visible(what)}")
         after = doc["after_rollback"]
         lines.append(f"doctor after the rollback: {after['verdict']} (exit {after['exit_code']})")
         lines += _findings(after)

@@ -1,0 +1,203 @@
+"""The files of the distributions a fix removes or replaces, kept in its record before the first
+change, put back from there (no network, no index: a build from a deleted wheel, another CUDA
+variant's index or a conda package comes back as it was), and the proof by files that they are.
+
+A kept file is a hard link where the record shares the target's file system (pip unlinks a file
+before it writes or removes it, so the link keeps the old bytes for free), else a copy.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import stat
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from envcheck.contracts.errors import EnvironmentProblem
+from envcheck.contracts.record import record
+from envcheck.fix.journal import problem, write_whole
+from envcheck.fix.site import Dist
+
+MANIFEST = "manifest.json"
+
+
+@record
+class Kept:
+    """One kept file: where it lives in the target, its copy in the record, and its RECORD hash."""
+
+    path: str
+    copy: str  # relative to the kept folder; "" for a symbolic link
+    mode: int
+    link: str | None = None  # a symbolic link's target
+    hash: str | None = None  # "sha256=<urlsafe b64>" from RECORD
+
+
+def keep(dists: Sequence[Dist], folder: Path) -> list[Kept]:
+    """Every existing file of `dists` into `folder` (made here), with its manifest written last:
+    a folder without one was never complete."""
+    files = folder / "files"
+    _ensure(files)
+    kept: list[Kept] = []
+    seen: set[str] = set()
+    for dist in dists:
+        for path, mode, digest in dist.files:
+            if path in seen:  # two builds of one package list the same files
+                continue
+            seen.add(path)
+            kept += _keep_one(path, f"{mode}={digest}" if mode and digest else None, files, kept)
+    write_whole(folder / MANIFEST, json.dumps([_doc(k) for k in kept]))
+    return kept
+
+
+def _keep_one(path: str, digest: str | None, files: Path, kept: list[Kept]) -> list[Kept]:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return []  # RECORD names it, the target does not hold it: nothing to put back
+    except OSError as e:
+        raise problem(f"cannot read {path}", e) from e
+    if stat.S_ISLNK(info.st_mode):
+        return [Kept(path, "", info.st_mode, os.readlink(path), digest)]
+    if not stat.S_ISREG(info.st_mode):
+        return []
+    name = str(len(kept))
+    try:
+        try:
+            os.link(path, files / name)
+        except OSError:  # another file system, or links refused: a copy
+            shutil.copy2(path, files / name)
+    except OSError as e:
+        raise problem(f"cannot keep {path} in the record", e) from e
+    return [Kept(path, name, info.st_mode, None, digest)]
+
+
+def load(folder: Path) -> list[Kept]:
+    """The manifest `keep` wrote; [] when nothing was kept."""
+    try:
+        doc = json.loads((folder / MANIFEST).read_text(errors="surrogateescape"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as e:
+        raise EnvironmentProblem(f"the record's kept files cannot be read: {e}") from e
+    return [Kept(d["path"], d["copy"], d["mode"], d.get("link"), d.get("hash")) for d in doc]
+
+
+def restore(kept: Iterable[Kept], folder: Path) -> list[str]:
+    """Each kept file back where it was, replacing whatever is there now; the files that could not
+    be put back, with why (a full or read-only file system), [] when all are back."""
+    problems: list[str] = []
+    for k in kept:
+        try:
+            _put_back(k, folder / "files")
+        except OSError as e:
+            problems.append(f"{k.path}: {e.strerror or e}")
+    return problems
+
+
+def _put_back(k: Kept, files: Path) -> None:
+    os.makedirs(os.path.dirname(k.path), exist_ok=True)
+    if k.link is not None:
+        if os.path.islink(k.path) and os.readlink(k.path) == k.link:
+            return
+        _remove(k.path)
+        os.symlink(k.link, k.path)
+        return
+    source = files / k.copy
+    try:
+        if os.path.samefile(source, k.path):
+            return
+    except OSError:
+        pass
+    temporary = f"{k.path}.envcheck-restore"
+    _remove(temporary)
+    try:
+        os.link(source, temporary)
+    except OSError:
+        shutil.copy2(source, temporary)
+    os.chmod(temporary, stat.S_IMODE(k.mode))
+    os.replace(temporary, k.path)
+
+
+def _remove(path: str) -> None:
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def differences(dists: Iterable[Dist]) -> list[str]:
+    """Where the target's files are not what each distribution's RECORD says: a file missing, or
+    its sha256 not the recorded one. [] when every file of every distribution is as recorded."""
+    found: list[str] = []
+    for dist in dists:
+        for path, mode, digest in dist.files:
+            if not mode or not digest:
+                continue
+            if not os.path.lexists(path):
+                found.append(f"{dist.name}: {path} is missing")
+            elif mode == "sha256" and _sha256(path) != digest:
+                found.append(f"{dist.name}: {path} differs from its RECORD")
+    return found
+
+
+def _sha256(path: str) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+
+
+def remove_files(paths: Iterable[str], roots: Iterable[str]) -> list[str]:
+    """Files a half-done install left behind (in no kept distribution), and the folders they
+    leave empty up to the install folders `roots`; what could not go."""
+    problems: list[str] = []
+    paths = list(paths)
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            problems.append(f"{path}: {e.strerror or e}")
+    prune_folders(paths, roots)
+    return problems
+
+
+def prune_folders(paths: Iterable[str], roots: Iterable[str]) -> None:
+    """The folders of `paths` left empty (pip keeps a namespace folder such as `google/` when it
+    removes what was in it), up to the install folders `roots`."""
+    stop = {os.path.normpath(r) for r in roots}
+    folders: set[str] = set()
+    for path in paths:
+        parent = os.path.dirname(path)
+        while parent not in stop and parent != os.path.dirname(parent):
+            folders.add(parent)
+            parent = os.path.dirname(parent)
+    for folder in sorted(folders, key=len, reverse=True):  # the deepest first
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass  # not empty: something else lives there
+
+
+def _doc(k: Kept) -> dict[str, object]:
+    return {"path": k.path, "copy": k.copy, "mode": k.mode, "link": k.link, "hash": k.hash}
+
+
+def _ensure(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise problem(f"cannot make {folder}", e) from e

@@ -1,0 +1,207 @@
+"""`envcheck fix` as independent transactions: the doctor's findings -> a plan -> with `apply`,
+the interpreter's transaction (envcheck.fix.transaction), then the image's (a pull verified by a
+smoke in it). A failed pull never rolls back a verified interpreter; the outcome gives each part
+its result and the exit code that of the part that failed.
+
+The target is resolved once to the Python that really runs (a pyenv shim or a wrapper script
+asked for its `sys.executable`): that interpreter is the one planned for, changed and verified.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Literal
+
+from envcheck.contracts.doctor_options import DoctorOptions
+from envcheck.contracts.errors import EnvironmentProblem, UsageError
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.host_report import Report
+from envcheck.contracts.record import record, replace
+from envcheck.fix import apply
+from envcheck.fix.journal import home
+from envcheck.fix.outcome import Change, FixOutcome, Outcome, Part, RecordInfo, Summary, overall
+from envcheck.fix.plan import FixPlan, ImageState, plan_fix
+from envcheck.fix.site import Site, ask_site
+from envcheck.fix.transaction import (
+    Io,
+    Request,
+    apply_interpreter,
+    finish_unfinished,
+    merge_changes,
+    refuse_unasked,
+    refuse_unfinished,
+)
+from envcheck.probe.interpreter import resolve_interpreter
+
+Unfinished = Literal["refuse", "rollback", "resume"]
+
+
+@record
+class FixOptions:
+    doctor: DoctorOptions
+    apply: bool = False  # --yes
+    pull: bool = True  # plan the pull of the doctor's image where the engine lacks it
+    pip_flags: tuple[str, ...] = ()
+    allow: frozenset[str] = frozenset()
+    unfinished: Unfinished = "refuse"
+
+
+def real_target(python: str | None, io: Io) -> Site:
+    """The interpreter that really runs, asked once (a shim resolved to its Python)."""
+    given = resolve_interpreter(python, io.variables)
+    return ask_site(given.python, io.variables, ())
+
+
+def fix_environment(options: FixOptions, io: Io) -> FixOutcome:
+    site = real_target(options.doctor.python, io)
+    python = site.executable
+    doctor = replace(options.doctor, python=python, smoke=False, quiet=True)
+    folder = home(site.prefix)
+    if options.unfinished != "refuse":
+        part = finish_unfinished(folder, options.unfinished, io, doctor, python, site.prefix)
+        report = io.diagnose(doctor)
+        outcome, code = overall(part, None)
+        return FixOutcome(
+            FixPlan(python, ()), Summary.of(report), False, outcome, code, interpreter=part
+        )
+    refuse_unfinished(folder, python)  # before anything else
+    report = io.diagnose(doctor)
+    plan = plan_fix(
+        report,
+        python,
+        pip_flags=options.pip_flags,
+        pull=_pull_argv(doctor) if options.pull else (),
+        image=image_state(options, report, io),
+    )
+    if not options.apply or not plan.runs:
+        return _dry_run(plan, report, options, io)
+    request = Request(doctor, options.pip_flags, options.allow)
+    interpreter: Part | None = None
+    info: RecordInfo | None = None
+    changes: tuple[Change, ...] = ()
+    if plan.pip:
+        interpreter, info, changes = apply_interpreter(plan, request, io, site)
+    image = _image_part(plan, doctor, io) if plan.pulled else None
+    outcome, code = overall(interpreter, image)
+    return FixOutcome(
+        plan,
+        Summary.of(report),
+        False,
+        outcome,
+        code,
+        changes,
+        None,
+        info,
+        interpreter,
+        image,
+    )
+
+
+def _dry_run(plan: FixPlan, report: Report, options: FixOptions, io: Io) -> FixOutcome:
+    """The plan, and every package it would change as pip's resolver says, asked of the index
+    now: which one answers is said before anything is promised."""
+    outcome: Outcome
+    if plan.runs:
+        outcome, code = "planned", int(report.exit_status)
+    elif plan.manual:
+        outcome, code = "manual-only", int(ExitStatus.INCOMPATIBLE)
+    else:
+        outcome, code = "nothing-to-fix", int(ExitStatus.OK)
+    changes, said = _resolve(plan, options, io) if plan.pip else ((), None)
+    return FixOutcome(plan, Summary.of(report), True, outcome, code, changes, said)
+
+
+def _resolve(plan: FixPlan, options: FixOptions, io: Io) -> tuple[tuple[Change, ...], str]:
+    installed = apply.versions(plan.python, io.variables)
+    resolved: list[Change] = []
+    answered: list[str] = []
+    for step in (s for s in plan.runs if s.kind == "install"):
+        args = [a for a in step.argv[4:] if a not in options.pip_flags]
+        wanted, opts = apply.requirements(args)
+        project = wanted[0].split("==")[0] if wanted else ""
+        for url in apply.indexes(opts):
+            why = apply.probe_index(url, project, io.variables)
+            if why is not None:
+                return merge_changes(plan, installed, resolved), f"the index {url} {why}"
+            answered.append(url)
+        try:
+            resolved += apply.dry_run(
+                plan.python, [*options.pip_flags, *args], io.variables, installed
+            )
+        except EnvironmentProblem as e:  # a dry run says what its resolver could not do
+            return merge_changes(plan, installed, resolved), f"pip could not resolve: {e.message}"
+    changes = merge_changes(plan, installed, resolved)
+    said = f"answered by {', '.join(answered)}" if answered else "pip's configured index"
+    try:
+        refuse_unasked(changes, plan, installed, options.allow)
+    except UsageError as e:
+        said += f"; --yes would be refused: {e.message} ({e.hint})"
+    return changes, said
+
+
+def _pull_argv(doctor: DoctorOptions) -> tuple[str, ...]:
+    """The existing pull (`envcheck pull-image`: its checks, retries, progress and digest proof),
+    run as a step like pip: what follows is `--image REF`."""
+    argv = (sys.executable, "-m", "envcheck", "pull-image", "--registry", doctor.registry)
+    return (*argv, *(("--matrix", doctor.matrix) if doctor.matrix else ()))
+
+
+def image_state(options: FixOptions, report: Report, io: Io) -> ImageState | None:
+    """Whether the engine holds the image the doctor chose, asked of the engine itself (never
+    guessed from a name); None when the doctor chose no image."""
+    ref = report.image.ref if report.image is not None else None
+    if not ref:
+        return None
+    if not options.pull:
+        return ImageState(ref, None, "not asked: --no-pull")
+    engine = report.host.engine
+    if engine.status != "ok":
+        where = engine.host or "the default socket"
+        return ImageState(
+            ref,
+            None,
+            f"not planned: no Docker engine answered at {where} ({engine.reason or engine.status})"
+            ", so whether it holds the image is unknown",
+        )
+    from envcheck.probe.endpoint import resolve_endpoint
+    from envcheck.probe.engine import probe_image
+
+    try:
+        found = probe_image(ref, resolve_endpoint(io.variables), timeout=10)
+    except (OSError, ValueError) as e:
+        return ImageState(ref, None, f"not planned: the engine did not say ({e})")
+    if found:
+        return ImageState(ref, True, f"the engine holds it as {found[:19]}")
+    return ImageState(ref, False, "the engine does not hold it")
+
+
+def _image_part(plan: FixPlan, doctor: DoctorOptions, io: Io) -> Part:
+    """The pull, then a smoke in the pulled image: its own transaction (a pulled image is only a
+    cache: nothing to roll back), whatever the interpreter's outcome."""
+    step = next(s for s in plan.runs if s.kind == "pull")
+    ran = io.run(step.argv)
+    if ran.code != 0:
+        what = f"`{' '.join(ran.argv)}` exited {ran.code}: {ran.last_line}"
+        return Part("failed", int(ExitStatus.ENVIRONMENT), (ran,), None, what)
+    image = plan.pulled
+    want = "gpu-trained" if plan.expect == "gpu" else "cpu-trained"
+    io.say(
+        f"envcheck fix: verifying: a smoke training in the image {image} (on the "
+        f"{(plan.expect or 'cpu').upper()})"
+    )
+    try:
+        options = replace(doctor, smoke=True, in_process=False, pull=False, image=image, quiet=True)
+        verified = Summary.of(io.diagnose(replace(options, expect_gpu=plan.expect == "gpu")), image)
+    except KeyboardInterrupt:
+        io.tell("envcheck fix: interrupted during the verification of the pulled image")
+        raise
+    if verified.exit_code != 0 or verified.proof != want:
+        code = verified.exit_code or int(
+            ExitStatus.CPU_FALLBACK if plan.expect == "gpu" else ExitStatus.SMOKE_FAILED
+        )
+        what = (
+            f"the verification smoke in {image}: verdict {verified.verdict}, "
+            f"proof {verified.proof} (expected {want})"
+        )
+        return Part("failed", code, (ran,), verified, what)
+    return Part("fixed", 0, (ran,), verified)

@@ -1,0 +1,542 @@
+"""The interpreter's part of a fix, as a transaction that cannot lose the environment.
+
+    lock (inside the target) -> record (pip freeze, pip config, pip check) -> download (every
+    wheel the install needs, into the record's wheelhouse) -> resolve (pip's dry run from the
+    wheelhouse: every package that will change; an unasked change to an installed package is
+    refused) -> keep (the files of everything removed or replaced, by their RECORD) -> apply
+    (each step journaled before it runs, marked after, installs from the wheelhouse only) ->
+    verify (a smoke in the target, and pip check raising nothing new) -> close the journal
+
+Until the first step nothing has changed, and any failure says so. From the first step on, a
+failure, a failed verification or a signal puts the record back from the kept files (no network)
+and proves it by files: every RECORD hash of what was kept, the freeze, and pip check. The
+rollback runs with signals deferred: SIGTERM, SIGINT or SIGHUP wait for it to finish. A run killed
+outright (SIGKILL, a lost ssh session) leaves its journal open: the next run finds it and offers
+`--rollback` or `--resume`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import zipfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from envcheck.contracts.doctor_options import DoctorOptions
+from envcheck.contracts.errors import EnvironmentProblem, UsageError
+from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.host_report import Report
+from envcheck.contracts.record import record, replace
+from envcheck.edges.signals import deferred, wait_for_signal
+from envcheck.fix import apply, keep
+from envcheck.fix.journal import (
+    Journal,
+    JournalStep,
+    ensure_home,
+    held,
+    holder,
+    open_journal,
+    problem,
+    unfinished,
+)
+from envcheck.fix.outcome import Change, Part, PartOutcome, Ran, RecordInfo, Rollback, Summary
+from envcheck.fix.plan import PIP_OVERRIDE, FixPlan
+from envcheck.fix.site import Site, ask_site
+
+# Tests only: hold the named phase open (a step is `step-N`) so that a test can signal the run
+# there, or change the world (stop the index) and let it go on by removing ENVCHECK_FIX_PAUSE_FILE.
+PAUSE_ENV = "ENVCHECK_FIX_PAUSE"
+PAUSE_FILE_ENV = "ENVCHECK_FIX_PAUSE_FILE"
+PAUSE_S = 60.0
+
+
+@record
+class Io:
+    """What the transaction reads and says, given by the command: its variables, its progress
+    lines (quiet-aware), lines said whatever --quiet, pip's own lines, and the doctor."""
+
+    variables: Mapping[str, str]
+    say: Callable[[str], None]
+    tell: Callable[[str], None]
+    echo: Callable[[str], None] | None
+    diagnose: Callable[[DoctorOptions], Report]
+
+    def run(self, argv: Sequence[str]) -> Ran:
+        self.say(f"envcheck fix: $ {' '.join(argv)}")
+        return apply.run_command(
+            argv, self.variables, self.echo, limit=apply.step_limit(self.variables)
+        )
+
+    def pause(self, phase: str) -> None:
+        if self.variables.get(PAUSE_ENV) == phase:
+            self.tell(f"envcheck fix: paused at {phase}")
+            wait_for_signal(PAUSE_S, while_exists=self.variables.get(PAUSE_FILE_ENV))
+
+
+@record
+class Request:
+    doctor: DoctorOptions  # the doctor's choices, its `python` the resolved real interpreter
+    pip_flags: tuple[str, ...] = ()
+    allow: frozenset[str] = frozenset()  # canonical names a change may touch though unasked
+
+
+def unfinished_words(journal: Journal) -> str:
+    done = len(journal.done)
+    return (
+        f"an unfinished `envcheck fix` of {journal.prefix} (pid {journal.pid}, started "
+        f"{journal.started}) stopped in its {journal.phase} phase with {done} of "
+        f"{len(journal.steps)} step(s) done; its record is {journal.record}"
+    )
+
+
+def refuse_unfinished(folder: Path, python: str, *, running: bool = True) -> None:
+    """Before anything else: an open journal is a fix still running (`running`: asked of its
+    lock), or one that was killed; say which and stop."""
+    journal = unfinished(folder)
+    if journal is None:
+        return
+    pid = holder(folder) if running else None
+    if pid is not None:
+        raise EnvironmentProblem(
+            f"another `envcheck fix` (pid {pid}) is changing {journal.prefix}",
+            hint=f"wait for it to finish (its journal: {journal.path})",
+        )
+    raise EnvironmentProblem(
+        unfinished_words(journal),
+        hint=f"`envcheck fix --python {python} --rollback` puts the recorded state back from the "
+        f"record (no network); `envcheck fix --python {python} --resume` finishes the steps not "
+        "done and verifies them",
+    )
+
+
+def apply_interpreter(
+    plan: FixPlan, request: Request, io: Io, site: Site
+) -> tuple[Part, RecordInfo, tuple[Change, ...]]:
+    """The interpreter's transaction for `plan` (it has pip steps): (its part of the outcome,
+    where its record is, every package it changed)."""
+    python = plan.python
+    apply.refuse_externally_managed(python, request.pip_flags, io.variables)
+    folder = ensure_home(site.prefix)
+    with held(folder, site.prefix):
+        refuse_unfinished(folder, python, running=False)
+        before = _record(python, folder, io)
+        journal = open_journal(
+            folder,
+            python=python,
+            prefix=site.prefix,
+            record_folder=str(before),
+            expect=plan.expect,
+            pip_flags=request.pip_flags,
+        )
+        info = RecordInfo(str(before), journal.path)
+        try:
+            changes = _prepare(plan, request, io, journal, before)
+        except BaseException:
+            journal.close("nothing-changed")
+            _drop_copies(journal)
+            raise
+        return _apply(journal, io, request.doctor), info, changes
+
+
+def _record(python: str, folder: Path, io: Io) -> Path:
+    """The state to come back to, on disk before anything changes."""
+    io.pause("record")
+    frozen = apply.freeze(python, io.variables)
+    config = apply.pip_config(python, io.variables)
+    broken = apply.pip_check(python, io.variables)
+    where = folder / "records" / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    try:
+        where.mkdir(parents=True)
+        (where / "freeze.txt").write_text(frozen, errors="surrogateescape")
+        (where / "pip-config.txt").write_text(config, errors="surrogateescape")
+        (where / "pip-check.txt").write_text("".join(f"{p}\n" for p in sorted(broken)))
+        (where / "target.txt").write_text(f"{python}\n", errors="surrogateescape")
+    except OSError as e:
+        raise problem(f"cannot write the fix's record in {where} (nothing was changed)", e) from e
+    return where
+
+
+def _prepare(
+    plan: FixPlan, request: Request, io: Io, journal: Journal, folder: Path
+) -> tuple[Change, ...]:
+    """Everything in hand before the first change: the wheels, what pip will change (refused
+    where it touches an installed package unasked), the kept files, the journaled steps."""
+    python, flags = plan.python, request.pip_flags
+    wheelhouse = folder / "wheelhouse"
+    journal.enter("download")
+    io.pause("download")
+    steps = [s for s in plan.runs if s.kind in ("uninstall", "install")]  # the pull is its own
+    installs = [s for s in steps if s.kind == "install"]
+    for step in installs:
+        _download(python, [a for a in step.argv[4:] if a != PIP_OVERRIDE], wheelhouse, io)
+    journal.enter("resolve")
+    io.pause("resolve")
+    installed = apply.versions(python, io.variables)
+    local = ("--no-index", "--find-links", str(wheelhouse))
+    commands: list[tuple[str, ...]] = []
+    resolved: list[Change] = []
+    for step in steps:
+        if step.kind == "uninstall":
+            commands.append(step.argv)
+            continue
+        wanted, _ = apply.requirements([a for a in step.argv[4:] if a != PIP_OVERRIDE])
+        resolved += apply.dry_run(python, [*flags, *local, *wanted], io.variables, installed)
+        commands.append((python, "-m", "pip", "install", *flags, *local, *wanted))
+    changes = merge_changes(plan, installed, resolved)
+    refuse_unasked(changes, plan, installed, request.allow)
+    journal.enter("keep")
+    io.pause("keep")
+    kept = sorted({c.name for c in changes if c.before is not None})
+    site = ask_site(python, io.variables, kept)
+    keep.keep(site.dists, folder / "kept")
+    added = sorted({c.name for c in changes if c.before is None})
+    journal.kept, journal.added = kept, added
+    journal.strays = _wheel_files(wheelhouse, added, site)
+    journal.steps = [
+        JournalStep(tuple(argv), step.changes) for argv, step in zip(commands, steps, strict=True)
+    ]
+    journal.enter("apply")
+    return changes
+
+
+def _download(python: str, args: Sequence[str], wheelhouse: Path, io: Io) -> None:
+    """The build and every dependency into the wheelhouse; an index that does not answer is
+    named, and nothing has changed."""
+    wanted, options = apply.requirements(args)
+    project = canonicalize_name(wanted[0].split("==")[0]) if wanted else ""
+    where = apply.indexes(options) or ["pip's configured index"]
+    for url in apply.indexes(options):
+        why = apply.probe_index(url, project, io.variables)
+        if why is not None:
+            raise EnvironmentProblem(
+                f"the package index {url} {why}: nothing was changed",
+                hint="check the network or the mirror (--paddle-index), then run `envcheck fix "
+                "--yes` again",
+            )
+    argv = [python, "-m", "pip", "download", "--dest", str(wheelhouse), *apply.NETWORK, *args]
+    ran = io.run(argv)
+    if ran.code != 0:
+        raise EnvironmentProblem(
+            f"could not download {' '.join(wanted)} and its dependencies from {', '.join(where)}"
+            f" (pip exited {ran.code}: {ran.last_line}): nothing was changed",
+            hint="check the network or the mirror (--paddle-index), then run `envcheck fix "
+            "--yes` again",
+        )
+
+
+def merge_changes(
+    plan: FixPlan, installed: Mapping[str, str], resolved: Iterable[Change]
+) -> tuple[Change, ...]:
+    """Every package the fix changes: the plan's removals and installs, then what pip's
+    resolver adds (a dependency installed or changed)."""
+    found: dict[str, Change] = {}
+    for step in plan.runs:
+        for name in map(canonicalize_name, step.packages):
+            if step.kind == "uninstall":
+                found[name] = Change(name, installed.get(name), None, True)
+    for change in resolved:
+        found[change.name] = replace(change, before=installed.get(change.name))
+    for step in plan.runs:  # removed, then installed again at the version it had: still changed
+        if step.kind != "install":
+            continue
+        wanted, _ = apply.requirements(step.argv[4:])
+        for requirement in wanted:
+            project, _, version = requirement.partition("==")
+            key = canonicalize_name(project)
+            if key in found and found[key].after is None and version:
+                found[key] = replace(found[key], after=version)
+    return tuple(sorted(found.values(), key=lambda c: c.name))
+
+
+def refuse_unasked(
+    changes: Iterable[Change], plan: FixPlan, installed: Mapping[str, str], allow: frozenset[str]
+) -> None:
+    """A package the environment holds, that the plan does not name, changed by pip's resolver:
+    the user's pin, refused unless named with --allow-change. Nothing has changed yet."""
+    named = {canonicalize_name(p) for p in plan.packages}
+    unasked = [
+        c for c in changes if c.before is not None and c.name not in named and c.name not in allow
+    ]
+    if not unasked:
+        return
+    said = "; ".join(f"{c.name} {c.before} -> {c.after}" for c in unasked)
+    raise UsageError(
+        f"pip would change package(s) this environment holds that the plan does not name: {said}."
+        " envcheck fix does not change a package unasked: something here may need that version;"
+        " nothing was changed",
+        hint="to allow it, name each one: " + " ".join(f"--allow-change {c.name}" for c in unasked),
+    )
+
+
+def _wheel_files(wheelhouse: Path, added: Iterable[str], site: Site) -> list[str]:
+    """Where the wheels of newly added distributions put their files: what an install cut short
+    (a full disk) may leave behind with no RECORD to remove it by."""
+    names = set(added)
+    paths = dict(site.paths)
+    found: list[str] = []
+    for wheel in sorted(wheelhouse.glob("*.whl")):
+        if canonicalize_name(wheel.name.split("-")[0]) not in names:
+            continue
+        try:
+            with zipfile.ZipFile(wheel) as zf:
+                members = zf.namelist()
+        except (OSError, zipfile.BadZipFile):
+            continue
+        for member in members:
+            if member.endswith("/"):
+                continue
+            top, _, rest = member.partition("/")
+            base = paths.get("purelib", "")
+            if top.endswith(".data"):
+                kind, _, rest = rest.partition("/")
+                if kind not in paths:
+                    continue
+                base = paths[kind]
+            else:
+                rest = member
+            found.append(os.path.normpath(os.path.join(base, rest)))
+    return found
+
+
+def _apply(journal: Journal, io: Io, doctor: DoctorOptions) -> Part:
+    """The journaled steps, then the verification; the record put back on any failure."""
+    ran: list[Ran] = []
+    try:
+        failed = _run_steps(journal, io, ran)
+        journal.enter("verify")
+    except KeyboardInterrupt:  # a signal between steps (never inside one): undo what ran
+        rb = roll_back(journal, io)
+        io.tell(interrupted_words(rb))
+        raise
+    except EnvironmentProblem as e:  # the journal could not be written (a full disk): undo
+        return _back(journal, io, doctor, tuple(ran), e.message, int(ExitStatus.ENVIRONMENT))
+    if failed is not None:
+        what = f"`{' '.join(failed.argv)}` exited {failed.code}: {failed.last_line}"
+        return _back(journal, io, doctor, tuple(ran), what, int(ExitStatus.ENVIRONMENT))
+    return _verify(journal, io, doctor, tuple(ran))
+
+
+def _run_steps(journal: Journal, io: Io, ran: list[Ran]) -> Ran | None:
+    for n, step in enumerate(journal.steps, 1):
+        if step.state == "done":
+            continue
+        step.state = "started"
+        journal.save()
+        io.pause(f"step-{n}")
+        result = io.run(step.argv)
+        ran.append(result)
+        step.state = "done" if result.code == 0 else "failed"
+        if result.code != 0:
+            _save_if_possible(journal)  # a full disk must not stop the rollback that frees it
+            return result
+        journal.save()
+    return None
+
+
+def _verify(journal: Journal, io: Io, doctor: DoctorOptions, ran: tuple[Ran, ...]) -> Part:
+    want = "gpu-trained" if journal.expect == "gpu" else "cpu-trained"
+    io.say(
+        f"envcheck fix: verifying: a smoke training under {journal.python} (on the "
+        f"{(journal.expect or 'cpu').upper()})"
+    )
+    try:
+        io.pause("verify")
+        options = replace(
+            doctor,
+            python=journal.python,
+            smoke=True,
+            in_process=True,
+            image=None,
+            expect_gpu=journal.expect == "gpu",
+            quiet=True,
+        )
+        verified = Summary.of(io.diagnose(options), journal.python)
+        new = sorted(apply.pip_check(journal.python, io.variables) - _recorded_problems(journal))
+    except KeyboardInterrupt:
+        io.tell(
+            "envcheck fix: interrupted during the verification: the environment is as planned "
+            "(every step applied), not verified; `envcheck fix --resume` verifies it, "
+            "`envcheck fix --rollback` puts the record back"
+        )
+        raise
+    if verified.exit_code != 0 or verified.proof != want:
+        code = verified.exit_code or int(
+            ExitStatus.CPU_FALLBACK if journal.expect == "gpu" else ExitStatus.SMOKE_FAILED
+        )
+        what = (
+            f"the verification smoke in {journal.python}: verdict {verified.verdict}, "
+            f"proof {verified.proof} (expected {want})"
+        )
+        return _back(journal, io, doctor, ran, what, code, verified)
+    if new:
+        what = f"pip check finds new problems after the change: {'; '.join(new)}"
+        return _back(journal, io, doctor, ran, what, int(ExitStatus.ENVIRONMENT), verified, new)
+    journal.close("fixed")
+    _drop_copies(journal)
+    return Part("fixed", 0, ran, verified)
+
+
+def _drop_copies(journal: Journal) -> None:
+    """After a fix that holds, the wheelhouse and the kept files are only weight (a GPU build is
+    gigabytes): the freeze, pip config and journal stay as the account of what changed."""
+    for name in ("wheelhouse", "kept"):
+        shutil.rmtree(Path(journal.record) / name, ignore_errors=True)
+
+
+def _recorded_problems(journal: Journal) -> frozenset[str]:
+    try:
+        text = (Path(journal.record) / "pip-check.txt").read_text()
+    except OSError:
+        return frozenset()
+    return frozenset(line for line in text.splitlines() if line)
+
+
+def _back(
+    journal: Journal,
+    io: Io,
+    doctor: DoctorOptions,
+    ran: tuple[Ran, ...],
+    failed: str,
+    code: int,
+    verified: Summary | None = None,
+    new: Sequence[str] = (),
+) -> Part:
+    rb = roll_back(journal, io)
+    after = Summary.of(io.diagnose(replace(doctor, python=journal.python, smoke=False, quiet=True)))
+    outcome: PartOutcome = "rolled-back" if rb.complete else "rollback-incomplete"
+    return Part(outcome, code, ran, verified, failed, rb, after, tuple(new))
+
+
+def roll_back(journal: Journal, io: Io) -> Rollback:
+    """The record put back and proven, with every ending signal deferred until it is: a signal
+    during the rollback is raised once it has finished (and the journal is closed)."""
+    done: list[Rollback] = []
+    try:
+        with deferred():
+            journal.phase = "rollback"
+            _save_if_possible(journal)  # on a full disk the rollback itself makes room
+            io.pause("rollback")
+            rb = _restore(journal, io)
+            journal.close("rolled-back" if rb.complete else "rollback-incomplete")
+            if rb.complete:  # else the kept files are what a person restores by hand
+                _drop_copies(journal)
+            done.append(rb)
+    except KeyboardInterrupt:
+        if done:
+            io.tell(
+                "envcheck fix: a signal arrived during the rollback: it finished first; "
+                + _state_words(done[0])
+            )
+        raise
+    return done[0]
+
+
+def _save_if_possible(journal: Journal) -> None:
+    try:
+        journal.save()
+    except EnvironmentProblem:
+        pass  # the next save says it, once there is room
+
+
+def _restore(journal: Journal, io: Io) -> Rollback:
+    python, folder = journal.python, Path(journal.record)
+    recorded = (folder / "freeze.txt").read_text(errors="surrogateescape")
+    old = apply.installed_versions(recorded)
+    new = apply.installed_versions(apply.freeze(python, io.variables))
+    # everything the fix touched goes, even at its recorded version (another build of it may
+    # be there now), then the kept files come back: never a mix of two builds' files
+    touched = set(journal.kept) | set(journal.added)
+    drop = sorted(n for n in new if old.get(n) != new[n] or n in touched)
+    ran: list[Ran] = []
+    site = ask_site(python, io.variables, drop)
+    roots = [path for _, path in site.paths]
+    if drop:  # pip reads what to remove from their RECORD: no network
+        ran.append(io.run((python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)))
+        keep.prune_folders(_paths(site), roots)
+    kept = keep.load(folder / "kept")
+    keeping = {k.path for k in kept}
+    problems = keep.remove_files((p for p in journal.strays if p not in keeping), roots)
+    problems += keep.restore(kept, folder / "kept")
+    return _prove(journal, io, recorded, tuple(ran), problems)
+
+
+def _prove(
+    journal: Journal, io: Io, recorded: str, ran: tuple[Ran, ...], problems: list[str]
+) -> Rollback:
+    """Back as it was, by files: every kept distribution's RECORD hashes, present at its recorded
+    version, the freeze byte for byte, and nothing new from pip check."""
+    python = journal.python
+    old = apply.installed_versions(recorded)
+    now = apply.freeze(python, io.variables)
+    new = apply.installed_versions(now)
+    site = ask_site(python, io.variables, journal.kept)
+    differences = list(problems) + keep.differences(site.dists)
+    for name in sorted(set(old) | set(new)):
+        if old.get(name) != new.get(name):
+            differences.append(
+                f"{name}: recorded {old.get(name) or 'absent'}, now {new.get(name) or 'absent'}"
+            )
+    differences += [p for p in journal.strays if os.path.lexists(p) and p not in _paths(site)]
+    broken = apply.pip_check(python, io.variables) - _recorded_problems(journal)
+    return Rollback(ran, now == recorded, tuple(differences), tuple(sorted(broken)))
+
+
+def _paths(site: Site) -> set[str]:
+    return {path for d in site.dists for path, _, _ in d.files}
+
+
+def _state_words(rb: Rollback) -> str:
+    if rb.complete:
+        return "the environment is as it was (its files match the record)"
+    return "the rollback did NOT restore the record: " + "; ".join(
+        [*rb.differences[:5], *rb.new_problems[:5]]
+    )
+
+
+def interrupted_words(rb: Rollback) -> str:
+    if rb.complete:
+        return (
+            "envcheck fix: interrupted while applying: rolled back, the environment is as it was "
+            "(its files match the record)"
+        )
+    return "envcheck fix: interrupted while applying: " + _state_words(rb)
+
+
+def finish_unfinished(
+    folder: Path, action: str, io: Io, doctor: DoctorOptions, python: str, prefix: str
+) -> Part:
+    """An open journal left by a killed fix: `rollback` puts its record back; `resume` runs the
+    steps not done and verifies (rolling back if that fails)."""
+    if unfinished(folder) is None:  # before the lock: no folder is made for nothing
+        raise UsageError(
+            f"--{action}: no unfinished `envcheck fix` of {prefix}",
+            hint="nothing to finish: run `envcheck fix` to see the plan",
+        )
+    with held(folder, prefix):
+        journal = unfinished(folder)
+        if journal is None:
+            raise UsageError(
+                f"--{action}: no unfinished `envcheck fix` of {prefix}",
+                hint="nothing to finish: run `envcheck fix` to see the plan",
+            )
+        io.tell(f"envcheck fix: found {unfinished_words(journal)}; --{action}")
+        if action == "rollback":
+            rb = roll_back(journal, io)
+            after = Summary.of(io.diagnose(replace(doctor, python=python, smoke=False)))
+            outcome: PartOutcome = "rolled-back" if rb.complete else "rollback-incomplete"
+            code = 0 if rb.complete else int(ExitStatus.ENVIRONMENT)
+            return Part(outcome, code, (), None, None, rb, after)
+        if journal.phase in ("rollback", "record", "download", "resolve", "keep"):
+            raise UsageError(
+                f"--resume: that fix stopped in its {journal.phase} phase, before a step it "
+                "could finish ran, or while rolling back",
+                hint=f"run `envcheck fix --python {python} --rollback`",
+            )
+        for step in journal.steps:
+            if step.state != "done":
+                step.state = "pending"  # a step cut short runs again: pip is idempotent
+        return _apply(journal, io, doctor)

@@ -1,0 +1,553 @@
+"""`envcheck fix --yes` as a transaction that cannot lose the environment, driven with real pip,
+real venvs and local indexes: the index gone mid-run, a full file system, SIGTERM, SIGINT, SIGHUP
+and SIGKILL held at each phase (the test hook ENVCHECK_FIX_PAUSE), a symlinked target, a pinned
+dependency and a pyenv-style shim. After each, the environment's files are the record's or the
+plan's, never a mix, and the next run says which.
+
+Most cases install a stub `paddlepaddle==3.3.1` (an empty wheel: tests/fix_env.py) whose
+verification smoke can only fail, so every phase, the rollback included, runs in seconds; the
+real CPU wheel is installed once per module into a template venv that each case links a copy of.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.fix import journal
+from envcheck.fix.apply import run_command
+from tests import fix_env
+from tests.inprocess import ENV, run_envcheck
+
+CPU_INDEX = "packages/stable/cpu"
+PY = sys.executable
+ARGS = ("--paddle", "3.3.1", "--no-pull")
+
+
+@pytest.fixture(scope="module")
+def stub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Paddle's index layout holding an empty `paddlepaddle==3.3.1`: installs in a second, and
+    its smoke cannot train (there is no `paddle` in it)."""
+    root = tmp_path_factory.mktemp("stub-index")
+    stub = fix_env.stub_wheel(root / "wheels", "paddlepaddle", "3.3.1")
+    fix_env.build_index(root, CPU_INDEX, [stub])
+    return root
+
+
+@pytest.fixture(scope="module")
+def stub_index(stub_root: Path) -> Iterator[str]:
+    with fix_env.serve(stub_root) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def real_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("real-index")
+    fix_env.build_index(root, CPU_INDEX, fix_env.wheels())
+    with fix_env.serve(root) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv holding the real Paddle CPU build and a stub `paddlepaddle-gpu` (both builds: the
+    plan removes both), built once; each case gets a linked copy."""
+    where = tmp_path_factory.mktemp("template") / "venv"
+    python = fix_env.make_venv(where)
+    folder = Path(fix_env.WHEELS)
+    fix_env.pip(python, "install", "--no-index", "--find-links", str(folder), "paddlepaddle")
+    gpu = fix_env.stub_wheel(where.parent / "stub", "paddlepaddle-gpu", "3.3.1")
+    fix_env.pip(python, "install", "--no-deps", str(gpu))
+    gpu.unlink()  # installed from a local wheel that is gone: no index could bring it back
+    return where
+
+
+def linked_copy(template: Path, where: Path) -> str:
+    """The template at `where`, its files hard links (pip and the fix replace files, never write
+    into them, so the template stays as it is)."""
+    subprocess.run(["cp", "-al", str(template), str(where)], check=True)
+    return str(where / "bin" / "python")
+
+
+def files(venv: Path) -> dict[str, str]:
+    """Every file of the venv and its sha256 (byte code and the fix's own folder aside)."""
+    found = {}
+    for path in sorted(venv.rglob("*")):
+        rel = path.relative_to(venv).as_posix()
+        if rel.startswith(journal.FOLDER) or "__pycache__" in rel:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            found[rel] = "folder"
+        elif path.is_symlink():
+            found[rel] = f"-> {os.readlink(path)}"
+        else:
+            found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def variables(tmp_path: Path, index: str, **more: str) -> dict[str, str]:
+    return ENV | {
+        "ENVCHECK_PADDLE_INDEX": index,
+        "PIP_CACHE_DIR": str(tmp_path / "pip-cache"),
+        **more,
+    }
+
+
+def fix(env: dict[str, str], python: str, *args: str) -> tuple[int, dict[str, Any], str]:
+    run = run_envcheck(["fix", "--json", "--quiet", "--python", python, *ARGS, *args], env=env)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run.returncode, json.loads(run.stdout), run.stderr
+
+
+def fix_paused(env: dict[str, str], python: str, phase: str, *args: str) -> subprocess.Popen[str]:
+    """`fix --yes` in a process of its own, returned once it says it is held at `phase`."""
+    proc = subprocess.Popen(
+        [PY, "-m", "envcheck", "fix", "--json", "--quiet", "--python", python, *ARGS, *args],
+        env=env | {"ENVCHECK_FIX_PAUSE": phase},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.strip() == f"envcheck fix: paused at {phase}":
+            return proc
+    proc.wait(timeout=60)
+    raise AssertionError(f"never paused at {phase}: {''.join(seen)}")
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=300)
+    assert "Traceback" not in err, err
+    return proc.returncode, out, err
+
+
+# -- everything in hand before the first change ---------------------------------------------
+
+
+def test_an_index_that_does_not_answer_is_named_and_nothing_changes(
+    tmp_path: Path, template: Path
+) -> None:
+    """A black hole (a port that accepts and never answers) is given up on within seconds, by
+    name, before anything is removed; the both-builds plan used to remove both first."""
+    python = linked_copy(template, tmp_path / "venv")
+    before = files(tmp_path / "venv")
+    with socket.socket() as hole:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(8)
+        url = f"http://127.0.0.1:{hole.getsockname()[1]}"
+        code, doc, _ = fix(variables(tmp_path, url), python, "--yes")
+    assert code == 4, doc
+    assert f"the package index {url}/{CPU_INDEX}/ did not answer" in doc["error"]["message"]
+    assert "nothing was changed" in doc["error"]["message"]
+    assert files(tmp_path / "venv") == before
+    assert journal.unfinished(journal.home(str(tmp_path / "venv"))) is None
+
+
+def test_the_index_gone_mid_run_the_rollback_needs_no_network_and_is_proven_by_files(
+    tmp_path: Path, template: Path, stub_root: Path
+) -> None:
+    """Both builds installed, the GPU one from a wheel since deleted. The plan removes both and
+    installs a build whose smoke fails; the index is gone by the time the rollback runs. Every
+    file comes back from the record (the GPU build's too), `bin/fleetrun` included."""
+    venv = tmp_path / "venv"
+    python = linked_copy(template, venv)
+    before, frozen = files(venv), fix_env.freeze(python)
+    hold = tmp_path / "hold"
+    hold.touch()
+    with fix_env.serve(stub_root) as url:
+        env = variables(tmp_path, url, ENVCHECK_FIX_PAUSE_FILE=str(hold))
+        proc = fix_paused(env, python, "step-1", "--yes")
+    hold.unlink()  # the index is gone: go on
+    code, out, _ = finish(proc)
+    doc = json.loads(out)
+    assert doc["outcome"] == "rolled-back" and code == doc["exit_code"] != 0, doc
+    assert doc["rollback"]["files_match"] and doc["rollback"]["differences"] == []
+    assert doc["rollback"]["freeze_matches"] and doc["rollback"]["pip_check_new"] == []
+    assert [c["name"] for c in doc["changes"]] == ["paddlepaddle", "paddlepaddle-gpu"]
+    assert files(venv) == before and fix_env.freeze(python) == frozen
+    assert (venv / "bin" / "fleetrun").exists()
+    closed = journal.read_journal(journal.home(str(venv)))
+    assert closed is not None and closed.state == "rolled-back"
+
+
+def test_a_pinned_dependency_pip_would_change_is_refused_unless_named(
+    tmp_path: Path, real_index: str
+) -> None:
+    """protobuf 3.19.6 is pinned here; Paddle 3.3.1 needs >= 3.20.2, so pip would bring 7.x.
+    The dry run shows it; --yes refuses it, changing nothing; --allow-change protobuf lets it
+    go, and a failed verification puts 3.19.6 back from the record."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    pin = fix_env.stub_wheel(tmp_path / "pins", "protobuf", "3.19.6")
+    fix_env.pip(python, "install", "--no-deps", str(pin))
+    pin.unlink()
+    env = variables(tmp_path, real_index)
+    code, doc, _ = fix(env, python)
+    changes = {c["name"]: (c["before"], c["after"], c["requested"]) for c in doc["changes"]}
+    assert changes["protobuf"] == ("3.19.6", "7.36.2", False)
+    assert changes["paddlepaddle"] == (None, "3.3.1", True)
+    assert "--yes would be refused" in doc["resolved_from"]
+    assert "--allow-change protobuf" in doc["resolved_from"]
+
+    before, frozen = files(tmp_path / "venv"), fix_env.freeze(python)
+    code, doc, _ = fix(env, python, "--yes")
+    assert code == 2 and "protobuf 3.19.6 -> 7.36.2" in doc["error"]["message"], doc
+    assert doc["error"]["hint"].endswith("--allow-change protobuf")
+    assert files(tmp_path / "venv") == before
+
+    corrupt = env | {"ENVCHECK_SMOKE_CORRUPT": "matmul:zero"}
+    code, doc, _ = fix(corrupt, python, "--yes", "--allow-change", "protobuf")
+    assert (code, doc["outcome"]) == (7, "rolled-back"), doc
+    assert doc["rollback"]["files_match"] and fix_env.freeze(python) == frozen  # 3.19.6, back
+    assert files(tmp_path / "venv") == before
+
+
+def test_a_file_system_that_fills_up_mid_install_is_put_back_by_files(
+    tmp_path: Path, real_index: str
+) -> None:
+    """The target on a 420 MB tmpfs: the wheels fit, Paddle's 720 MB of files do not. pip stops
+    half-way through extracting it; the rollback removes what came (the half-extracted files
+    too, which no RECORD names) and the venv is file for file as it was."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=420m", "tmpfs", str(small)], check=True)
+    try:
+        python = fix_env.make_venv(small / "venv")
+        before = files(small / "venv")
+        code, doc, _ = fix(variables(tmp_path, real_index), python, "--yes")
+        assert (code, doc.get("outcome")) == (4, "rolled-back"), doc
+        assert "No space left on device" in doc["failed"], doc["failed"]
+        assert doc["rollback"]["files_match"] and doc["rollback"]["differences"] == []
+        assert files(small / "venv") == before
+        assert not (small / "venv" / "lib" / "python3.11" / "site-packages" / "paddle").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)
+
+
+# -- signals at each phase, the rollback included ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("phase", "sig"),
+    [
+        ("record", signal.SIGTERM),
+        ("download", signal.SIGTERM),
+        ("keep", signal.SIGINT),
+        ("step-1", signal.SIGTERM),
+        ("step-2", signal.SIGHUP),
+        ("rollback", signal.SIGTERM),
+        ("rollback", signal.SIGINT),
+        ("rollback", signal.SIGHUP),
+    ],
+)
+def test_a_signal_at_each_phase_leaves_the_record_and_says_so(
+    tmp_path: Path, template: Path, stub_index: str, phase: str, sig: signal.Signals
+) -> None:
+    """Before the first step nothing has changed; from it on, the record comes back. A signal
+    during the rollback waits for it to finish: it is never cut half-way."""
+    venv = tmp_path / "venv"
+    python = linked_copy(template, venv)
+    before = files(venv)
+    proc = fix_paused(variables(tmp_path, stub_index), python, phase, "--yes")
+    proc.send_signal(sig)
+    code, _, said = finish(proc)
+    assert code == 130, said
+    assert files(venv) == before
+    if phase == "rollback":
+        assert "a signal arrived during the rollback: it finished first" in said
+        assert "the environment is as it was (its files match the record)" in said
+    elif phase.startswith("step-"):
+        assert "rolled back, the environment is as it was (its files match the record)" in said
+    assert journal.unfinished(journal.home(str(venv))) is None
+    code, doc, _ = fix(variables(tmp_path, stub_index), python)  # the next run plans afresh
+    assert code == 1 and doc["outcome"] == "planned", doc
+
+
+def test_a_signal_during_the_verification_leaves_the_plan_and_the_next_run_says_so(
+    tmp_path: Path, stub_index: str
+) -> None:
+    python = fix_env.make_venv(tmp_path / "venv")
+    before = files(tmp_path / "venv")
+    proc = fix_paused(variables(tmp_path, stub_index), python, "verify", "--yes")
+    proc.send_signal(signal.SIGTERM)
+    code, _, said = finish(proc)
+    assert code == 130 and "as planned (every step applied), not verified" in said
+    assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()  # the plan's files
+
+    code, doc, _ = fix(variables(tmp_path, stub_index), python)
+    assert code == 4 and "an unfinished `envcheck fix`" in doc["error"]["message"], doc
+    assert "in its verify phase with 1 of 1 step(s) done" in doc["error"]["message"]
+    assert "--rollback" in doc["error"]["hint"] and "--resume" in doc["error"]["hint"]
+
+    code, doc, _ = fix(variables(tmp_path, stub_index), python, "--rollback")
+    assert (code, doc["outcome"]) == (0, "rolled-back"), doc
+    assert files(tmp_path / "venv") == before
+
+
+@pytest.mark.parametrize("phase", ["step-1", "rollback"])
+def test_after_sigkill_the_next_run_finds_the_journal_and_rolls_back(
+    tmp_path: Path, template: Path, stub_index: str, phase: str
+) -> None:
+    """SIGKILL leaves no chance to clean up: the journal stays open, the kernel frees the lock,
+    and the next run says so before anything else; --rollback puts the record back."""
+    venv = tmp_path / "venv"
+    python = linked_copy(template, venv)
+    before = files(venv)
+    env = variables(tmp_path, stub_index)
+    proc = fix_paused(env, python, phase, "--yes")
+    proc.kill()
+    proc.wait(timeout=60)
+    left = journal.unfinished(journal.home(str(venv)))
+    assert left is not None and left.phase == ("apply" if phase == "step-1" else "rollback")
+
+    code, doc, _ = fix(env, python, "--yes")
+    assert code == 4 and "an unfinished `envcheck fix`" in doc["error"]["message"], doc
+    code, doc, said = fix(env, python, "--rollback")
+    assert "found an unfinished `envcheck fix`" in said
+    assert (code, doc["outcome"]) == (0, "rolled-back"), doc
+    assert doc["rollback"]["files_match"] and files(venv) == before
+    code, doc, _ = fix(env, python, "--rollback")
+    assert code == 2 and "no unfinished" in doc["error"]["message"]
+
+
+def test_resume_runs_the_steps_not_done_then_verifies(
+    tmp_path: Path, template: Path, stub_index: str
+) -> None:
+    """Killed after its first step (one build removed, the other not): --resume runs the rest
+    from the record's wheelhouse, verifies, and, the smoke failing, puts the record back."""
+    venv = tmp_path / "venv"
+    python = linked_copy(template, venv)
+    before = files(venv)
+    env = variables(tmp_path, stub_index)
+    proc = fix_paused(env, python, "step-2", "--yes")
+    proc.kill()
+    proc.wait(timeout=60)
+    assert "paddlepaddle-gpu" not in fix_env.freeze(python)  # a mix, as the journal says
+    code, doc, said = fix(env, python, "--resume")
+    assert "found an unfinished `envcheck fix`" in said and "1 of 3 step(s) done" in said
+    assert [r["argv"][3:5] for r in doc["applied"]] == [
+        ["uninstall", "-y"],
+        ["install", "--no-index"],
+    ], doc
+    assert doc["outcome"] == "rolled-back" and doc["rollback"]["files_match"], doc
+    assert code == doc["exit_code"] != 0 and files(venv) == before
+
+
+def test_fixed_requires_pip_check_to_raise_nothing_new(tmp_path: Path, real_index: str) -> None:
+    """An application here needs numpy < 2; Paddle brings numpy 2 (pip installs it, warning).
+    The smoke passes, but pip check now fails where it did not: that is no fix, it is undone."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    app = fix_env.stub_wheel(tmp_path / "app", "old-app", "1.0", requires=["numpy<2"])
+    fix_env.pip(python, "install", "--no-deps", str(app))
+    before = files(tmp_path / "venv")
+    code, doc, _ = fix(variables(tmp_path, real_index), python, "--yes")
+    assert (code, doc["outcome"]) == (4, "rolled-back"), doc
+    assert doc["verification"]["proof"] == "cpu-trained"
+    assert doc["failed"].startswith("pip check finds new problems after the change: old-app")
+    assert files(tmp_path / "venv") == before
+
+
+# -- independent parts ------------------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_a_failed_pull_never_rolls_back_a_verified_interpreter(
+    tmp_path: Path, real_index: str
+) -> None:
+    """The engine lacks the doctor's image and cannot pull it (no route to Docker Hub here): the
+    interpreter's fix, verified, stays; the image's part fails on its own; the exit is the pull's
+    (4) and `parts` says which part it is."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    run = run_envcheck(
+        ["fix", "--json", "--quiet", "--python", python, "--paddle", "3.3.1", "--yes"],
+        env=variables(tmp_path, real_index),
+    )
+    doc = json.loads(run.stdout)
+    assert (run.returncode, doc.get("outcome")) == (4, "partly-fixed"), doc
+    parts = doc["parts"]
+    assert (parts["interpreter"]["outcome"], parts["interpreter"]["exit_code"]) == ("fixed", 0)
+    assert parts["interpreter"]["verification"]["proof"] == "cpu-trained"
+    assert (parts["image"]["outcome"], parts["image"]["exit_code"]) == ("failed", 4)
+    assert "pull-image" in parts["image"]["failed"] and "rollback" not in doc
+    assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()
+
+
+# -- one lock per environment, its real path --------------------------------------------------
+
+
+def test_a_symlinked_target_meets_the_same_lock_and_journal(
+    tmp_path: Path, stub_index: str
+) -> None:
+    python = fix_env.make_venv(tmp_path / "venv")
+    (tmp_path / "link").symlink_to(tmp_path / "venv")
+    before = fix_env.freeze(python)
+    env = variables(tmp_path, stub_index)
+    real = str(tmp_path / "venv")
+    with journal.held(journal.ensure_home(real), real):
+        code, doc, _ = fix(env, str(tmp_path / "link" / "bin" / "python"), "--yes")
+    assert code == 4 and "another `envcheck fix`" in doc["error"]["message"], doc
+    assert fix_env.freeze(python) == before
+
+
+# another user who may read everything (this machine's Pythons live under /root) and write nothing
+AS_NOBODY = (
+    "setpriv",
+    "--reuid=nobody",
+    "--regid=nogroup",
+    "--clear-groups",
+    "--inh-caps=+dac_read_search",
+    "--ambient-caps=+dac_read_search",
+)
+
+
+def test_another_user_meets_the_same_lock(stub_index: str) -> None:
+    """root's fix holds the environment (its journal open, its lock held); `nobody` running a fix
+    of the same venv is told another fix is changing it, not that one was left unfinished."""
+    base = Path(tempfile.mkdtemp(prefix="envcheck-two-users-"))
+    try:
+        base.chmod(0o755)
+        # Debian's Python, which every user may run (access(2) ignores the capability above)
+        venv = ["/usr/bin/python3", "-m", "venv", "--without-pip", str(base / "venv")]
+        subprocess.run(venv, check=True, timeout=120)
+        python = str(base / "venv" / "bin" / "python")
+        prefix = str(base / "venv")
+        folder = journal.ensure_home(prefix)
+        with journal.held(folder, prefix):
+            journal.open_journal(
+                folder, python=python, prefix=prefix, record_folder="-", expect="cpu", pip_flags=()
+            )
+            run = subprocess.run(
+                [
+                    *AS_NOBODY,
+                    PY,
+                    "-m",
+                    "envcheck",
+                    "fix",
+                    "--json",
+                    "--python",
+                    python,
+                    *ARGS,
+                    "--yes",
+                ],
+                env=ENV | {"HOME": str(base), "ENVCHECK_PADDLE_INDEX": stub_index},
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        doc = json.loads(run.stdout)
+        assert run.returncode == 4 and "Traceback" not in run.stderr, run.stderr
+        assert f"another `envcheck fix` (pid {os.getpid()}) is changing" in doc["error"]["message"]
+    finally:
+        shutil.rmtree(base)
+
+
+# -- the interpreter that really runs ---------------------------------------------------------
+
+
+def test_a_pyenv_style_shim_is_resolved_once_to_the_python_it_runs(
+    tmp_path: Path, stub_index: str
+) -> None:
+    """A shim is a script that execs the real Python: the plan, the change and the verification
+    name that Python, never the shim (which could run another one the next time)."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    shim = tmp_path / "shims" / "python"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec "{python}" "$@"\n')
+    shim.chmod(0o755)
+    _, doc, _ = fix(variables(tmp_path, stub_index), str(shim))
+    assert doc["plan"]["python"] == python
+    assert all(s["argv"][0] == python for s in doc["plan"]["steps"]), doc
+
+
+# -- bounds, and what is echoed -------------------------------------------------------------
+
+
+def test_a_hung_step_is_killed_with_its_process_group_after_its_bound(tmp_path: Path) -> None:
+    """A step and the child it started, both ignoring SIGTERM: after the bound both are gone."""
+    pidfile = tmp_path / "child.pid"
+    code = (
+        "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "c = subprocess.Popen(['sleep', '600']); open(sys.argv[1], 'w').write(str(c.pid)); "
+        "print('started', flush=True); time.sleep(600)"
+    )
+    ran = run_command([PY, "-c", code, str(pidfile)], ENV, limit=3)
+    assert ran.killed and ran.code == -signal.SIGKILL
+    assert "killed after 3 s with its process group" in ran.tail
+    child = Path(f"/proc/{pidfile.read_text()}/stat")
+    assert _ends(child)
+
+
+def _ends(stat: Path) -> bool:
+    """The process is gone, or a zombie waiting for init to reap it (SIGKILL is delivered at
+    once, the kernel's teardown takes a moment: waited for, never a measure of speed)."""
+    for _ in range(600):
+        try:
+            if stat.read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_what_pip_relays_from_an_index_is_echoed_visible(tmp_path: Path, stub_root: Path) -> None:
+    """An index whose link carries a terminal escape (a window title, a bidi override) in its
+    query: pip prints the link as it is; every line echoed on stderr is made visible."""
+    root = tmp_path / "index"
+    project = root / CPU_INDEX / "paddlepaddle"
+    project.mkdir(parents=True)
+    wheel = next((stub_root / CPU_INDEX / "paddlepaddle").glob("*.whl"))
+    (project / wheel.name).symlink_to(wheel)
+    forged = "\x1b]0;owned\x07\u202e"
+    (project / "index.html").write_text(
+        f'<html><body><a href="{wheel.name}?{forged}">{wheel.name}</a></body></html>'
+    )
+    python = fix_env.make_venv(tmp_path / "venv")
+    with fix_env.serve(root) as url:
+        run = run_envcheck(
+            ["fix", "--python", python, *ARGS, "--yes"], env=variables(tmp_path, url)
+        )
+    assert "Traceback" not in run.stderr, run.stderr
+    # pip printed the link (HTML dropped the BEL); every escape in it is made visible
+    assert "Downloading" in run.stderr and "whl?\\x1b]0;owned\\u202e" in run.stderr, run.stderr
+    assert "\x1b" not in run.stderr + run.stdout and "\u202e" not in run.stderr + run.stdout
+
+
+@pytest.mark.parametrize("bad", ["\x1b]0;owned\x07", "\u202e"])
+def test_a_paddle_index_with_control_or_bidi_characters_is_refused_unechoed(
+    tmp_path: Path, bad: str
+) -> None:
+    run = run_envcheck(["fix", "--paddle-index", f"https://mirror.example/{bad}x"], env=ENV)
+    assert run.returncode == 2 and "--paddle-index" in run.stderr
+    assert bad not in run.stderr and bad not in run.stdout
+
+
+def test_the_fix_keeps_its_state_inside_the_target(tmp_path: Path, stub_index: str) -> None:
+    """Record, journal and lock live in <prefix>/.envcheck-fix, whoever runs the fix; nothing is
+    written under XDG_STATE_HOME (a read-only or 4,000-character one is no concern)."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    state = "/" + "s" * 4045
+    env = variables(tmp_path, stub_index, XDG_STATE_HOME=state)
+    _, doc, _ = fix(env, python, "--yes")
+    assert doc["outcome"] == "rolled-back", doc
+    home = journal.home(str(tmp_path / "venv"))
+    assert doc["record"]["folder"].startswith(f"{home}/records/")
+    assert doc["record"]["journal"] == str(home / "journal.json")
+    assert (home / "lock").exists()
+    shutil.rmtree(home)
