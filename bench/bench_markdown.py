@@ -45,16 +45,8 @@ def host_markdown() -> str:
 
 
 def fleet_markdown() -> str:
-    builders = [
-        samples.healthy,
-        samples.driver_upgraded_without_reboot,
-        samples.healthy,
-        samples.cpu_wheel_in_image,
-        samples.healthy,
-        samples.unconfirmed_image_tag,
-        samples.smoke_crashed,
-    ]
-    reports = [builders[i % len(builders)](hostname=f"gpu{i:03d}") for i in range(1, 27)]
+    mix = samples.FLEET_MIX
+    reports = [mix[i % len(mix)](hostname=f"gpu{i:03d}") for i in range(1, 27)]
     saved = [SavedReport(f"{r.host.machine.hostname}.json", r.to_json()) for r in reports]
     return render_fleet_markdown(merge_reports(saved))
 

@@ -188,3 +188,16 @@ BY_VERDICT: list[tuple[str, Builder, str, int]] = [
     ("fail", driver_upgraded_without_reboot, "fail", 1),
     ("cpu-fallback", cpu_wheel_in_image, "cpu-fallback", 6),
 ]
+
+
+# One host each of the common cases, in the order a fleet of identical nodes repeats them: what a
+# fleet's dashboard and job summary are measured on (tests/test_fleet.py, bench/bench_markdown.py).
+FLEET_MIX = (
+    healthy,
+    driver_upgraded_without_reboot,
+    healthy,
+    cpu_wheel_in_image,
+    healthy,
+    unconfirmed_image_tag,
+    smoke_crashed,
+)

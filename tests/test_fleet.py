@@ -989,16 +989,8 @@ def test_a_30_host_fleet_of_real_reports_fits_80_columns_in_40_lines(
 ) -> None:
     """Before: 92 lines at 80 columns (each problem of the recorded H100 a group with its words,
     long fixes wrapped by the terminal); now one line per root cause, one per host, the totals."""
-    builders = [
-        samples.healthy,
-        samples.driver_upgraded_without_reboot,
-        samples.healthy,
-        samples.cpu_wheel_in_image,
-        samples.healthy,
-        samples.unconfirmed_image_tag,
-        samples.smoke_crashed,
-    ]
-    saved = [_saved(builders[i % 7](hostname=f"gpu-node-{i:03d}")) for i in range(1, 30)]
+    mix = samples.FLEET_MIX
+    saved = [_saved(mix[i % len(mix)](hostname=f"gpu-node-{i:03d}")) for i in range(1, 30)]
     saved.append(SavedReport("collected/h100-lent.json", _real_h100_without_hostname()))
     summary = merge_reports(saved)
     lines = _terminal(summary, monkeypatch, 80)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from envcheck import __version__
+from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record
 from envcheck.fix.plan import FixPlan
@@ -92,6 +93,21 @@ class Summary:
             if f.severity != "pass"
         )
         return cls(report.verdict, int(report.exit_status), report.proof, findings, ran_in)
+
+    def unproven(self, expect: str | None, where: str) -> tuple[int, str] | None:
+        """Why this verification did not prove the plan (its exit code and the words), or None
+        when it trained where `expect` ("gpu", else the CPU) says it must."""
+        want = "gpu-trained" if expect == "gpu" else "cpu-trained"
+        if self.exit_code == 0 and self.proof == want:
+            return None
+        code = self.exit_code or int(
+            ExitStatus.CPU_FALLBACK if expect == "gpu" else ExitStatus.SMOKE_FAILED
+        )
+        what = (
+            f"the verification smoke in {where}: verdict {self.verdict}, proof {self.proof} "
+            f"(expected {want})"
+        )
+        return code, what
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {} if self.ran_in is None else {"ran_in": self.ran_in}

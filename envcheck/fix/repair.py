@@ -184,7 +184,6 @@ def _image_part(plan: FixPlan, doctor: DoctorOptions, io: Io) -> Part:
         what = f"`{' '.join(ran.argv)}` exited {ran.code}: {ran.last_line}"
         return Part("failed", int(ExitStatus.ENVIRONMENT), (ran,), None, what)
     image = plan.pulled
-    want = "gpu-trained" if plan.expect == "gpu" else "cpu-trained"
     io.say(
         f"envcheck fix: verifying: a smoke training in the image {image} (on the "
         f"{(plan.expect or 'cpu').upper()})"
@@ -195,13 +194,7 @@ def _image_part(plan: FixPlan, doctor: DoctorOptions, io: Io) -> Part:
     except KeyboardInterrupt:
         io.tell("envcheck fix: interrupted during the verification of the pulled image")
         raise
-    if verified.exit_code != 0 or verified.proof != want:
-        code = verified.exit_code or int(
-            ExitStatus.CPU_FALLBACK if plan.expect == "gpu" else ExitStatus.SMOKE_FAILED
-        )
-        what = (
-            f"the verification smoke in {image}: verdict {verified.verdict}, "
-            f"proof {verified.proof} (expected {want})"
-        )
-        return Part("failed", code, (ran,), verified, what)
+    failed = verified.unproven(plan.expect, image or plan.python)
+    if failed is not None:
+        return Part("failed", failed[0], (ran,), verified, failed[1])
     return Part("fixed", 0, (ran,), verified)
