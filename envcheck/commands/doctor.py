@@ -173,7 +173,7 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 def check_gpus_exist(gpus: tuple[int, ...] | None, host: HostFacts) -> None:
     """`--gpus 5` on a host whose driver lists one GPU is refused before anything runs (the
     engine would fail the container later with a device error). GPUs the driver cannot list yet
-    (a reboot pending, issue 21.9) cannot be checked: the flag is taken as given."""
+    (a reboot pending) cannot be checked: the flag is taken as given."""
     from envcheck.contracts.facts import unlisted_gpus
 
     listed = sorted({g.index for g in host.gpus})

@@ -22,7 +22,6 @@ from envcheck.verdict.fixes import (
     NO_GPU_BUILD_YET,
     PADDLE_DISTRIBUTIONS,
     PipInstall,
-    paddle_install,
 )
 
 PIP_OVERRIDE = "--break-system-packages"  # pip's own PEP 668 override, the user's to give
@@ -71,11 +70,6 @@ class Wheel:
     @property
     def find_links(self) -> str | None:  # -f (Paddle 2.5 and older publish a links page)
         return self.install.option("-f", "--find-links")
-
-    @property
-    def pip_args(self) -> tuple[str, ...]:
-        """What follows `pip install`: the requirement, then where pip finds it."""
-        return self.install.args
 
 
 @record
@@ -163,17 +157,6 @@ class FixPlan:
             "steps": [s.to_json() for s in self.steps],
             "image": None if self.image is None else self.image.to_json(),
         }
-
-
-def wanted_wheel(report: Report, python: str) -> Wheel | None:
-    """The build the doctor chose for this host, as its advice names it: its GPU build, the CPU
-    build where no GPU is usable; None when no build runs here (the image choice's reason says
-    what would fix it)."""
-    image = report.image
-    if image is None or (image.kind == "gpu" and not (image.ref and image.cuda)):
-        return None
-    install = paddle_install(report.host, image, python=python)
-    return Wheel.of(install, image.cuda) if install is not None else None
 
 
 def plan_fix(

@@ -183,7 +183,7 @@ def detail_lines(f: Finding, width: int | None) -> list[str]:
 
 
 def summary_lines(report: Report, width: int | None) -> list[tuple[str, list[Span]]]:
-    """Above the verdict, as pytest's short summary (issue 21.7): each failing, then warning,
+    """Above the verdict, as pytest's short summary: each failing, then warning,
     check with who acts on it (`envcheck fix`, a person), the checks another one's fix resolves
     on one line after the failures. The commands themselves come once, under the verdict."""
     problems = [f for f in report.findings if f.severity != "pass"]
