@@ -16,7 +16,7 @@ from envcheck.contracts.facts import host_from_document
 from envcheck.contracts.host_report import Report
 from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
-from envcheck.matrix.scope import covers_release, release_in_scope
+from envcheck.matrix.scope import covers_release, one_build, release_in_scope
 from envcheck.verdict.judge import Context, judge
 from tests import scenarios as s
 from tests.inprocess import run_envcheck
@@ -387,3 +387,24 @@ def test_every_wheel_of_the_25_line_meets_the_25_cuda11_fact(
     assert covers_release(fact, version)
     scoped = release_in_scope(MATRIX, version)
     assert scoped is not None and scoped[0].version.startswith("2.5.")
+
+
+@pytest.mark.parametrize(
+    ("requirement", "alone"),
+    [
+        ("paddlepaddle==3.3.1", True),  # the CPU build: on Paddle's CPU index and on PyPI
+        ("paddlepaddle==2.6.2", True),
+        ("paddlepaddle-gpu==2.6.2", True),  # the cu118 build PyPI carries; the others are .postNNN
+        ("PaddlePaddle_GPU==2.6.2", True),  # a name as pip compares it
+        ("paddlepaddle-gpu==2.6.2.post117", True),
+        ("paddlepaddle-gpu==3.3.1", False),  # cu118, cu126, cu129, cu130: one version, 4 builds
+        ("paddlepaddle-gpu==9.9.9", False),  # no row: nothing known of it
+    ],
+)
+def test_a_pinned_requirement_is_one_build_only_where_no_other_variant_shares_it(
+    requirement: str, alone: bool
+) -> None:
+    """Where Paddle's index does not answer, the fix may take a build from pip's configured index
+    only when the pin itself says which build it is: a 3.x GPU version names a build per CUDA
+    variant, and only its index tells them apart."""
+    assert one_build(MATRIX, requirement) is alone

@@ -106,6 +106,12 @@ def variables(tmp_path: Path, index: str, **more: str) -> dict[str, str]:
     }
 
 
+def configured(env: dict[str, str], index: str) -> dict[str, str]:
+    """pip's own configuration replaced by `index` alone: no pip.conf, no find-links, no PyPI."""
+    mine = {k: v for k, v in env.items() if k not in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL")}
+    return mine | {"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": index}
+
+
 def fix(env: dict[str, str], python: str, *args: str) -> tuple[int, dict[str, Any], str]:
     run = run_envcheck(["fix", "--json", "--quiet", "--python", python, *ARGS, *args], env=env)
     assert "Traceback" not in run.stderr, run.stderr
@@ -147,16 +153,47 @@ def test_an_index_that_does_not_answer_is_named_and_nothing_changes(
     name, before anything is removed; the both-builds plan used to remove both first."""
     python = linked_copy(template, tmp_path / "venv")
     before = files(tmp_path / "venv")
-    with socket.socket() as hole:
+    (tmp_path / "empty" / "simple").mkdir(parents=True)
+    with socket.socket() as hole, fix_env.serve(tmp_path / "empty") as mirror:
         hole.bind(("127.0.0.1", 0))
         hole.listen(8)
         url = f"http://127.0.0.1:{hole.getsockname()[1]}"
-        code, doc, _ = fix(variables(tmp_path, url), python, "--yes")
+        code, doc, _ = fix(
+            configured(variables(tmp_path, url), f"{mirror}/simple"), python, "--yes"
+        )
     assert code == 4, doc
     assert f"the package index {url}/{CPU_INDEX}/ did not answer" in doc["error"]["message"]
+    assert "pip's configured index does not hold paddlepaddle==3.3.1" in doc["error"]["message"]
     assert "nothing was changed" in doc["error"]["message"]
     assert files(tmp_path / "venv") == before
     assert journal.unfinished(journal.home(str(tmp_path / "venv"))) is None
+
+
+def test_where_paddles_index_does_not_answer_the_configured_index_serves_the_one_build(
+    tmp_path: Path, template: Path
+) -> None:
+    """Paddle's index black-holed; pip's configured index (a mirror here, PyPI elsewhere) holds
+    `paddlepaddle==3.3.1`, a CPU build, the one build published under that name and version.
+    The dry run says which index answers before anything is promised; --yes takes it from
+    there and verifies it."""
+    python = linked_copy(template, tmp_path / "venv")
+    root = tmp_path / "mirror"
+    fix_env.build_index(root, "simple", fix_env.wheels())
+    with socket.socket() as hole, fix_env.serve(root) as mirror:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(8)
+        url = f"http://127.0.0.1:{hole.getsockname()[1]}"
+        env = configured(variables(tmp_path, url), f"{mirror}/simple")
+        code, doc, _ = fix(env, python)
+        said = doc["resolved_from"]
+        assert f"the package index {url}/{CPU_INDEX}/ did not answer" in said, said
+        assert "pip's configured index holds paddlepaddle==3.3.1" in said
+        assert f"{mirror}/simple/paddlepaddle/paddlepaddle-3.3.1-" in said
+        assert (code, doc["outcome"]) == (1, "planned")
+        code, doc, _ = fix(env, python, "--yes")
+    assert (code, doc["outcome"]) == (0, "fixed"), doc
+    assert "pip's configured index holds paddlepaddle==3.3.1" in doc["resolved_from"]
+    assert fix_env.freeze(python).count("paddlepaddle==3.3.1") == 1
 
 
 def test_the_index_gone_mid_run_the_rollback_needs_no_network_and_is_proven_by_files(

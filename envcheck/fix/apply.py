@@ -26,6 +26,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from envcheck.contracts.errors import EnvironmentProblem, UsageError
+from envcheck.contracts.record import record
 from envcheck.edges.signals import deferred
 from envcheck.fix.outcome import Change, Ran
 from envcheck.fix.plan import PIP_OVERRIDE
@@ -205,10 +206,26 @@ def requirements(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return wanted, options
 
 
+_WHERE = ("-i", "--index-url", "-f", "--find-links", "--extra-index-url")
+
+
 def indexes(args: Sequence[str]) -> list[str]:
     """The indexes and links pages an install's arguments name."""
     it = iter(args)
-    return [next(it, "") for arg in it if arg in ("-i", "--index-url", "-f", "--find-links")]
+    return [next(it, "") for arg in it if arg in _WHERE[:4]]
+
+
+def configured(args: Sequence[str]) -> list[str]:
+    """An install's arguments without the indexes they name: what pip then looks in is the
+    user's own configuration (pip.conf, PIP_INDEX_URL; PyPI where none is set)."""
+    kept: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg in _WHERE:
+            next(it, "")
+        else:
+            kept.append(arg)
+    return kept
 
 
 def probe_index(
@@ -242,12 +259,21 @@ def _opener(url: str, variables: Mapping[str, str]) -> urllib.request.OpenerDire
     return urllib.request.build_opener(urllib.request.ProxyHandler({} if bypass else proxies))
 
 
+@record
+class Resolution:
+    """What `pip install ARGS` would change, as its resolver said, and where it would fetch each
+    requested distribution from (the file's URL, as the report's `download_info` gives it)."""
+
+    changes: tuple[Change, ...]
+    sources: tuple[str, ...] = ()
+
+
 def dry_run(
     python: str,
     args: Sequence[str],
     variables: Mapping[str, str],
     installed: Mapping[str, str],
-) -> list[Change]:
+) -> Resolution:
     """What `pip install ARGS` would change in the target, as its resolver says
     (`--dry-run --report`), against `installed` ({canonical name: version})."""
     with tempfile.TemporaryDirectory(prefix="envcheck-fix-") as folder:
@@ -256,13 +282,16 @@ def dry_run(
         capture(argv, variables)
         with open(report, encoding="utf-8") as f:
             doc = json.load(f)
-    changes = []
+    changes, sources = [], []
     for item in doc.get("install", []):
         meta = item.get("metadata", {})
         name, version = canonicalize_name(str(meta.get("name", ""))), str(meta.get("version", ""))
         if installed.get(name) != version:
             changes.append(Change(name, installed.get(name), version, bool(item.get("requested"))))
-    return sorted(changes, key=lambda c: c.name)
+        url = item.get("download_info", {}).get("url") if isinstance(item, dict) else None
+        if item.get("requested") and isinstance(url, str):
+            sources.append(url)
+    return Resolution(tuple(sorted(changes, key=lambda c: c.name)), tuple(sources))
 
 
 def versions(python: str, variables: Mapping[str, str]) -> dict[str, str]:

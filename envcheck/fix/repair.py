@@ -30,6 +30,7 @@ from envcheck.fix.transaction import (
     merge_changes,
     refuse_unasked,
     refuse_unfinished,
+    where_from,
 )
 from envcheck.probe.interpreter import resolve_interpreter
 
@@ -79,8 +80,9 @@ def fix_environment(options: FixOptions, io: Io) -> FixOutcome:
     interpreter: Part | None = None
     info: RecordInfo | None = None
     changes: tuple[Change, ...] = ()
+    said: str | None = None
     if plan.pip:
-        interpreter, info, changes = apply_interpreter(plan, request, io, site)
+        interpreter, info, changes, said = apply_interpreter(plan, request, io, site)
     image = _image_part(plan, doctor, io) if plan.pulled else None
     outcome, code = overall(interpreter, image)
     return FixOutcome(
@@ -90,7 +92,7 @@ def fix_environment(options: FixOptions, io: Io) -> FixOutcome:
         outcome,
         code,
         changes,
-        None,
+        said,
         info,
         interpreter,
         image,
@@ -114,29 +116,26 @@ def _dry_run(plan: FixPlan, report: Report, options: FixOptions, io: Io) -> FixO
 def _resolve(plan: FixPlan, options: FixOptions, io: Io) -> tuple[tuple[Change, ...], str]:
     installed = apply.versions(plan.python, io.variables)
     resolved: list[Change] = []
-    answered: list[str] = []
+    said: list[str] = []
     for step in (s for s in plan.runs if s.kind == "install"):
         args = [a for a in step.argv[4:] if a not in options.pip_flags]
-        wanted, opts = apply.requirements(args)
-        project = wanted[0].split("==")[0] if wanted else ""
-        for url in apply.indexes(opts):
-            why = apply.probe_index(url, project, io.variables)
-            if why is not None:
-                return merge_changes(plan, installed, resolved), f"the index {url} {why}"
-            answered.append(url)
+        fetch, where = where_from(plan.python, args, io, options.doctor.matrix)
+        said.append(where)
+        if fetch is None:
+            return merge_changes(plan, installed, resolved), "; ".join(said)
         try:
             resolved += apply.dry_run(
-                plan.python, [*options.pip_flags, *args], io.variables, installed
-            )
+                plan.python, [*options.pip_flags, *fetch], io.variables, installed
+            ).changes
         except EnvironmentProblem as e:  # a dry run says what its resolver could not do
             return merge_changes(plan, installed, resolved), f"pip could not resolve: {e.message}"
     changes = merge_changes(plan, installed, resolved)
-    said = f"answered by {', '.join(answered)}" if answered else "pip's configured index"
+    words = "; ".join(said)
     try:
         refuse_unasked(changes, plan, installed, options.allow)
     except UsageError as e:
-        said += f"; --yes would be refused: {e.message} ({e.hint})"
-    return changes, said
+        words += f"; --yes would be refused: {e.message} ({e.hint})"
+    return changes, words
 
 
 def _pull_argv(doctor: DoctorOptions) -> tuple[str, ...]:

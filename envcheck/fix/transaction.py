@@ -115,9 +115,9 @@ def refuse_unfinished(folder: Path, python: str, *, running: bool = True) -> Non
 
 def apply_interpreter(
     plan: FixPlan, request: Request, io: Io, site: Site
-) -> tuple[Part, RecordInfo, tuple[Change, ...]]:
+) -> tuple[Part, RecordInfo, tuple[Change, ...], str]:
     """The interpreter's transaction for `plan` (it has pip steps): (its part of the outcome,
-    where its record is, every package it changed)."""
+    where its record is, every package it changed, which index answered in words)."""
     python = plan.python
     apply.refuse_externally_managed(python, request.pip_flags, io.variables)
     folder = ensure_home(site.prefix)
@@ -134,12 +134,12 @@ def apply_interpreter(
         )
         info = RecordInfo(str(before), journal.path)
         try:
-            changes = _prepare(plan, request, io, journal, before)
+            changes, said = _prepare(plan, request, io, journal, before)
         except BaseException:
             journal.close("nothing-changed")
             _drop_copies(journal)
             raise
-        return _apply(journal, io, request.doctor), info, changes
+        return _apply(journal, io, request.doctor), info, changes, said
 
 
 def _record(python: str, folder: Path, io: Io) -> Path:
@@ -162,17 +162,19 @@ def _record(python: str, folder: Path, io: Io) -> Path:
 
 def _prepare(
     plan: FixPlan, request: Request, io: Io, journal: Journal, folder: Path
-) -> tuple[Change, ...]:
+) -> tuple[tuple[Change, ...], str]:
     """Everything in hand before the first change: the wheels, what pip will change (refused
     where it touches an installed package unasked), the kept files, the journaled steps."""
-    python, flags = plan.python, request.pip_flags
+    python, flags, matrix = plan.python, request.pip_flags, request.doctor.matrix
     wheelhouse = folder / "wheelhouse"
     journal.enter("download")
     io.pause("download")
     steps = [s for s in plan.runs if s.kind in ("uninstall", "install")]  # the pull is its own
     installs = [s for s in steps if s.kind == "install"]
-    for step in installs:
-        _download(python, [a for a in step.argv[4:] if a != PIP_OVERRIDE], wheelhouse, io)
+    said = "; ".join(
+        _download(python, [a for a in s.argv[4:] if a != PIP_OVERRIDE], wheelhouse, io, matrix)
+        for s in installs
+    )
     journal.enter("resolve")
     io.pause("resolve")
     installed = apply.versions(python, io.variables)
@@ -184,7 +186,9 @@ def _prepare(
             commands.append(step.argv)
             continue
         wanted, _ = apply.requirements([a for a in step.argv[4:] if a != PIP_OVERRIDE])
-        resolved += apply.dry_run(python, [*flags, *local, *wanted], io.variables, installed)
+        resolved += apply.dry_run(
+            python, [*flags, *local, *wanted], io.variables, installed
+        ).changes
         commands.append((python, "-m", "pip", "install", *flags, *local, *wanted))
     changes = merge_changes(plan, installed, resolved)
     refuse_unasked(changes, plan, installed, request.allow)
@@ -200,32 +204,70 @@ def _prepare(
         JournalStep(tuple(argv), step.changes) for argv, step in zip(commands, steps, strict=True)
     ]
     journal.enter("apply")
-    return changes
+    return changes, said
 
 
-def _download(python: str, args: Sequence[str], wheelhouse: Path, io: Io) -> None:
-    """The build and every dependency into the wheelhouse; an index that does not answer is
-    named, and nothing has changed."""
-    wanted, options = apply.requirements(args)
-    project = canonicalize_name(wanted[0].split("==")[0]) if wanted else ""
-    where = apply.indexes(options) or ["pip's configured index"]
-    for url in apply.indexes(options):
-        why = apply.probe_index(url, project, io.variables)
-        if why is not None:
-            raise EnvironmentProblem(
-                f"the package index {url} {why}: nothing was changed",
-                hint="check the network or the mirror (--paddle-index), then run `envcheck fix "
-                "--yes` again",
-            )
-    argv = [python, "-m", "pip", "download", "--dest", str(wheelhouse), *apply.NETWORK, *args]
+def _download(
+    python: str, args: Sequence[str], wheelhouse: Path, io: Io, matrix: str | None
+) -> str:
+    """The build and every dependency into the wheelhouse; which index answered, in words. An
+    index that does not answer is named, and nothing has changed."""
+    fetch, said = where_from(python, args, io, matrix)
+    again = "check the network or the mirror (--paddle-index), then run `envcheck fix --yes` again"
+    if fetch is None:
+        raise EnvironmentProblem(f"{said}: nothing was changed", hint=again)
+    wanted, _ = apply.requirements(fetch)
+    argv = [python, "-m", "pip", "download", "--dest", str(wheelhouse), *apply.NETWORK, *fetch]
     ran = io.run(argv)
     if ran.code != 0:
         raise EnvironmentProblem(
-            f"could not download {' '.join(wanted)} and its dependencies from {', '.join(where)}"
-            f" (pip exited {ran.code}: {ran.last_line}): nothing was changed",
-            hint="check the network or the mirror (--paddle-index), then run `envcheck fix "
-            "--yes` again",
+            f"could not download {' '.join(wanted)} and its dependencies ({said}; pip exited "
+            f"{ran.code}: {ran.last_line}): nothing was changed",
+            hint=again,
         )
+    return said
+
+
+def where_from(
+    python: str, args: Sequence[str], io: Io, matrix: str | None
+) -> tuple[list[str] | None, str]:
+    """The install's arguments pip fetches with, and which index answers, in words: the plan's
+    own indexes where they answer. Where Paddle's index does not, and the pinned requirement is
+    one build wherever it is published (the matrix `matrix` says: a CPU build, 2.6.2's cu118
+    build on PyPI), pip's configured index (PyPI, a mirror) when its resolver finds it there.
+    (None, why) when no index answers for it."""
+    wanted, options = apply.requirements(args)
+    project = canonicalize_name(wanted[0].split("==")[0]) if wanted else ""
+    urls = apply.indexes(options)
+    for url in urls:
+        why = apply.probe_index(url, project, io.variables)
+        if why is None:
+            continue
+        silent = f"the package index {url} {why}"
+        if not wanted or not _one_build(wanted[0], matrix, io.variables):
+            return None, silent
+        fetch = apply.configured(args)
+        ask = [*apply.NETWORK, "--ignore-installed", "--no-deps", *fetch]  # where the build is
+        try:
+            found = apply.dry_run(python, ask, io.variables, {}).sources
+        except EnvironmentProblem as e:
+            return (
+                None,
+                f"{silent}, and pip's configured index does not hold {wanted[0]} "
+                f"(pip said: {e.message.splitlines()[-1]})",
+            )
+        return fetch, (
+            f"{silent}; pip's configured index holds {wanted[0]}, the one build published under "
+            f"that name and version, and the fix takes it from there: {', '.join(found) or 'its resolver'}"
+        )
+    return list(args), f"answered by {', '.join(urls)}" if urls else "pip's configured index"
+
+
+def _one_build(requirement: str, matrix: str | None, variables: Mapping[str, str]) -> bool:
+    from envcheck.matrix.load import load_matrix  # only where an index did not answer
+    from envcheck.matrix.scope import one_build
+
+    return one_build(load_matrix(matrix, variables), requirement)
 
 
 def merge_changes(

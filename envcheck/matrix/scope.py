@@ -14,7 +14,10 @@ wheel; PaddleX#3853 (3.0.0rc0 cu118 on an H800) is why "3.x cu118 lacks sm_90" r
 
 from __future__ import annotations
 
+import shlex
+
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envcheck.contracts.record import record
@@ -156,6 +159,26 @@ def release_in_scope(matrix: Matrix, paddle: str) -> tuple[PaddleRelease, str] |
         nearest = max(line, key=lambda r: Version(r.version))
     major, minor = v.release[:2]
     return nearest, f"release line {major}.{minor}.x ({nearest.version}'s row)"
+
+
+def one_build(matrix: Matrix, requirement: str) -> bool:
+    """Whether `name==version` installs one build wherever an index holds it: every row pinned to
+    it is the same CUDA and cuDNN variant (a CPU build; 2.6.2's cu118 build, the one PyPI
+    carries; a `.postNNN` wheel). A 3.x GPU release publishes one version for every CUDA variant,
+    each on its own index: there only the index says which build it is."""
+    name, _, version = requirement.partition("==")
+    wanted = (canonicalize_name(name), version)
+    variants = {(b.cuda, b.cudnn) for b in matrix.builds if _pinned(b.pip) == wanted}
+    return len(variants) == 1
+
+
+def _pinned(pip: str) -> tuple[str, str] | None:
+    """(canonical name, version) a row's `python -m pip install name==version …` pins."""
+    for arg in shlex.split(pip)[4:]:
+        name, sep, version = arg.partition("==")
+        if sep and not arg.startswith("-"):
+            return canonicalize_name(name), version
+    return None
 
 
 def _compiled(archs: tuple[int, ...]) -> str:
