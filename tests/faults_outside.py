@@ -925,6 +925,23 @@ SIGNALS = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 # -- fix: the target and the state a repair writes ------------------------------------------------
 _DEAD_INDEX = "http://127.0.0.1:9"  # the discard port: nothing listens, refused at once
+
+
+def _no_index(tmp: Path) -> dict[str, str]:
+    """Paddle's index dead, and pip's own configuration pointing there too: where Paddle's index
+    does not answer, a CPU build may come from pip's configured index, on this machine PyPI.
+    What pip writes there is pip's, as any `pip install` does (its cache, and here rustup's
+    settings: pip's user agent asks `rustc --version`), so its cache and home go under `out`."""
+    return {
+        "HOME": str(tmp / "out" / "home"),
+        "ENVCHECK_PADDLE_INDEX": _DEAD_INDEX,
+        "PIP_INDEX_URL": _DEAD_INDEX,
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_FIND_LINKS": "",
+        "PIP_CACHE_DIR": str(tmp / "out" / "pip-cache"),
+    }
+
+
 _FIX = ("--paddle", "3.3.1", "--no-pull", "--yes")
 
 
@@ -940,7 +957,7 @@ def _venv(tmp: Path, name: str = "venv") -> Path:
 
 
 def _fix_target(tmp: Path) -> dict[str, str]:
-    return {"FIX_TARGET": str(_venv(tmp)), "ENVCHECK_PADDLE_INDEX": _DEAD_INDEX}
+    return {"FIX_TARGET": str(_venv(tmp)), **_no_index(tmp)}
 
 
 def _fix_small(tmp: Path) -> dict[str, str]:
@@ -950,12 +967,12 @@ def _fix_small(tmp: Path) -> dict[str, str]:
 
 def _non_utf8(tmp: Path) -> dict[str, str]:
     _venv(tmp, "v\udcff")
-    return {"ENVCHECK_PADDLE_INDEX": _DEAD_INDEX}
+    return _no_index(tmp)
 
 
 def _long_state(tmp: Path) -> dict[str, str]:
     _venv(tmp)
-    return {"ENVCHECK_PADDLE_INDEX": _DEAD_INDEX, "XDG_STATE_HOME": "/" + "s" * 4045}
+    return _no_index(tmp) | {"XDG_STATE_HOME": "/" + "s" * 4045}
 
 
 def _in_namespace(script: str) -> tuple[str, ...]:
