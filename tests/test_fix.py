@@ -450,17 +450,22 @@ def test_with_no_engine_the_pull_is_not_planned_and_the_report_says_why(
     assert f"image: {image}: unknown (not planned: no Docker engine answered" in text
 
 
-def test_pull_is_deprecated_and_no_pull_leaves_the_container_alone(
-    variables: dict[str, str],
-) -> None:
+def test_no_pull_leaves_the_container_alone(variables: dict[str, str]) -> None:
     python = os.path.abspath(sys.executable)
-    run = run_envcheck(["fix", "--python", python, "--pull", "--no-pull", "--json"], env=variables)
-    assert "--pull is deprecated and does nothing" in run.stderr
+    run = run_envcheck(["fix", "--python", python, "--no-pull", "--json"], env=variables)
     doc = json.loads(run.stdout)
     assert doc["plan"]["image"]["present"] is None and doc["plan"]["image"]["why"].endswith(
         "--no-pull"
     )
     assert [s for s in doc["plan"]["steps"] if s["kind"] == "pull"] == []
+
+
+def test_pull_is_no_flag_of_fix_the_pull_is_planned_without_asking() -> None:
+    """`fix --pull` once asked for the pull; since the plan pulls whenever the engine lacks the
+    image it did nothing, and no release ever had it: an unknown flag like any other."""
+    run = run_envcheck(["fix", "--pull"])
+    assert run.returncode == 2 and run.stdout == ""
+    assert "unrecognized arguments: --pull" in run.stderr and "Traceback" not in run.stderr
 
 
 # -- what only a person can do (#25.3) ---------------------------------------------------------
