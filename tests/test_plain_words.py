@@ -1,4 +1,4 @@
-"""Less noise, plainer words (issue 21.11, the parts outside the pull): a tag's standing said in
+"""Less noise, plainer words (outside the pull's own lines): a tag's standing said in
 one wording, and a registry failure in one line with the whole error under --explain and in the
 JSON."""
 
