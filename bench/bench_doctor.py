@@ -5,7 +5,7 @@ through ctypes. Beside it: `python -c pass`, and a bare interpreter that loads N
 one device's name), the memory floor. Prints each command's median wall time, CPU time (of its
 whole tree: what load on the machine changes least) and peak RSS (the largest process of its
 tree), the doctor/floor ratio and the doctor's RSS above NVML's.
-Targets (issue 27): wall <= 1.3x the floor with a GPU, <= 0.1 s without one; peak RSS within
+Targets: wall <= 1.3x the floor with a GPU, <= 0.1 s without one; peak RSS within
 5 MB of the NVML floor. Nothing here asserts: the figures are for people.
 
 Where it runs (--host):

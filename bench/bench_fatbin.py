@@ -1,4 +1,4 @@
-"""The fatbin reader (issue 22.4) on the real PyPI `paddlepaddle-gpu==2.6.2` wheel (cp311, 759 MB;
+"""The fatbin reader on the real PyPI `paddlepaddle-gpu==2.6.2` wheel (cp311, 759 MB;
 its libpaddle.so is 467 MB, its libphi.so 1.96 GB): the SASS/PTX archs it finds, the time it takes
 and the memory it uses. The suite tests the reader on small ELF files; this script measures it on
 what a 2.x host really has installed.

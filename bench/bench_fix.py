@@ -1,7 +1,7 @@
 """`envcheck fix --dry-run` next to `envcheck doctor --no-smoke`, measured alternately in one run.
 
 The plan is the doctor's report plus a pure function and one more question to the target, so the
-dry run should cost at most 0.1 s more (issue 25). Prints each median (wall seconds) and the
+dry run should cost at most 0.1 s more. Prints each median (wall seconds) and the
 difference; nothing here asserts: the figures are for people. Both run with bytecode caching on
 (PYTHONDONTWRITEBYTECODE removed), as an installed envcheck runs: without it every module is
 compiled on every run, and `fix`, which loads a few more modules, pays for that twice (measured:

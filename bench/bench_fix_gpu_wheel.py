@@ -1,4 +1,4 @@
-"""`envcheck fix --yes` with a real Paddle GPU wheel from PyPI (issue 25, item 4).
+"""`envcheck fix --yes` with a real Paddle GPU wheel from PyPI.
 
 A fake Tesla T4 on driver 470 (the C-ABI fakes, tests/fakenv/profiles/t4-470.toml: CUDA 11.4, the
 CUDA 11 minor-version compatibility, cuDNN 8.9.6 on LD_LIBRARY_PATH) holding Paddle's CPU build

@@ -11,7 +11,7 @@ unmeasured warm-up of each (page cache):
 - table:     `envcheck report DIR > /dev/null` (the dashboard as a log gets it)
 - json:      `envcheck report --json DIR > /dev/null`
 
-Prints each median wall time beside its ratio to the baseline. Target (issue 13.4): the merge
+Prints each median wall time beside its ratio to the baseline. Target: the merge
 under 2 s. Nothing here asserts: the figures are for people.
 
     .venv/bin/python bench/bench_fleet.py [--rounds 7] [--hosts 1000]

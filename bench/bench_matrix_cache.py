@@ -1,4 +1,4 @@
-"""Does the matrix cache (envcheck/matrix/cache.py) matter on the paths users run? (#26.7)
+"""Does the matrix cache (envcheck/matrix/cache.py) matter on the paths users run?
 
 `envcheck doctor --no-smoke --json` on a GPU-less host (no driver: the doctor's whole run is
 the floor it could shave) and on the fake GPU host of tests/fakenv (the lent H100's latencies:

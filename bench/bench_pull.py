@@ -4,7 +4,7 @@ fresh each time (the image and its layers removed before every pull), runs alter
 
     .venv/bin/python bench/bench_pull.py [--runs 5] [--image REF]
 
-Targets (issue 4): envcheck's median wall ≤ 1.05 × docker's, and envcheck's own CPU time (user +
+Targets: envcheck's median wall ≤ 1.05 × docker's, and envcheck's own CPU time (user +
 sys of its process, `resource.getrusage` via `os.wait4`) ≤ 10 % of its pull's wall time.
 Exits 1 when a target is missed.
 

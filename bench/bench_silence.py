@@ -1,4 +1,4 @@
-"""The longest silence on stderr (issue 13.1): `envcheck doctor` on a terminal (a real pty,
+"""The longest silence on stderr: `envcheck doctor` on a terminal (a real pty,
 120x40) and in a log (a pipe, under --json), for a warm container smoke, a cold pull and a hung
 smoke. Target: no silence longer than 2 s on a terminal, 15 s in a log (heartbeat every 10 s).
 

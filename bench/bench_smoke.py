@@ -8,12 +8,12 @@ Measured alternately in one run, after one unmeasured warm-up of each (page cach
 - doctor:    `smoke_check(...)` as the doctor calls it: connect, image check, the above, judging
 
 - baseline:  the same smoke container running the workload as it was at `--baseline REV` (default:
-             before issue 11.1 added the text-CNN head, the DataLoader worker and the default Adam),
-             read from git, beside today's: issue 11.3 wants today's within 1.2 x of it
+             before the smoke gained the text-CNN head, the DataLoader worker and the default Adam),
+             read from git, beside today's: today's must stay within 1.2 x of it
 
-Target (issue): smoke <= 1.5 x bare on this machine. Prints the medians, the ratios, and the
+Target: smoke <= 1.5 x bare on this machine. Prints the medians, the ratios, and the
 smoke's own figures (steps/s, import and first-step seconds inside the container), and the
-share of the smoke's wall time spent in the known-answer checks (issue 16: target under 5 %;
+share of the smoke's wall time spent in the known-answer checks (target under 5 %;
 the workload times them itself, `checks_s`, before and after training together).
 
     .venv/bin/python bench/bench_smoke.py [--rounds 7] [--image envcheck-test/paddle-cpu:3.3.1]
@@ -46,7 +46,7 @@ from envcheck.smoke.runner.payload import WORKLOAD
 
 TARGET_RATIO = 1.5
 TARGET_CHECKS_SHARE = 0.05
-# The workload before issue 11.1 (embedding -> mean -> dropout -> linear, batches made on the
+# The workload before its text-CNN head (embedding -> mean -> dropout -> linear, batches made on the
 # device, fused multi-tensor Adam): today's smoke must stay within TARGET_BASELINE_RATIO of it.
 BASELINE_REV = "944dd38"
 TARGET_BASELINE_RATIO = 1.2

@@ -1,4 +1,4 @@
-"""The input fault campaign of issue #9, with its totals: `python bench/faults_input.py`.
+"""The input fault campaign, with its totals: `python bench/faults_input.py`.
 
 Runs tests/test_faults_input.py (facts fuzzed field by field, the matrix broken field by field,
 bad flags, hostile files, closed/unencodable/full streams) and prints one line:

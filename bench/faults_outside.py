@@ -1,4 +1,4 @@
-"""The outside fault campaign of issue #23, with its totals: `python bench/faults_outside.py`.
+"""The outside fault campaign, with its totals: `python bench/faults_outside.py`.
 
 Runs tests/test_faults_outside.py (live probes, the smoke's output, a fake engine, fake
 registries read by envcheck and by the real dockerd, hostile fleets and GitHub files, a reader

@@ -40,7 +40,6 @@ complete -c envcheck -n '__fish_seen_subcommand_from fix' -l paddle -x -d 'Paddl
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l registry -x -a 'baidu baidu-legacy dockerhub' -d 'registry, a name from the matrix: dockerhub (default), baidu (Baidu\'s mirror of 3.x) or baidu-legacy (registry.baidubce.com, 2.x)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l image -x -d 'the image to check and pull (default: the chosen one)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l no-pull -d 'leave the container alone: do not plan the pull of the image the doctor chose'
-complete -c envcheck -n '__fish_seen_subcommand_from fix' -l pull -d 'deprecated, does nothing: the pull is planned whenever the engine lacks the image'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l paddle-index -x -d 'base URL of Paddle\'s package index or its mirror (default: ENVCHECK_PADDLE_INDEX, else https://www.paddlepaddle.org.cn)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l dry-run -d 'print the plan only (the default)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l yes -d 'apply the plan, then verify it'

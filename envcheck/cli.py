@@ -45,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
 
 class _TopParser(_Parser):
     """`envcheck`'s own parser: the end of its help (the variables and files, wrapped by
-    textwrap: ~2 ms) is written when the help is shown, not for every command line (#27.3)."""
+    textwrap: ~2 ms) is written when the help is shown, not for every command line."""
 
     def format_help(self) -> str:
         self.epilog = f"{EXAMPLES}\n\n{EXIT_CODES_HELP}\n\n{help_sections()}"
@@ -70,7 +70,7 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
 
 def _commands_for(argv: Sequence[str]) -> Sequence[str]:
     """The subcommands a parser of `argv` needs: the one it names first (the others' modules and
-    parsers are ~5 ms of a doctor's start-up, #27.3), else all of them (`--help`, a bad command,
+    parsers are ~5 ms of a doctor's start-up), else all of them (`--help`, a bad command,
     none: the full list is shown). A command's name is its module's, `-` for `_`."""
     named = [name for name in COMMANDS if argv[:1] == [name.replace("_", "-")]]
     return named or COMMANDS
@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> i
     """Run one command line; `env=None`: in this process's environment, its stdio guarded."""
     own_process = env is None
     if env is None:
-        env = Environment.from_process(guard_stdio)  # never a traceback on stdio (#9.7)
+        env = Environment.from_process(guard_stdio)  # never a traceback on stdio
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_json = "--json" in argv  # known before parsing: a bad flag under --json is a document too
     try:
@@ -177,7 +177,7 @@ def _failed(
     contract: stdout is one JSON document, whatever happened)."""
     from envcheck.render.sanitize import visible
 
-    # registry and engine texts, image-config values, facts keys: shown, never obeyed (#23.2)
+    # registry and engine texts, image-config values, facts keys: shown, never obeyed
     print(f"envcheck: error: {visible(message, keep_lines=True)}", file=env.stderr)
     if hint:
         print(f"envcheck: hint: {visible(hint, keep_lines=True)}", file=env.stderr)

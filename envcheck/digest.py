@@ -1,6 +1,6 @@
 """SHA-256 without `hashlib` where CPython has its own: importing `hashlib` loads OpenSSL's
 libcrypto, 3.7 MB of resident memory for the doctor's two small digests (the matrix cache's key,
-a docker context's folder name), a sixth of its whole footprint (#27.4). CPython's built-in
+a docker context's folder name), a sixth of its whole footprint. CPython's built-in
 module gives the same digest; a build without it (some FIPS builds) uses `hashlib`."""
 
 from __future__ import annotations

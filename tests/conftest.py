@@ -20,7 +20,7 @@ import pytest
 
 from tests.servers import MAIN_REGISTRY_STORAGE, FlakyProxy, RegistryProcess, free_port, http_status
 
-# The matrix cache off for the whole suite and its subprocesses (#9.3): every test parses the TOML
+# The matrix cache off for the whole suite and its subprocesses: every test parses the TOML
 # it names; tests/test_matrix_cache.py turns it on in a folder of its own.
 os.environ["ENVCHECK_CACHE_DIR"] = ""
 REGISTRY_ADDR = os.environ.get("ENVCHECK_REGISTRY_ADDR", "127.0.0.1:5000")

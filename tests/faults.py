@@ -1,4 +1,4 @@
-"""The input fault campaign (#9): hostile facts, matrix files, flags and streams, with a tally.
+"""The input fault campaign: hostile facts, matrix files, flags and streams, with a tally.
 
 Shared by tests/test_faults_input.py (which asserts every case) and bench/faults_input.py (which
 runs the same cases and prints the campaign's totals). A case passes when envcheck ends with the
@@ -41,7 +41,7 @@ class Tally:
     injections: int = 0  # a line of output that starts a workflow command, or an ESC byte
     leaks: int = 0  # files created outside the paths a case named
     damaged: int = 0  # files or device nodes changed that a case did not name
-    hangs: int = 0  # a run that had to be killed (#23.9: a FIFO where a file should be)
+    hangs: int = 0  # a run that had to be killed (a FIFO where a file should be)
     failures: list[str] = field(default_factory=list)
 
     def record(

@@ -1,4 +1,4 @@
-"""The outside fault campaign (#23): where the input campaign (tests/faults.py) does not go.
+"""The outside fault campaign: where the input campaign (tests/faults.py) does not go.
 
 Surfaces, each with its own tally of the six counts (tracebacks, wrong exit codes, injections,
 leaks, damaged files, hangs):

@@ -1,4 +1,4 @@
-"""What makes a printed command one a person can run as printed (issue 21 items 1-4): the
+"""What makes a printed command one a person can run as printed: the
 judged interpreter by its absolute path, pinned releases that exist from indexes that hold them
 (envcheck/verdict/known_packages.toml), and a line bash and zsh both take as written."""
 

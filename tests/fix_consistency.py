@@ -1,6 +1,6 @@
-"""No report may give contradicting fixes (issue #8 item 14): one package (paddlepaddle vs
-paddlepaddle-gpu), one package index, one image, one way to reach the engine; and one plan
-(issue 21.5): a report that replaces the Paddle build installs no library for the old one."""
+"""No report may give contradicting fixes: one package (paddlepaddle vs
+paddlepaddle-gpu), one package index, one image, one way to reach the engine; and one plan:
+a report that replaces the Paddle build installs no library for the old one."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ def _digest(text: str) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-# -- what the doctor advises and what the plan installs (#25.1) ------------------------------
+# -- what the doctor advises and what the plan installs --------------------------------------
 
 
 def paddle_installs(argvs: Iterable[Sequence[str]]) -> set[tuple[str, str | None]]:

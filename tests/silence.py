@@ -1,10 +1,9 @@
-"""Run envcheck as a person or a CI job would see it, and time the silences (issue 13.1).
+"""Run envcheck as a person or a CI job would see it, and time the silences.
 
 `watch(argv, tty=True)` runs the command with its stderr on a real pseudo-terminal (`pty`, the
 size a tmux pane has) or on a pipe (a CI log), stdout on a pipe of its own; returns what each
 stream carried, when each stderr chunk arrived, and the longest stretch without any stderr output
-between the start and the exit. `python -m tests.silence [--tty] -- ARGS` prints those numbers
-(the measurements in the issue's closing note).
+between the start and the exit. `python -m tests.silence [--tty] -- ARGS` prints those numbers.
 """
 
 from __future__ import annotations

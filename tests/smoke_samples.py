@@ -3,7 +3,7 @@
 The two JSON lines were printed by `envcheck/smoke/workload/main.py --compare-cpu --export` in the
 offline test image `envcheck-test/paddle-cpu:3.3.1` (Paddle 3.3.1 CPU, uid 1000, no network) on
 the 2-core CI machine: `--device cpu`, and `--device gpu:0` (which a CPU build refuses); re-recorded
-when the training gained its text-CNN head, DataLoader worker and default Adam (issue 11.1). No GPU
+when the training gained its text-CNN head, DataLoader worker and default Adam. No GPU
 exists here, so GPU results are *derived* from them by `on_gpu()` below, with the places,
 capabilities and version line a CUDA build prints (compat_facts.md section 7, row 14).
 """
@@ -102,7 +102,8 @@ def on_gpu(doc: dict[str, Any], gpus: int = 1, cc: str = "8.6") -> dict[str, Any
     )
     doc["warnings"] = [{"kind": "versions", "text": VERSIONS_LINE}]
     # The CPU recording mapped no NVIDIA library; a GPU run that says so contradicts itself
-    # (#23.1): what this one mapped is not recorded (tests that need it add REAL_H100_LOADED).
+    # (a forged proof): what this one mapped is not recorded (tests that need it add
+    # REAL_H100_LOADED).
     del doc["loaded_libraries"], doc["loaded_when"]
     return doc
 

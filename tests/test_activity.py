@@ -1,4 +1,4 @@
-"""Progress while envcheck is slow (issue 13.1), seen the way a person and a CI log see it: the
+"""Progress while envcheck is slow, seen the way a person and a CI log see it: the
 doctor run for real (the real engine, the offline Paddle image, the real CPU Paddle) with stderr on
 a pseudo-terminal or a pipe, stdout on a pipe of its own. No timed asserts: the lines (phases,
 steps/s, heartbeats) must appear, and stdout must stay the one JSON document."""

@@ -245,7 +245,7 @@ UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def test_fleet_annotations_show_hostile_hostnames_never_obey_them() -> None:
-    """#23.2: hostnames carried ESC/BEL/bidi into the "N more" annotation of a fleet."""
+    """Hostnames carried ESC/BEL/bidi into the "N more" annotation of a fleet."""
     from envcheck.contracts.saved_report import SavedReport
     from envcheck.render.annotations import fleet_annotations
     from envcheck.verdict.fleet import merge_reports

@@ -147,7 +147,7 @@ def test_bad_flags_exit_2_without_traceback(args: list[str]) -> None:
     ids=lambda argv: " ".join(argv) or "nothing",
 )
 def test_the_parser_of_one_command_reads_argv_as_the_whole_one(argv: list[str]) -> None:
-    """#27.3: `main` builds only the subcommand argv names; what it prints, parses or refuses is
+    """`main` builds only the subcommand argv names; what it prints, parses or refuses is
     what the parser of every subcommand does."""
 
     def parse(parser: argparse.ArgumentParser) -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """The CLI's contract with scripts and CI gates: `--json` is always one JSON document (an error
 document when the run could not judge), and a reader that leaves early never changes the exit
-code. Issue #8 items 6 and 8."""
+code."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_a_reader_that_leaves_keeps_the_verdicts_exit_code(tmp_path: Path, mode:
 def test_a_reader_that_leaves_stdout_and_stderr_keeps_the_verdicts_code(
     tmp_path: Path, mode: list[str]
 ) -> None:
-    """#23.6: `envcheck doctor … 2>&1 | head -1` exited 120 (the progress line's EPIPE)."""
+    """`envcheck doctor … 2>&1 | head -1` exited 120 (the progress line's EPIPE)."""
     facts = write(
         tmp_path,
         s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU),
@@ -78,7 +78,7 @@ def test_a_reader_that_leaves_stdout_and_stderr_keeps_the_verdicts_code(
 
 @pytest.mark.parametrize("stderr_too", [False, True], ids=["stdout", "2>&1"])
 def test_report_piped_to_head_keeps_the_fleets_code(tmp_path: Path, stderr_too: bool) -> None:
-    """#23.6: `envcheck report DIR | head -1` exited 4 instead of the fleet's 1."""
+    """`envcheck report DIR | head -1` exited 4 instead of the fleet's 1."""
     from tests import report_samples as samples
 
     for build in (samples.healthy, samples.driver_upgraded_without_reboot):

@@ -1,4 +1,4 @@
-"""Shell completion, the man page and `--help` examples, all from the real parser (#13.7).
+"""Shell completion, the man page and `--help` examples, all from the real parser.
 
 The committed completions/ and man/ files are regenerated here and must match byte for byte; each
 must name every subcommand and every flag; bash's is sourced and asked, as bash asks it, for real
@@ -182,7 +182,7 @@ def test_the_wheel_installs_every_generated_file_where_its_shell_looks() -> None
     assert shared["man/envcheck.1"] == "share/man/man1/envcheck.1"
 
 
-# ------------------------------------------------------ where users look (#24.5)
+# ------------------------------------------------------ where users look
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])

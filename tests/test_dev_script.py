@@ -1,4 +1,4 @@
-"""scripts/dev decides about Docker from what is really on the machine (issues #13.5, #20.1).
+"""scripts/dev decides about Docker from what is really on the machine.
 
 A fresh machine of this project's kind ships a standalone Docker *client* and no engine: a client
 binary is not an installed Docker. An engine that answers is used as it is; an installed engine

@@ -1,4 +1,4 @@
-"""envcheck.digest: SHA-256 without loading OpenSSL (#27.4), the same digest as `hashlib`'s."""
+"""envcheck.digest: SHA-256 without loading OpenSSL, the same digest as `hashlib`'s."""
 
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ def test_module_mismatch_shows_both_versions(host_env: Callable[[str], dict[str,
 
 
 def test_a_pending_reboot_keeps_the_gpu_plan(host_env: Callable[[str], dict[str, str]]) -> None:
-    """Issue 21.9: NVML_ERROR_LIB_RM_VERSION_MISMATCH lists no GPU, but the GPU is on the PCI bus
+    """NVML_ERROR_LIB_RM_VERSION_MISMATCH lists no GPU, but the GPU is on the PCI bus
     (sysfs, vendor 0x10de). Before: `GPUs: none`, the CPU build passed "on a host without GPU"
     and the CPU image and wheel were offered: after the reboot the user had the wrong wheel."""
     code, doc = doctor(host_env("rm-mismatch"), "--python", sys.executable)  # the CPU wheel
@@ -147,7 +147,7 @@ with open(sys.argv[1], "w") as f:
     json.dump(sorted(sys.modules), f)
 sys.exit(code)
 """
-# top-level packages; `_hashlib` is OpenSSL's libcrypto, 3.7 MB of resident memory (#27.4);
+# top-level packages; `_hashlib` is OpenSSL's libcrypto, 3.7 MB of resident memory;
 # `textwrap` wraps only the end of `envcheck --help`; `dataclasses` compiled six methods a class
 # and brought `inspect` (with `dis` and `tokenize`): envcheck's records need none. (`ast` reads
 # Paddle's version file: the standard library's own literal reader, ~1 ms, is worth its cost.)
@@ -161,7 +161,7 @@ NOT_STATIC_ENVCHECK = (
     "envcheck.registry",
     "envcheck.docker_",
     *(f"envcheck.commands.{name}" for name in ("fix", "pull_image", "report", "completion")),
-    # what only a branch the static tier seldom takes needs (#27.3): the pins of the known
+    # what only a branch the static tier seldom takes needs: the pins of the known
     # package versions, a `--image` reference, a CUDA_VISIBLE_DEVICES value, a 2.x build's fatbin
     "envcheck.verdict.known_packages",
     "envcheck.image.reference",
@@ -191,9 +191,9 @@ def static_tier_modules(env: dict[str, str], tmp_path: Path, cuda: str = "ok") -
 def test_a_doctor_without_a_driver_never_imports_pynvml(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
-    """#27.1: no libnvidia-ml, no pynvml (~10 ms and ~2 MB of a driverless doctor, measured by
+    """No libnvidia-ml, no pynvml (~10 ms and ~2 MB of a driverless doctor, measured by
     bench/bench_doctor.py --host none): the NVML probe loads the library first. Nor `tempfile`
-    (with `random`, ~1.5 ms), which only writes a report file (#27.2)."""
+    (with `random`, ~1.5 ms), which only writes a report file."""
     loaded = static_tier_modules(host_env("no-driver"), tmp_path, cuda="absent")
     assert "envcheck.probe.nvml" in loaded and "envcheck.edges.userfiles" in loaded
     assert [m for m in ("pynvml", "ctypes.util", "tempfile", "random") if m in loaded] == []
@@ -202,7 +202,7 @@ def test_a_doctor_without_a_driver_never_imports_pynvml(
 def test_the_static_tier_imports_no_smoke_no_rich_no_docker_sdk(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
-    """#27.3: what `--no-smoke --json` does not need is not imported (what it costs is measured
+    """What `--no-smoke --json` does not need is not imported (what it costs is measured
     by bench/bench_doctor.py): the smoke and pull modules, rich, the docker SDK, Paddle,
     OpenSSL (the digests it needs are CPython's own, envcheck.digest), and the other commands'
     modules and parsers."""
@@ -224,7 +224,7 @@ BEFORE_THE_CHILD = ("typing", "threading", "enum", "re", "collections", "signal"
 
 
 def test_the_cuda_child_starts_before_typing_threading_and_enum_are_imported() -> None:
-    """#27.2: every millisecond before the driver child starts is added to the doctor's wall
+    """Every millisecond before the driver child starts is added to the doctor's wall
     time on a GPU host (cuInit is its slowest probe); `typing`, `threading` and `signal`'s
     enums alone cost ~15 ms on a loaded two-core machine (bench/bench_doctor.py)."""
     run = subprocess.run(
@@ -243,7 +243,7 @@ def test_the_cuda_child_starts_before_typing_threading_and_enum_are_imported() -
 def test_a_doctor_stopped_by_a_bad_flag_leaves_no_cuda_child(
     host_env: Callable[[str], dict[str, str]], tmp_path: Path
 ) -> None:
-    """#27.2: the CLI starts the CUDA child before it parses the flags; a usage error (exit 2)
+    """The CLI starts the CUDA child before it parses the flags; a usage error (exit 2)
     after that reaps it, even one hung in cuInit."""
     from tests.fakenv import children_alive  # registered as a plugin above
 

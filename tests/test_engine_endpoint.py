@@ -1,6 +1,6 @@
 """The engine is resolved as the docker CLI resolves it (DOCKER_HOST, DOCKER_CONTEXT, the current
 context of $DOCKER_CONFIG/config.json, the default or rootless socket), once, and the same
-endpoint feeds the engine probe and the SDK client. Issue #12 item 2, against the real engine
+endpoint feeds the engine probe and the SDK client. Against the real engine
 through a second socket (a relay to the engine's own socket) named by a real docker context."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A misbehaving engine (a fake Engine API on a unix socket, a peer for the real docker SDK):
 whatever it answers, envcheck exits with a documented code and one screen, never a traceback.
 
-Issue #23: a non-chunked pull answer raised docker-py's JSONDecodeError out of `pull-image`.
+The first: a non-chunked pull answer raised docker-py's JSONDecodeError out of `pull-image`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ FORGED = "boom\n::warning::forged by the engine\x1b]0;title\x07\u202e"
 def test_an_engines_error_text_is_shown_never_obeyed(
     tmp_path: Path, engine_at: list[FakeEngine]
 ) -> None:
-    """#23.2: the error printer wrote engine and registry texts raw: a line starting
+    """The error printer wrote engine and registry texts raw: a line starting
     `::warning::` became a workflow command, OSC/ESC and bidi reached the CI log."""
     body = json.dumps({"message": FORGED}).encode()
     engine = FakeEngine(tmp_path / "docker.sock", engine_routes(Answer(500, body)))

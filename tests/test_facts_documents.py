@@ -1,5 +1,5 @@
 """Saved facts documents: well-typed but invalid values are named with their path (exit 2), never
-a traceback deep in the judge (#9.7)."""
+a traceback deep in the judge."""
 
 from __future__ import annotations
 

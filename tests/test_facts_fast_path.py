@@ -1,5 +1,6 @@
-"""`from_dict` takes a value of exactly the field's JSON type as it is (#13.4: merging 1,000
-reports); it must build what the full `_coerce` path builds, and refuse what it refuses."""
+"""`from_dict` takes a value of exactly the field's JSON type as it is (merging 1,000
+reports spent its time there); it must build what the full `_coerce` path builds, and refuse
+what it refuses."""
 
 from __future__ import annotations
 

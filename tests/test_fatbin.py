@@ -1,4 +1,4 @@
-"""The archs of a 2.x build read from its libraries' `.nv_fatbin` (issue 22.4), on small ELF files
+"""The archs of a 2.x build read from its libraries' `.nv_fatbin`, on small ELF files
 this suite builds with the layout `cuobjdump` reads (the real 2.6.2 wheel: bench/bench_fatbin.py).
 """
 

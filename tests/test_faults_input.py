@@ -1,4 +1,4 @@
-"""The input fault campaign (#9.1, #9.3, #9.7, #9.8): facts fuzzed field by field, the matrix
+"""The input fault campaign: facts fuzzed field by field, the matrix
 broken field by field, bad flags, hostile files, closed/unencodable/full streams.
 
 Every case asserts: never a traceback, never exit 3, the documented exit code, no file outside

@@ -1,4 +1,4 @@
-"""The outside fault campaign (#23.11): live probes, the smoke's output, a misbehaving engine,
+"""The outside fault campaign: live probes, the smoke's output, a misbehaving engine,
 fake registries (read by envcheck and by the real dockerd), hostile fleets and GitHub files, a
 reader that leaves, damaged state, and the signals a terminal or scheduler sends.
 

@@ -1,6 +1,6 @@
 """`envcheck fix` end to end: real venvs, real pip, the real Paddle CPU wheel served by a PEP 503
 index on 127.0.0.1 (tests/fix_env.py), the real in-process smoke as the verification, and the
-C-level fake NVIDIA hosts (tests/fakenv) for the GPU plans (issue #25)."""
+C-level fake NVIDIA hosts (tests/fakenv) for the GPU plans."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_a_failing_verification_restores_the_exact_freeze(
     python = fix_env.make_venv(tmp_path / "venv")
     before = fix_env.freeze(python)
     # the verification smoke's matmul reads zeros: Paddle "computes" wrong results (the
-    # command's variables reach the smoke's child, #26.3)
+    # command's variables reach the smoke's child)
     corrupt = {**variables, CORRUPT_ENV: "matmul:zero"}
     code, doc = fix(corrupt, "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes")
     assert code == 7 and doc["outcome"] == "rolled-back", {
@@ -121,7 +121,7 @@ def test_a_failing_verification_restores_the_exact_freeze(
     assert doc["rollback"]["freeze_matches"] is True
     assert fix_env.freeze(python) == before  # byte for byte
     assert [f["id"] for f in doc["after_rollback"]["findings"]] == ["paddle.missing"]
-    assert doc["failed"] == (  # the finding is the verification's, not said twice (#25)
+    assert doc["failed"] == (  # the finding is the verification's, not said twice
         f"the verification smoke in {python}: verdict wrong-results, proof none"
         " (expected cpu-trained)"
     )
@@ -263,8 +263,8 @@ def test_a_gpu_image_the_engine_cannot_give_a_gpu_is_not_pulled(gpu_host: Any) -
 def test_a_driver_that_needs_a_reboot_is_a_manual_step_and_the_gpu_plan_stands(
     gpu_host: Any,
 ) -> None:
-    """The pending reboot is a manual step, never run. The GPU it hides is still there (#21.9:
-    counted on the PCI bus), so this venv's CPU build is replaced by the GPU build, as on any GPU
+    """The pending reboot is a manual step, never run. The GPU it hides is still there (counted
+    on the PCI bus), so this venv's CPU build is replaced by the GPU build, as on any GPU
     host: after the reboot the user does not find the wrong wheel."""
     code, doc = fix_process(gpu_host("rm-mismatch"))
     steps = doc["plan"]["steps"]
@@ -384,7 +384,7 @@ def test_on_every_fake_host_the_plan_installs_what_the_doctor_advises(
         assert said == {(wheel["requirement"], where)} and where.startswith(index), profile
 
 
-# -- the container: the doctor's image, pulled where the engine lacks it (#25.2) --------------
+# -- the container: the doctor's image, pulled where the engine lacks it ----------------------
 
 
 @pytest.fixture
@@ -450,12 +450,9 @@ def test_with_no_engine_the_pull_is_not_planned_and_the_report_says_why(
     assert f"image: {image}: unknown (not planned: no Docker engine answered" in text
 
 
-def test_pull_is_deprecated_and_no_pull_leaves_the_container_alone(
-    variables: dict[str, str],
-) -> None:
+def test_no_pull_leaves_the_container_alone(variables: dict[str, str]) -> None:
     python = os.path.abspath(sys.executable)
-    run = run_envcheck(["fix", "--python", python, "--pull", "--no-pull", "--json"], env=variables)
-    assert "--pull is deprecated and does nothing" in run.stderr
+    run = run_envcheck(["fix", "--python", python, "--no-pull", "--json"], env=variables)
     doc = json.loads(run.stdout)
     assert doc["plan"]["image"]["present"] is None and doc["plan"]["image"]["why"].endswith(
         "--no-pull"
@@ -463,7 +460,15 @@ def test_pull_is_deprecated_and_no_pull_leaves_the_container_alone(
     assert [s for s in doc["plan"]["steps"] if s["kind"] == "pull"] == []
 
 
-# -- what only a person can do (#25.3) ---------------------------------------------------------
+def test_pull_is_no_flag_of_fix_the_pull_is_planned_without_asking() -> None:
+    """`fix --pull` once asked for the pull; since the plan pulls whenever the engine lacks the
+    image it did nothing, and no release ever had it: an unknown flag like any other."""
+    run = run_envcheck(["fix", "--pull"])
+    assert run.returncode == 2 and run.stdout == ""
+    assert "unrecognized arguments: --pull" in run.stderr and "Traceback" not in run.stderr
+
+
+# -- what only a person can do -----------------------------------------------------------------
 
 
 @pytest.mark.fakegpu

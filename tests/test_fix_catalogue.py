@@ -1,4 +1,4 @@
-"""Every fix is said once, in envcheck/verdict/fixes.py (#26.6a): the rules, the proof, the fleet
+"""Every fix is said once, in envcheck/verdict/fixes.py: the rules, the proof, the fleet
 and the smoke's verdict quote the catalogue and write no fix text of their own; each command the
 catalogue prints runs as printed in bash and zsh."""
 

@@ -1,4 +1,4 @@
-"""Advice a person can run as printed (issue 21 items 1-4).
+"""Advice a person can run as printed.
 
 Every command any scenario prints — each fake GPU profile as the real probes see it (with this
 venv's CPU Paddle, and with an interpreter that has none), the judge's scenarios, the recorded

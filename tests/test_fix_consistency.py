@@ -1,6 +1,6 @@
 """Every fake host profile, judged as users run it: no report tells the user two opposite things
-(issue #8 item 14). The smoke runs in-process with this venv's real CPU Paddle where a GPU is
-expected, so the smoke's own fixes meet the judge's."""
+(two package names, two indexes, two plans). The smoke runs in-process with this venv's real CPU
+Paddle where a GPU is expected, so the smoke's own fixes meet the judge's."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def test_no_report_contradicts_itself(
 
 
 def test_the_checker_sees_two_plans() -> None:
-    """The real H100 with Paddle 2.6.2, as reported before issue 21.5."""
+    """The real H100 with Paddle 2.6.2, as reported before one plan per report: two
+    plans, one for the old build and one that replaces it."""
     two = [
         {"id": "cudnn.major-mismatch", "fix": "`python -m pip install nvidia-cudnn-cu11==8.*`"},
         {

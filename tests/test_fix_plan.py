@@ -1,5 +1,5 @@
 """`envcheck fix`'s plan, pure: the recorded real H100 (tests/data), every build of the matrix,
-and the rollback's commands (issue #25)."""
+and the rollback's commands."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_a_2x_gpu_build_gets_the_cudnn_it_does_not_bundle() -> None:
     assert {s.why for s in plan.runs} == {"paddle.missing"}
 
 
-# -- the doctor's advice and the plan: one derivation (#25.1) ---------------------------------
+# -- the doctor's advice and the plan: one derivation -----------------------------------------
 
 MIRROR = "http://127.0.0.1:9/paddle-mirror"
 RECORDED = sorted((DATA / "hosts").glob("*.json")) + sorted(

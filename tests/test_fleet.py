@@ -215,7 +215,7 @@ def test_fleet_json_document() -> None:
     json.dumps(doc)
 
 
-# ----------------------------------------------------------------------------- table (#13.4)
+# ----------------------------------------------------------------------------- table
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -339,7 +339,7 @@ def _terminal(
 def test_a_fleet_of_26_takes_one_line_per_host_problems_first(
     monkeypatch: pytest.MonkeyPatch, columns: int
 ) -> None:
-    """#24.3: at 80 columns 26 hosts took 2 lines each (3 with long names), and one 37-character
+    """At 80 columns 26 hosts took 2 lines each (3 with long names), and one 37-character
     name stacked every row at 120; as `sinfo`, one line per host, long names cut with `…`."""
     long_name = "a-very-long-node-name-in-rack12-gpu07"
     names = [f"gpu{i:03d}" for i in range(25)] + [long_name]
@@ -613,7 +613,7 @@ def test_mixed_reports_from_fail_findings_only() -> None:
     assert problem is not None and problem.id == "env.cuda-visible-devices"
 
 
-# ------------------------------------------------------------ hostile files among good ones (#9.7)
+# ------------------------------------------------------------ hostile files among good ones
 
 
 def _deeply_nested(path: Path) -> None:
@@ -680,7 +680,7 @@ def test_a_report_nested_just_under_the_parser_limit_still_merges_and_renders(
     assert [h["hostname"] for h in json.loads(out)["hosts"]] == ["gpu-node-7"]
 
 
-# ------------------------------------------------------------------ --expect-hosts (#15.3)
+# ------------------------------------------------------------------ --expect-hosts
 
 
 @pytest.mark.parametrize(
@@ -720,7 +720,7 @@ def test_host_lists_read_like_slurm_writes_them(text: str, names: list[str]) -> 
         ("n[]", "line 1: '' is not a range like 001-004"),
         ("r[1-999]n[1-999]", "line 1: 'r[1-999]n[1-999]' names more than 100000 hosts"),
         ("n[0-999999999]", "line 1: 'n[0-999999999]' names more than 100000 hosts"),
-        # #23.4: each range under the limit, together 30 million names (2.1 GB before a check)
+        # each range under the limit, together 30 million names (2.1 GB before a check)
         ("n[" + ",".join(["0-99999"] * 300) + "]", "names more than 100000 hosts"),
         ("x" * 254, "is longer than a host name"),
         ("x" * 250 + "[1-99999]", "is longer than a host name"),
@@ -885,7 +885,7 @@ def test_a_bad_expect_hosts_file_is_exit_2(
 
 
 def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all() -> None:
-    """#24.6: the Slurm recipe asked for one GPU per node: 1 of 2 proven on each node."""
+    """The Slurm recipe asked for one GPU per node: 1 of 2 proven on each node."""
     one_of_two = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"])
     both = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0", "gpu:1"])
     fleet = [
@@ -910,7 +910,7 @@ def test_the_fleet_says_how_many_gpus_a_smoke_proved_and_where_not_all() -> None
 
 
 def test_a_host_list_asking_for_gigabytes_is_exit_2(tmp_path: Path) -> None:
-    """#23.4: `n[0-99999,0-99999,…]` in a 2.4 KB file ended in MemoryError."""
+    """`n[0-99999,0-99999,…]` in a 2.4 KB file ended in MemoryError."""
     hosts = tmp_path / "nodes.txt"
     hosts.write_text("n[" + ",".join(["0-99999"] * 300) + "]\n")
     (tmp_path / "reports").mkdir()
@@ -921,7 +921,7 @@ def test_a_host_list_asking_for_gigabytes_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_a_bad_files_name_is_shown_never_obeyed(tmp_path: Path) -> None:
-    """#23.2: report's per-file errors printed the file name raw (ESC, a `::warning::` line)."""
+    """Report's per-file errors printed the file name raw (ESC, a `::warning::` line)."""
     _write(tmp_path, samples.healthy())
     (tmp_path / "x\n::warning::forged\x1b[2J.json").write_text("not json")
     run = run_envcheck(["report", str(tmp_path)])

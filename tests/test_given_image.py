@@ -1,4 +1,4 @@
-"""`--image REF` keeps nothing of the matrix's choice (issue 21.6): a user's image is described
+"""`--image REF` keeps nothing of the matrix's choice: a user's image is described
 by what is known of it (an official tag the matrix lists, else unknown), and a CPU build found
 inside it is never sent back to the same image."""
 

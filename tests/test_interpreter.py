@@ -1,7 +1,5 @@
 """`--python`: the target interpreter is identified by what it reports, and a program that is not
 a working Python is a bad flag (exit 2), bounded in time and output, leaving no process behind.
-
-Issue #8 items 4 and 7.
 """
 
 from __future__ import annotations
@@ -112,7 +110,7 @@ def test_doctor_with_a_bad_python_is_exit_2(python: str) -> None:
 
 
 def test_a_bug_in_the_cuda_probe_is_a_bug_not_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    """#8.9: the probe thread's exception reaches the caller (exit 3 at the CLI), instead of
+    """The probe thread's exception reaches the caller (exit 3 at the CLI), instead of
     "timeout: the CUDA probe did not finish" with a driver fix."""
     from envcheck.probe import cuda_libs
     from envcheck.probe.host import start_host_probe
@@ -128,7 +126,7 @@ def test_a_bug_in_the_cuda_probe_is_a_bug_not_a_timeout(monkeypatch: pytest.Monk
 def test_envcheck_in_pipx_judges_the_python3_a_shell_runs_not_its_own_venv(
     sibling_venv: Path,
 ) -> None:
-    """Issue 21.1: installed with pipx, envcheck's own interpreter is pipx's venv of envcheck,
+    """Installed with pipx, envcheck's own interpreter is pipx's venv of envcheck,
     which never holds the user's Paddle: every fix named it. Without --python the target is the
     `python3` on PATH (here this test's venv, with Paddle's CPU build, first on PATH)."""
     (sibling_venv / "pipx_metadata.json").write_text("{}")  # what pipx leaves in its venvs

@@ -1,5 +1,5 @@
-"""Issue 10, one scenario per item: a real host from a public issue (cited) -> verdict, exit code
-and the image line. Saved facts only; the matrix is the shipped one."""
+"""Wrong matrix answers, one scenario each: a real host from a public issue (cited) -> verdict,
+exit code and the image line. Saved facts only; the matrix is the shipped one."""
 
 from __future__ import annotations
 
@@ -68,9 +68,9 @@ def text(report: Report) -> str:
     return "\n".join(f"{f.message} {f.fix or ''}" for f in report.findings)
 
 
-def test_10_1_gtx1080_never_gets_the_320_cu129_image_paddlex4682() -> None:
+def test_gtx1080_never_gets_the_320_cu129_image_paddlex4682() -> None:
     # PaddleX#4682: GTX 1080 + 3.2.0 cu129 -> "CUDA error(209), no kernel image is available";
-    # the same card runs 3.2.0 cu118 (issue 22.2: the variant known to hold sm_61 is preferred
+    # the same card runs 3.2.0 cu118 (the variant known to hold sm_61 is preferred
     # over cu126, whose list is unknown).
     r = doctor(s.host(driver=s.driver("570.124.06", "12.8"), gpus=[GTX1080]), paddle="3.2.0")
     assert r.image is not None and r.image.ref == f"{HUB}:3.2.0-gpu-cuda11.8-cudnn8.9"
@@ -81,7 +81,7 @@ def test_10_1_gtx1080_never_gets_the_320_cu129_image_paddlex4682() -> None:
     assert "image.arch-unverified" not in ids(r) and int(r.exit_status) == 0
 
 
-def test_10_2_k80_gets_the_only_252_build_with_kepler_paddle55715() -> None:
+def test_k80_gets_the_only_252_build_with_kepler_paddle55715() -> None:
     # Paddle#55715: 2.5 CUDA 11 wheels are compiled for 70 75 80 86; Kepler is CUDA 10 only.
     r = doctor(s.host(driver=s.driver("470.82.01", "11.4"), gpus=[s.K80]), paddle="2.5.2")
     assert r.image is not None and r.image.ref == f"{HUB}:2.5.2-gpu-cuda10.2-cudnn7.6-trt7.0"
@@ -89,7 +89,7 @@ def test_10_2_k80_gets_the_only_252_build_with_kepler_paddle55715() -> None:
     assert int(r.exit_status) == 0
 
 
-def test_10_3_h100_with_the_252_cu117_wheel_cannot_train_paddle58971() -> None:
+def test_h100_with_the_252_cu117_wheel_cannot_train_paddle58971() -> None:
     # Paddle#58971: 2.5.2 post117 on an H100: "compute capability ... 90, which is not supported".
     r = doctor(
         s.host(
@@ -104,7 +104,7 @@ def test_10_3_h100_with_the_252_cu117_wheel_cannot_train_paddle58971() -> None:
     assert r.verdict == "fail" and int(r.exit_status) == 1
 
 
-def test_10_4_cu126_on_a_cuda122_driver_runs_by_nvidia_rule_with_paddles_note_paddle78036() -> None:
+def test_cu126_on_a_cuda122_driver_runs_by_nvidia_rule_with_paddles_note_paddle78036() -> None:
     # Paddle#78036: 3.0.0 cu126 installs and imports on a CUDA 12.2 driver (535); Paddle's docs
     # ask for >= 550.54.14, NVIDIA's minor-version compatibility for 12.x needs 525.60.13.
     r = doctor(
@@ -125,7 +125,7 @@ def test_10_4_cu126_on_a_cuda122_driver_runs_by_nvidia_rule_with_paddles_note_pa
     assert r.image.arch_known is True
 
 
-def test_10_5_the_331_cuda13_image_is_on_the_baidu_mirror_paddle78924() -> None:
+def test_the_331_cuda13_image_is_on_the_baidu_mirror_paddle78924() -> None:
     # Paddle#78924 pulls ccr-…/paddle:3.3.1-gpu-cuda13.0-cudnn9.13 (the matrix had Docker Hub only).
     r = doctor(
         s.host(driver=s.driver("580.65.06", "13.0"), gpus=[s.H100]),
@@ -136,7 +136,7 @@ def test_10_5_the_331_cuda13_image_is_on_the_baidu_mirror_paddle78924() -> None:
     assert int(r.exit_status) == 0
 
 
-def test_10_6_jetson_orin_aarch64_never_gets_an_x86_image_paddleocr17327() -> None:
+def test_jetson_orin_aarch64_never_gets_an_x86_image_paddleocr17327() -> None:
     # PaddleOCR#17327: Jetson Orin (JetPack 6, arm64): no GPU wheel or image for arm64.
     doc = s.host(driver=s.driver("540.4.0", "12.6"), gpus=[ORIN])
     doc["machine"] = {"hostname": "orin", "os": "Ubuntu 22.04", "arch": "aarch64"}
@@ -147,7 +147,7 @@ def test_10_6_jetson_orin_aarch64_never_gets_an_x86_image_paddleocr17327() -> No
     assert ids(r)["image.none"] == "fail" and int(r.exit_status) == 1
 
 
-def test_10_7_cuda13_image_is_avoided_on_a_newer_driver_paddle78924_paddle76558() -> None:
+def test_cuda13_image_is_avoided_on_a_newer_driver_paddle78924_paddle76558() -> None:
     # Paddle#78924: RTX 4090-class (CC 8.9) host, driver API 13.2: the 13.0 image silently ran on
     # the CPU. Paddle#76558: 580.95.05 and newer fail, 580.82.07 works.
     r = doctor(s.host(driver=s.driver("595.58.03", "13.2"), gpus=[RTX4090]), paddle="3.3.1")
@@ -158,7 +158,7 @@ def test_10_7_cuda13_image_is_avoided_on_a_newer_driver_paddle78924_paddle76558(
     assert ok.image is not None and ok.image.tag == "3.3.1-gpu-cuda13.0-cudnn9.13"
 
 
-def test_10_8_a_gpu_without_a_probed_cc_is_named_paddlex4682() -> None:
+def test_a_gpu_without_a_probed_cc_is_named_paddlex4682() -> None:
     # The same GTX 1080 when NVML gave no compute capability: gpus.toml names it (6.1).
     r = doctor(
         s.host(
@@ -169,8 +169,8 @@ def test_10_8_a_gpu_without_a_probed_cc_is_named_paddlex4682() -> None:
     assert r.image is not None and r.image.tag == "3.2.0-gpu-cuda11.8-cudnn8.9"
 
 
-def test_10_9_v100_on_470_gets_the_newest_release_that_runs_and_the_driver_alternative() -> None:
-    # The issue's example: no image of the newest release runs on a V100 with driver 470.
+def test_v100_on_470_gets_the_newest_release_that_runs_and_the_driver_alternative() -> None:
+    # No image of the newest release runs on a V100 with driver 470.
     r = doctor(s.host(driver=s.driver("470.82.01", "11.4"), gpus=[s.V100]))
     assert r.image is not None and r.image.ref == f"{HUB}:3.2.2-gpu-cuda11.8-cudnn8.9"
     reason = r.image.reason or ""
@@ -182,7 +182,7 @@ def test_10_9_v100_on_470_gets_the_newest_release_that_runs_and_the_driver_alter
     assert mine.image is not None and mine.image.ref is None and int(mine.exit_status) == 1
 
 
-def test_10_10_user_facing_text_has_no_source_keys() -> None:
+def test_user_facing_text_has_no_source_keys() -> None:
     # 3P-only tag on a 12.2 driver: the messages say "reported by users", the keys stay in JSON.
     r = doctor(
         s.host(

@@ -1,5 +1,5 @@
-"""Issue 22, one test per class of wrong verdicts, each built from its own public evidence (cited):
-a saved host -> the verdict, the finding, the image line. The matrix is the shipped one."""
+"""Wrong verdicts of the matrix, one test per class, each built from its own public evidence
+(cited): a saved host -> the verdict, the finding, the image line. The matrix is the shipped one."""
 
 from __future__ import annotations
 
@@ -55,10 +55,10 @@ def message(report: Report, id_: str) -> str:
     return next(f"{f.message} {f.fix or ''}" for f in report.findings if f.id == id_)
 
 
-# -- 22.1: an arch list applies only on the platform it was seen on ---------------------------------
+# -- an arch list applies only on the platform it was seen on --------------------------------------
 
 
-def test_22_1_the_windows_cu129_list_of_311_does_not_decide_a_linux_rtx5090_paddlex4473() -> None:
+def test_the_windows_cu129_list_of_311_does_not_decide_a_linux_rtx5090_paddlex4473() -> None:
     # PaddleX#4473 / Paddle#73687: "compiled for 75 80 86 89" was printed by the Windows cu129
     # wheel; that list says nothing of the Linux wheel. What fails a Linux Blackwell host is the
     # 3.1 line's own fact (no 3.1 build holds sm_120: the Linux cu129 nightly of July 2025 lacks
@@ -87,7 +87,7 @@ def test_22_1_the_windows_cu129_list_of_311_does_not_decide_a_linux_rtx5090_padd
     assert "75 80 86 89" in message(windows, "paddle.arch-missing")
 
 
-def test_22_1_the_310_cu129_image_is_rejected_by_the_31_line_fact_not_a_windows_list() -> None:
+def test_the_310_cu129_image_is_rejected_by_the_31_line_fact_not_a_windows_list() -> None:
     # The image holds the Linux wheel: the Windows list says nothing about it; the 3.1 line's
     # "no sm_120" (Paddle#73937 on Linux among its sources) does.
     r = doctor(s.host(driver=s.driver("575.57.08", "12.9"), gpus=[s.RTX5090]), paddle="3.1.0")
@@ -96,7 +96,7 @@ def test_22_1_the_310_cu129_image_is_rejected_by_the_31_line_fact_not_a_windows_
     assert "sm_120 missing" in cu129.reason and "75 80 86 89" not in cu129.reason
 
 
-def test_22_1_a_list_without_its_platform_is_refused_by_the_loader(tmp_path: Path) -> None:
+def test_a_list_without_its_platform_is_refused_by_the_loader(tmp_path: Path) -> None:
     from envcheck.contracts.errors import MatrixError
 
     folder = tmp_path / "m"
@@ -115,10 +115,10 @@ def test_22_1_a_list_without_its_platform_is_refused_by_the_loader(tmp_path: Pat
         raise AssertionError("a list without its platform was accepted")
 
 
-# -- 22.2: old GPUs get the variant known to hold their arch ----------------------------------------
+# -- old GPUs get the variant known to hold their arch ---------------------------------------------
 
 
-def test_22_2_a_gtx1080_gets_the_320_cu118_image_and_wheel_paddlex4682() -> None:
+def test_a_gtx1080_gets_the_320_cu118_image_and_wheel_paddlex4682() -> None:
     # PaddleX#4682: the GTX 1080 fails on 3.2.0 cu129 ("no kernel image") and runs cu118.
     r = doctor(s.host(driver=s.driver("570.124.06", "12.8"), gpus=[GTX1080]), paddle="3.2.0")
     assert r.image is not None and r.image.tag == "3.2.0-gpu-cuda11.8-cudnn8.9"
@@ -130,7 +130,7 @@ def test_22_2_a_gtx1080_gets_the_320_cu118_image_and_wheel_paddlex4682() -> None
     assert "preferred: 3.2.0-gpu-cuda11.8-cudnn8.9" in passed_over["3.2.0-gpu-cuda12.6-cudnn9.5"]
 
 
-def test_22_2_nothing_known_is_said_on_the_image_line_not_as_a_warning() -> None:
+def test_nothing_known_is_said_on_the_image_line_not_as_a_warning() -> None:
     # Paddle 3.3.1: no list and no report of any variant on sm_61. Said once, on the image line.
     r = doctor(s.host(driver=s.driver("570.124.06", "12.8"), gpus=[GTX1080]), paddle="3.3.1")
     assert r.image is not None and r.image.ref is not None and r.image.arch_known is False
@@ -140,10 +140,10 @@ def test_22_2_nothing_known_is_said_on_the_image_line_not_as_a_warning() -> None
     assert "only the smoke training can prove it" in line
 
 
-# -- 22.3: Hopper on the cu118 builds of 3.x --------------------------------------------------------
+# -- Hopper on the cu118 builds of 3.x -------------------------------------------------------------
 
 
-def test_22_3_h20_with_a_3x_cu118_wheel_lacks_sm90_paddleocr15791() -> None:
+def test_h20_with_a_3x_cu118_wheel_lacks_sm90_paddleocr15791() -> None:
     # PaddleMIX#312, a maintainer: "h100/h800 need the CUDA 12 Paddle build".
     # PaddleOCR#15791: an H20 outputs no text with the cu118 wheel and works with cu126;
     # PaddleX#3853 (H800, 3.0.0rc0 cu118) and PaddleOCR#16198 (H100, 3.1 + CUDA 11.8) the same.
@@ -162,10 +162,10 @@ def test_22_3_h20_with_a_3x_cu118_wheel_lacks_sm90_paddleocr15791() -> None:
     assert int(r.exit_status) == 1
 
 
-# -- 22.5: a 2.x GPU build without its CUDA runtime --------------------------------------------------
+# -- a 2.x GPU build without its CUDA runtime ------------------------------------------------------
 
 
-def test_22_5_a_260_wheel_without_libcudart_fails_even_with_cudnn_paddle60906() -> None:
+def test_a_260_wheel_without_libcudart_fails_even_with_cudnn_paddle60906() -> None:
     # Paddle#60906: 2.5.2 and 2.6.0 -> "ImportError: libcudart.so.11.0: cannot open shared object
     # file"; cuDNN being there does not help.
     r = doctor(
@@ -180,14 +180,14 @@ def test_22_5_a_260_wheel_without_libcudart_fails_even_with_cudnn_paddle60906() 
     )
     assert found(r)["cuda.runtime-missing"] == "fail" and found(r)["cudnn.ok"] == "pass"
     text = message(r, "cuda.runtime-missing")
-    # pinned to a release PyPI has (issue 21.3), no glob for zsh to expand (21.4)
+    # pinned to a release PyPI has, no glob for zsh to expand
     assert (
         "libcudart.so.11.0" in text and "-m pip install nvidia-cuda-runtime-cu11==11.8.89`" in text
     )
     assert int(r.exit_status) == 1
 
 
-def test_22_5_a_cuda12_runtime_is_not_the_cuda11_one_a_252_build_loads_paddle49280() -> None:
+def test_a_cuda12_runtime_is_not_the_cuda11_one_a_252_build_loads_paddle49280() -> None:
     runtime = {
         "status": "ok",
         "version": "12.2",
@@ -208,7 +208,7 @@ def test_22_5_a_cuda12_runtime_is_not_the_cuda11_one_a_252_build_loads_paddle492
     assert "found only CUDA 12.2" in message(r, "cuda.runtime-missing")
 
 
-def test_22_5_the_262_pypi_wheel_links_its_runtime_statically_w262() -> None:
+def test_the_262_pypi_wheel_links_its_runtime_statically_w262() -> None:
     # MEASURED (readelf -d on the cp311 wheel): libpaddle.so/libphi.so NEED no libcudart.
     r = doctor(
         s.host(
@@ -223,7 +223,7 @@ def test_22_5_the_262_pypi_wheel_links_its_runtime_statically_w262() -> None:
     assert "cuda.runtime-missing" not in found(r)
 
 
-# -- 22.7: an unknown or nightly build on a new architecture ----------------------------------------
+# -- an unknown or nightly build on a new architecture ---------------------------------------------
 
 NIGHTLY = paddle("3.1.0.dev20250626", "12.8", "9.7.1", archs=[])
 
@@ -241,7 +241,7 @@ def nightly_host() -> dict[str, Any]:
     )
 
 
-def test_22_7_a_nightly_on_a_gpu_newer_than_every_known_build_is_unverified_paddlex4268() -> None:
+def test_a_nightly_on_a_gpu_newer_than_every_known_build_is_unverified_paddlex4268() -> None:
     r = doctor(nightly_host())
     assert found(r)["paddle.arch-unverified"] == "warn" and "paddle.arch-missing" not in found(r)
     text = message(r, "paddle.arch-unverified")
@@ -249,7 +249,7 @@ def test_22_7_a_nightly_on_a_gpu_newer_than_every_known_build_is_unverified_padd
     assert "only the smoke training can prove it" in text
 
 
-def test_22_7_under_expect_gpu_a_static_verdict_is_not_a_pass(tmp_path: Path) -> None:
+def test_under_expect_gpu_a_static_verdict_is_not_a_pass(tmp_path: Path) -> None:
     facts = tmp_path / "nightly.json"
     facts.write_text(json.dumps(nightly_host()))
     run = run_envcheck(
@@ -264,10 +264,10 @@ def test_22_7_under_expect_gpu_a_static_verdict_is_not_a_pass(tmp_path: Path) ->
     assert json.loads(plain.stdout)["verdict"] == "warn" and plain.returncode == 0
 
 
-# -- 22.8-22.11: a current matrix ---------------------------------------------------------------------
+# -- a current matrix ------------------------------------------------------------------------------
 
 
-def test_22_8_340_has_its_cuda13_builds_and_drops_python_39_pr79378_pr79269() -> None:
+def test_340_has_its_cuda13_builds_and_drops_python_39_pr79378_pr79269() -> None:
     from envcheck.matrix.builds import build_for
 
     cudas = {b.cuda for b in MATRIX.builds_for("3.4.0") if b.package == "paddlepaddle-gpu"}
@@ -278,7 +278,7 @@ def test_22_8_340_has_its_cuda13_builds_and_drops_python_39_pr79378_pr79269() ->
     assert release is not None and release.python == ">=3.10,<3.14"  # PaddleFleet#1995, PR79269
 
 
-def test_22_9_the_322_cuda13_image_has_a_build_and_a_pip_command_paddle76558() -> None:
+def test_the_322_cuda13_image_has_a_build_and_a_pip_command_paddle76558() -> None:
     # Paddle#76558: the 3.2.2-gpu-cuda13.0-cudnn9.13 image runs on driver 580.65.06.
     host = host_from_document(s.host(driver=s.driver("580.65.06", "13.0"), gpus=[s.A100]))
     choice = select_image(host, MATRIX, paddle="3.2.2", registry="baidu")
@@ -289,7 +289,7 @@ def test_22_9_the_322_cuda13_image_has_a_build_and_a_pip_command_paddle76558() -
     )
 
 
-def test_22_10_330_is_confirmed_by_its_install_docs_docs7684() -> None:
+def test_330_is_confirmed_by_its_install_docs_docs7684() -> None:
     from envcheck.matrix.builds import build_for
 
     for cuda in ("12.6", "12.9", "13.0"):
@@ -297,7 +297,7 @@ def test_22_10_330_is_confirmed_by_its_install_docs_docs7684() -> None:
         assert build is not None and build.confirmed and "DOCS#7684" in build.source
 
 
-def test_22_11_explain_says_how_current_the_matrix_is(tmp_path: Path) -> None:
+def test_explain_says_how_current_the_matrix_is(tmp_path: Path) -> None:
     facts = tmp_path / "host.json"
     facts.write_text(json.dumps(s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100])))
     run = run_envcheck(
@@ -310,12 +310,12 @@ def test_22_11_explain_says_how_current_the_matrix_is(tmp_path: Path) -> None:
     assert doc["meta"]["matrix_newest_source"] == "2026-09-08"
 
 
-# -- 22.6: aarch64 ------------------------------------------------------------------------------------
+# -- aarch64 ---------------------------------------------------------------------------------------
 
 ARM64 = {"hostname": "arm", "os": "Ubuntu 22.04", "arch": "aarch64"}
 
 
-def test_22_6_a_gb10_gets_no_jetson_advice_paddle79186() -> None:
+def test_a_gb10_gets_no_jetson_advice_paddle79186() -> None:
     # GB10 (DGX Spark, sm_121, aarch64): no arm64 CUDA build of Paddle exists (Paddle#79186 asks).
     gb10 = {"index": 0, "name": "NVIDIA GB10", "compute_capability": "12.1"}
     r = doctor(s.host(driver=s.driver("580.95.05", "13.0"), gpus=[gb10], machine=ARM64))
@@ -324,7 +324,7 @@ def test_22_6_a_gb10_gets_no_jetson_advice_paddle79186() -> None:
     assert "Jetson" not in reason and "JetPack" not in reason
 
 
-def test_22_6_an_orin_hears_which_jetpack_has_a_wheel_paddle72578_paddle74126() -> None:
+def test_an_orin_hears_which_jetpack_has_a_wheel_paddle72578_paddle74126() -> None:
     orin = {"index": 0, "name": "Orin (nvgpu)", "compute_capability": "8.7"}
     r = doctor(s.host(driver=s.driver("540.4.0", "12.6"), gpus=[orin], machine=ARM64))
     reason = (r.image.reason or "") if r.image else ""

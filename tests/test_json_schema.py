@@ -1,6 +1,6 @@
 """The published JSON Schema (schema/doctor-report.schema.json) describes what `envcheck doctor
 --json` really prints: real reports of this machine, fake GPU hosts, saved facts and error
-documents are validated against it (issue #13 item 7)."""
+documents are validated against it."""
 
 from __future__ import annotations
 

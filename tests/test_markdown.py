@@ -211,7 +211,7 @@ def test_fleet_summary_names_duplicates() -> None:
     ids=["backtick-html-blank-lines", "runs", "leading", "surrogate", "pipe"],
 )
 def test_a_reports_finding_id_stays_inside_its_code_span(finding_id: str) -> None:
-    """#23.2/#23.3: a saved report's finding id is not ours: a backtick in it closed the span (raw
+    """A saved report's finding id is not ours: a backtick in it closed the span (raw
     HTML and blank lines reached $GITHUB_STEP_SUMMARY), a lone surrogate crashed the write."""
     report = samples.report((fail(finding_id, "m", fix="f", layer="driver"),))
     summary = merge_reports([SavedReport("n.json", report.to_json())])

@@ -1,4 +1,4 @@
-"""The job summary as a person sees it (#24.2): the Markdown rendered by python-markdown and laid
+"""The job summary as a person sees it: the Markdown rendered by python-markdown and laid
 out by headless Chromium (tests/browser.py), at the width of a job summary on a laptop.
 
 Before: the findings table was 981 px wide in 852 px of room (the Fix column behind a horizontal

@@ -179,7 +179,7 @@ def test_shipped_matrix_says_what_the_fact_sheet_says(
 # Images whose wheel has no pip flavour of its own: their arch coverage is unknown by construction.
 IMAGES_WITHOUT_PIP_BUILD = {
     "3.0.0-gpu-cuda12.3-cudnn9.0-trt8.6",  # official docs (DOCS#7159); no 3.0.0 cu123 wheel
-}  # 3.2.2-gpu-cuda13.0-cudnn9.13 has its cu130 build since issue 22.9 (Paddle#76558)
+}  # 3.2.2-gpu-cuda13.0-cudnn9.13 has its cu130 build (Paddle#76558)
 
 
 def test_every_gpu_image_has_its_pip_build(shipped: Matrix) -> None:
@@ -196,7 +196,7 @@ def test_every_gpu_image_has_its_pip_build(shipped: Matrix) -> None:
 def test_every_gpu_build_has_an_arch_list_or_an_explicit_archs_unknown_marker(
     shipped: Matrix,
 ) -> None:
-    """Issue 10.1: an unstated list must never read as "every arch the toolkit can target"."""
+    """An unstated list must never read as "every arch the toolkit can target"."""
     silent = [
         f"{b.paddle} cu{b.cuda}"
         for b in shipped.builds
@@ -206,10 +206,10 @@ def test_every_gpu_build_has_an_arch_list_or_an_explicit_archs_unknown_marker(
     assert all(b.archs_source for b in shipped.builds if b.archs)
 
 
-def test_sourced_arch_lists_from_the_issue(shipped: Matrix) -> None:
-    """The audit's examples (issue 10.1): 2.5 CUDA 11 wheels 70 75 80 86 (Paddle#55715); 3.0.0b2
-    cu123 61-90 (PaddleMIX#836); 3.1.x cu129 75 80 86 89 (PaddleX#4473); 3.2.0 cu129 lacks 61
-    (PaddleX#4682)."""
+def test_the_arch_lists_public_issues_show_are_the_matrix_rows(shipped: Matrix) -> None:
+    """The audit's examples (docs/facts/matrix-audit.md): 2.5 CUDA 11 wheels 70 75 80 86
+    (Paddle#55715); 3.0.0b2 cu123 61-90 (PaddleMIX#836); 3.1.x cu129 75 80 86 89 (PaddleX#4473);
+    3.2.0 cu129 lacks 61 (PaddleX#4682)."""
     from envcheck.matrix.builds import build_for
 
     def build(paddle: str, cuda: str) -> Any:
@@ -263,7 +263,9 @@ def test_build_driver_floors_follow_nvidia_not_papers(shipped: Matrix) -> None:
         ("Quadro P4000", "6.1"),
     ],
 )
-def test_gpus_users_have_are_named_issue10_8(shipped: Matrix, name: str, cc: str) -> None:
+def test_gpus_users_have_are_named_with_their_compute_capability(
+    shipped: Matrix, name: str, cc: str
+) -> None:
     model = shipped.gpu_model(name)
     assert model is not None and model.compute_capability == cc
 
@@ -427,12 +429,13 @@ BROKEN_PROBLEMS = [
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle_min_driver: "
         "not a dotted version: '575.x'"
     ),
-    # issue 10.1: a GPU build that says nothing of its archs is refused
+    # an unstated list would read as every arch the toolkit targets: a GPU build that says
+    # nothing of its archs is refused
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): archs: missing (give the "
         'compiled archs with archs_source, or archs_unknown = "why")'
     ),
-    # issue 10.6: every image row names its platforms
+    # an x86 image is no answer for a Jetson: every image row names its platforms
     "images.toml: image entry 1 (3.3.1-gpu-cuda12.9-cudnn9.9): platforms: missing",
     "images.toml: image entry 2 (3.3.1-gpu-cuda12.9-cudnn9.9): platforms: missing",
     (

@@ -1,4 +1,4 @@
-"""The matrix cache (#9.3): parsed TOML as plain JSON keyed by the bytes, in a folder only we can
+"""The matrix cache: parsed TOML as plain JSON keyed by the bytes, in a folder only we can
 write; validation always runs on what it returns; nothing in it can run code."""
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ LOAD_AND_SAY = (
 def test_a_load_from_the_cache_never_imports_the_toml_parser(
     matrix_copy: Path, cache_folder: Path
 ) -> None:
-    """#27.3/#27.4: `tomllib` and its `datetime` are ~3 ms and ~0.4 MB of a doctor's start; a
+    """`tomllib` and its `datetime` are ~3 ms and ~0.4 MB of a doctor's start; a
     warm cache (the doctor's usual case) serves every file without them."""
     env = {**os.environ, CACHE_DIR_VAR: str(cache_folder)}
     say = [sys.executable, "-c", LOAD_AND_SAY, str(matrix_copy)]

@@ -1,4 +1,4 @@
-"""One environment, honoured by every layer (#26.3).
+"""One environment, honoured by every layer.
 
 A command knows the world through the `Environment` it is handed
 (envcheck/contracts/command_env.py): its streams, its variables, its folder.
@@ -34,7 +34,7 @@ pytest_plugins = ("tests.fakenv",)  # fake_nvidia
 
 PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
 # The process's edge: the only readers of its variables and streams. The entry point hands
-# `os.environ` to the probe it starts before envcheck.contracts.command_env is imported (#27.2).
+# `os.environ` to the probe it starts before envcheck.contracts.command_env is imported.
 EDGES = ("contracts/command_env.py", "entry.py")
 # Programs of their own, run where no `Environment` exists: the CUDA probe's child (`python -I
 # -S` by path: it imports nothing of envcheck) and the workload (in the container or the target
@@ -177,7 +177,7 @@ def doctor_json(variables: dict[str, str]) -> dict[str, Any]:
 
 
 def test_an_injected_cuda_visible_devices_is_in_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
-    """#26.3: the report listed the process's GPU variables, not the command's."""
+    """The report listed the process's GPU variables, not the command's."""
     for name in ("CUDA_VISIBLE_DEVICES", "FLAGS_selected_gpus"):
         monkeypatch.delenv(name, raising=False)  # the process has neither
     injected = {**ENV, "CUDA_VISIBLE_DEVICES": "", "FLAGS_selected_gpus": "1"}
@@ -190,7 +190,7 @@ def test_the_cuda_child_runs_on_the_injected_variables(
     fake_nvidia: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CUDA driver child is a process of its own: given the command's LD_LIBRARY_PATH and
-    profile, it loads the fake libcuda the process itself never sees (#26.3: it got the
+    profile, it loads the fake libcuda the process itself never sees (it once got the
     process's variables). NVML, loaded in this process, still meets the process's driver
     (envcheck/contracts/command_env.py), so no fake library is ever loaded here."""
     fake = fake_nvidia("h100-580-lent")
@@ -209,7 +209,7 @@ def test_the_cuda_child_runs_on_the_injected_variables(
 def test_the_sweep_says_its_removals_on_the_injected_stderr(
     docker_client: Any, capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """#26.3: smoke/runner/container.py printed on the process's stderr whatever stream the command
+    """Smoke/runner/container.py printed on the process's stderr whatever stream the command
     had; and the owner key comes from the command's XDG_STATE_HOME."""
     variables = {**ENV, "XDG_STATE_HOME": str(tmp_path)}
     run_id = uuid.uuid4().hex[:12]

@@ -68,7 +68,7 @@ def test_installed_wheel_loads_its_own_matrix(tmp_path: Path) -> None:
     assert out.startswith(str(tmp_path / "t")) and out.endswith("_matrix")
 
 
-# -------------------------------------------------- our own PyPI name, pinned everywhere (#12.1)
+# -------------------------------------------------- our own PyPI name, pinned everywhere
 
 DISTRIBUTION = "paddle-envcheck"
 # Where users copy an install from: the README, the deploy recipes, the workflows and the action.

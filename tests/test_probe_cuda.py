@@ -132,7 +132,7 @@ def test_a_cuinit_slower_than_the_timeout_is_a_timeout(
 ) -> None:
     from tests.fakenv import children_alive  # registered as a plugin above
 
-    # The fake cuInit takes its profile's latency (the lent H100's 0.2 s by default, issue #27):
+    # The fake cuInit takes its profile's latency (the lent H100's 0.2 s by default):
     # a driver that needs a minute to initialise is stopped at the probe's timeout.
     env = {**os.environ, **fake_nvidia("h100-580")}
     profile = tmp_path / "slow-cuinit.toml"
@@ -146,7 +146,7 @@ def test_a_cuinit_slower_than_the_timeout_is_a_timeout(
 
 
 def test_a_child_that_closes_its_output_and_hangs_is_killed_at_its_deadline() -> None:
-    # The end of its output is not its end: it is reaped, killed at the deadline (#27.2).
+    # The end of its output is not its end: it is reaped, killed at the deadline.
     from envcheck.probe.cuda_spawn import Child
 
     child = Child(["/bin/sh", "-c", "echo begun; exec >&- 2>&-; sleep 60"], os.environ, 0.5)
@@ -324,7 +324,7 @@ def test_origins_come_in_the_order_a_paddle_process_tries_them(tmp_path: Path) -
 
 def test_the_smoke_protocol_spells_the_library_origins_as_the_facts_do() -> None:
     # The workload's standalone copy (it runs where envcheck is not installed) and the facts'
-    # own, kept apart so that the doctor's static tier never imports the smoke (#27.3).
+    # own, kept apart so that the doctor's static tier never imports the smoke.
     from envcheck.contracts import facts
 
     assert get_args(facts.LibraryOrigin) == get_args(LibraryOrigin)

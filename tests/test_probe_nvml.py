@@ -299,7 +299,7 @@ def test_a_broken_pynvml_is_an_error_fact_not_a_crash(
 def test_without_a_driver_pynvml_is_never_imported(
     fake_nvidia: Callable[[str], dict[str, str]], tmp_path: Path, module_text: str
 ) -> None:
-    """#27.1: no libnvidia-ml to load, so no pynvml to import (~10 ms, ~2 MB): the answer is the
+    """No libnvidia-ml to load, so no pynvml to import (~10 ms, ~2 MB): the answer is the
     one nvmlInit gives, and a broken pynvml, never imported, changes nothing."""
     facts = _probe_driver_in(_with_pynvml(tmp_path, module_text, fake_nvidia("no-driver")))
     assert (facts["driver"]["status"], facts["driver"]["error"]) == (

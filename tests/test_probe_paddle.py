@@ -242,7 +242,7 @@ def _at(site: str) -> Interpreter:
     ids=["word", "seven-parts", "1e400", "arabic-digits", "arabic-full", "arch"],
 )
 def test_live_values_are_validated_like_a_facts_file(tmp_path: Path, line: str) -> None:
-    """#23.3: what `--facts` refuses with exit 2, the live probe reports as an error fact, never
+    """What `--facts` refuses with exit 2, the live probe reports as an error fact, never
     handing the judge a value it would parse into a traceback."""
     text = VERSION_331_CU126 + line + "\n"
     facts = probe_paddle(_at(str(make_site(tmp_path, text, "paddlepaddle_gpu-3.3.1"))))

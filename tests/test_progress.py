@@ -100,7 +100,7 @@ def test_a_skipped_download_complete_is_still_reported() -> None:
 
 def test_a_pull_of_layers_already_present_downloads_nothing_and_leaves_no_bar_waiting() -> None:
     """All layers present (a retagged image): the engine says `Already exists` for some and nothing
-    at all for others; it was "268.8 MB in 1.0 s" with stale "waiting" bars (issue 13.1)."""
+    at all for others; it was "268.8 MB in 1.0 s" with stale "waiting" bars."""
     from envcheck.image.pull_plan import PullResult
     from envcheck.render.progress import result_text
 
@@ -147,7 +147,7 @@ def test_a_fetched_layer_counts_its_bytes_once_the_pull_ends() -> None:
     assert progress.work_done == progress.total_work == 2000
 
 
-# -- on stderr beside the activity line (#21.11) -----------------------------------------------------
+# -- on stderr beside the activity line ------------------------------------------------------------
 def _live_activity(out: io.StringIO) -> Any:
     from rich.console import Console
 

@@ -1,5 +1,5 @@
 """No green without evidence: what the verdict rests on (`proof`), and `--expect-gpu` when
-nothing trained on a GPU. Issue #8 items 1 and 5."""
+nothing trained on a GPU."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_expect_gpu_is_satisfied_by_a_gpu_run() -> None:
 
 
 def test_under_expect_gpu_a_static_proof_is_not_a_pass() -> None:
-    """Issue 21.10: `--no-smoke --expect-gpu` (or `--facts` of a host object) proved nothing on a
+    """`--no-smoke --expect-gpu` (or `--facts` of a host object) proved nothing on a
     GPU: a warning that says so, not a silent pass."""
     unproven = expect_gpu_unproven([], "static")
     assert unproven is not None and (unproven.id, unproven.severity) == (UNPROVEN_ID, "warn")
@@ -91,7 +91,7 @@ def test_expect_gpu_when_no_smoke_could_run_is_a_failure(
 def test_no_smoke_keeps_the_static_tier_and_says_so(h100: dict[str, str]) -> None:
     _, doc, _ = doctor_process(h100, "--expect-gpu", "--no-smoke")
     unproven = {f["id"]: f["severity"] for f in doc["findings"]}.get(UNPROVEN_ID)
-    assert doc["proof"] == "static" and unproven == "warn"  # not a pass (issue 21.10)
+    assert doc["proof"] == "static" and unproven == "warn"  # not a pass
     run = subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--no-color"],
         env=h100,
@@ -129,7 +129,7 @@ ENV = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
 def test_a_demanded_image_is_tested_or_the_run_fails(
     args: list[str], env: dict[str, str], words: str
 ) -> None:
-    """#8.5: never a quiet move of the smoke into the host's Python."""
+    """Never a quiet move of the smoke into the host's Python."""
     code, doc, err = doctor_process(ENV | env, *args)
     assert code == 4 and doc["verdict"] == "error", doc
     assert words in doc["error"]["message"] and words in err
@@ -151,7 +151,7 @@ def test_the_proof_line_says_why_nothing_was_proven() -> None:
 
 
 def test_a_gpu_proof_says_how_many_of_the_hosts_gpus_trained() -> None:
-    """#24.6: a Slurm step given one GPU of eight proved one, and the report said "the GPU"."""
+    """A Slurm step given one GPU of eight proved one, and the report said "the GPU"."""
     one = passed("smoke.pass", "trained", layer="smoke", devices=["gpu:0"])
     assert proof_words("gpu-trained", "pass", [one], gpus=8) == (
         "the smoke trained on 1 of 8 GPUs (gpu:0) and its checks passed"

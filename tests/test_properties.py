@@ -1,4 +1,4 @@
-"""Invariants, checked on generated inputs (hypothesis) against the shipped matrix (#14.5).
+"""Invariants, checked on generated inputs (hypothesis) against the shipped matrix.
 
 - the image choice never names a tag the driver or any GPU cannot run, and a newer driver never
   gets an older CUDA (except where a known defect, defects.toml, rejects the newer one: said so);

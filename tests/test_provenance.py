@@ -1,4 +1,4 @@
-"""Where a matrix fact comes from, in words (#10.10, #14.1). The rows' `source` keys are an open
+"""Where a matrix fact comes from, in words. The rows' `source` keys are an open
 list of citation tags (each new issue, PR or docs page adds one); the kinds they name are closed
 (`SourceKind`), and every tag the shipped matrix cites must name one, or a user's report reads as
 "reported by users" by accident."""

@@ -264,7 +264,7 @@ def test_envchecks_own_config_read_failing_is_a_warning_and_the_config_is_checke
     fresh: Fresh, registry: LocalRegistry, docker_client: Any, proxy_factory: Callable[..., Any]
 ) -> None:
     repo, pushed = fresh.push(layers=1, env={"CUDA_VERSION": "12.9.1"})
-    # Only envcheck's own registry read fails: the engine's read and pull are untouched (#12.3).
+    # Only envcheck's own registry read fails: the engine's read and pull are untouched.
     flaky = proxy_factory(registry.addr, fail_first=1, fail_agent="envcheck")
     seen: list[dict[str, str]] = []
     result = pull_image(
@@ -345,7 +345,7 @@ def test_a_dead_registry_fails_cleanly_after_retries(fresh: Fresh, docker_client
 def test_a_failed_pull_in_the_smoke_says_so_and_is_never_marked_done(
     registry: LocalRegistry, docker_client: Any
 ) -> None:
-    """#21.11: the live line marked the failed pull `✓` when the in-process fallback began."""
+    """The live line marked the failed pull `✓` when the in-process fallback began."""
     from envcheck.edges import activity
     from envcheck.render.activity import RichActivity
     from tests.terminal import Tty, screen
@@ -524,7 +524,7 @@ def test_socket_permission_denied_exits_4(registry: LocalRegistry) -> None:
 def test_ctrl_c_stops_cleanly(
     fresh: Fresh, registry: LocalRegistry, proxy_factory: Callable[..., Any], signum: int
 ) -> None:
-    """SIGTERM (CI cancelling the job) unwinds exactly like Ctrl-C (#9.4)."""
+    """SIGTERM (CI cancelling the job) unwinds exactly like Ctrl-C."""
     repo, pushed = fresh.push(layers=2, layer_size=2 << 20)
     slow = proxy_factory(registry.addr, rate=500_000)  # ≈8 s: plenty of time to interrupt
     ref = f"{slow.addr}/{repo}:1"
@@ -622,7 +622,7 @@ def _wait_for(condition: Callable[[], bool], seconds: float) -> None:
 def test_a_trickling_registry_is_retried_then_the_mirror_serves(
     fresh: Fresh, docker_client: Any
 ) -> None:
-    """One byte every 2 s meets every read timeout: only the per-request deadline ends it (#9.5)."""
+    """One byte every 2 s meets every read timeout: only the per-request deadline ends it."""
     repo, pushed = fresh.push(layers=1)
     mirror = parse_reference(fresh.registry.ref(f"{repo}:1"))
     retry = RetryPolicy(attempts=2, base=0.05, cap=0.1, request_deadline=3.0)
@@ -652,7 +652,7 @@ def test_a_trickling_registry_alone_ends_in_exit_4(docker_client: Any) -> None:
 
 
 def test_a_reader_leaving_stdout_and_stderr_does_not_abandon_the_pull(fresh: Fresh) -> None:
-    """#23.6: `pull-image … 2>&1 | head -1`: the first progress line's EPIPE abandoned the pull
+    """`pull-image … 2>&1 | head -1`: the first progress line's EPIPE abandoned the pull
     (exit 4, no image). The reader's leaving silences the output, never the pull."""
     repo, pushed = fresh.push()
     ref = fresh.registry.ref(f"{repo}:1")

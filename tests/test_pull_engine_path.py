@@ -1,4 +1,4 @@
-"""`envcheck pull-image` reads the registry through the engine's own network path (#12.3).
+"""`envcheck pull-image` reads the registry through the engine's own network path.
 
 `docker pull` goes where the daemon's configuration says — its `registry-mirrors`, its
 `insecure-registries`, its proxy — with the logins the docker CLI stored in `$DOCKER_CONFIG`.

@@ -88,7 +88,7 @@ def test_only_transient_failures_are_retried() -> None:
     eof = pull_error("unexpected EOF", ref=REF, registry=REGISTRY)
     assert isinstance(eof, RegistryUnavailable) and eof.transient
     # The engine's inspect_distribution of an unresolvable name (recorded, engine 20.10): a retry
-    # cannot help, the mirror might (#12.3).
+    # cannot help, the mirror might.
     unresolved = pull_error(
         'Get "https://nosuchhost.invalid/v2/": dial tcp: lookup nosuchhost.invalid '
         "on 10.255.255.53:53: no such host",

@@ -51,7 +51,7 @@ def doctor(env: dict[str, str], *args: str) -> dict[str, Any]:
 
 
 # Checks retired since the recording: the chosen image's unknown arch list is said on the image
-# line (`image.selected`), no longer as a warning on every host (issue 22.2).
+# line (`image.selected`), no longer as a warning on every host.
 RETIRED = frozenset({"image.arch-unverified"})
 
 
@@ -99,7 +99,7 @@ def test_a_recorded_report_judged_again_gives_the_same_verdict(
     name: str, args: list[str], tmp_path: Path
 ) -> None:
     """`doctor --facts REPORT --no-smoke`: the same host facts, the same matrix, the same checks,
-    and the recorded smoke's outcome kept (issue 21.10: b, a smoke that failed with exit 5, was
+    and the recorded smoke's outcome kept (b, a smoke that failed with exit 5, was
     judged again as `warn`, exit 0)."""
     env = {**os.environ, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}  # nothing probed: no driver
     again = doctor(env, "--facts", str(REAL / f"{name}.json"), "--no-smoke", *args)
@@ -188,7 +188,7 @@ def test_the_fake_answers_as_the_real_driver_did(
     [
         ("c-static-cpu-paddle", ["--no-smoke"], "c-static-cpu-paddle"),
         ("d-expect-gpu-cpu-paddle", ["--in-process", "--expect-gpu"], "d-expect-gpu-cpu-paddle"),
-        # a CPU run beside a usable GPU is a CPU fallback, asked or not (issue 21.8): e's run now
+        # a CPU run beside a usable GPU is a CPU fallback, asked or not: e's run now
         # gives d's verdict, where the recording (before 21.8) passed the smoke "no GPU expected"
         ("e-smoke-cpu-paddle", ["--in-process"], "d-expect-gpu-cpu-paddle"),
     ],

@@ -1,5 +1,5 @@
 """envcheck/contracts/record.py against the standard `dataclasses`, side by side: the same class
-bodies decorated both ways must build, compare, hash, print, copy and refuse alike (#27)."""
+bodies decorated both ways must build, compare, hash, print, copy and refuse alike."""
 
 from __future__ import annotations
 

@@ -197,7 +197,7 @@ def test_a_malformed_manifest_is_a_registry_error_not_a_traceback(manifest: dict
 # -- a trickle, a hostile realm, a document of the wrong shape ------------------------------------
 @pytest.mark.parametrize("phase", ["headers", "body"])
 def test_a_trickling_registry_is_cut_at_the_deadline(phase: str) -> None:
-    """A byte every second meets the 5 s read timeout forever; the 3 s deadline ends it (#9.5)."""
+    """A byte every second meets the 5 s read timeout forever; the 3 s deadline ends it."""
     with TrickleServer(interval=1.0, phase=phase) as server:
         ref = parse_reference(f"{server.addr}/x/slow:1")
         client = RegistryClient.for_reference(ref, timeout=5, deadline=3)
@@ -240,7 +240,7 @@ class ChallengeServer:
 
 
 def test_a_file_realm_is_never_opened(tmp_path: Any) -> None:
-    """Before #9.6 urllib opened `file://…` and sent its "token" back to the registry."""
+    """urllib once opened `file://…` and sent its "token" back to the registry."""
     planted = tmp_path / "token.json"
     planted.write_text('{"token": "read-from-the-local-disk"}')
     server = ChallengeServer(f"file://{planted}")
@@ -354,7 +354,7 @@ def test_each_field_of_the_wrong_shape_is_named(
 def test_envchecks_own_bug_is_not_a_malformed_manifest(
     registry: LocalRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Before #8.10 a catch-all turned our KeyError into "the registry sent a malformed manifest"
+    """A catch-all once turned our KeyError into "the registry sent a malformed manifest"
     (and the doctor then smoke-ran in-process with a warning): a bug must reach the CLI (exit 3)."""
     import envcheck.registry.http.client
 
@@ -369,7 +369,8 @@ def test_envchecks_own_bug_is_not_a_malformed_manifest(
 
 class DocumentServer:
     """Serves `document` for any manifest and `config` for any blob; a config descriptor naming
-    DIGEST names the served config by its real digest (#23.10: configs are checked)."""
+    DIGEST names the served config by its real digest: a config is content addressed, so it is
+    checked."""
 
     def __init__(self, document: dict[str, Any], config: dict[str, Any]) -> None:
         self.document, self.config = document, config
@@ -401,7 +402,7 @@ class DocumentServer:
         self.server.close()
 
 
-# -- the engine's answer (#12.3): recorded from `docker.APIClient.inspect_distribution` ------------
+# -- the engine's answer: recorded from `docker.APIClient.inspect_distribution` --------------------
 # Engine 20.10.24, a registry:2 index of linux/amd64, linux/arm64 and a BuildKit-style
 # unknown/unknown (attestation) entry; and a single-platform image (its platform from the config).
 ENGINE_INDEX = {
@@ -474,7 +475,7 @@ def test_a_malformed_engine_answer_is_named(doc: Any, where: str) -> None:
     assert where in info.value.message and info.value.status == 4
 
 
-# -- content addressed means checked (#23.10) -----------------------------------------------------
+# -- content addressed means checked --------------------------------------------------------------
 def _registry_serving(config: bytes, served: bytes) -> Any:
     """A fake registry whose manifest names `config` by its digest and which serves `served`
     as that blob (a compromised mirror, a cache that kept another image's config)."""

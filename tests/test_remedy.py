@@ -40,7 +40,7 @@ RECORDED = {
     **{p.stem: p for p in sorted((DATA / "hosts").glob("*.json"))},
     **{p.stem: p for p in sorted((DATA / "real-h100").glob("[a-f]-*.json"))},
 }
-# The scenarios of the issue: a CUDA-variant switch, a T4 on driver 418 with the CPU wheel.
+# What a remedy must handle: a CUDA-variant switch, a T4 on driver 418 with the CPU wheel.
 SCENARIOS: dict[str, dict[str, Any]] = {
     "h100-575-331-cu130": s.host(
         driver=s.driver("575.51.03", "12.9"),

@@ -1,4 +1,4 @@
-"""Fixes a person can copy (issue 13.2), and messages without "None" in them (13.6).
+"""Fixes a person can copy, and messages without "None" in them.
 
 Every scenario's report — each fake GPU profile of tests/fakenv as the real probes see it, the
 judge's scenarios of tests/scenarios.py, the saved reports of tests/report_samples.py — is rendered

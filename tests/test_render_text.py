@@ -95,7 +95,7 @@ def _healthy_a100() -> Report:
 
 @pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
 def test_explain_on_a_healthy_host_says_why_this_tag(render: Render) -> None:
-    """Issue 13.3: the driver and the newest CUDA it runs, the GPUs' archs, every rejected tag —
+    """The driver and the newest CUDA it runs, the GPUs' archs, every rejected tag —
     the text `pull-image --dry-run` prints (envcheck.render.choice), not a second wording."""
     from envcheck.render.choice import rejected_lines, why_lines
 
@@ -136,7 +136,7 @@ CPU_RUN = {
 
 @pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
 def test_amp_and_compare_cpu_results_are_shown_or_why_they_were_skipped(render: Render) -> None:
-    """Issue 13.6: --amp and --compare-cpu were measured, then dropped from the text report."""
+    """--amp and --compare-cpu were measured, then dropped from the text report."""
     out = io.StringIO()
     render(report({"runs": [AMP_RUN, CPU_RUN]}), out)
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())

@@ -1,4 +1,4 @@
-"""Outside values reach every renderer through one sanitiser: shown, never obeyed (#9.8).
+"""Outside values reach every renderer through one sanitiser: shown, never obeyed.
 
 A hostile host (a GPU name with ESC sequences, a hostname that would start a GitHub workflow
 command line, rich markup, NUL, a lone surrogate from a broken decoder) must come out of the
@@ -140,7 +140,7 @@ def test_visible(raw: str, shown: str) -> None:
 
 
 def test_every_unsafe_character_is_escaped_even_alone() -> None:
-    """`visible()` returns a printable value as it is, without its regexes (#27): right only
+    """`visible()` returns a printable value as it is, without its regexes: right only
     while every character they escape is one `str.isprintable` refuses."""
     unsafe = sanitize._unsafe(keep_lines=False)
     chars = [chr(c) for c in range(sys.maxunicode + 1) if unsafe.match(chr(c))]

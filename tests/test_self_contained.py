@@ -1,4 +1,4 @@
-"""The repository is self-contained (#20.4): no code, docstring or document points outside it.
+"""The repository is self-contained: no code, docstring or document points outside it.
 
 A user's clone has neither the workplace's shared folder nor its machine paths: what the project
 relies on lives here: sourced facts in `docs/facts/` and beside the matrix, the house style in

@@ -1,4 +1,4 @@
-"""SIGTERM and SIGINT unwind like Ctrl-C and leave nothing behind (issue 9.4).
+"""SIGTERM and SIGINT unwind like Ctrl-C and leave nothing behind.
 
 A bounded loop sends SIGTERM or SIGINT at seeded random moments to real `envcheck doctor` runs —
 the smoke in a container on the real engine, and in-process with the real CPU Paddle — and
@@ -200,7 +200,7 @@ def test_the_moments_cover_both_signals_and_both_modes() -> None:
     }
 
 
-# -- every signal a terminal or a scheduler sends (#23.5) ------------------------------------------
+# -- every signal a terminal or a scheduler sends --------------------------------------------------
 ENDING = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 

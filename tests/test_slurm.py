@@ -113,7 +113,7 @@ def _expected_exit(reports: Path, nodes: dict[str, str]) -> int:
 
 
 def test_the_recipe_asks_for_every_gpu_of_each_node() -> None:
-    """#24.6: `--gpus-per-node=1` proved one GPU of eight. Whole nodes, and a step that asks for
+    """`--gpus-per-node=1` proved one GPU of eight. Whole nodes, and a step that asks for
     all the GPUs Slurm gave the job on its node (a step gets no GPU it does not ask for)."""
     text = SBATCH.read_text(encoding="utf-8")
     directives = re.findall(r"^#SBATCH (\S+)", text, flags=re.MULTILINE)

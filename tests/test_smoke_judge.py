@@ -120,7 +120,7 @@ def test_gpus_flag_requests_exactly_those_and_maps_container_ordinals_back() -> 
 
 
 def test_gpu_host_with_a_cpu_image_expects_the_gpu() -> None:
-    """A CPU run beside a usable GPU is a CPU fallback, asked or not (issue 21.8)."""
+    """A CPU run beside a usable GPU is a CPU fallback, asked or not."""
     plan = container_plan(gpu_host(), CPU_IMAGE)
     assert plan.gpu_expected and plan.gpu_ids == ("all",)
 
@@ -135,7 +135,7 @@ def test_gpu_host_with_a_cpu_image_expects_the_gpu() -> None:
     ids=["neutral-name", "gpu-name", "cpu-name"],
 )
 def test_an_image_named_with_image_is_judged_by_the_host_not_its_name(ref: str) -> None:
-    """#8.2: a host with a usable GPU expects it whatever the tag says; what the workload reports
+    """A host with a usable GPU expects it whatever the tag says; what the workload reports
     (is_compiled_with_cuda) then tells a CPU build from a fallback."""
     given = ImageChoice(ref=ref, kind="cpu", reason="given with --image")
     plan = container_plan(gpu_host(), given, image=ref)
@@ -273,7 +273,7 @@ def test_what_the_witness_cannot_tell_is_a_warning_not_a_pass(
     assert verdict_of(findings) == "warn"
 
 
-# -- judging: wrong numbers (issue 16) ----------------------------------------------------------
+# -- judging: wrong numbers ---------------------------------------------------------------------
 def test_h100_with_the_262_wheel_zeros_and_zero_loss_is_wrong_results_not_fallback() -> None:
     """The real H100 (2.6.2, sm_61-86): matmul and conv returned 0.0, loss 0.0, exit 0."""
     doc = rec.on_gpu(rec.result(), cc="9.0")
@@ -691,7 +691,7 @@ def test_an_unconfirmed_gpu_without_a_sample_count_says_no_none_samples() -> Non
     assert message.endswith("(10 samples in all)")
 
 
-# -- proof that cannot be forged (#23.1) ---------------------------------------------------------
+# -- proof that cannot be forged -----------------------------------------------------------------
 def _host_ran(doc: dict[str, Any], nvml: NvmlSummary, shift: float = 0.0) -> NvmlSummary:
     """`nvml` with the interval the host started and reaped the run in, around the first run's
     window shifted by `shift` seconds (what `outcome_of` adds from the RawRun)."""

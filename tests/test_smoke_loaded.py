@@ -1,4 +1,4 @@
-"""What the smoke process actually loaded (issue 11.4-7): the workload's /proc/self/maps reading,
+"""What the smoke process actually loaded: the workload's /proc/self/maps reading,
 run for real, and the rules that judge it.
 
 The fake NVIDIA libraries (tests/fakenv, C ABI) are put into the process with LD_PRELOAD, so

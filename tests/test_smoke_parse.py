@@ -230,13 +230,13 @@ def test_ordinary_noise_is_not_a_warning_and_repeats_are_reported_once() -> None
 
 
 def test_stdout_nested_past_the_recursion_limit_is_bad_output() -> None:
-    """#23.3: `[[[[…` a hundred thousand deep was a RecursionError out of the smoke."""
+    """`[[[[…` a hundred thousand deep was a RecursionError out of the smoke."""
     with pytest.raises(BadOutput, match="nested too deeply"):
         parse_result(b"[" * 100_000 + b"]" * 100_000)
 
 
 def test_the_host_stamps_when_it_started_and_reaped_the_run() -> None:
-    """#23.1: the interval a training window must lie in, on the clock the window uses."""
+    """The interval a training window must lie in, on the clock the window uses."""
     import time
 
     from envcheck.smoke.parse import OutputCollector
@@ -251,7 +251,8 @@ def test_the_host_stamps_when_it_started_and_reaped_the_run() -> None:
 
 
 def test_a_number_past_a_floats_range_is_bad_output() -> None:
-    """#23.11's campaign: `max_abs_diff: 1e400` written as an integer raised OverflowError."""
+    """Found by the outside fault campaign: `max_abs_diff: 1e400` written as an integer raised
+    OverflowError."""
     doc = rec.on_gpu(rec.result())
     doc["runs"][0]["checks"][0]["max_abs_diff"] = 10**400
     with pytest.raises(BadOutput, match="not a finite number"):

@@ -1,4 +1,4 @@
-"""Each piece of the training fails with its own cause (issue 11.2).
+"""Each piece of the training fails with its own cause.
 
 On this machine, for real: the DataLoader worker raising or killed (the workload's test-only
 ENVCHECK_SMOKE_CORRUPT=worker hook) in a subprocess of the host's Paddle 3.3.1 CPU, and a /dev/shm
@@ -139,8 +139,8 @@ WORKER_KILLED = "DataLoader process (pid 4242) exited is killed by signal: Kille
     "warned", [[WORKER_EXITED], []], ids=["exit-line-printed-first", "signal-line-only"]
 )
 def test_a_killed_worker_is_named_by_the_line_with_its_signal(warned: list[str]) -> None:
-    """Paddle prints "workers exit unexpectedly" before the signal's line in some runs
-    (#20.3): the finding quotes the signal whichever came first."""
+    """Paddle prints "workers exit unexpectedly" before the signal's line in some runs:
+    the finding quotes the signal whichever came first."""
     doc = _crashed(rec.result(), "data", WORKER_KILLED)
     doc["warnings"] = [{"kind": "dataloader-worker", "text": text} for text in warned]
     finding = only(judge(container_plan(), outcome(doc, exit_code=1)), WORKER_ID)

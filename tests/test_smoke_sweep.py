@@ -1,4 +1,4 @@
-"""The leftover sweep removes only what envcheck made and abandoned (issue 9.2), on the real engine.
+"""The leftover sweep removes only what envcheck made and abandoned, on the real engine.
 
 Containers here are made by hand with the labels a crashed envcheck would have left, from the
 busybox test image or from an image built here whose own `LABEL`s imitate envcheck's.
@@ -257,7 +257,7 @@ def test_the_owner_key_is_private(tmp_path: Any) -> None:
 
 @pytest.mark.parametrize("damaged", [b"", b"\x01" * 7], ids=["empty", "short"])
 def test_an_empty_or_short_key_of_ours_is_remade_whole(tmp_path: Any, damaged: bytes) -> None:
-    """#23.7: a first run on a full disk left owner.key empty for good: every later run used a
+    """A first run on a full disk left owner.key empty for good: every later run used a
     process-only key and the sweep never removed a leftover again."""
     path = tmp_path / "state" / "envcheck" / "owner.key"
     path.parent.mkdir(parents=True, mode=0o700)
@@ -274,7 +274,7 @@ def test_a_key_that_is_not_ours_is_refused_and_left_alone(tmp_path: Any, planted
     path = tmp_path / "state" / "envcheck" / "owner.key"
     path.parent.mkdir(parents=True, mode=0o700)
     if planted == "fifo":
-        os.mkfifo(path, 0o600)  # opened blocking, this hung the run (#23.9)
+        os.mkfifo(path, 0o600)  # opened blocking, this hung the run
     else:
         path.write_bytes(b"x" * (ownership.KEY_BYTES + 1))
         path.chmod(0o600)
@@ -310,7 +310,7 @@ def test_a_first_run_on_a_full_disk_leaves_no_empty_key(tmp_path: Any) -> None:
 def test_a_run_says_when_it_cannot_prove_ownership(
     tmp_path: Any, planted: bytes, provable: bool
 ) -> None:
-    """#23.7: an empty key is remade (ownership provable again); a key that is not ours is
+    """An empty key is remade (ownership provable again); a key that is not ours is
     left alone and the run says it cannot prove ownership (the sweep prints why)."""
     folder = tmp_path / "envcheck"
     folder.mkdir(mode=0o700)

@@ -54,7 +54,7 @@ def test_cpu_run_prints_one_json_line_and_learns(exported: tuple[Any, SmokeResul
 def test_the_training_runs_the_text_cnn_conv_on_batches_from_host_memory(
     exported: tuple[Any, SmokeResult],
 ) -> None:
-    """Issue 11.1: the conv head's parameters trained with the rest; /dev/shm as the run saw it."""
+    """The conv head's parameters trained with the rest; /dev/shm as the run saw it."""
     _, doc = exported
     run = doc["runs"][0]
     assert {"conv.weight", "conv.bias", "conv_fc.weight"} <= set(run["param_places"])
@@ -136,7 +136,7 @@ def test_importing_the_workload_module_does_not_import_paddle() -> None:
     assert out.split() == ["False", "False"]
 
 
-# -- known answers (issue 16) ------------------------------------------------------------------
+# -- known answers -----------------------------------------------------------------------------
 NVML_ABSENT: NvmlSummary = {
     "status": "unavailable",
     "reason": "NVML_ERROR_LIBRARY_NOT_FOUND",

@@ -1,4 +1,4 @@
-"""A format sent to stdout (`--junit -`, `--markdown -`, `--json`) is all that stdout holds (#24.1),
+"""A format sent to stdout (`--junit -`, `--markdown -`, `--json`) is all that stdout holds,
 as `kubectl -o` and `gh --json` do: `envcheck doctor --junit - | xmllint -` parses."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Files envcheck opens on its own are opened only if they are regular files, never waited on
-(#23.9), and the files it appends to for GitHub are never written through a link nor left with
-a cut-off table (#23.8).
+(a FIFO blocks an open forever), and the files it appends to for GitHub are never written
+through a link nor left with a cut-off table.
 
 A FIFO planted where a file should be used to hang the run forever: each case runs in a process
 of its own, whose timeout only turns such a hang into a failure (nothing here measures speed).
@@ -124,7 +124,7 @@ def test_a_github_file_that_is_a_fifo_nobody_reads_is_not_waited_on(
 
 @pytest.mark.parametrize("what", ["the step summary", "the step outputs"])
 def test_a_github_file_is_never_appended_through_a_link(tmp_path: Path, what: str) -> None:
-    """#23.8: `$GITHUB_STEP_SUMMARY -> ~/.bashrc` appended Markdown to the link's target."""
+    """`$GITHUB_STEP_SUMMARY -> ~/.bashrc` appended Markdown to the link's target."""
     target = tmp_path / "not-ours"
     target.write_text("keep\n")
     link = tmp_path / "summary.md"
@@ -135,7 +135,7 @@ def test_a_github_file_is_never_appended_through_a_link(tmp_path: Path, what: st
 
 
 def test_a_full_disk_leaves_the_step_summary_as_it_was(tmp_path: Path) -> None:
-    """#23.8: ENOSPC midway left a cut-off table in `$GITHUB_STEP_SUMMARY`. A small tmpfs is
+    """ENOSPC midway left a cut-off table in `$GITHUB_STEP_SUMMARY`. A small tmpfs is
     not ours to mount here; `RLIMIT_FSIZE` fails the write the same way partway (EFBIG)."""
     summary = tmp_path / "summary.md"
     summary.write_text("## earlier step\n")

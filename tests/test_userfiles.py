@@ -1,5 +1,5 @@
-"""Files the user names: reports are written without ever harming what is not ours (#9.1), and
-JSON documents are read without a traceback whatever their bytes (#9.7)."""
+"""Files the user names: reports are written without ever harming what is not ours, and
+JSON documents are read without a traceback whatever their bytes."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def facts(tmp_path: Path) -> str:
 )
 def test_markdown_to_stdout_prints_it(facts: str, path: str, run: Callable[..., Any]) -> None:
     """`/dev/stdout` is the process's own: a process of its own shows it is recognised. The
-    Markdown is then all that stdout holds, the text report gives way (#24.1)."""
+    Markdown is then all that stdout holds, the text report gives way."""
     r = run("doctor", "--facts", facts, "--no-color", "--markdown", path)
     assert r.returncode == 1, r.stderr
     assert r.stdout.startswith("## ❌ envcheck: **fail**") and "Verdict: FAIL" not in r.stdout

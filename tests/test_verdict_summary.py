@@ -1,5 +1,5 @@
-"""The verdict's reason on the last screen (issue 21.7) and a CPU run beside a usable GPU is a
-CPU fallback, asked or not (21.8): the recorded real H100 with Paddle 2.6.2 judged again, and
+"""The verdict's reason on the last screen and a CPU run beside a usable GPU is a
+CPU fallback, asked or not: the recorded real H100 with Paddle 2.6.2 judged again, and
 the fake H100 (C-level fakes) with this venv's real CPU Paddle."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_the_real_h100_with_262_names_its_cause_above_the_verdict_and_fix_under_
     command cut from the cause's prose, the same chain once more in its fix line."""
     env = {**os.environ, "ENVCHECK_DRIVER_ROOT": str(tmp_path), "NO_COLOR": "1"}
     run = envcheck("doctor", "--facts", str(REAL_262), "--no-smoke", env=env)
-    assert run.returncode == 5  # the recorded smoke's failure is kept (issue 21.10)
+    assert run.returncode == 5  # the recorded smoke's failure is kept
     rows = _before_verdict(run.stdout)
     assert rows[0] == "  FAIL  paddle.arch-missing: envcheck fix does it (below)"
     assert (

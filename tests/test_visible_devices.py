@@ -1,5 +1,5 @@
 """CUDA_VISIBLE_DEVICES: one cause, one finding, one fix; the CUDA driver API is the truth.
-Issue #8 items 12 and 13, end to end on the fake H100 (its libcuda applies the variable as the
+End to end on the fake H100 (its libcuda applies the variable as the
 measured real driver does) and on the recorded real H100 host."""
 
 from __future__ import annotations

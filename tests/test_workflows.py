@@ -462,7 +462,7 @@ def test_slurm_script_runs_the_doctor_per_node_and_merges() -> None:
     assert text.rstrip().splitlines()[-1] == 'exit "$status"', "the merge's exit code is the job's"
 
 
-# ----------------------------------------------------------------- an action anyone can adopt (#24.4)
+# ----------------------------------------------------------------- an action anyone can adopt
 
 ACTION_README = ACTION.parent / "README.md"
 THIRD_PARTY = re.compile(r"^\s*-?\s*uses:\s*(\S+)(.*)$", re.MULTILINE)

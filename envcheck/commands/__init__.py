@@ -42,7 +42,7 @@ def add_choice_arguments(group: argparse._ArgumentGroup, registry_note: str = ""
 def stdout_format(args: argparse.Namespace, env: Environment, flags: tuple[str, ...]) -> str | None:
     """The one format that takes stdout: `--json`, or a file flag of `flags` naming stdout (`-`,
     `/dev/stdout`, the file stdout already is). None: the text report does. As `--json` always
-    did (and `kubectl -o`, `gh --json`), a format sent to stdout is all that stdout holds (#24.1):
+    did (and `kubectl -o`, `gh --json`), a format sent to stdout is all that stdout holds:
     `--junit - | xmllint -` must parse. Two formats for one stdout are a UsageError (exit 2)."""
     from envcheck.edges.userfiles import names_stdout
 

@@ -15,7 +15,8 @@ from envcheck.contracts.errors import UsageError
 from envcheck.contracts.exitcodes import EXIT_CODES_HELP
 
 # Only what `register` needs at start-up: `run` starts the CUDA child before it imports the rest
-# (#27.2), and `--no-smoke --json` never imports the smoke, rich or the docker SDK (#27.3).
+# (the imports overlap its cuInit), and `--no-smoke --json` never imports the smoke, rich or the
+# docker SDK.
 if TYPE_CHECKING:
     from envcheck.contracts.command_env import Environment
     from envcheck.contracts.doctor_options import DoctorOptions
@@ -196,7 +197,7 @@ def check_gpus_exist(gpus: tuple[int, ...] | None, host: HostFacts) -> None:
 
 def run(args: argparse.Namespace, env: Environment) -> int:
     # The CUDA driver child first: its cuInit (~0.2 s on an H100) is the slowest probe, and the
-    # imports and the other probes overlap it (#27.2). Whatever happens next, it is reaped.
+    # imports and the other probes overlap it. Whatever happens next, it is reaped.
     _resolve_paths(args, env)
     options = options_of(args, env)
     with _host_probe(options, env) as probe:
@@ -374,7 +375,7 @@ def _fix_argv(options: DoctorOptions) -> list[str]:
 def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, RecordedSmoke | None]:
     """`--facts FILE` (`-` = stdin): the host, and the smoke outcome when the document is a saved
     report. Any unreadable, non-JSON or invalid document is a UsageError (exit 2) naming the file
-    and the field (non-UTF-8, too deep, huge ints, invalid values: #9.7). Here, at the edge:
+    and the field (non-UTF-8, too deep, huge ints, invalid values). Here, at the edge:
     `envcheck.contracts.facts` stays pure."""
     from envcheck.contracts.facts import FactsError, host_from_document
     from envcheck.contracts.saved_report import ReportDocumentError

@@ -57,11 +57,6 @@ def register(sub: Any) -> None:
         help="leave the container alone: do not plan the pull of the image the doctor chose",
     )
     what.add_argument(
-        "--pull",
-        action="store_true",
-        help="deprecated, does nothing: the pull is planned whenever the engine lacks the image",
-    )
-    what.add_argument(
         "--paddle-index",
         metavar="URL",
         help="base URL of Paddle's package index or its mirror (default: ENVCHECK_PADDLE_INDEX, "
@@ -124,12 +119,6 @@ def _options(args: argparse.Namespace, env: Environment) -> FixOptions:
     from envcheck.fix.plan import PIP_OVERRIDE
     from envcheck.fix.repair import FixOptions
 
-    if args.pull:
-        _say(
-            env,
-            "envcheck: warning: --pull is deprecated and does nothing: the pull of the "
-            "image the doctor chose is planned whenever the engine lacks it (--no-pull: never)",
-        )
     doctor = DoctorOptions(
         python=args.python,
         matrix=env.path(args.matrix) if args.matrix else None,
@@ -182,10 +171,6 @@ def _io(args: argparse.Namespace, env: Environment) -> Io:
         None if args.quiet else echo,
         lambda options: diagnose(options, env),
     )
-
-
-def _say(env: Environment, text: str) -> None:
-    print(text, file=env.stderr, flush=True)
 
 
 def _print(args: argparse.Namespace, outcome: FixOutcome, env: Environment) -> None:

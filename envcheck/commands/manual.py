@@ -1,5 +1,5 @@
 """What `envcheck --help` and the man page (ENVIRONMENT, FILES) say about the variables envcheck
-reads and the files it keeps: one source, so the two never disagree (#24.5). The exit codes
+reads and the files it keeps: one source, so the two never disagree. The exit codes
 live beside their enum (`envcheck.contracts.exitcodes.EXIT_CODES`). Standard library only: `--help`
 imports it."""
 

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     errors += unreadable
     from envcheck.render.sanitize import visible
 
-    for error in errors:  # a file name or a report's text: shown, never obeyed (#23.2)
+    for error in errors:  # a file name or a report's text: shown, never obeyed
         print(f"envcheck: error: {visible(error)}", file=env.stderr)
     if not hosts and expected is None:
         raise UsageError(f"no report could be read ({len(errors)} file(s) failed)", hint=FILE_HINT)

@@ -50,7 +50,7 @@ class Environment:
     @classmethod
     def from_process(cls, guard: Guard) -> Environment:
         """This process's streams, guarded by `guard` (`streams.guard_stdio`: closed,
-        unencodable or full stdout/stderr are never a traceback, #9.7) and installed as the
+        unencodable or full stdout/stderr are never a traceback) and installed as the
         process's own, so that the interpreter's last flush meets them too; its variables and
         folder."""
         sys.stdout, sys.stderr = guard(sys.stdout, sys.stderr)

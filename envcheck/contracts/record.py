@@ -5,7 +5,7 @@ Every fact, finding, report and matrix row is a record. On the Python 3.11 of en
 machines the standard `dataclasses` writes six methods of each frozen class as source text and
 compiles them with `exec` (~0.55 ms a class), and it imports `inspect` (with `ast`, `dis` and
 `tokenize`, 1.3 MB). A doctor without a driver makes 38 classes on its way to a verdict: that
-was 22-28 ms of its 0.12 s, and most of its memory above the NVML floor (#27). Here every method
+was 22-28 ms of its 0.12 s, and most of its memory above the NVML floor. Here every method
 is a closure or a shared function: making a class costs a few microseconds.
 
 For what it supports, a record behaves as the dataclass would (tests/test_record.py holds the two

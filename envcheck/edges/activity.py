@@ -1,4 +1,4 @@
-"""What envcheck is doing right now, for the progress display on stderr (issue 13.1).
+"""What envcheck is doing right now, for the progress display on stderr.
 
 The slow parts (probing, container create/start, Paddle's import and each training phase inside
 the smoke, the NVML witness, pulls) say what they start with `phase(...)` and what they see on
@@ -79,7 +79,7 @@ def detail(text: str) -> None:
 
 def failed(why: str) -> None:
     """The current phase did not do its work (a pull that failed, a GPU the engine refused):
-    one line says why, and the phase is never marked done (#21.11, #24.7)."""
+    one line says why, and the phase is never marked done."""
     _route[-1].failed(why)
 
 

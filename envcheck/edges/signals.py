@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import ClassVar
 
-# What a terminal, an ssh session or a batch system sends to end a run (#23.5): SIGTERM (CI, `kill`,
+# What a terminal, an ssh session or a batch system sends to end a run: SIGTERM (CI, `kill`,
 # `timeout`, Slurm before its SIGKILL), SIGINT (Ctrl-C), SIGHUP (the terminal or ssh session
 # closed), SIGQUIT (Ctrl-\), SIGUSR1/SIGUSR2 (`scancel --signal=USR1`, `sbatch --signal`): each
 # one's default ends the process at once and leaves the container and temp folder behind.

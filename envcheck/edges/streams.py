@@ -1,7 +1,7 @@
 """The process's own standard streams: present, able to encode, failing as exit 4, and
 surviving a reader that leaves.
 
-Hostile starts that used to end in a traceback (exit 3) or Python's own exit 120 (#9.7):
+Hostile starts that used to end in a traceback (exit 3) or Python's own exit 120:
 
 - a closed stdout or stderr (`envcheck doctor >&-`): Python sets the process's stdout to None and the
   first write raises AttributeError; worse, `print(file=None)` writes to stdout, so an error meant
@@ -15,7 +15,7 @@ Hostile starts that used to end in a traceback (exit 3) or Python's own exit 120
   at /dev/null so nothing else fails on it, the interpreter's final flush included.
 
 A reader leaving stderr (`envcheck doctor 2>&1 | head -1`, EPIPE on a progress line) silences
-stderr and nothing else: the pull or smoke under way goes on (#23.6). A reader leaving stdout
+stderr and nothing else: the pull or smoke under way goes on. A reader leaving stdout
 (`envcheck doctor | head -1`) stays BrokenPipeError until the report's writer
 (`reader_may_leave`) or the CLI meets it: the verdict is already decided and its exit code
 must survive (a CI gate reading the first line must not turn a FAIL into 0). The rest of the

@@ -56,7 +56,7 @@ def names_stdout(path: str, env: Environment) -> bool:
 def append_output(path: str, text: str, *, what: str) -> None:
     """Append to a file the environment named (`$GITHUB_STEP_SUMMARY`, `$GITHUB_OUTPUT`): a
     regular file (created when missing) or a character device/FIFO someone reads, never through
-    a symbolic link, never waited on, never a directory (#23.8, #23.9). A regular file is left
+    a symbolic link, never waited on, never a directory. A regular file is left
     as it was when the text could not all be written (a full disk): never a cut-off table.
     Raises EnvcheckError."""
     try:
@@ -194,7 +194,7 @@ def _write_in_place(path: str, text: str, info: os.stat_result) -> None:
 
 
 def _write_atomically(target: Path, text: str) -> None:
-    import tempfile  # only for a report file: `doctor --json` writes none (~2 ms, #27)
+    import tempfile  # only for a report file: `doctor --json` writes none (~2 ms)
 
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -285,7 +285,7 @@ def read_bytes(path: str, stdin: TextIO | None, limit: int = MAX_DOCUMENT) -> by
             data = stdin_bytes(stdin, limit + 1)
         else:
             with open(path, "rb") as f:
-                # A regular file's size first: read(16 MiB) allocates 16 MiB, per report (#13.4).
+                # A regular file's size first: read(16 MiB) allocates 16 MiB, per report.
                 size = os.fstat(f.fileno()).st_size
                 data = f.read(size + 1) if 0 < size <= limit else b""
                 if len(data) > size or not data:  # it grew, or no size (a FIFO, /dev/stdin)
@@ -301,7 +301,7 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = Tru
     """The bytes of the regular file at `path`, at most `limit` of them: for every file envcheck
     reads on its own (a Paddle version file, the docker client's config.json and context
     meta.json, owner.key, a report folder's *.json). Opened with O_NONBLOCK, so a FIFO planted
-    there is refused at once instead of waited on forever (#23.9), and checked with fstat before
+    there is refused at once instead of waited on forever, and checked with fstat before
     a byte is read. Raises OSError: the file's own, ELOOP for a link when not `follow`, EINVAL
     for not a regular file, EFBIG over `limit`."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC

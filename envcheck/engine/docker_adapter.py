@@ -259,7 +259,7 @@ def saved_login(registry: str) -> tuple[str, str] | None:
 
     path = find_config_file()
     try:
-        # Read here, not by the SDK's open(): a FIFO planted there would block it forever (#23.9)
+        # Read here, not by the SDK's open(): a FIFO planted there would block it forever
         config = json.loads(read_regular(path, 1024 * 1024)) if path else None
         if not isinstance(config, dict) or not config:
             return None

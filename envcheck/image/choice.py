@@ -8,7 +8,7 @@ defects, the registry).
 The first survivor wins. No usable GPU -> the release's CPU tag. GPUs but every tag rejected ->
 `ImageChoice(ref=None)` whose `reason` says what would fix it (the judge shows it as the fix).
 Without `--paddle`, when no tag of the newest release runs here, the newest release that does run
-is chosen and the reason says why and what driver would run the newest one (issue 10.9).
+is chosen and the reason says why and what driver would run the newest one.
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def _passed_over(
 ) -> list[Rejected]:
     """The tags tried before the chosen one, each with why: its problems, or, for a tag that runs
     here, that nothing shows its build holds the GPU's arch while the chosen one's does
-    (issue 22.2: a Pascal card on a CUDA 12 variant that dropped sm_61)."""
+    (a Pascal card on a CUDA 12 variant that dropped sm_61)."""
     passed: list[Rejected] = []
     for a in assessed[: assessed.index(chosen)]:
         why = "; ".join(a.problems) or (

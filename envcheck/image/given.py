@@ -1,4 +1,4 @@
-"""`--image REF` described by what is known of it (issue 21.6): the matrix's row when REF is a tag
+"""`--image REF` described by what is known of it: the matrix's row when REF is a tag
 of an official repository the matrix lists, else nothing (kind, CUDA, Paddle unknown). Never the
 tag the doctor would have chosen: a user's `trainer:2024-05` is not "gpu, CUDA 12.9, confirmed".
 Pure."""
@@ -16,7 +16,7 @@ GIVEN = "given with --image"
 def given_image(ref: str, matrix: Matrix, choice: ImageChoice) -> ImageChoice:
     """The user's image; of the doctor's choice only the host's own pip command is kept (it is
     about the judged interpreter, not the image)."""
-    # imported here: only this branch needs it, and a doctor seldom takes it (#27.3)
+    # imported here: only this branch needs it, and a doctor seldom takes it
     from envcheck.image.reference import parse_reference
 
     parsed = parse_reference(ref)

@@ -1,10 +1,10 @@
 """Start the CUDA probe child (`_cuda_child.py`) and collect what it printed, within a deadline.
 
-The doctor starts its `cuInit` child before it imports anything heavy (issue #27: the slowest
+The doctor starts its `cuInit` child before it imports anything heavy (the slowest
 probe sets the wall time), so this module is the standard library's `os`, `select`, `sys`,
 `time` and `_thread` only, with its type names read by the type checker alone: `subprocess`
 alone costs ~10 ms of imports on a loaded two-core machine, `typing`, `threading` and `signal`
-(its enums) another ~15 ms, all of it before the child could start (#27.2). The child runs in a
+(its enums) another ~15 ms, all of it before the child could start. The child runs in a
 session of its own (a kill at the deadline reaches everything it started), gets `/dev/null` as
 stdin, and is always reaped; no CUDA library is ever loaded in this process.
 """

@@ -5,7 +5,7 @@ calls `start_early(argv, os.environ)` first thing: when the command line reads a
 this host, the child is on its way while the interpreter imports the rest. The doctor's host
 probe `take()`s it (envcheck/probe/host.py `adopt`), and whatever nobody took is reaped by
 `discard_early()`. This module and the ones it imports are `os`, `select`, `sys`, `time` and
-`_thread` only: `typing`, `threading` and `enum` alone would delay the child by ~15 ms (#27.2).
+`_thread` only: `typing`, `threading` and `enum` alone would delay the child by ~15 ms.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def _config_dir(env: Mapping[str, str]) -> str:
 
 def _refuse_a_config_that_blocks(env: Mapping[str, str]) -> None:
     """The docker SDK opens config.json whatever chose the engine (`APIClient.__init__`,
-    `auth.load_config`), and a FIFO there blocks it forever (#23.9): refused here, before any
+    `auth.load_config`), and a FIFO there blocks it forever: refused here, before any
     client is made."""
     config = os.path.join(_config_dir(env), "config.json")
     try:

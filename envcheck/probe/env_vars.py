@@ -56,7 +56,7 @@ def _os_release() -> str | None:
 
 
 def _implementation() -> str:
-    """`platform.python_implementation()` without importing `platform` (#27.3)."""
+    """`platform.python_implementation()` without importing `platform`."""
     name = sys.implementation.name
     if name in _IMPLEMENTATIONS:
         return _IMPLEMENTATIONS[name]

@@ -1,7 +1,7 @@
 """Gather every fact about the host once: the only entry point the doctor needs.
 
 The slowest probe is the driver's own initialisation (`cuInit`: ~0.2 s on an H100), so the
-probes overlap instead of adding up (issue #27). `HostProbe(env)` starts the CUDA driver child at
+probes overlap instead of adding up. `HostProbe(env)` starts the CUDA driver child at
 once, `start_nvml()` the NVML probe; `start()` adds the CUDA library search (with a child of its
 own, so that a wedged cuInit never hides the libraries), the engine probe and the Paddle build
 read; `facts()` waits for the driver child last. Each child runs in its own process group with

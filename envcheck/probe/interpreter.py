@@ -66,7 +66,7 @@ PIPX_METADATA = "pipx_metadata.json"  # pipx writes it at the root of each venv 
 
 def _default_target(env: Mapping[str, str], timeout: float, limit: int) -> Interpreter:
     """No --python: envcheck's own interpreter, except where that is pipx's venv of envcheck,
-    which never holds the user's Paddle (issue 21.1): then the `python3` a shell would run here
+    which never holds the user's Paddle: then the `python3` a shell would run here
     (the activated venv's, else the system's)."""
     own = current_interpreter()
     python3 = shutil.which("python3", path=env.get("PATH", os.defpath))

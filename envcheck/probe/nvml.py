@@ -71,7 +71,7 @@ def probe_driver(env: Mapping[str, str]) -> tuple[DriverFacts, tuple[GpuFacts, .
     the command's variables (ENVCHECK_DRIVER_ROOT)."""
     kernel_module = read_kernel_module_version(proc_driver_version(env))
     if find_spec("pynvml") is not None and not load_nvml_library(env):
-        # No driver: nvmlInit's answer, without importing pynvml (~10 ms, ~2 MB; issue #27). A
+        # No driver: nvmlInit's answer, without importing pynvml (~10 ms, ~2 MB). A
         # pynvml that is not installed is still reported, driver or not: that is the install's
         # fault, which the first driver installed here would meet.
         return _unusable(_NOT_FOUND, _REASONS[_NOT_FOUND], kernel_module, env, library=None), ()

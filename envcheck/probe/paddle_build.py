@@ -122,7 +122,7 @@ def with_fatbin_archs(facts: PaddleFacts) -> PaddleFacts:
     `.nv_fatbin` headers (`cuobjdump --list-elf`, bounded: envcheck.probe.fatbin)."""
     if not facts.cuda or facts.compiled_cuda_archs or not facts.location:
         return facts
-    # imported here: only this branch needs it, and a doctor seldom takes it (#27.3)
+    # imported here: only this branch needs it, and a doctor seldom takes it
     from envcheck.probe.fatbin import library_archs
 
     paths = [os.path.join(facts.location, lib) for lib in _KERNEL_LIBRARIES]

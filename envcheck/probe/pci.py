@@ -1,4 +1,4 @@
-"""NVIDIA GPUs the machine has, seen without the driver (issue 21.9): after a driver upgrade
+"""NVIDIA GPUs the machine has, seen without the driver: after a driver upgrade
 waiting for a reboot NVML answers NVML_ERROR_LIB_RM_VERSION_MISMATCH and lists no GPU, yet the
 GPUs are there and the user needs the GPU build once the machine is rebooted.
 

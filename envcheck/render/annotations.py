@@ -194,7 +194,7 @@ def _capped(problems: list[tuple[str, str, str, str]]) -> list[str]:
 def workflow_command(command: str, message: str, **properties: str) -> str:
     """`::command key=value,…::message` with GitHub's escaping (actions/toolkit `command.ts`):
     data escapes `%`, CR and LF; property values also `:` and `,`. Both pass `visible()` first
-    (idempotent): a hostname's ESC, BEL or bidi control never reaches the log (#23.2)."""
+    (idempotent): a hostname's ESC, BEL or bidi control never reaches the log."""
     props = ",".join(f"{k}={escape_property(visible(v))}" for k, v in properties.items() if v)
     shown = escape_data(visible(message, keep_lines=True))
     return f"::{command}{' ' + props if props else ''}::{shown}"

@@ -1,5 +1,5 @@
 """Why this image tag: one text for `envcheck doctor --explain` and `envcheck pull-image
---dry-run` (issue 13.3). The selection's own reason carries the chain — the driver and the
+--dry-run`. The selection's own reason carries the chain — the driver and the
 newest CUDA it runs, whether every GPU's architecture is among the image's, the release chosen —
 and every tag that was rejected says why. Lines without indent; each caller indents them."""
 
@@ -12,7 +12,7 @@ from envcheck.render.sanitize import visible
 
 def why_lines(choice: ImageChoice) -> list[str]:
     """`why: …` and, for a tag no official source confirms, its standing in the words of the
-    image line (one wording, issue 21.11: not "UNCONFIRMED (third-party)" beside "from Paddle's
+    image line (one wording: not "UNCONFIRMED (third-party)" beside "from Paddle's
     install docs")."""
     lines = [f"why: {visible(choice.reason)}"] if choice.reason else []
     if choice.ref and not choice.confirmed and choice.source:

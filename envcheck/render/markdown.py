@@ -2,7 +2,7 @@
 
 Written to `--markdown FILE` and, under GitHub Actions, appended to `$GITHUB_STEP_SUMMARY`.
 Problems come first, each with its fix under it (a Fix column pushed the commands behind a
-horizontal scroll in a browser: #24.2); the smoke has its own table; passed checks fold away in
+horizontal scroll in a browser); the smoke has its own table; passed checks fold away in
 a `<details>` block, so the one screen a reviewer sees is the one that says what to do. A fleet
 lists its problems grouped, each with its hosts in Slurm's notation and its fix, then the hosts.
 `bench/bench_markdown.py` renders these in headless Chromium: `docs/job-summary.png`.

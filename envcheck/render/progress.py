@@ -3,7 +3,7 @@
 - `RichDisplay`: a live panel on a terminal — one bar per layer (download, then extraction) and an
   overall bar with bytes, speed and ETA. `rich` is imported only when this display is made.
 - `PlainDisplay`: CI logs — a line when a layer finishes a stage, an overall line every few seconds,
-  each starting `envcheck: ` as every line envcheck writes on stderr does (#21.11).
+  each starting `envcheck: ` as every line envcheck writes on stderr does.
 - `NullDisplay`: `--quiet`.
 All write to stderr by default: stdout belongs to the result (`--json`).
 """

@@ -31,7 +31,7 @@ _COMMAND_LINE = re.compile(r"^(\s*)::", re.MULTILINE)
 @cache
 def _unsafe(keep_lines: bool) -> re.Pattern[str]:
     """Compiled on first use: ~1 ms for the two (a class beyond Latin-1 builds a 64K-entry map),
-    which a doctor whose every value is plain text never pays (#27)."""
+    which a doctor whose every value is plain text never pays."""
     return re.compile(_UNSAFE.replace("\x00-\x1f", "\x00-\x09\x0b-\x1f") if keep_lines else _UNSAFE)
 
 

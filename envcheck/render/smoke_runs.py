@@ -1,5 +1,5 @@
 """The smoke's runs as table cells, one row per device: the same columns in the text report,
-on a terminal and in the Markdown summary (never a Python `None`/`True`/`False`: #24.2)."""
+on a terminal and in the Markdown summary (never a Python `None`/`True`/`False`)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@
     2 hosts: 1 pass, 1 fail; exit 1
     * the loaded kernel module's version: the user-space driver differs (reboot pending)
 
-One line per host at any terminal width, as `sinfo` does (#24.3): when the columns do not fit,
+One line per host at any terminal width, as `sinfo` does: when the columns do not fit,
 the widest of the host name, GPU, Paddle and check cells are shortened with `…` (a host name
 in its middle, which keeps its number), never broken over lines; the groups above name every
 check id and host whole. In a log (not a terminal) nothing is shortened. A fix is printed whole
@@ -343,7 +343,7 @@ def host_list(labels: tuple[str, ...], budget: int) -> str:
 
 
 def gpu_proof_words(summary: FleetSummary, width: int | None = None) -> str | None:
-    """`GPUs proven by a smoke: 14 of 16; fewer than all on gpu[001-002]` (#24.6), None when
+    """`GPUs proven by a smoke: 14 of 16; fewer than all on gpu[001-002]`, None when
     the hosts have no GPU; the hosts are named only when some GPU was proven (a static run
     proves none, on every host)."""
     proven, total, partial = summary.gpus_proven()

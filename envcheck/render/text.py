@@ -177,7 +177,7 @@ def finding_lines(f: Finding, width: int | None) -> list[tuple[str, list[Span]]]
 
 
 def detail_lines(f: Finding, width: int | None) -> list[str]:
-    """--explain: the whole error behind a one-line message (a registry's, issue 21.11)."""
+    """--explain: the whole error behind a one-line message (a registry's)."""
     detail = f.observed.get("detail")
     return wrap(message_text(str(detail)), width, "        detail: ", " " * 16) if detail else []
 
@@ -272,7 +272,7 @@ def _fix_spans(line: str, first: bool) -> list[Span]:
 
 
 def smoke_extra_lines(report: Report) -> list[str]:
-    """What --amp and --compare-cpu measured per run, or why they were skipped (issue 13.6)."""
+    """What --amp and --compare-cpu measured per run, or why they were skipped."""
     lines = []
     for run in smoke_runs(report.smoke):
         device = visible(str(run.get("device_used") or run.get("device_requested") or "?"))
@@ -344,7 +344,7 @@ def _installed_already(report: Report, requirement: str) -> bool:
 
 
 def matrix_lines(report: Report) -> list[str]:
-    """--explain: how current the matrix behind the verdict is (matrix/README.md, issue 22.11)."""
+    """--explain: how current the matrix behind the verdict is (matrix/README.md)."""
     newest = report.meta.get("matrix_newest_source")
     if not newest:
         return []
@@ -385,7 +385,7 @@ def _plain_smoke(report: Report, write: Callable[[str], object], explain: bool) 
 
 
 def loaded_lines(report: Report, explain: bool) -> list[str]:
-    """What the smoke process mapped (issue 11): library, version, from where; paths with --explain."""
+    """What the smoke process mapped: library, version, from where; paths with --explain."""
     libs = (report.smoke or {}).get("loaded_libraries")
     if not isinstance(libs, list):
         return []

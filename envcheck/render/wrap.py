@@ -1,4 +1,4 @@
-"""Wrapping prose without ever breaking a command inside it (issue 13.2).
+"""Wrapping prose without ever breaking a command inside it.
 
 A fix reads "reinstall the GPU build: `pip uninstall -y paddlepaddle && python -m pip install …`".
 rich wraps at any space, so at 80 columns the command broke after `-i` and a copied command ran

@@ -282,7 +282,7 @@ def _nvidia_wheel(python: str, name: str, version: str) -> PipInstall | None:
     parts = version.split(".")
     if not parts[0].isdigit():
         return None
-    # imported here: only this branch needs it, and a doctor seldom takes it (#27.3)
+    # imported here: only this branch needs it, and a doctor seldom takes it
     from envcheck.verdict.known_packages import known_packages
 
     known = known_packages()

@@ -66,7 +66,7 @@ class FleetSummary:
 
     def gpus_proven(self) -> tuple[int, int, tuple[str, ...]]:
         """GPUs a passing smoke trained on, of the GPUs the hosts have, and the hosts where it
-        trained on fewer than all of them (a Slurm step given one GPU of eight: #24.6)."""
+        trained on fewer than all of them (a Slurm step given one GPU of eight)."""
         proven = total = 0
         partial: list[str] = []
         for host in self.hosts:

@@ -39,7 +39,7 @@ def parse_host_list(text: str) -> list[str]:
 
 def _expand_ranges(token: str, lineno: int) -> list[str]:
     """The names `token` stands for, counted before any is made: a 2.4 KB list of ranges once
-    asked for 2.1 GB (#23.4). At most MAX_EXPECTED_HOSTS names of at most MAX_NAME characters."""
+    asked for 2.1 GB. At most MAX_EXPECTED_HOSTS names of at most MAX_NAME characters."""
     names, length = [""], 0
     too_many = f"line {lineno}: {token[:40]!r} names more than {MAX_EXPECTED_HOSTS} hosts"
     for m in re.finditer(r"([^\[]*)(?:\[([^\]]*)\])?", token):

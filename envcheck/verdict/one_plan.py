@@ -1,4 +1,4 @@
-"""One plan per report (issue 21.5): where the fix of the root cause replaces the Paddle build,
+"""One plan per report: where the fix of the root cause replaces the Paddle build,
 the findings that go away with the old build say "resolved by the fix for <id>" instead of
 their own command (on the real H100 with Paddle 2.6.2, `cudnn.major-mismatch` offered NVIDIA's
 cuDNN 8 wheel while `paddle.arch-missing`, the cause, offered Paddle 3.3.1). Pure."""

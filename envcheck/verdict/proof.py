@@ -44,7 +44,7 @@ def proof_words(
     """The `Proof:` line. "none" says why: a run that trained on the CPU where a GPU was
     expected did complete (the real H100 with the CPU wheel read "no smoke training completed"
     under a loss that fell from 0.694 to 0.217). `gpus`: how many the host has; a GPU proof
-    says how many of them trained (a Slurm step given 1 GPU of 8 proves 1, #24.6)."""
+    says how many of them trained (a Slurm step given 1 GPU of 8 proves 1)."""
     trained = proven_gpus(findings)
     if proof == "gpu-trained" and gpus and trained:
         return (
@@ -120,8 +120,8 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
     smoke's reasons (no engine, image unavailable, no Paddle) and their fixes."""
     if proof == "gpu-trained":
         return None
-    if proof == "static":  # never a pass under --expect-gpu (issue 21.10): a failure where the
-        # build's arch coverage is unverified (issue 22.7), else a warning
+    if proof == "static":  # never a pass under --expect-gpu: a failure where the
+        # build's arch coverage is unverified, else a warning
         return _static_unproven(findings) or warn(
             UNPROVEN_ID,
             "--expect-gpu: static checks only: nothing trained on a GPU (no smoke run)",
@@ -155,7 +155,7 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
 
 def _static_unproven(findings: Sequence[Finding]) -> Finding | None:
     """--expect-gpu without a smoke: a static verdict is not a pass when the installed build's arch
-    coverage is unverified (issue 22.7): nothing but a training run on the GPU can prove it."""
+    coverage is unverified: nothing but a training run on the GPU can prove it."""
     unverified = [f for f in findings if f.id == ARCH_UNVERIFIED_ID and f.severity == "warn"]
     if not unverified:
         return None

@@ -1,4 +1,4 @@
-"""A saved report's smoke outcome, kept when the report is judged again (issue 21.10): `doctor
+"""A saved report's smoke outcome, kept when the report is judged again: `doctor
 --facts` on a report whose smoke failed (exit 5) said `warn`, exit 0, where `envcheck report`
 on the same file said `fail 5`. The host is judged again; what the smoke saw is not re-decided
 from facts that cannot show it. Pure."""

@@ -4,7 +4,7 @@ stopped reading.
 CUDA reads the list up to its first invalid entry; "" and "-1" hide everything
 (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars). UUIDs are matched in
 full against NVML's: the Guide allows abbreviations, but on a real H100 (driver 580.159.04) the
-prefix `GPU-09fd4f27` of its UUID made cuInit find no device (issue #8 item 13). Where the CUDA
+prefix `GPU-09fd4f27` of its UUID made cuInit find no device. Where the CUDA
 driver API answered, its device count is the truth and this reading only explains it.
 """
 
@@ -39,7 +39,7 @@ def read_visible_devices(value: str, gpus: Sequence[GpuFacts]) -> Visibility:
 def _invalid(entry: str, count: int, uuids: set[str]) -> str | None:
     if not entry:
         return "empty"
-    if entry.isascii() and entry.isdigit():  # not "²"; no int() of a 5000-digit entry (#9.7)
+    if entry.isascii() and entry.isdigit():  # not "²"; no int() of a 5000-digit entry
         return (
             None
             if len(entry) < 10 and int(entry) < count

@@ -11,7 +11,7 @@ Inside a private mount namespace (`unshare -m`, root only; nothing is visible ou
 
 `FAKE_NVIDIA_PROFILE` is exported, as the fake libraries answer from a profile (a real driver
 needs nothing). /etc/ld.so.cache and /proc/driver of the machine itself are never written.
-Used to show that tests which need "no driver" create that state themselves (#14.4).
+Used to show that tests which need "no driver" create that state themselves.
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def _what_is_missing(ctx: Context) -> str:
 
 def _newer_than_known(ctx: Context, sm: int) -> str:
     """ ", and sm_120 is newer than every arch in the lists it has of Paddle 3.1 builds (up to
-    sm_90)": a nightly or unknown build on a new architecture (issue 22.7)."""
+    sm_90)": a nightly or unknown build on a new architecture."""
     p = ctx.host.paddle
     try:
         base = Version(p.version or "").base_version

@@ -18,7 +18,7 @@ def check_visible_devices(ctx: Context) -> Iterable[Finding]:
     value = ctx.host.env.get("CUDA_VISIBLE_DEVICES")
     if value is None or not ctx.gpus:
         return
-    # imported here: only this branch needs it, and a doctor seldom takes it (#27.3)
+    # imported here: only this branch needs it, and a doctor seldom takes it
     from envcheck.verdict.visible_devices import read_visible_devices
 
     seen = read_visible_devices(value, ctx.gpus)

@@ -138,7 +138,7 @@ def _build_for_driver(ctx: Context, upgrade: str) -> Remedy:
 
 def _paddle_driver_note(ctx: Context, cuda: str, driver: str) -> str:
     """Paddle's own documented floor, where stricter than NVIDIA's (3.x cu126: 550.54.14), as a
-    note: NVIDIA's minor-version compatibility decides (issue 10.4)."""
+    note: NVIDIA's minor-version compatibility decides."""
     build = installed_build(ctx, cuda)
     floor = build.paddle_min_driver if build else None
     try:

@@ -4,14 +4,14 @@
  *   [cuda]        driver_version (cuDriverGetVersion, e.g. 12020), device_count,
  *                 behavior = "hang" | "abort" (what cuInit does instead of returning),
  *                 init_latency_ms (how long the first cuInit of a process takes; default 200,
- *                 what cuInit took on the lent H100, driver 580.159.04: issue #27)
+ *                 what cuInit took on the lent H100, driver 580.159.04)
  *   [cuda.errors] <function name> = <CUresult>
  * Codes and names follow cuda.h (CUresult): https://docs.nvidia.com/cuda/cuda-driver-api/
  *
  * CUDA_VISIBLE_DEVICES is applied as the real driver does: entries are read up to the first
  * invalid one (an index out of range, or a GPU- UUID naming no [gpu.N] uuid); none valid ->
  * cuInit returns CUDA_ERROR_NO_DEVICE. UUIDs match in full (case-insensitive): on the measured
- * H100 host (driver 580.159.04, issue #8 item 13) the prefix GPU-09fd4f27 found no device,
+ * H100 host (driver 580.159.04) the prefix GPU-09fd4f27 found no device,
  * although the CUDA Programming Guide allows abbreviations.
  */
 #include <signal.h>
