@@ -163,7 +163,7 @@ def test_an_index_that_does_not_answer_is_named_and_nothing_changes(
         )
     assert code == 4, doc
     assert f"the package index {url}/{CPU_INDEX}/ did not answer" in doc["error"]["message"]
-    assert "pip's configured index does not hold paddlepaddle==3.3.1" in doc["error"]["message"]
+    assert "pip's configured index lacks paddlepaddle==3.3.1" in doc["error"]["message"]
     assert "nothing was changed" in doc["error"]["message"]
     assert files(tmp_path / "venv") == before
     assert journal.unfinished(journal.home(str(tmp_path / "venv"))) is None

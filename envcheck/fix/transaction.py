@@ -251,11 +251,8 @@ def where_from(
         try:
             found = apply.dry_run(python, ask, io.variables, {}).sources
         except EnvironmentProblem as e:
-            return (
-                None,
-                f"{silent}, and pip's configured index does not hold {wanted[0]} "
-                f"(pip said: {e.message.splitlines()[-1]})",
-            )
+            said = e.message.splitlines()[-1]
+            return None, f"{silent}, and pip's configured index lacks {wanted[0]} ({said})"
         return fetch, (
             f"{silent}; pip's configured index holds {wanted[0]}, the one build published under "
             f"that name and version, and the fix takes it from there: {', '.join(found) or 'its resolver'}"
