@@ -472,6 +472,7 @@ def test_pull_is_no_flag_of_fix_the_pull_is_planned_without_asking() -> None:
 
 
 @pytest.mark.fakegpu
+@pytest.mark.docker  # the toolkit's step is planned where an engine answers without it
 def test_a_driver_too_old_for_every_build_leaves_only_manual_steps(gpu_host: Any) -> None:
     """A T4 on driver 470 (CUDA 11.4, tests/fakenv/profiles/t4-470.toml) asked for Paddle 3.3.1:
     no build of it runs there, so nothing is installed or pulled. What is left is a person's, in
