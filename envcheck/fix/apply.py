@@ -17,11 +17,9 @@ import signal
 import subprocess
 import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
@@ -30,6 +28,9 @@ from envcheck.contracts.record import record
 from envcheck.edges.signals import deferred
 from envcheck.fix.outcome import Change, Ran
 from envcheck.fix.plan import PIP_OVERRIDE
+
+if TYPE_CHECKING:
+    import urllib.request
 
 ASK_TIMEOUT_S = 30.0
 STEP_LIMIT_S = 3600.0  # a pip step that runs longer is hung: killed with its process group
@@ -235,6 +236,8 @@ def probe_index(
     than pip's minutes of retries: None when it does, else why not. The command's proxy
     variables apply, as they do to its pip."""
     page = url if url.endswith(".html") else f"{url.rstrip('/')}/{canonicalize_name(project)}/"
+    import urllib.error  # the HTTP client loads only where an index is asked (a plan installs)
+
     if urllib.parse.urlsplit(page).scheme not in ("http", "https"):
         return None  # a local folder or file: pip reads it, nothing to wait for
     try:
@@ -251,6 +254,8 @@ def probe_index(
 
 
 def _opener(url: str, variables: Mapping[str, str]) -> urllib.request.OpenerDirector:
+    import urllib.request
+
     lowered = {k.lower(): v for k, v in variables.items()}
     proxies = {s: lowered[f"{s}_proxy"] for s in ("http", "https") if lowered.get(f"{s}_proxy")}
     host = urllib.parse.urlsplit(url).hostname or ""
