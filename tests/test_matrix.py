@@ -14,11 +14,15 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envcheck.contracts.errors import MatrixError, UsageError
+from envcheck.contracts.facts import read_fields
+from envcheck.contracts.record import field, fields, record
+from envcheck.matrix import fields as check
 from envcheck.matrix import location as load_module
 from envcheck.matrix.fields import Bad, specifier
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import ENV_VAR, REPO_DIR, matrix_dir
 from envcheck.matrix.model import Matrix
+from envcheck.matrix.schema import TABLES, table_of
 from envcheck.matrix.toml import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -419,11 +423,11 @@ BROKEN_PROBLEMS = [
         '(Invalid specifier: \'<three\'; e.g. ">=3.9,<3.14" or "==3.10.*")'
     ),
     "paddle.toml: release entry 2 (3.3.1): confirmed: expected true or false, got str 'yes'",
-    (
+    (  # the build record's fields in its order: those a row must write first
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): colour: unknown field "
-        "(known: paddle, package, cuda, cudnn, archs, archs_source, archs_unknown, archs_absent, "
-        "archs_present, archs_platform, min_compute_capability, pip, paddle_min_driver, "
-        "cudart_static, source, confirmed, note)"
+        "(known: paddle, package, pip, source, confirmed, cuda, cudnn, archs, archs_source, "
+        "archs_unknown, archs_absent, archs_present, archs_platform, min_compute_capability, "
+        "paddle_min_driver, cudart_static, note)"
     ),
     (
         "paddle.toml: build entry 1 (9.9.9 paddlepaddle-gpu 12.9): paddle_min_driver: "
@@ -516,3 +520,84 @@ def test_a_matrix_without_releases_or_registries_cannot_select(tmp_path: Path) -
         f"{tmp_path}: no [[release]] entries in any file",
         f"{tmp_path}: no [[registry]] entries in any file",
     ]
+
+
+# -- the records are the schema -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", list(TABLES), ids=list(TABLES))
+def test_every_field_of_a_row_record_is_checked_as_written(table: str) -> None:
+    """A row field without a check of its own would be read as a saved facts document is read,
+    leniently: `cuda = 12.10` would load as "12.1" instead of being refused."""
+    unchecked = [f.name for f in fields(TABLES[table].row) if not callable(f.metadata.get("check"))]
+    assert unchecked == []
+
+
+def test_a_field_added_to_a_row_record_is_its_table_s_key_checked_by_its_metadata() -> None:
+    """Adding a matrix field is one line in its record: the table takes the key (optional when it
+    has a default), names it when a key is misspelt, and checks it with every other problem of
+    the row."""
+
+    @record
+    class Mirror:  # a row record as envcheck/matrix/model.py writes one, with a new field last
+        name: str = field(metadata={"check": check.text, "ident": True})
+        source: str = field(metadata={"check": check.text})
+        confirmed: bool = field(metadata={"check": check.boolean})
+        min_driver: str | None = field(default=None, metadata={"check": check.dotted})
+
+    table = table_of("mirror", Mirror)
+    assert table.keys == ("name", "source", "confirmed", "min_driver")
+    assert table.required == {"name", "source", "confirmed"} and table.ident == ("name",)
+    where = "mirrors.toml: mirror entry 1 (m)"
+    values, problems = read_fields(
+        Mirror, {"name": "m", "confirmed": "yes", "min_driver": "575.x"}, where
+    )
+    assert problems == [
+        f"{where}: source: missing",
+        f"{where}: confirmed: expected true or false, got str 'yes'",
+        f"{where}: min_driver: not a dotted version: '575.x'",
+    ]
+    assert values == {"name": "m"}  # what checked out, for the checks across rows
+    values, problems = read_fields(
+        Mirror, {"name": "m", "source": "3P", "confirmed": False, "min_driver": "575.51.03"}, where
+    )
+    assert problems == [] and Mirror(**values).min_driver == "575.51.03"
+    assert Mirror(**read_fields(Mirror, {"name": "m", "source": "3P", "confirmed": True}, "")[0])
+
+
+@pytest.mark.parametrize(
+    ("table", "row", "field_name"),
+    [
+        (
+            "build",
+            (
+                'paddle = "3.3.1"\npackage = "paddlepaddle"\ncudart_static = false\n'
+                'pip = "python -m pip install paddlepaddle==3.3.1"'
+            ),
+            "cudart_static",
+        ),
+        (
+            "image",
+            (
+                'paddle = "3.3.1"\ntag = "3.3.1"\nkind = "cpu"\ncudnn = "9.9"\n'
+                'registries = ["dockerhub"]\nplatforms = ["linux/amd64"]'
+            ),
+            "cudnn",
+        ),
+    ],
+    ids=["build-cudart_static", "image-cudnn"],
+)
+def test_a_cpu_row_leaves_out_every_field_its_record_marks_gpu_only(
+    tmp_path: Path, table: str, row: str, field_name: str
+) -> None:
+    (tmp_path / "m.toml").write_text(
+        '[[release]]\nversion = "3.3.1"\nmin_compute_capability = "6.0"\n'
+        'source = "3P"\nconfirmed = false\n\n'
+        '[[registry]]\nname = "dockerhub"\nref = "docker.io/paddlepaddle/paddle"\n'
+        'source = "D-2.6"\nconfirmed = true\n\n'
+        f'[[{table}]]\n{row}\nsource = "3P"\nconfirmed = false\n'
+    )
+    with pytest.raises(MatrixError) as e:
+        load_matrix(str(tmp_path))
+    assert f"{table} entry 1 (3.3.1" in e.value.problems[0]
+    assert e.value.problems[0].endswith(f": {field_name}: must be absent for a CPU {table}")

@@ -50,8 +50,9 @@ def _duplicates(rows: list[Row]) -> list[str]:
 def _keys(row: Row) -> list[Any]:
     """The identities that must be unique within a table (versions compared normalised)."""
     v = row.values
-    ident = TABLES[row.table].ident
-    if any(k not in v for k in ident if TABLES[row.table].fields[k].required):
+    table = TABLES[row.table]
+    ident = table.ident
+    if any(k not in v for k in ident if k in table.required):
         return []
     if row.table == "gpu":
         return [n.upper() for n in v["names"]]
@@ -72,21 +73,8 @@ def _kind_problems(row: Row) -> list[str]:
     if gpu and "cuda" not in row.given:
         return ["cuda: missing (required for a GPU " + row.table + ")"]
     if cpu:
-        return [
-            f"{k}: must be absent for a CPU {row.table}"
-            for k in (
-                "cuda",
-                "cudnn",
-                "archs",
-                "archs_source",
-                "archs_unknown",
-                "archs_absent",
-                "archs_present",
-                "archs_platform",
-                "cudart_static",
-            )
-            if k in v
-        ]
+        gpu_only = TABLES[row.table].gpu_only
+        return [f"{k}: must be absent for a CPU {row.table}" for k in gpu_only if k in v]
     if gpu and row.table == "build":
         return _arch_marker_problems(row)
     return []
@@ -94,7 +82,8 @@ def _kind_problems(row: Row) -> list[str]:
 
 def _arch_marker_problems(row: Row) -> list[str]:
     """A GPU build states its compiled archs (with how they are known) or says, in
-    `archs_unknown`, why not: an unstated list must never read as "every arch" (issue 10.1)."""
+    `archs_unknown`, why not: an unstated list must never read as "every arch" the toolkit can
+    target, which would pass a GPU the wheel was never compiled for."""
     given = row.given
     if "archs" in given and "archs_unknown" in given:
         return ["archs_unknown: give either archs or archs_unknown, not both"]

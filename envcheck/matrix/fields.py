@@ -1,5 +1,8 @@
-"""Field checkers of the matrix files (pure): a TOML value -> the converted value, or `Bad` with
-the problem in words. `envcheck.matrix.schema` names which checker each field of each table uses."""
+"""Field checks of the matrix files (pure): a TOML value as written -> the value the row record
+holds, or `Bad` with the problem in words. Each field of a row record in `envcheck.matrix.model`
+names its check in its metadata (`field(metadata={"check": dotted})`); `from_dict`'s row reader
+(`envcheck.contracts.facts.read_fields`) runs it. The TOML is written by hand, so a check is
+strict where a saved facts document is lenient: `cuda = 12.10` is refused, not read as "12.1"."""
 
 from __future__ import annotations
 
@@ -139,3 +142,13 @@ def matching(pattern: str, what: str) -> Check:
         return str(value)
 
     return check
+
+
+WHEEL_PLATFORMS = ("linux/amd64", "linux/arm64", "windows/amd64")  # where a wheel's list was seen
+wheel_platform = one_of(*WHEEL_PLATFORMS)
+docker_tag = matching(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", "a Docker tag")
+digest = matching(r"sha256:[0-9a-f]{64}", "a sha256:<64 hex> digest")
+repository = matching(
+    r"[a-z0-9]+([.-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+", "an image repository"
+)
+row_id = matching(r"[a-z0-9][a-z0-9.-]{0,63}", "a lower-case id")

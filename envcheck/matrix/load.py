@@ -12,36 +12,22 @@ and loading the shipped matrix takes a few of them.
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from envcheck.contracts.errors import MatrixError
-from envcheck.contracts.record import MISSING, fields
+from envcheck.contracts.facts import read_fields
+from envcheck.contracts.record import fields
 from envcheck.matrix.cache import read_toml
 from envcheck.matrix.crossrows import cross_check
-from envcheck.matrix.fields import Bad, type_name
+from envcheck.matrix.fields import type_name
 from envcheck.matrix.location import matrix_dir
 from envcheck.matrix.mirror import index_of, on_index
-from envcheck.matrix.model import (
-    ArchFact,
-    ArchSet,
-    Arm64Build,
-    Defect,
-    GpuModel,
-    ImageTag,
-    Matrix,
-    MinorCompat,
-    PaddleBuild,
-    PaddleRelease,
-    ToolkitDriver,
-)
-from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Registry, Row
-
-T = TypeVar("T")
+from envcheck.matrix.model import Matrix, Registry
+from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Row
 
 
 def load_matrix(
@@ -112,24 +98,16 @@ def _check_table(file: str, key: str, entries: Any, problems: list[str]) -> bool
 
 def _parse_row(file: str, table: str, index: int, raw: dict[str, Any], problems: list[str]) -> Row:
     spec = TABLES[table]
-    fields = spec.fields
     ident = " ".join(str(raw[k]) for k in spec.ident if k in raw) or "?"
     row = Row(file, table, index, ident, frozenset(raw))
-    for key in sorted(raw.keys() - fields.keys()):
-        problems.append(f"{row.where}: {key}: unknown field{_did_you_mean(key, fields)}")
-    for name, spec_field in fields.items():
-        if name not in raw:
-            if spec_field.required:
-                problems.append(f"{row.where}: {name}: missing")
-            continue
-        try:
-            row.values[name] = spec_field.check(raw[name])
-        except Bad as e:
-            problems.append(f"{row.where}: {name}: {e}")
+    for key in sorted(raw.keys() - spec.keys):
+        problems.append(f"{row.where}: {key}: unknown field{_did_you_mean(key, spec.keys)}")
+    row.values, found = read_fields(spec.row, raw, row.where)
+    problems += found
     return row
 
 
-def _did_you_mean(key: str, known: dict[str, Any]) -> str:
+def _did_you_mean(key: str, known: Collection[str]) -> str:
     import difflib  # only on a bad key
 
     close = difflib.get_close_matches(key, list(known), n=1)
@@ -140,57 +118,28 @@ def _did_you_mean(key: str, known: dict[str, Any]) -> str:
 
 
 def _build(rows: list[Row], root: Path) -> Matrix:
-    made: dict[str, list[object]] = {t: [] for t in TABLES}
+    """Each row made its table's record; each table's rows the `Matrix` field that names it."""
+    made: dict[str, list[Any]] = {t: [] for t in TABLES}
     for row in rows:
-        made[row.table].append(_make(TABLES[row.table].make, row.values))
-    return Matrix(
-        toolkit_drivers=_rows(made, "toolkit", ToolkitDriver),
-        minor_compat=_rows(made, "minor_compat", MinorCompat),
-        arch_sets=_rows(made, "arch_set", ArchSet),
-        gpus=_rows(made, "gpu", GpuModel),
-        releases=_rows(made, "release", PaddleRelease),
-        builds=_rows(made, "build", PaddleBuild),
-        images=_rows(made, "image", ImageTag),
-        registries={r.name: r.ref for r in _rows(made, "registry", Registry)},
-        path=str(root),
-        defects=_rows(made, "defect", Defect),
-        newest_source=newest_source_read(root),
-        arm64_builds=_rows(made, "arm64_build", Arm64Build),
-        arch_facts=_rows(made, "arch_fact", ArchFact),
-    )
-
-
-def _rows(made: dict[str, list[object]], table: str, model: type[T]) -> tuple[T, ...]:
-    """The rows of `table`, typed as its model (schema.TABLES makes each table's rows so)."""
-    typed = tuple(row for row in made[table] if isinstance(row, model))
-    assert len(typed) == len(made[table]), f"{table}: TABLES makes another type than {model}"
-    return typed
+        made[row.table].append(TABLES[row.table].row(**row.values))
+    tables: dict[str, Any] = {
+        f.name: tuple(made[f.metadata["table"]]) for f in fields(Matrix) if "table" in f.metadata
+    }
+    registries: tuple[Registry, ...] = tables["registries"]
+    tables["registries"] = {r.name: r.ref for r in registries}
+    return Matrix(**tables, path=str(root), newest_source=newest_source_read(root))
 
 
 _NEWEST = re.compile(r"^Newest source read: (\d{4}-\d{2}-\d{2})", re.MULTILINE)
 
 
 def newest_source_read(root: Path) -> str | None:
-    """The date `README.md` beside the TOML files gives for the newest source the matrix has read
-    (issue 22.11): how current a verdict can be. None when it says none."""
+    """The date `README.md` beside the TOML files gives for the newest source the matrix has read:
+    how current a verdict can be (a verdict from a matrix months old says so). None when it says
+    none."""
     try:
         text = (root / "README.md").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
     found = _NEWEST.search(text)
     return found.group(1) if found else None
-
-
-def _make(cls: type[T], values: dict[str, Any]) -> T:
-    """Absent optional fields become None; `note` is for people reading the TOML and is kept only
-    where the model has a field for it."""
-    model: type = cls  # a class, hashable: the key of _plan's cache
-    names, required = _plan(model)
-    return cls(**{n: values.get(n) for n in names if n in values or n in required})
-
-
-@functools.cache
-def _plan(cls: type) -> tuple[tuple[str, ...], frozenset[str]]:
-    found = fields(cls)
-    required = {f.name for f in found if f.default is MISSING and f.default_factory is MISSING}
-    return tuple(f.name for f in found), frozenset(required)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from envcheck.contracts.record import record
+from envcheck.contracts.record import field, record
 from envcheck.contracts.versions import parse_dotted, release_of
+from envcheck.matrix import fields as check
 
 
 def release_version(text: str) -> Version:
@@ -21,58 +22,70 @@ def release_version(text: str) -> Version:
     return Version(f"{v.base_version}{pre}{dev}")
 
 
+# Each row record is its table's schema: a field without a default must be written in the TOML, one
+# with a default may be left out; its metadata names its check (`envcheck.matrix.fields`), and
+# `ident` marks the fields that name a row in messages (unique together), `gpu_only` the fields a
+# CPU build or image must leave out. `envcheck.matrix.schema` derives the tables from them.
+
+
 @record
 class ToolkitDriver:
     """CUDA toolkit release -> minimum Linux x86_64 driver (full compatibility), NV-RN Table 3."""
 
-    cuda: str  # "12.2.2"
-    label: str  # "12.2 Update 2"
-    min_driver: str  # "535.104.05"
-    source: str
-    confirmed: bool = True
+    cuda: str = field(metadata={"check": check.dotted, "ident": True})  # "12.2.2"
+    label: str = field(metadata={"check": check.text})  # "12.2 Update 2"
+    min_driver: str = field(metadata={"check": check.dotted})  # "535.104.05"
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
 class MinorCompat:
     """The floor for running any build of a CUDA major through minor-version compatibility."""
 
-    cuda_major: int
-    min_driver: str
-    source: str
-    confirmed: bool = True
-    note: str | None = None
+    cuda_major: int = field(metadata={"check": check.integer, "ident": True})
+    min_driver: str = field(metadata={"check": check.dotted})
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
 class ArchSet:
     """Real (SASS) architectures a CUDA toolkit can build, e.g. 11.8 -> 35 … 90."""
 
-    cuda: str  # "11.8": applies to this and later minors until the next row
-    archs: tuple[int, ...]
-    source: str
-    confirmed: bool = True
+    # "11.8": applies to this and later minors until the next row
+    cuda: str = field(metadata={"check": check.dotted, "ident": True})
+    archs: tuple[int, ...] = field(metadata={"check": check.archs})
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
 class GpuModel:
     """A GPU family (matched by name) and its compute capability."""
 
-    names: tuple[str, ...]  # substrings matched against the NVML name, e.g. ("A100", "A800")
-    compute_capability: str  # "8.0"
-    architecture: str  # "Ampere"
-    source: str
-    confirmed: bool = True
+    # substrings matched against the NVML name, e.g. ("A100", "A800")
+    names: tuple[str, ...] = field(metadata={"check": check.texts, "ident": True})
+    compute_capability: str = field(metadata={"check": check.cc})  # "8.0"
+    architecture: str = field(metadata={"check": check.text})  # "Ampere"
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
 class PaddleRelease:
     """A Paddle release: its compute capability floor and the Pythons it supports."""
 
-    version: str
-    min_compute_capability: str  # "6.0" (docs: "超过 6.0")
-    python: str | None  # a SpecifierSet, e.g. ">=3.9,<3.14"
-    source: str
-    confirmed: bool = True
+    version: str = field(metadata={"check": check.pep440, "ident": True})
+    min_compute_capability: str = field(metadata={"check": check.cc})  # "6.0" (docs: "超过 6.0")
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    python: str | None = field(default=None, metadata={"check": check.specifier})  # ">=3.9,<3.14"
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
@@ -87,24 +100,45 @@ class PaddleBuild:
     cu129 has no sm_61, its cu118 build runs a GTX 1080: PaddleX#4682).
     """
 
-    paddle: str
-    package: str  # "paddlepaddle-gpu" | "paddlepaddle"
-    cuda: str | None  # None for CPU
-    cudnn: str | None
-    archs: tuple[int, ...] | None  # compiled SASS archs where known
-    pip: str  # the exact install command
-    source: str
-    confirmed: bool = True
-    archs_source: str | None = None  # how `archs` is known: "MEASURED W-262", "Paddle#55715"
-    archs_unknown: str | None = None  # the explicit marker: why the list is not known
-    archs_absent: tuple[int, ...] = ()  # archs a public report shows missing
-    archs_present: tuple[int, ...] = ()  # archs a public report shows running
-    archs_platform: str | None = None  # where `archs` was seen: "linux/amd64", "windows/amd64"
-    min_compute_capability: str | None = (
-        None  # this build's floor, where it differs (Kepler: cu102)
+    paddle: str = field(metadata={"check": check.pep440, "ident": True})
+    package: str = field(  # "paddlepaddle-gpu" | "paddlepaddle"
+        metadata={"check": check.one_of("paddlepaddle-gpu", "paddlepaddle"), "ident": True}
     )
-    paddle_min_driver: str | None = None  # Paddle docs' own (stricter) floor, a note only
-    cudart_static: bool = False  # measured: the CUDA runtime is linked in (no libcudart needed)
+    pip: str = field(metadata={"check": check.text})  # the exact install command
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    cuda: str | None = field(  # None for CPU
+        default=None, metadata={"check": check.dotted, "ident": True, "gpu_only": True}
+    )
+    cudnn: str | None = field(default=None, metadata={"check": check.dotted, "gpu_only": True})
+    # compiled SASS archs where known
+    archs: tuple[int, ...] | None = field(
+        default=None, metadata={"check": check.archs, "gpu_only": True}
+    )
+    # how `archs` is known: "MEASURED W-262", "Paddle#55715"
+    archs_source: str | None = field(default=None, metadata={"check": check.text, "gpu_only": True})
+    # the explicit marker: why the list is not known
+    archs_unknown: str | None = field(
+        default=None, metadata={"check": check.text, "gpu_only": True}
+    )
+    # archs a public report shows missing / running
+    archs_absent: tuple[int, ...] = field(
+        default=(), metadata={"check": check.archs, "gpu_only": True}
+    )
+    archs_present: tuple[int, ...] = field(
+        default=(), metadata={"check": check.archs, "gpu_only": True}
+    )
+    # where `archs` was seen: "linux/amd64", "windows/amd64"
+    archs_platform: str | None = field(
+        default=None, metadata={"check": check.wheel_platform, "gpu_only": True}
+    )
+    # this build's floor, where it differs (Kepler: cu102)
+    min_compute_capability: str | None = field(default=None, metadata={"check": check.cc})
+    # Paddle docs' own (stricter) floor, a note only
+    paddle_min_driver: str | None = field(default=None, metadata={"check": check.dotted})
+    # measured: the CUDA runtime is linked in (no libcudart needed)
+    cudart_static: bool = field(default=False, metadata={"check": check.boolean, "gpu_only": True})
+    note: str | None = field(default=None, metadata={"check": check.text})
 
     def archs_on(self, platform: str | None) -> tuple[int, ...] | None:
         """The compiled archs where they were seen on `platform` (`"linux/amd64"`), else None:
@@ -131,32 +165,38 @@ class ArchFact:
     a platform. A member's own row overrides it where the two disagree (`envcheck.matrix.scope`).
     """
 
-    id: str  # "2.5-cuda11-list"
-    releases: str  # a PEP 440 specifier: "==2.5.*", "==3.*"
-    cuda: str  # "11" (the CUDA 11 family) or "11.8" (that variant)
-    source: str
-    confirmed: bool = True
-    archs: tuple[int, ...] | None = None  # the full compiled list
-    absent: tuple[int, ...] = ()  # archs a report shows missing
-    present: tuple[int, ...] = ()  # archs a report shows running
-    platform: str | None = None  # where it was seen; None: every platform
-    note: str | None = None
+    id: str = field(metadata={"check": check.row_id, "ident": True})  # "2.5-cuda11-list"
+    releases: str = field(metadata={"check": check.specifier})  # PEP 440: "==2.5.*", "==3.*"
+    # "11" (the CUDA 11 family) or "11.8" (that variant)
+    cuda: str = field(metadata={"check": check.dotted})
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    # the full compiled list
+    archs: tuple[int, ...] | None = field(default=None, metadata={"check": check.archs})
+    absent: tuple[int, ...] = field(default=(), metadata={"check": check.archs})  # shown missing
+    present: tuple[int, ...] = field(default=(), metadata={"check": check.archs})  # shown running
+    # where it was seen; None: every platform
+    platform: str | None = field(default=None, metadata={"check": check.wheel_platform})
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
 class ImageTag:
     """A Paddle image tag in the registries, with its CUDA and platforms."""
 
-    paddle: str
-    tag: str
-    kind: str  # "gpu" | "cpu"
-    cuda: str | None
-    cudnn: str | None
-    registries: tuple[str, ...]  # names in Matrix.registries
-    source: str
-    confirmed: bool = True
-    digest: str | None = None  # pinned "sha256:…" when known
-    platforms: tuple[str, ...] = ("linux/amd64",)  # "linux/amd64", "linux/arm64"
+    paddle: str = field(metadata={"check": check.pep440})
+    tag: str = field(metadata={"check": check.docker_tag, "ident": True})
+    kind: str = field(metadata={"check": check.one_of("gpu", "cpu")})  # "gpu" | "cpu"
+    # names in Matrix.registries
+    registries: tuple[str, ...] = field(metadata={"check": check.texts})
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    # "linux/amd64", "linux/arm64": every row names them
+    platforms: tuple[str, ...] = field(metadata={"check": check.platforms})
+    cuda: str | None = field(default=None, metadata={"check": check.dotted, "gpu_only": True})
+    cudnn: str | None = field(default=None, metadata={"check": check.dotted, "gpu_only": True})
+    digest: str | None = field(default=None, metadata={"check": check.digest})  # pinned "sha256:…"
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
@@ -165,15 +205,20 @@ class Arm64Build:
     its indexes; a Jetson wheel exists per JetPack (Paddle#72578), or nothing (`pip` None:
     Paddle#74126 for JetPack 6, the server GPUs such as GB10)."""
 
-    device: str  # "jetson" | "server"
-    source: str
-    confirmed: bool = True
-    jetpack: str | None = None  # "5.1.2"
-    sm: tuple[int, ...] = ()  # the GPUs it is for (87: Orin); () = every other arm64 GPU
-    paddle: str | None = None
-    cuda: str | None = None
-    python: str | None = None  # "3.8"
-    pip: str | None = None  # the exact install command; None: no build exists
+    # "jetson" | "server"
+    device: str = field(metadata={"check": check.one_of("jetson", "server"), "ident": True})
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    # "5.1.2"
+    jetpack: str | None = field(default=None, metadata={"check": check.text, "ident": True})
+    # the GPUs it is for (87: Orin); () = every other arm64 GPU
+    sm: tuple[int, ...] = field(default=(), metadata={"check": check.archs})
+    paddle: str | None = field(default=None, metadata={"check": check.pep440})
+    cuda: str | None = field(default=None, metadata={"check": check.dotted})
+    python: str | None = field(default=None, metadata={"check": check.text})  # "3.8"
+    # the exact install command; None: no build exists
+    pip: str | None = field(default=None, metadata={"check": check.text})
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
@@ -185,32 +230,49 @@ class Defect:
     the CPU.
     """
 
-    id: str  # "cuda13.0-compat-libcuda"
-    image_cuda: str  # images of this CUDA (major.minor) are affected
-    driver_above: str  # ... on host drivers newer than this
-    message: str
-    fix: str
-    source: str
-    confirmed: bool = True
+    id: str = field(metadata={"check": check.row_id, "ident": True})  # "cuda13.0-compat-libcuda"
+    # images of this CUDA (major.minor) are affected on host drivers newer than `driver_above`
+    image_cuda: str = field(metadata={"check": check.dotted})
+    driver_above: str = field(metadata={"check": check.dotted})
+    message: str = field(metadata={"check": check.text})
+    fix: str = field(metadata={"check": check.text})
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    note: str | None = field(default=None, metadata={"check": check.text})
+
+
+@record
+class Registry:
+    """One `[[registry]]` entry: a name for an image repository (`Matrix.registries`)."""
+
+    name: str = field(metadata={"check": check.text, "ident": True})  # "dockerhub"
+    ref: str = field(metadata={"check": check.repository})  # "docker.io/paddlepaddle/paddle"
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    note: str | None = field(default=None, metadata={"check": check.text})
 
 
 @record
 class Matrix:
-    """The whole compatibility matrix, every table of `matrix/*.toml` validated."""
+    """The whole compatibility matrix, every table of `matrix/*.toml` validated.
 
-    toolkit_drivers: tuple[ToolkitDriver, ...]
-    minor_compat: tuple[MinorCompat, ...]
-    arch_sets: tuple[ArchSet, ...]
-    gpus: tuple[GpuModel, ...]
-    releases: tuple[PaddleRelease, ...]
-    builds: tuple[PaddleBuild, ...]
-    images: tuple[ImageTag, ...]
-    registries: dict[str, str]  # "dockerhub" -> "docker.io/paddlepaddle/paddle"
+    A field with a `table` in its metadata holds the rows of `[[table]]` entries, in file order:
+    the row record is the tuple's, or `row` for a table kept in another shape."""
+
+    toolkit_drivers: tuple[ToolkitDriver, ...] = field(metadata={"table": "toolkit"})
+    minor_compat: tuple[MinorCompat, ...] = field(metadata={"table": "minor_compat"})
+    arch_sets: tuple[ArchSet, ...] = field(metadata={"table": "arch_set"})
+    gpus: tuple[GpuModel, ...] = field(metadata={"table": "gpu"})
+    releases: tuple[PaddleRelease, ...] = field(metadata={"table": "release"})
+    builds: tuple[PaddleBuild, ...] = field(metadata={"table": "build"})
+    images: tuple[ImageTag, ...] = field(metadata={"table": "image"})
+    # "dockerhub" -> "docker.io/paddlepaddle/paddle"
+    registries: dict[str, str] = field(metadata={"table": "registry", "row": Registry})
     path: str = ""
-    defects: tuple[Defect, ...] = ()
+    defects: tuple[Defect, ...] = field(default=(), metadata={"table": "defect"})
     newest_source: str | None = None  # "2026-09-08": the newest source the matrix has read
-    arm64_builds: tuple[Arm64Build, ...] = ()
-    arch_facts: tuple[ArchFact, ...] = ()
+    arm64_builds: tuple[Arm64Build, ...] = field(default=(), metadata={"table": "arm64_build"})
+    arch_facts: tuple[ArchFact, ...] = field(default=(), metadata={"table": "arch_fact"})
 
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:
