@@ -234,6 +234,9 @@ def test_a_saved_good_report_serves_as_a_baseline(tmp_path: Path) -> None:
         ("[1, 2]", "not an envcheck baseline"),
         ('{"kind": "something-else"}', "not an envcheck baseline"),
         ('{"kind": "envcheck-baseline", "baseline_version": 99, "facts": {}}', "newer envcheck"),
+        ('{"kind": "envcheck-baseline", "facts": {}}', 'no integer "baseline_version"'),
+        ('{"kind": "envcheck-baseline", "baseline_version": 0, "facts": {}}', "the first envcheck"),
+        (json.dumps(samples.healthy().to_json() | {"schema_version": 99}), "newer envcheck"),
         ('{"kind": "envcheck-baseline", "baseline_version": 1}', '"facts" is missing'),
         (
             '{"kind": "envcheck-baseline", "baseline_version": 1, "facts": {"driver": 535}}',
@@ -248,6 +251,9 @@ def test_a_saved_good_report_serves_as_a_baseline(tmp_path: Path) -> None:
         "list",
         "other-kind",
         "newer",
+        "no-version",
+        "version-before-the-first",
+        "good-report-of-a-newer-envcheck",
         "no-facts",
         "number-fact",
         "failed-report",
@@ -309,3 +315,32 @@ def test_doctor_with_a_missing_baseline_exits_2_with_the_fix(tmp_path: Path) -> 
         done.returncode == 2 and json.loads(done.stdout)["verdict"] == "error"
     )  # --json: a document
     assert "nope.json: no such file" in done.stderr and "--save-baseline" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"v": True}, 'not an envcheck {name} (no integer "{key}")'),
+        ({"v": 1000}, "written by a newer envcheck ({key} 1000 > {newest}); upgrade envcheck"),
+        ({"v": -1}, "not an envcheck {name} ({key} -1: the first envcheck wrote is 1)"),
+    ],
+    ids=["boolean", "newer", "negative"],
+)
+def test_a_report_and_a_baseline_are_refused_in_the_same_words(
+    change: dict[str, Any], words: str
+) -> None:
+    """Both kinds of saved document are checked by one `Versioned` (schema_version / kind / too
+    new / never written), so a fleet and a drift check say the same of the same fault."""
+    from envcheck.contracts.saved_report import REPORT, SavedReport, parse_report
+    from envcheck.verdict.drift import BASELINE
+
+    report = samples.healthy().to_json() | {"schema_version": change["v"]}
+    baseline = baseline_document(samples.healthy()) | {"baseline_version": change["v"]}
+    for kind, fails in (
+        (REPORT, lambda: parse_report(SavedReport("r.json", report))),
+        (BASELINE, lambda: parse_baseline(baseline)),
+    ):
+        expected = words.format(name=kind.name, key=kind.key, newest=kind.newest)
+        with pytest.raises(ValueError) as info:
+            fails()
+        assert str(info.value) == expected

@@ -18,7 +18,9 @@ from envcheck.contracts.host_report import SCHEMA_VERSION, VERDICTS, ImageChoice
 from envcheck.contracts.record import record
 from envcheck.contracts.remedy import as_remedy
 from envcheck.contracts.remedy import from_document as remedy_document
+from envcheck.contracts.versioned import DocumentVersionError, Versioned
 
+REPORT = Versioned("report", "schema_version", SCHEMA_VERSION)
 TIMESTAMP_KEYS = ("generated_at", "finished_at", "started_at", "timestamp")  # in `meta`
 MAX_EXIT_CODE = int(ExitStatus.WRONG_RESULTS)  # the worst verdict; 130 leaves no report
 
@@ -72,15 +74,10 @@ class HostReport:
 def parse_report(saved: SavedReport) -> HostReport:
     """Validate one saved `envcheck doctor --json` document; ReportDocumentError says what is wrong."""
     doc = saved.document
-    if not isinstance(doc, dict):
-        raise ReportDocumentError(f"expected a JSON object, got {type(doc).__name__}")
-    version = doc.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ReportDocumentError('not an envcheck report (no integer "schema_version")')
-    if version > SCHEMA_VERSION:
-        raise ReportDocumentError(
-            f"written by a newer envcheck (schema_version {version} > {SCHEMA_VERSION}); upgrade envcheck"
-        )
+    try:
+        REPORT.version_of(doc)
+    except DocumentVersionError as e:
+        raise ReportDocumentError(str(e)) from e
     verdict = doc.get("verdict")
     if verdict not in VERDICTS:
         raise ReportDocumentError(

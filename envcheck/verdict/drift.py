@@ -25,11 +25,13 @@ from envcheck.contracts.facts import FactsError, HostFacts, host_from_document
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.host_report import SCHEMA_VERSION, Report
 from envcheck.contracts.record import record
-from envcheck.contracts.saved_report import object_field, report_time
+from envcheck.contracts.saved_report import REPORT, object_field, report_time
+from envcheck.contracts.versioned import Versioned
 from envcheck.verdict.fixes import RELOAD_MODULE
 
 BASELINE_KIND = "envcheck-baseline"
 BASELINE_VERSION = 1
+BASELINE = Versioned("baseline", "baseline_version", BASELINE_VERSION, kind=BASELINE_KIND)
 
 REBASELINE = "once the new state is validated, re-run with --save-baseline FILE to accept it"
 
@@ -238,25 +240,19 @@ def parse_baseline(doc: Any) -> dict[str, Any]:
     """Validate a baseline document (or turn a saved good report into one); ValueError if not."""
     if isinstance(doc, dict) and "findings" in doc and "host" in doc:
         return _from_report(doc)
-    if not isinstance(doc, dict) or doc.get("kind") != BASELINE_KIND:
-        raise ValueError(f'not an envcheck baseline (no "kind": "{BASELINE_KIND}")')
-    version = doc.get("baseline_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ValueError("baseline_version is missing or not an integer")
-    if version > BASELINE_VERSION:
-        raise ValueError(
-            f"written by a newer envcheck (baseline_version {version}); upgrade envcheck"
-        )
-    facts = doc.get("facts")
+    BASELINE.version_of(doc)
+    baseline: dict[str, Any] = doc  # a JSON object, as version_of checked
+    facts = baseline.get("facts")
     if not isinstance(facts, dict):
         raise ValueError('"facts" is missing or not an object')
     bad = [k for k, v in facts.items() if v is not None and not isinstance(v, str)]
     if bad:
         raise ValueError(f"facts must be strings or null: {', '.join(sorted(bad))}")
-    return doc
+    return baseline
 
 
 def _from_report(doc: dict[str, Any]) -> dict[str, Any]:
+    REPORT.version_of(doc)  # a report of a newer envcheck may mean its facts otherwise
     if doc.get("verdict") not in ("pass", "warn"):
         raise ValueError(
             f"this saved report is not a good run (verdict {doc.get('verdict')!r}): "
