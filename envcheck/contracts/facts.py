@@ -379,6 +379,6 @@ def usable_gpus(host: HostFacts) -> tuple[GpuFacts, ...]:
 
 def unlisted_gpus(host: HostFacts) -> int:
     """NVIDIA GPUs the machine has while the driver cannot list them (a reboot pending): the
-    plan stays a GPU plan (issue 21.9)."""
+    plan stays a GPU plan, or a host one reboot from working would be sent to the CPU image."""
     d = host.driver
     return d.gpus_present or 0 if d.status != "ok" else 0
