@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from packaging.version import InvalidVersion, Version
@@ -201,9 +202,14 @@ def from_dict(cls: type[T], data: Any, where: str = "host") -> T:
     kwargs: dict[str, Any] = {}
     for name, hint, as_is, check, required in _fields_of(cls):  # type: ignore[arg-type]
         if name in data:
-            value = data[name]
-            if check is not None or type(value) not in as_is:  # else exactly its JSON type: as is
-                value = _read(value, hint, as_is, check, f"{where}.{name}")
+            value = data[name]  # `_read`, written out: the fleet merge's hot path (~10% faster)
+            if check is None or not callable(check):
+                if type(value) not in as_is:  # exactly the field's JSON type: nothing to coerce
+                    value = _coerce(hint, value, f"{where}.{name}")
+                if check is not None and value is not None:
+                    _check(check, value, f"{where}.{name}")
+            else:
+                value = _own_check(check, value, f"{where}.{name}")
             kwargs[name] = value
         elif required:
             raise FactsError(f"{where}.{name}: missing (required)")
@@ -229,20 +235,25 @@ def read_fields(cls: type, data: dict[str, Any], where: str) -> tuple[dict[str, 
 
 
 def _read(value: Any, hint: Any, as_is: frozenset[type], check: Any, where: str) -> Any:
-    """One field's value. Its `check` (the field's metadata) is a word of `_check`'s, run on the
-    value coerced to the field's type, or a function that takes the value as written and returns
-    it typed, raising ValueError in words: the matrix's strict TOML checks
-    (`envcheck.matrix.fields`), where `cuda = 12.10` is an error and not "12.1"."""
+    """One field's value: coerced to the field's type and checked by the word its metadata names
+    (`_check`), or read by the field's own check. `from_dict` writes the same out in its loop."""
     if callable(check):
-        try:
-            return check(value)
-        except ValueError as e:
-            raise FactsError(f"{where}: {e}") from e
+        return _own_check(check, value, where)
     if type(value) not in as_is:
         value = _coerce(hint, value, where)
     if check is not None and value is not None:
         _check(check, value, where)
     return value
+
+
+def _own_check(check: Callable[[Any], Any], value: Any, where: str) -> Any:
+    """A field's own check: a function of the value as written that returns it typed, raising
+    ValueError in words. The matrix's (`envcheck.matrix.fields`) are strict, as TOML written by
+    hand needs: `cuda = 12.10` is refused, where a saved facts document's 12.2 reads as "12.2"."""
+    try:
+        return check(value)
+    except ValueError as e:
+        raise FactsError(f"{where}: {e}") from e
 
 
 @functools.cache
