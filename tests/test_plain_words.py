@@ -91,15 +91,6 @@ NOT_OURS = (
 # loses them there. Remove an entry once its file is clean or gone (the test below says when).
 TRACKER_NUMBERS_LEFT = frozenset(
     {
-        # the contracts of the host report and its facts
-        "envcheck/contracts/facts.py",
-        "envcheck/contracts/host_report.py",
-        # the matrix's loader and cache
-        "envcheck/matrix/cache.py",
-        "envcheck/matrix/crossrows.py",
-        "envcheck/matrix/load.py",
-        "envcheck/matrix/provenance.py",
-        "envcheck/matrix/toml.py",
         # the smoke: its plan, runner, verdict and workload
         "envcheck/smoke/parse.py",
         "envcheck/smoke/plan.py",

@@ -51,7 +51,7 @@ class ImageChoice:
     source: str | None = None
     digest: str | None = None
     rejected: tuple[Rejected, ...] = ()
-    # The variant preference (issue 22.2): True when the build is known to hold every GPU's arch
+    # The variant preference: True when the build is known to hold every GPU's arch
     # (its list, or a report of it running there), False when nothing shows it; `arch_note` then
     # says so. `pip_command` is that same preferred variant's wheel.
     arch_known: bool | None = None

@@ -7,7 +7,7 @@ returned for one file, and its key is the SHA-256 of that file's bytes plus the 
 (envcheck and Python versions, this module's and the TOML shim's source): an edit, a loader
 change or a touched mtime can never serve a stale result.
 
-It can never run code either (issue #9.3: the old cache was a pickle in a predictable path, and a
+It can never run code either (the old cache was a pickle in a predictable path, and a
 planted pickle ran `id` as root). JSON is data; and the folder is used only when it is ours: a
 real directory (not a link), owned by the effective user, writable by nobody else, created 0700.
 Each file is opened without following links and must pass the same ownership test. A cache that
@@ -100,7 +100,7 @@ def _salt() -> bytes:
 
 def _toml_parser_file() -> str | None:
     """The file of the TOML parser envcheck/matrix/toml.py imports (`tomllib`, else `tomli`),
-    found without importing it: a cache hit never parses (#27.3)."""
+    found without importing it: a cache hit never parses, so never pays for importing one."""
     from importlib.util import find_spec
 
     spec = find_spec("tomllib") or find_spec("tomli")
@@ -109,7 +109,7 @@ def _toml_parser_file() -> str | None:
 
 def _read(entry: Path) -> dict[str, Any] | None:
     try:
-        # O_NONBLOCK: a FIFO planted there is a miss (the fstat below), not a hang (#23.9)
+        # O_NONBLOCK: a FIFO planted there is a miss (the fstat below), not a hang
         fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None  # a miss, or a link someone planted
@@ -131,7 +131,7 @@ def _write(folder: Path, entry: Path, doc: dict[str, Any]) -> None:
         return  # a TOML date or a NaN has no exact JSON form: parse that file every time
     if json.loads(text) != doc:
         return  # never cache what would not come back identical
-    import tempfile  # only on a miss: a warm run never writes (#27.3)
+    import tempfile  # only on a miss: a warm run never writes, so never imports it
 
     try:
         fd, tmp = tempfile.mkstemp(prefix=".toml-", suffix=".tmp", dir=folder)  # 0600, O_EXCL

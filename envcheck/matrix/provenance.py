@@ -1,4 +1,4 @@
-"""Say where a matrix fact comes from in plain words (issue 10.10).
+"""Say where a matrix fact comes from in plain words: "Paddle's install docs", not `D-2.6`.
 
 The rows cite source keys (`D-2.6`, `3P`, `NV-RN`, `Paddle#76558`; matrix/README.md). Those keys
 stay in `--json` and `--explain`; messages a person reads say what kind of source it is.

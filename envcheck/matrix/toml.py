@@ -2,7 +2,7 @@
 
 Imported where a TOML file is parsed, when it is: a doctor whose matrix comes from the parse
 cache (envcheck/matrix/cache.py) never needs it, and `tomllib` with the `datetime` it imports
-is ~0.4 MB of the doctor's peak memory and ~3 ms of its start (#27.3, #27.4).
+is ~0.4 MB of the doctor's peak memory and ~3 ms of its start.
 """
 
 from __future__ import annotations
