@@ -19,6 +19,7 @@ from envcheck.contracts.command_env import PROCESS_CWD, Environment
 from envcheck.contracts.errors import UsageError
 from envcheck.edges import activity
 from envcheck.render.activity import PlainActivity, heartbeat_interval, make_activity_display
+from tests.paths import ROOT
 from tests.silence import Watched, watch
 
 IMAGE = "envcheck-test/paddle-cpu:3.3.1"
@@ -27,7 +28,7 @@ pytest_plugins = ("tests.fakenv",)  # no_driver
 # The CPU image and CPU Paddle train on the CPU: a pass only where no GPU is expected, so every
 # doctor here runs on a host without a driver, even on a GPU machine (the lent H100 said exit 1/6).
 pytestmark = pytest.mark.usefixtures("no_driver")
-HANG = os.path.join(os.path.dirname(__file__), "smoke_scripts", "hang.py")
+HANG = str(ROOT / "tests" / "smoke_scripts" / "hang.py")
 
 
 def doctor(*args: str, tty: bool, **env: str) -> Watched:

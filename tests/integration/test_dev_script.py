@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
-DEV = Path(__file__).resolve().parent.parent / "scripts" / "dev"
+from tests.paths import ROOT
+
+DEV = ROOT / "scripts" / "dev"
 TOOLS = ("grep", "curl", "id", "cat", "dirname", "pgrep", "mkdir", "setsid", "nohup", "sleep")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.inprocess import doctor_process
+from tests.paths import ROOT
 
 pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
 
@@ -229,7 +230,7 @@ def test_the_cuda_child_starts_before_typing_threading_and_enum_are_imported() -
     enums alone cost ~15 ms on a loaded two-core machine (bench/bench_doctor.py)."""
     run = subprocess.run(
         [sys.executable, "-c", ENTRY_IMPORTS],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,

@@ -24,11 +24,12 @@ from envcheck.fix import journal
 from envcheck.smoke.workload.protocol import CORRUPT_ENV
 from tests import fakenv, fix_env
 from tests.inprocess import ENV, envcheck_process, run_envcheck
+from tests.paths import ROOT
 
 pytest_plugins = ("tests.fakenv",)
 
 CPU_INDEX = "packages/stable/cpu"
-SCHEMAS = Path(__file__).resolve().parent.parent / "schema"
+SCHEMAS = ROOT / "schema"
 
 
 def _validator() -> jsonschema.Draft202012Validator:

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,11 +30,11 @@ from tests import scenarios as s
 from tests.fakenv import profile_names
 from tests.fix_commands import commands_of, pip_problems, shell_problems
 from tests.inprocess import doctor_process
+from tests.paths import DATA
 from tests.test_render_fixes import JUDGE_HOSTS
 
 pytest_plugins = ("tests.fakenv",)
 
-DATA = Path(__file__).parent / "data"
 NO_PADDLE = "/usr/bin/python3"  # Debian's Python: no Paddle (the fakes' "not installed" case)
 
 # Paddle 2.5.2 for CUDA 10.2 (its matrix row), no libcudnn found: PyPI never had a cuDNN wheel

@@ -13,9 +13,9 @@ import pytest
 from tests.fakenv import profile_names
 from tests.fix_consistency import contradictions
 from tests.inprocess import doctor_process
+from tests.paths import DATA
 
 pytest_plugins = ("tests.fakenv",)
-DATA = Path(__file__).parent / "data"
 pytestmark = pytest.mark.fakegpu
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from envcheck.contracts.errors import UsageError
 from envcheck.probe.interpreter import resolve_interpreter
+from tests.paths import ROOT
 
 ENVCHECK = [sys.executable, "-m", "envcheck"]
 
@@ -133,7 +134,7 @@ def test_envcheck_in_pipx_judges_the_python3_a_shell_runs_not_its_own_venv(
     `python3` on PATH (here this test's venv, with Paddle's CPU build, first on PATH)."""
     (sibling_venv / "pipx_metadata.json").write_text("{}")  # what pipx leaves in its venvs
     site = next(p for p in sys.path if p.startswith(sys.prefix) and p.endswith("site-packages"))
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(ROOT)
     env = {
         **os.environ,
         "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",

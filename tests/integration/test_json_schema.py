@@ -17,14 +17,13 @@ import pytest
 from envcheck.smoke.workload.protocol import LibraryOrigin, LibrarySource
 from tests import scenarios as s
 from tests.inprocess import envcheck, envcheck_process
+from tests.paths import DATA, ROOT
 
 pytest_plugins = ("tests.fakenv",)
 
-SCHEMA = json.loads(
-    (Path(__file__).parent.parent / "schema" / "doctor-report.schema.json").read_text()
-)
+SCHEMA = json.loads((ROOT / "schema" / "doctor-report.schema.json").read_text())
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-REAL_H100 = sorted((Path(__file__).parent / "data" / "real-h100").glob("[a-z]-*.json"))
+REAL_H100 = sorted((DATA / "real-h100").glob("[a-z]-*.json"))
 
 
 def _doctor(*args: str, fake: dict[str, str] | None = None) -> dict[str, Any]:

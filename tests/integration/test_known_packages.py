@@ -15,10 +15,10 @@ import pytest
 
 from envcheck.matrix.toml import tomllib
 from envcheck.verdict import known_packages as kp
+from tests.paths import ROOT
 from tests.servers import Answer, FakeRegistry, free_port
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "scripts" / "refresh_packages.py"
+SCRIPT = ROOT / "scripts" / "refresh_packages.py"
 
 
 def script_module() -> ModuleType:

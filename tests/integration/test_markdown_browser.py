@@ -21,12 +21,11 @@ from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.verdict.fleet import merge_reports
 from tests import report_samples as samples
 from tests.browser import measure
+from tests.paths import DATA
 
 pytestmark = pytest.mark.browser
 
-REAL_H100 = sorted(
-    p for p in (Path(__file__).parent / "data" / "real-h100").glob("*.json") if p.stem != "witness"
-)
+REAL_H100 = sorted(p for p in (DATA / "real-h100").glob("*.json") if p.stem != "witness")
 CHECK_ID = re.compile(r"[a-z0-9]+(?:\.[a-z0-9-]+)+")
 PYTHON_REPR = re.compile(r"\b(None|True|False)\b")
 

@@ -14,8 +14,7 @@ import pytest
 import yaml
 
 from envcheck import __version__
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 
 def test_wheel_ships_the_matrix_and_the_entry_point(tmp_path: Path) -> None:

@@ -36,13 +36,13 @@ from envcheck.registry.errors import ManifestNotFound, RegistryUnavailable
 from envcheck.render.progress import PlainDisplay
 from tests.conftest import BUSYBOX, BUSYBOX_CUDA, LocalRegistry
 from tests.inprocess import run_with_a_gone_reader
+from tests.paths import ROOT
 from tests.registry_push import PushedImage, push_index, push_random_image
 from tests.servers import TrickleServer, free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
 
 FAST = RetryPolicy(attempts=4, base=0.05, cap=0.2)  # the real backoff shape, test-sized
-ROOT = Path(__file__).resolve().parents[1]
 
 
 # -- fixtures -------------------------------------------------------------------------------------

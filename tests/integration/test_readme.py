@@ -18,8 +18,8 @@ from envcheck.cli import build_parser
 from envcheck.contracts.exitcodes import EXIT_CODES
 from tests.conftest import PADDLE_CPU
 from tests.inprocess import run_envcheck
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 MAX_LINES = 150  # what a newcomer reads in two minutes
 

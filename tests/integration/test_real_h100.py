@@ -32,10 +32,11 @@ from typing import Any
 import pytest
 
 from tests.inprocess import doctor_process
+from tests.paths import DATA
 
 pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
 
-REAL = Path(__file__).parent / "data" / "real-h100"
+REAL = DATA / "real-h100"
 PROFILE = "h100-580-lent"
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 SBATCH = ROOT / "deploy" / "slurm" / "envcheck.sbatch"
 STATE = Path(os.environ.get("ENVCHECK_DEV_STATE", "/var/tmp/envcheck-dev"))
 SLURM_DIR = STATE / "slurm"

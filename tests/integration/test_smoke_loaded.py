@@ -33,12 +33,11 @@ from envcheck.verdict.fixes import REBOOT_FIX, PipInstall
 from tests import fakenv
 from tests import smoke_samples as rec
 from tests.inprocess import process_env
+from tests.paths import DATA
 
 pytest_plugins = ("tests.fakenv",)
 
-REAL_HOST = (
-    Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"
-)  # docs/facts/real-gpu-host.md
+REAL_HOST = DATA / "hosts" / "h100-580-nopaddle.host.json"  # docs/facts/real-gpu-host.md
 IN_PROCESS = Plan(
     mode="in-process",
     gpu_expected=True,

@@ -16,10 +16,11 @@ from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.plan import gpu_expectation
 from tests import scenarios as s
 from tests.inprocess import envcheck, envcheck_process
+from tests.paths import DATA
 
 pytest_plugins = ("tests.fakenv",)
 
-REAL_262 = Path(__file__).parent / "data" / "real-h100" / "f-gpu262-expect.json"
+REAL_262 = DATA / "real-h100" / "f-gpu262-expect.json"
 
 
 def _after_verdict(text: str) -> list[str]:

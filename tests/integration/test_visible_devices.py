@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,12 +17,13 @@ from envcheck.matrix.load import load_matrix
 from envcheck.verdict.judge import Context, judge
 from envcheck.verdict.visible_devices import read_visible_devices
 from tests.inprocess import doctor_process
+from tests.paths import DATA
 
 pytest_plugins = ("tests.fakenv",)
 
 FAKE_UUID = "GPU-9c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f"  # tests/fakenv/profiles/h100-580.toml
 REAL_HOST = (
-    Path(__file__).parent / "data" / "hosts" / "h100-580-nopaddle.host.json"
+    DATA / "hosts" / "h100-580-nopaddle.host.json"
 )  # recorded on the real H100: docs/facts/real-gpu-host.md
 
 

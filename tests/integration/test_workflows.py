@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from envcheck.cli import build_parser
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 ACTION = ROOT / ".github" / "actions" / "envcheck" / "action.yml"
 GATE = ROOT / ".github" / "workflows" / "gpu-gate.yml"

@@ -26,6 +26,7 @@ from envcheck.render.annotations import (
 from envcheck.render.markdown import render_markdown
 from tests import report_samples as samples
 from tests.inprocess import Result, process_env, run_envcheck
+from tests.paths import DATA
 
 COMMAND = re.compile(r"^::(error|warning|notice)(?: (?P<props>[^:]*))?::(?P<data>.*)$")
 
@@ -272,7 +273,6 @@ def test_one_annotation_per_root_cause_as_the_terminal_folds_them() -> None:
     """Before: the real H100 with Paddle 2.6.2 got an annotation for the cuDNN mismatch beside the
     arch one whose fix (another build) resolves it, so the same advice showed twice."""
     import json
-    from pathlib import Path
 
     from envcheck.contracts.facts import host_from_document
     from envcheck.contracts.host_report import Report
@@ -281,7 +281,7 @@ def test_one_annotation_per_root_cause_as_the_terminal_folds_them() -> None:
     from envcheck.render.markdown import render_markdown
     from envcheck.verdict.judge import Context, judge
 
-    saved = Path(__file__).parent / "data" / "real-h100" / "f-gpu262-expect.json"
+    saved = DATA / "real-h100" / "f-gpu262-expect.json"
     host = host_from_document(json.loads(saved.read_text())["host"])
     matrix = load_matrix(None)
     image = select_image(host, matrix)

@@ -20,8 +20,8 @@ from envcheck.commands import manual
 from envcheck.contracts.errors import UsageError
 from envcheck.contracts.exitcodes import EXIT_CODES, EXIT_CODES_HELP
 from tests.inprocess import envcheck
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "completions.py"
 COMPLETIONS = {
     "bash": ROOT / "completions" / "envcheck.bash",

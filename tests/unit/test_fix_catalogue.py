@@ -13,8 +13,9 @@ from envcheck.contracts.facts import EngineFacts
 from envcheck.contracts.remedy import Instruction, Remedy
 from envcheck.verdict import fixes
 from tests.fix_commands import diagnostic, shell_problems
+from tests.paths import ROOT
 
-PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
+PACKAGE = ROOT / "envcheck"
 QUOTERS = (
     *sorted((PACKAGE / "verdict" / "rules").glob("*.py")),
     PACKAGE / "verdict" / "proof.py",

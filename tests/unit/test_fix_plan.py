@@ -18,8 +18,8 @@ from envcheck.matrix.mirror import PADDLE_INDEX
 from envcheck.verdict.fixes import cudnn_install, target_python
 from envcheck.verdict.judge import Context, judge
 from tests import fix_env
+from tests.paths import DATA
 
-DATA = Path(__file__).parent / "data"
 MATRIX = load_matrix(None, {})
 PY = "/srv/venv/bin/python"
 

@@ -25,6 +25,7 @@ from envcheck.verdict.hostlist import HostListError, compress_host_list, parse_h
 from envcheck.verdict.one_plan import resolved_by
 from tests import report_samples as samples
 from tests.inprocess import run_envcheck
+from tests.paths import DATA
 
 FLEET = [
     samples.healthy,
@@ -932,7 +933,7 @@ def test_a_bad_files_name_is_shown_never_obeyed(tmp_path: Path) -> None:
 
 # ------------------------------------------------ telling hosts apart, root causes, 30 hosts
 
-REAL_H100 = Path(__file__).parent / "data" / "real-h100" / "f-gpu262-expect.json"
+REAL_H100 = DATA / "real-h100" / "f-gpu262-expect.json"
 
 
 def _real_h100_without_hostname() -> dict[str, Any]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from envcheck.cli import build_parser
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "images" / "runner" / "Dockerfile"
 
 

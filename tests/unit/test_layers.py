@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
+from tests.paths import ROOT
+
+PACKAGE = ROOT / "envcheck"
 THIRD_PARTY = ("rich", "docker", "pynvml", "requests", "urllib3")
 
 # Each layer is a set of folders (packages): a module belongs to its folder's layer, a folder's

@@ -20,8 +20,7 @@ from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import ENV_VAR, REPO_DIR, matrix_dir
 from envcheck.matrix.model import Matrix
 from envcheck.matrix.toml import tomllib
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
 
 # compat_facts.md §0: the only tags a row may cite.
 SOURCE_TAGS = {

@@ -19,6 +19,7 @@ from envcheck.matrix import cache
 from envcheck.matrix.cache import CACHE_DIR_VAR
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
+from tests.paths import ROOT
 
 
 @pytest.fixture
@@ -177,7 +178,7 @@ def test_a_load_from_the_cache_never_imports_the_toml_parser(
     warm cache (the doctor's usual case) serves every file without them."""
     env = {**os.environ, CACHE_DIR_VAR: str(cache_folder)}
     say = [sys.executable, "-c", LOAD_AND_SAY, str(matrix_copy)]
-    cwd = Path(__file__).resolve().parent.parent
+    cwd = ROOT
     runs = [
         subprocess.run(say, env=env, cwd=cwd, capture_output=True, text=True, check=True)
         for _ in range(2)

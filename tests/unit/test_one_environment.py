@@ -28,11 +28,12 @@ from envcheck.smoke.runner import ownership
 from envcheck.smoke.runner.container import sweep_leftovers
 from tests.conftest import BUSYBOX
 from tests.inprocess import ENV, run_envcheck
+from tests.paths import ROOT
 from tests.test_smoke_sweep import crashed_labels
 
 pytest_plugins = ("tests.fakenv",)  # fake_nvidia
 
-PACKAGE = Path(__file__).resolve().parent.parent / "envcheck"
+PACKAGE = ROOT / "envcheck"
 # The process's edge: the only readers of its variables and streams. The entry point hands
 # `os.environ` to the probe it starts before envcheck.contracts.command_env is imported (#27.2).
 EDGES = ("contracts/command_env.py", "entry.py")

@@ -4,18 +4,16 @@ Events and messages recorded from the real engine (Docker 20.10, see tests/data)
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from envcheck.contracts.pull_events import PullProgress, classify_engine_error
 from envcheck.digest import short_id
+from tests.paths import DATA
 
 # A 4-layer pull of envcheck-test/busybox:layers, one layer already present (Downloading and
 # Extracting events thinned to two per layer).
-EVENTS = json.loads(
-    (Path(__file__).parent / "data" / "pull_events_busybox_layers.json").read_text()
-)
+EVENTS = json.loads((DATA / "pull_events_busybox_layers.json").read_text())
 DIGEST = "sha256:3de01dcdf677b726c5d1fb71e9ac36aad0e9b38e873970aa5bb26a7107ec8bab"
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from envcheck.contracts import record as rec
 from envcheck.contracts.record import field, record
+from tests.paths import ROOT
 
 Decorate = Callable[[type], Any]
 FROZEN: dict[str, Decorate] = {
@@ -297,7 +298,7 @@ def test_envcheck_makes_its_classes_with_records_only() -> None:
     """One way to make a data class in the product (the workload that travels into the container
     imports no dataclasses either): `dataclasses` would bring back its cost and a second set of
     rules for equality, hashing and copying."""
-    package = Path(__file__).resolve().parent.parent / "envcheck"
+    package = ROOT / "envcheck"
     found = []
     for path in sorted(package.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -367,7 +368,7 @@ def test_records_have_their_fields_on_other_pythons(python: str) -> None:
     )
     out = subprocess.run(
         [exe, "-c", code],
-        env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=60,

@@ -31,10 +31,10 @@ from tests import scenarios as s
 from tests.fakenv import profile_names
 from tests.fix_commands import dangling, diagnostic, shell_problems
 from tests.inprocess import ENV, doctor_process, envcheck_process
+from tests.paths import DATA
 
 pytest_plugins = ("tests.fakenv",)
 
-DATA = Path(__file__).parent / "data"
 MATRIX = load_matrix(None)
 RECORDED = {
     **{p.stem: p for p in sorted((DATA / "hosts").glob("*.json"))},

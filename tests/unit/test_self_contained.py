@@ -12,7 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 # Built from parts, so that this file does not match itself.
 OUTSIDE = re.compile(
     "|".join(

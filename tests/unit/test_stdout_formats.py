@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import xml.dom.minidom
-from pathlib import Path
 
 import pytest
 
 from tests.inprocess import envcheck, envcheck_process
+from tests.paths import DATA
 
-H100 = Path(__file__).parent / "data" / "real-h100" / "f-gpu262-expect.json"
+H100 = DATA / "real-h100" / "f-gpu262-expect.json"
 
 
 def _root_tag(text: str) -> str:
