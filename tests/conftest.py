@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.registry_push import Fresh
 from tests.servers import MAIN_REGISTRY_STORAGE, FlakyProxy, RegistryProcess, free_port, http_status
 
 # The matrix cache off for the whole suite and its subprocesses (#9.3): every test parses the TOML
@@ -105,6 +106,14 @@ def registry_factory(tmp_path: Path) -> Iterator[Callable[..., RegistryProcess]]
     yield start
     for process in started:
         process.stop()
+
+
+@pytest.fixture
+def fresh(docker_client: Any, registry: LocalRegistry) -> Iterator[Fresh]:
+    """Never-seen images pushed to the loopback registries, every local copy removed afterwards."""
+    images = Fresh(docker_client, registry, [])
+    yield images
+    images.cleanup()
 
 
 @pytest.fixture

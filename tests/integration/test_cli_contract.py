@@ -13,7 +13,7 @@ import pytest
 
 from tests import scenarios as s
 from tests.inprocess import ENV, envcheck, run_with_a_gone_reader
-from tests.test_cli import write
+from tests.scenarios import write
 
 
 @pytest.mark.parametrize(

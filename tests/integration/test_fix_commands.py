@@ -31,7 +31,7 @@ from tests.fakenv import profile_names
 from tests.fix_commands import commands_of, pip_problems, shell_problems
 from tests.inprocess import doctor_process
 from tests.paths import DATA
-from tests.test_render_fixes import JUDGE_HOSTS
+from tests.scenarios import JUDGE_HOSTS
 
 pytest_plugins = ("tests.fakenv",)
 

@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +34,9 @@ from envcheck.pull.run import RetryPolicy, pull_image
 from envcheck.registry.errors import ManifestNotFound, RegistryUnavailable
 from envcheck.render.progress import PlainDisplay
 from tests.conftest import BUSYBOX, BUSYBOX_CUDA, LocalRegistry
-from tests.inprocess import run_with_a_gone_reader
+from tests.inprocess import assert_one_screen, run_with_a_gone_reader
 from tests.paths import ROOT
-from tests.registry_push import PushedImage, push_index, push_random_image
+from tests.registry_push import Fresh, PushedImage, push_index
 from tests.servers import TrickleServer, free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
@@ -46,60 +45,6 @@ FAST = RetryPolicy(attempts=4, base=0.05, cap=0.2)  # the real backoff shape, te
 
 
 # -- fixtures -------------------------------------------------------------------------------------
-@dataclass
-class Fresh:
-    """Push never-seen images to a registry; every local copy is removed at the end."""
-
-    client: Any
-    registry: LocalRegistry
-    repos: list[str]
-
-    def push(
-        self,
-        *,
-        base: str | None = None,
-        layers: int = 3,
-        layer_size: int = 512 << 10,
-        env: dict[str, str] | None = None,
-        tag: str = "1",
-        repo: str | None = None,
-        architecture: str = "amd64",
-    ) -> tuple[str, PushedImage]:
-        repo = repo or f"envcheck-test/fresh-{uuid.uuid4().hex[:10]}"
-        self.repos.append(repo)
-        image = push_random_image(
-            base or self.registry.url,
-            repo,
-            tag,
-            layers=layers,
-            layer_size=layer_size,
-            env=env,
-            architecture=architecture,
-        )
-        return repo, image
-
-    def local(self, ref: str) -> dict[str, Any] | None:
-        import docker.errors
-
-        try:
-            return dict(self.client.api.inspect_image(ref))
-        except docker.errors.NotFound:
-            return None
-
-    def cleanup(self) -> None:
-        for image in self.client.images.list():
-            names = image.tags + image.attrs.get("RepoDigests", [])
-            if any(f"/{repo}:" in n or f"/{repo}@" in n for n in names for repo in self.repos):
-                self.client.images.remove(image.id, force=True)
-
-
-@pytest.fixture
-def fresh(docker_client: Any, registry: LocalRegistry) -> Iterator[Fresh]:
-    f = Fresh(docker_client, registry, [])
-    yield f
-    f.cleanup()
-
-
 def envcheck(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
@@ -112,12 +57,6 @@ def envcheck(
         env={**os.environ, **(env or {})},
         check=False,
     )
-
-
-def assert_one_screen(stderr: str) -> None:
-    assert "Traceback" not in stderr
-    assert stderr.startswith("envcheck: error: ") or "\nenvcheck: error: " in stderr
-    assert len(stderr.splitlines()) <= 12
 
 
 class SentinelEngine:

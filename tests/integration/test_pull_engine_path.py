@@ -26,18 +26,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import BUSYBOX, LocalRegistry
+from tests.inprocess import assert_one_screen
+from tests.paths import ROOT
+from tests.registry_push import Fresh
 from tests.servers import HTPASSWD_PASSWORD, HTPASSWD_USER, SecondEngine, free_port
-from tests.test_pull import ROOT, Fresh, assert_one_screen
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
-
-
-@pytest.fixture(name="fresh")
-def _fresh(docker_client: Any, registry: LocalRegistry) -> Iterator[Fresh]:
-    """Never-seen images pushed to the loopback registries, every local copy removed afterwards."""
-    images = Fresh(docker_client, registry, [])
-    yield images
-    images.cleanup()
 
 
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")

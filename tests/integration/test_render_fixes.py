@@ -28,42 +28,13 @@ from envcheck.render.text import image_pip_line, render_plain, render_rich
 from envcheck.render.wrap import commands_in, wrap
 from envcheck.verdict.judge import Context, judge
 from tests import report_samples
-from tests import scenarios as s
 from tests.fakenv import profile_names
+from tests.scenarios import JUDGE_HOSTS
 
 pytest_plugins = ("tests.fakenv",)
 
 WIDTHS = (60, 80, 120)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-# Hosts from the judge's scenarios: each a real failure the judge has a fix for.
-JUDGE_HOSTS: dict[str, dict[str, Any]] = {
-    "a100-535-cpu-wheel": s.host(
-        driver=s.driver("535.104.05", "12.2"),
-        gpus=[s.A100],
-        paddle=s.PADDLE_331_CPU,
-        engine=s.ENGINE_PLAIN,
-    ),
-    "t4-470-cu126-wheel": s.host(
-        driver=s.driver("470.82.01", "11.4"), gpus=[s.T4], paddle=s.PADDLE_331_CU126
-    ),
-    "k80-old-gpu": s.host(
-        driver=s.driver("470.82.01", "11.4"), gpus=[s.K80], paddle=s.PADDLE_262_CU118
-    ),
-    "rtx5090-262-wheel": s.host(
-        driver=s.driver("570.124.06", "12.8"),
-        gpus=[s.RTX5090],
-        paddle=s.PADDLE_262_CU118,
-        cudnn=s.cudnn(None),
-    ),
-    "v100-31-wheel": s.host(
-        driver=s.driver("535.104.05", "12.2"),
-        gpus=[s.V100],
-        paddle=s.PADDLE_31_CU126,
-        engine=s.ENGINE_NVIDIA,
-    ),
-    "laptop-no-gpu": s.host(paddle=s.PADDLE_331_CPU),
-}
 
 
 def _judged(host_doc: dict[str, Any]) -> Report:

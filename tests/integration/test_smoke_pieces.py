@@ -28,7 +28,7 @@ from envcheck.smoke.verdict.pieces import CUDNN_ID, SHM_ID, WORKER_ID
 from envcheck.smoke.workload.protocol import CORRUPT_ENV
 from tests import smoke_samples as rec
 from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST
-from tests.test_smoke_judge import GPU_IMAGE, NVML_ABSENT, container_plan, gpu_host, outcome
+from tests.smoke_plans import GPU_IMAGE, NVML_ABSENT, container_plan, gpu_host, outcome
 
 pytest_plugins = ("tests.smoke_fixtures", "tests.fakenv")  # no_driver: hides a real driver
 

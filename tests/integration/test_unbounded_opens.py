@@ -22,7 +22,7 @@ from envcheck.edges import userfiles
 from envcheck.edges.userfiles import append_output
 from tests import report_samples as samples
 from tests.inprocess import ENV, envcheck_process
-from tests.test_probe_paddle import VERSION_331_CU126, make_site
+from tests.paddle_versions import VERSION_331_CU126, make_site
 
 HANG = 60  # seconds: far past any of these runs; reaching it is the bug
 

@@ -12,7 +12,6 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,14 +21,9 @@ from envcheck.contracts.errors import UsageError
 from tests import report_samples as samples
 from tests import scenarios as s
 from tests.inprocess import ENV, envcheck, envcheck_process, run_envcheck
+from tests.scenarios import write
 
 pytest_plugins = ("tests.fakenv",)  # fake_nvidia: the no-driver host, whatever this machine has
-
-
-def write(tmp_path: Path, doc: Any, name: str = "facts.json") -> str:
-    path = tmp_path / name
-    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
-    return str(path)
 
 
 def test_version_and_module_entry_point() -> None:

@@ -14,7 +14,7 @@ from envcheck.contracts.errors import UsageError
 from envcheck.contracts.facts import FactsError, HostFacts, host_from_document, to_dict
 from tests import report_samples as samples
 from tests.inprocess import envcheck, process_env
-from tests.test_cli import write
+from tests.scenarios import write
 
 
 def good() -> dict[str, Any]:

@@ -23,7 +23,8 @@ from envcheck.probe.fatbin import (
 )
 from envcheck.probe.interpreter import Interpreter
 from envcheck.probe.paddle_build import probe_paddle
-from tests.test_probe_paddle import VERSION_262_GPU
+from tests.fatbin_files import hostile_elf
+from tests.paddle_versions import VERSION_262_GPU
 
 Entry = tuple[int, int, int]  # kind, arch, payload bytes
 
@@ -146,27 +147,6 @@ def test_a_saved_report_carries_them_and_the_judge_uses_them(tmp_path: Path) -> 
 
 
 # -- hostile files: whatever an ELF header or a fatbin claims, the reader's work is bounded -------
-def hostile_elf(
-    path: Path, *, fatbin_at: int, fatbin_size: int, size: int, shentsize: int = 64, shnum: int = 3
-) -> None:
-    """A sparse ELF file of `size` bytes whose `.nv_fatbin` section header claims `fatbin_size`
-    bytes at `fatbin_at`, and whose ELF header claims `shnum` section headers of `shentsize`."""
-    names = b"\0.nv_fatbin\0.shstrtab\0"
-    headers = [
-        bytes(64),
-        struct.pack("<IIQQQQIIQQ", 1, 1, 0, 0, fatbin_at, fatbin_size, 0, 0, 1, 0),
-        struct.pack("<IIQQQQIIQQ", 12, 3, 0, 0, 64, len(names), 0, 0, 1, 0),
-    ]
-    ident = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
-    shoff = 64 + len(names)
-    header = ident + struct.pack(
-        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, shentsize, shnum, 2
-    )
-    with open(path, "wb") as f:
-        f.write(header + names + b"".join(headers))
-        f.truncate(size)
-
-
 class CountingReader(io.BufferedReader):
     """A real file that counts the bytes the reader was given."""
 

@@ -7,7 +7,7 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -20,6 +20,7 @@ from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import ENV_VAR, REPO_DIR, matrix_dir
 from envcheck.matrix.model import Matrix
 from envcheck.matrix.toml import tomllib
+from tests.matrix_rows import all_rows
 from tests.paths import ROOT
 
 # compat_facts.md §0: the only tags a row may cite.
@@ -47,26 +48,6 @@ def _no_override(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def shipped() -> Matrix:
     return load_matrix(str(REPO_DIR))
-
-
-class Cited(Protocol):
-    @property
-    def source(self) -> str: ...
-    @property
-    def confirmed(self) -> bool: ...
-
-
-def all_rows(m: Matrix) -> list[Cited]:
-    return [
-        *m.toolkit_drivers,
-        *m.minor_compat,
-        *m.arch_sets,
-        *m.gpus,
-        *m.releases,
-        *m.builds,
-        *m.images,
-        *m.defects,
-    ]
 
 
 # -- the shipped matrix ---------------------------------------------------------------------------

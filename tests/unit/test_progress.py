@@ -16,8 +16,8 @@ from envcheck.render.progress import (
     make_display,
     overall_text,
 )
+from tests.pull_samples import EVENTS
 from tests.terminal import Tty, screen
-from tests.test_pull_events import EVENTS
 
 LAYERS = ("3355b48ca0d4", "1e332d71d083", "e46a45083e9a", "c1555271ee9d")
 

@@ -10,7 +10,7 @@ import pytest
 from envcheck.matrix.load import load_matrix
 from envcheck.matrix.location import REPO_DIR
 from envcheck.matrix.provenance import plain_source
-from tests.test_matrix import all_rows
+from tests.matrix_rows import all_rows
 
 USER_REPORT = "3P"  # the sheet's tag for third-party reports: the one tag that names no kind
 

@@ -3,18 +3,11 @@ Events and messages recorded from the real engine (Docker 20.10, see tests/data)
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from envcheck.contracts.pull_events import PullProgress, classify_engine_error
 from envcheck.digest import short_id
-from tests.paths import DATA
-
-# A 4-layer pull of envcheck-test/busybox:layers, one layer already present (Downloading and
-# Extracting events thinned to two per layer).
-EVENTS = json.loads((DATA / "pull_events_busybox_layers.json").read_text())
-DIGEST = "sha256:3de01dcdf677b726c5d1fb71e9ac36aad0e9b38e873970aa5bb26a7107ec8bab"
+from tests.pull_samples import DIGEST, EVENTS
 
 
 def test_recorded_pull_ends_with_every_layer_done_and_the_digest() -> None:

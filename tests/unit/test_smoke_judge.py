@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from envcheck.contracts.exitcodes import ExitStatus
-from envcheck.contracts.facts import HostFacts, host_from_document
+from envcheck.contracts.facts import host_from_document
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import ImageChoice, exit_status_of, verdict_of
 from envcheck.engine.docker_adapter import NVIDIA_RUNTIME_FIX
 from envcheck.render.smoke_runs import smoke_row
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
-from envcheck.smoke.plan import Fallback, FallbackKind, Outcome, Plan, in_process_plan, plan_smoke
+from envcheck.smoke.plan import Fallback, FallbackKind, Outcome, in_process_plan, plan_smoke
 from envcheck.smoke.verdict.document import smoke_document
 from envcheck.smoke.verdict.failures import image_unavailable
 from envcheck.smoke.verdict.judge import host_gpu, judge
@@ -28,51 +28,15 @@ from envcheck.smoke.workload.protocol import RunResult
 from envcheck.verdict.proof import expect_gpu_unproven, proof_of, proof_words
 from tests import scenarios as s
 from tests import smoke_samples as rec
-
-CPU_IMAGE = ImageChoice(ref="envcheck-test/paddle-cpu:3.3.1", kind="cpu", pip_command=None)
-GPU_IMAGE = ImageChoice(
-    ref="paddlepaddle/paddle:3.3.1-gpu-cuda12.6-cudnn9.5",
-    kind="gpu",
-    pip_command="python -m pip install paddlepaddle-gpu==3.3.1 -i "
-    "https://www.paddlepaddle.org.cn/packages/stable/cu126/",
+from tests.smoke_plans import (
+    CPU_IMAGE,
+    GPU_IMAGE,
+    NO_GPU_HOST,
+    NVML_ABSENT,
+    container_plan,
+    gpu_host,
+    outcome,
 )
-NO_GPU_HOST = host_from_document(s.host(engine=s.ENGINE_PLAIN, paddle=s.PADDLE_331_CPU))
-NVML_ABSENT: NvmlSummary = {
-    "status": "unavailable",
-    "reason": "NVML_ERROR_LIBRARY_NOT_FOUND",
-    "samples": 0,
-    "gpus": {},
-}
-
-
-def gpu_host(gpus: int = 1, **extra: Any) -> HostFacts:
-    cards = [s.A100 | {"index": i} for i in range(gpus)]
-    return host_from_document(
-        s.host(
-            driver=s.driver("535.104.05", "12.2"),
-            gpus=cards,
-            paddle=s.PADDLE_331_CU126,
-            engine=s.ENGINE_NVIDIA,
-            **extra,
-        )
-    )
-
-
-def container_plan(
-    host: HostFacts = NO_GPU_HOST, choice: ImageChoice = CPU_IMAGE, **options: Any
-) -> Plan:
-    return plan_smoke(host, choice, SmokeOptions(**options))
-
-
-def outcome(
-    doc: dict[str, Any] | None, exit_code: int = 0, nvml: NvmlSummary | None = None, **raw: Any
-) -> Outcome:
-    stdout = (json.dumps(doc) + "\n").encode() if doc is not None else b""
-    run = RawRun(
-        exit_code=exit_code, stdout=stdout, stderr=raw.pop("stderr", ""), duration_s=4.2, **raw
-    )
-    result = rec.as_result(doc) if doc is not None else None
-    return Outcome(run, result, raw.get("problem"), nvml or NVML_ABSENT)
 
 
 def run_on(device: str) -> RunResult:

@@ -18,7 +18,7 @@ from envcheck.contracts.errors import EnvironmentProblem, UsageError
 from envcheck.edges.userfiles import append_output, read_json, write_output
 from tests import scenarios as s
 from tests.inprocess import ENV, envcheck, envcheck_process, process_env
-from tests.test_cli import write
+from tests.scenarios import write
 
 
 def test_a_regular_file_is_replaced_atomically_with_the_umask_mode(tmp_path: Path) -> None:
