@@ -1,4 +1,4 @@
-"""Every cited row of a matrix, for the tests that walk them all (its sources, its confirmations)."""
+"""Every cited row of a matrix, for the tests that walk them all (their sources, confirmations)."""
 
 from __future__ import annotations
 

@@ -139,3 +139,32 @@ JUDGE_HOSTS: dict[str, dict[str, Any]] = {
     ),
     "laptop-no-gpu": host(paddle=PADDLE_331_CPU),
 }
+
+
+# Hosts whose remedies take more than one step (the remedy tests): a CUDA-variant switch, a T4 on
+# driver 418 with the CPU wheel.
+REMEDY_HOSTS: dict[str, dict[str, Any]] = {
+    "h100-575-331-cu130": host(
+        driver=driver("575.51.03", "12.9"),
+        gpus=[H100],
+        paddle=PADDLE_331_CU126
+        | {"cuda": "13.0", "cudnn": "9.13.0", "python": "/srv/venv/bin/python"},
+    ),
+    "t4-418-cpu-wheel": host(
+        driver=driver("418.87.01", "10.1"),
+        gpus=[T4],
+        paddle=PADDLE_331_CPU | {"python": "/srv/venv/bin/python"},
+    ),
+    # three remedies at once: the pip fix, a reboot (or the module reload), the Toolkit
+    "a100-reboot-toolkit-cpu-wheel": host(
+        driver=driver("535.104.05", "12.2", kernel_module="530.30.02"),
+        gpus=[A100],
+        paddle=PADDLE_331_CPU | {"python": "/srv/venv/bin/python"},
+        engine=ENGINE_PLAIN,
+    ),
+    "t4-418-gpu-wheel": host(
+        driver=driver("418.87.01", "10.1"),
+        gpus=[T4],
+        paddle=PADDLE_331_CU126 | {"python": "/srv/venv/bin/python"},
+    ),
+}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.inprocess import doctor_process
+from tests.inprocess import ENV, doctor_process, envcheck_process
 from tests.paths import ROOT
 
 pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
@@ -275,3 +275,25 @@ def test_the_doctor_adopts_the_cuda_child_its_entry_point_started(
     )
     assert json.loads(run.stdout)["host"]["cuda_driver"]["status"] == "ok"
     assert trace.read_text().splitlines().count("cuInit") == 1
+
+
+def test_no_driver_no_smoke_json(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
+    """No driver (the no-driver profile hides any real one), the .venv's Paddle CPU build."""
+    r = envcheck_process("doctor", "--no-smoke", "--json", env={**ENV, **fake_nvidia("no-driver")})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["host"]["driver"]["status"] == "absent"
+    assert (
+        doc["host"]["paddle"]["package"] == "paddlepaddle" and doc["host"]["paddle"]["cuda"] is None
+    )
+    assert doc["image"]["ref"] == "docker.io/paddlepaddle/paddle:3.3.1"
+    assert doc["verdict"] in ("pass", "warn")
+
+
+def test_expect_gpu_without_a_driver_fails(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
+    r = envcheck_process(
+        "doctor", "--no-smoke", "--json", "--expect-gpu", env={**ENV, **fake_nvidia("no-driver")}
+    )
+    assert r.returncode == 1
+    ids = {f["id"]: f["severity"] for f in json.loads(r.stdout)["findings"]}
+    assert ids["driver.missing"] == "fail"

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from envcheck.contracts.facts import LibraryCandidate
 from envcheck.probe import _cuda_child, cuda_driver, cuda_libs
 from envcheck.smoke.workload.protocol import LibraryOrigin
+from tests.inprocess import ENV, run_envcheck
 
 if TYPE_CHECKING:
     from tests.fakenv import FakeBuild
@@ -416,3 +417,25 @@ def test_fake_build_without_gcc_fails_loudly(
     monkeypatch.setenv("PATH", str(tmp_path))  # no gcc on it
     with pytest.raises(fakenv.FakeBuildError, match="gcc is not installed"):
         fakenv.build(tmp_path / "out")
+
+
+@pytest.mark.fakegpu
+def test_the_cuda_child_runs_on_the_injected_variables(
+    fake_nvidia: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CUDA driver child is a process of its own: given the command's LD_LIBRARY_PATH and
+    profile, it loads the fake libcuda the process itself never sees (#26.3: it got the
+    process's variables). NVML, loaded in this process, still meets the process's driver
+    (envcheck/contracts/command_env.py), so no fake library is ever loaded here."""
+    fake = fake_nvidia("h100-580-lent")
+    for name in ("LD_LIBRARY_PATH", "FAKE_NVIDIA_PROFILE", "ENVCHECK_DRIVER_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+    injected = {
+        **ENV,
+        "LD_LIBRARY_PATH": fake["LD_LIBRARY_PATH"],
+        "FAKE_NVIDIA_PROFILE": fake["FAKE_NVIDIA_PROFILE"],
+    }
+    run = run_envcheck(["doctor", "--no-smoke", "--json"], env=injected)
+    assert "Traceback" not in run.stderr, run.stderr
+    cuda = json.loads(run.stdout)["host"]["cuda_driver"]
+    assert (cuda["status"], cuda["version"], cuda["device_count"]) == ("ok", "13.0", 1), cuda

@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -25,6 +26,7 @@ from envcheck.smoke.runner import ownership
 from envcheck.smoke.runner.container import sweep_leftovers
 from envcheck.smoke.runner.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
 from tests.conftest import BUSYBOX
+from tests.inprocess import ENV
 from tests.smoke_host import dead_pid
 
 pytestmark = pytest.mark.docker
@@ -327,3 +329,29 @@ def test_a_run_says_when_it_cannot_prove_ownership(
     )
     assert (run.stdout.strip() == "None") == provable, run.stdout + run.stderr
     assert provable or "not an envcheck owner key" in run.stdout
+
+
+def test_the_sweep_says_its_removals_on_the_injected_stderr(
+    docker_client: Any, capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """#26.3: smoke/runner/container.py printed on the process's stderr whatever stream the command
+    had; and the owner key comes from the command's XDG_STATE_HOME."""
+    variables = {**ENV, "XDG_STATE_HOME": str(tmp_path)}
+    run_id = uuid.uuid4().hex[:12]
+    labels = crashed_labels(run_id, key=ownership.owner_key(variables))
+    leftover = docker_client.containers.create(
+        BUSYBOX, ["true"], name=ownership.container_name(run_id), labels=labels
+    )
+    stderr = io.StringIO()
+    try:
+        leftover.start()
+        leftover.wait(timeout=30)
+        swept = sweep_leftovers(docker_client, grace=0, variables=variables, stderr=stderr)
+        assert swept == [leftover.short_id]
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            leftover.remove(force=True)
+    assert f"removed leftover smoke container {leftover.short_id}" in stderr.getvalue()
+    assert capfd.readouterr().err == ""
+    assert (tmp_path / "envcheck" / "owner.key").is_file()
+    assert sys.stderr is not stderr and os.environ.get("XDG_STATE_HOME") != str(tmp_path)

@@ -1,6 +1,7 @@
 """The CLI as users and CI call it: its stdout, stderr and exit code. In this process
-(tests/inprocess.py) unless the test is about the process: the entry point of each command, and
-a fake driver (`fake_nvidia`), which only a fresh process can load."""
+(tests/inprocess.py) unless the test is about the process: the entry point of each command. On
+the fake no-driver host, which only a fresh process can load: test_doctor_fakegpu.py
+(tests/integration)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import io
 import json
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,8 +22,6 @@ from tests import report_samples as samples
 from tests import scenarios as s
 from tests.inprocess import ENV, envcheck, envcheck_process, run_envcheck
 from tests.scenarios import write
-
-pytest_plugins = ("tests.fakenv",)  # fake_nvidia: the no-driver host, whatever this machine has
 
 
 def test_version_and_module_entry_point() -> None:
@@ -181,28 +179,6 @@ def test_plain_text_report_when_not_a_tty(tmp_path: Path) -> None:
     assert "\x1b[" not in r.stdout  # no colour codes in a pipe
     assert "FAIL  driver.version-mismatch" in r.stdout and "fix: reboot" in r.stdout
     assert "Verdict: FAIL (exit 1)" in r.stdout
-
-
-def test_no_driver_no_smoke_json(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
-    """No driver (the no-driver profile hides any real one), the .venv's Paddle CPU build."""
-    r = envcheck_process("doctor", "--no-smoke", "--json", env={**ENV, **fake_nvidia("no-driver")})
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
-    assert doc["host"]["driver"]["status"] == "absent"
-    assert (
-        doc["host"]["paddle"]["package"] == "paddlepaddle" and doc["host"]["paddle"]["cuda"] is None
-    )
-    assert doc["image"]["ref"] == "docker.io/paddlepaddle/paddle:3.3.1"
-    assert doc["verdict"] in ("pass", "warn")
-
-
-def test_expect_gpu_without_a_driver_fails(fake_nvidia: Callable[[str], dict[str, str]]) -> None:
-    r = envcheck_process(
-        "doctor", "--no-smoke", "--json", "--expect-gpu", env={**ENV, **fake_nvidia("no-driver")}
-    )
-    assert r.returncode == 1
-    ids = {f["id"]: f["severity"] for f in json.loads(r.stdout)["findings"]}
-    assert ids["driver.missing"] == "fail"
 
 
 def test_report_and_pull_image_through_the_entry_point(tmp_path: Path) -> None:

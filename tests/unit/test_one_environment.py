@@ -5,33 +5,23 @@ A command knows the world through the `Environment` it is handed
 `envcheck/contracts/command_env.py` is the one module that reads the process's own
 (`Environment.from_process()`), with the entry point for the probe it starts early; the source is
 walked here for any other read of the process's variables or write to its streams, direct or through
-a default that reads them. In-process runs then prove that an injected variable reaches the report
-and the probe's child, and that the smoke's messages go to the injected stderr.
+a default that reads them. An in-process run then proves that an injected variable reaches the
+report; in the integration lane, that it reaches the CUDA probe's child on a fake driver
+(test_probe_cuda.py) and that the leftover sweep's messages go to the injected stderr
+(test_smoke_sweep.py).
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
-import io
 import json
-import os
-import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
-import docker.errors
 import pytest
 
-from envcheck.smoke.runner import ownership
-from envcheck.smoke.runner.container import sweep_leftovers
-from tests.conftest import BUSYBOX
 from tests.inprocess import ENV, run_envcheck
 from tests.paths import ROOT
-from tests.test_smoke_sweep import crashed_labels
-
-pytest_plugins = ("tests.fakenv",)  # fake_nvidia
 
 PACKAGE = ROOT / "envcheck"
 # The process's edge: the only readers of its variables and streams. The entry point hands
@@ -184,50 +174,3 @@ def test_an_injected_cuda_visible_devices_is_in_the_report(monkeypatch: pytest.M
     injected = {**ENV, "CUDA_VISIBLE_DEVICES": "", "FLAGS_selected_gpus": "1"}
     env = doctor_json(injected)["host"]["env"]
     assert env["CUDA_VISIBLE_DEVICES"] == "" and env["FLAGS_selected_gpus"] == "1"
-
-
-@pytest.mark.fakegpu
-def test_the_cuda_child_runs_on_the_injected_variables(
-    fake_nvidia: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The CUDA driver child is a process of its own: given the command's LD_LIBRARY_PATH and
-    profile, it loads the fake libcuda the process itself never sees (#26.3: it got the
-    process's variables). NVML, loaded in this process, still meets the process's driver
-    (envcheck/contracts/command_env.py), so no fake library is ever loaded here."""
-    fake = fake_nvidia("h100-580-lent")
-    for name in ("LD_LIBRARY_PATH", "FAKE_NVIDIA_PROFILE", "ENVCHECK_DRIVER_ROOT"):
-        monkeypatch.delenv(name, raising=False)
-    injected = {
-        **ENV,
-        "LD_LIBRARY_PATH": fake["LD_LIBRARY_PATH"],
-        "FAKE_NVIDIA_PROFILE": fake["FAKE_NVIDIA_PROFILE"],
-    }
-    cuda = doctor_json(injected)["host"]["cuda_driver"]
-    assert (cuda["status"], cuda["version"], cuda["device_count"]) == ("ok", "13.0", 1), cuda
-
-
-@pytest.mark.docker
-def test_the_sweep_says_its_removals_on_the_injected_stderr(
-    docker_client: Any, capfd: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    """#26.3: smoke/runner/container.py printed on the process's stderr whatever stream the command
-    had; and the owner key comes from the command's XDG_STATE_HOME."""
-    variables = {**ENV, "XDG_STATE_HOME": str(tmp_path)}
-    run_id = uuid.uuid4().hex[:12]
-    labels = crashed_labels(run_id, key=ownership.owner_key(variables))
-    leftover = docker_client.containers.create(
-        BUSYBOX, ["true"], name=ownership.container_name(run_id), labels=labels
-    )
-    stderr = io.StringIO()
-    try:
-        leftover.start()
-        leftover.wait(timeout=30)
-        swept = sweep_leftovers(docker_client, grace=0, variables=variables, stderr=stderr)
-        assert swept == [leftover.short_id]
-    finally:
-        with contextlib.suppress(docker.errors.NotFound):
-            leftover.remove(force=True)
-    assert f"removed leftover smoke container {leftover.short_id}" in stderr.getvalue()
-    assert capfd.readouterr().err == ""
-    assert (tmp_path / "envcheck" / "owner.key").is_file()
-    assert sys.stderr is not stderr and os.environ.get("XDG_STATE_HOME") != str(tmp_path)

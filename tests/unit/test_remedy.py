@@ -1,15 +1,13 @@
 """One remedy, everywhere: the doctor's pip commands are the steps `envcheck fix` plans, each
-printed command runs as printed, a CUDA-variant switch uninstalls first (and the printed commands
-really change the environment), and the last lines at 80 columns say what to type."""
+printed command runs as printed, a CUDA-variant switch uninstalls first, and the last lines at 80
+columns say what to type. On the fake GPU hosts and against a local index, where the printed
+commands really change an environment: tests/integration/test_remedy_runs.py."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,45 +24,15 @@ from envcheck.render.text import next_lines, render_plain, render_rich
 from envcheck.verdict.fixes import target_python
 from envcheck.verdict.judge import Context, judge
 from envcheck.verdict.next_step import next_steps
-from tests import fix_env
 from tests import scenarios as s
-from tests.fakenv import profile_names
 from tests.fix_commands import dangling, diagnostic, shell_problems
-from tests.inprocess import ENV, doctor_process, envcheck_process
+from tests.inprocess import ENV, envcheck_process
 from tests.paths import DATA
-
-pytest_plugins = ("tests.fakenv",)
 
 MATRIX = load_matrix(None)
 RECORDED = {
     **{p.stem: p for p in sorted((DATA / "hosts").glob("*.json"))},
     **{p.stem: p for p in sorted((DATA / "real-h100").glob("[a-f]-*.json"))},
-}
-# The scenarios of the issue: a CUDA-variant switch, a T4 on driver 418 with the CPU wheel.
-SCENARIOS: dict[str, dict[str, Any]] = {
-    "h100-575-331-cu130": s.host(
-        driver=s.driver("575.51.03", "12.9"),
-        gpus=[s.H100],
-        paddle=s.PADDLE_331_CU126
-        | {"cuda": "13.0", "cudnn": "9.13.0", "python": "/srv/venv/bin/python"},
-    ),
-    "t4-418-cpu-wheel": s.host(
-        driver=s.driver("418.87.01", "10.1"),
-        gpus=[s.T4],
-        paddle=s.PADDLE_331_CPU | {"python": "/srv/venv/bin/python"},
-    ),
-    # three remedies at once: the pip fix, a reboot (or the module reload), the Toolkit
-    "a100-reboot-toolkit-cpu-wheel": s.host(
-        driver=s.driver("535.104.05", "12.2", kernel_module="530.30.02"),
-        gpus=[s.A100],
-        paddle=s.PADDLE_331_CPU | {"python": "/srv/venv/bin/python"},
-        engine=s.ENGINE_PLAIN,
-    ),
-    "t4-418-gpu-wheel": s.host(
-        driver=s.driver("418.87.01", "10.1"),
-        gpus=[s.T4],
-        paddle=s.PADDLE_331_CU126 | {"python": "/srv/venv/bin/python"},
-    ),
 }
 
 
@@ -87,7 +55,7 @@ def reports() -> Iterator[tuple[str, Report]]:
     for name, path in RECORDED.items():
         yield name, judged(recorded(path))
         yield f"{name}-expect-gpu", judged(recorded(path), expect_gpu=True)
-    for name, doc in SCENARIOS.items():
+    for name, doc in s.REMEDY_HOSTS.items():
         yield name, judged(doc)
         yield f"{name}-expect-gpu", judged(doc, expect_gpu=True)
 
@@ -110,29 +78,6 @@ def test_the_plan_is_made_of_the_doctors_own_commands(name: str) -> None:
     pip_steps = [step for step in plan.steps if step.kind in ("install", "uninstall")]
     assert [step.command for step in pip_steps] == doctor_pip(list(report.findings))
     assert all(step.command is not None and step.argv == step.command.argv for step in pip_steps)
-
-
-@pytest.mark.fakegpu
-@pytest.mark.parametrize("profile", profile_names())
-def test_on_every_fake_host_the_doctors_pip_commands_are_the_plan_fix_prints(
-    fake_nvidia: Callable[[str], dict[str, str]], profile: str
-) -> None:
-    fake = fake_nvidia(profile)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | fake
-    env["PYTHONPATH"] = fake["FAKE_NVIDIA_SITE_PACKAGES"]
-    _, doctor, _ = doctor_process(env, "--no-smoke")
-    fix = envcheck_process("fix", "--json", "--no-pull", env=env, timeout=300)
-    assert "Traceback" not in fix.stderr, fix.stderr
-    plan = json.loads(fix.stdout)["plan"]
-    findings = [f for f in doctor["findings"] if f["severity"] != "pass" and f["remedy"]]
-    advised = [
-        step["argv"]
-        for f in findings
-        for step in from_document(f["remedy"], f["id"]).to_json()["steps"]
-        if step["kind"] == "command" and step["runner"] == "pip" and not step["alternative"]
-    ]
-    planned = [s["argv"] for s in plan["steps"] if s["kind"] in ("install", "uninstall")]
-    assert planned == [list(a) for a in dict.fromkeys(map(tuple, advised))]
 
 
 # -- every step complete ------------------------------------------------------------------------
@@ -180,101 +125,6 @@ def test_a_variant_switch_uninstalls_first_in_the_doctors_advice_too() -> None:
     assert [c.argv[3:] for c in pip][:1] == [("uninstall", "-y", "paddlepaddle-gpu")]
     assert pip[1].argv[3:5] == ("install", "paddlepaddle-gpu==3.3.1")
     assert pip[1].argv[-1].endswith("/cu129/")
-
-
-def _variant_wheel(folder: Path, variant: str) -> Path:
-    """A stub paddlepaddle-gpu 3.3.1 whose one file says which CUDA variant it is."""
-    wheel = fix_env.stub_wheel(folder / variant, "paddlepaddle-gpu", "3.3.1")
-    with zipfile.ZipFile(wheel, "a") as zf:
-        zf.writestr("paddle_variant.txt", variant)
-    return _with_record(wheel)
-
-
-def _with_record(wheel: Path) -> Path:
-    """The RECORD lists every file (pip refuses a wheel whose RECORD misses one)."""
-    with zipfile.ZipFile(wheel) as zf:
-        files = {n: zf.read(n) for n in zf.namelist()}
-    record_name = next(n for n in files if n.endswith("RECORD"))
-    lines = files[record_name].decode().splitlines()
-    lines.insert(-1, f"paddle_variant.txt,,{len(files['paddle_variant.txt'])}")
-    files[record_name] = ("\n".join(lines) + "\n").encode()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    wheel.write_bytes(buffer.getvalue())
-    return wheel
-
-
-def _variant(python: str) -> str:
-    code = (
-        "import sysconfig, pathlib; "
-        "print(pathlib.Path(sysconfig.get_paths()['purelib'], 'paddle_variant.txt').read_text())"
-    )
-    return subprocess.run(
-        [python, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    ).stdout.strip()
-
-
-def test_the_printed_pip_commands_switch_the_variant_against_a_local_index(
-    tmp_path: Path,
-) -> None:
-    """The doctor's commands for the host above, run as printed (argv for argv) into a venv that
-    holds the cu130 build: afterwards it holds the cu129 one. The install alone, as the doctor
-    printed it before, leaves cu130 in place."""
-    root = tmp_path / "index"
-    for variant in ("cu130", "cu129"):
-        fix_env.build_index(
-            root, f"packages/stable/{variant}", [_variant_wheel(tmp_path / "w", variant)]
-        )
-    pip_env = {
-        **ENV,
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "PIP_CACHE_DIR": str(tmp_path / "cache"),
-    }
-    with fix_env.serve(root) as url:
-        envs = {}
-        for name in ("printed", "install-only"):
-            python = fix_env.make_venv(tmp_path / name)
-            fix_env.pip(
-                python, "install", "paddlepaddle-gpu==3.3.1", "-i", f"{url}/packages/stable/cu130/"
-            )
-            assert _variant(python) == "cu130"
-            envs[name] = python
-        facts = SCENARIOS["h100-575-331-cu130"] | {
-            "paddle": SCENARIOS["h100-575-331-cu130"]["paddle"] | {"python": envs["printed"]}
-        }
-        (tmp_path / "facts.json").write_text(json.dumps(facts))
-        run = envcheck_process(
-            "doctor",
-            "--facts",
-            str(tmp_path / "facts.json"),
-            "--no-smoke",
-            "--json",
-            env={**ENV, "ENVCHECK_PADDLE_INDEX": url, "ENVCHECK_DRIVER_ROOT": str(tmp_path)},
-        )
-        doc = json.loads(run.stdout)
-        commands = [
-            step["argv"]
-            for f in doc["findings"]
-            if f["severity"] != "pass" and f["remedy"]
-            for step in f["remedy"]["steps"]
-            if step["kind"] == "command" and step["runner"] == "pip" and not step["alternative"]
-        ]
-        assert [c[3] for c in commands] == ["uninstall", "install"]
-        assert commands[1][-1] == f"{url}/packages/stable/cu129/"
-        for argv in commands:
-            done = subprocess.run(
-                argv, capture_output=True, text=True, env=pip_env, timeout=300, check=False
-            )
-            assert done.returncode == 0, done.stdout + done.stderr
-        assert _variant(envs["printed"]) == "cu129"
-        install = [envs["install-only"], *commands[1][1:]]
-        kept = subprocess.run(
-            install, capture_output=True, text=True, env=pip_env, timeout=300, check=False
-        )
-        assert "Requirement already satisfied" in kept.stdout
-        assert _variant(envs["install-only"]) == "cu130"
 
 
 # -- the last lines say what to type ------------------------------------------------------------
@@ -349,7 +199,7 @@ def test_the_json_pip_command_names_the_judged_interpreter(tmp_path: Path) -> No
     """Before: `image.pip_command` was the matrix row's bare `python -m pip …` while the text
     named the interpreter. A saved report read back keeps the row's own command."""
     facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(SCENARIOS["h100-575-331-cu130"]))
+    facts.write_text(json.dumps(s.REMEDY_HOSTS["h100-575-331-cu130"]))
     env = {**ENV, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}
     run = envcheck_process("doctor", "--facts", str(facts), "--no-smoke", "--json", env=env)
     image = json.loads(run.stdout)["image"]
