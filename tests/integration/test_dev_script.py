@@ -6,6 +6,9 @@ package is started, never replaced (Debian's docker.io conflicts with docker-ce,
 NVIDIA servers, and apt would remove docker-ce to install it); otherwise Debian's engine is
 installed. The script's own functions run on a simulated machine: a PATH of stubs, a package
 database answered by a `dpkg-query` stub, and an Engine API peer on a unix socket.
+
+And what `scripts/dev test` runs, in order (set-up, lint, the unit lane, the integration lane),
+on a .venv whose python only writes down what it is asked.
 """
 
 from __future__ import annotations
@@ -192,3 +195,80 @@ def test_the_rootless_socket_is_an_engine_too(machine: Machine, engine: Path) ->
     run.mkdir()
     os.symlink(engine, run / "docker.sock")
     assert machine.run("docker_plan").split() == ["use", f"unix://{run}/docker.sock"]
+
+
+# -- lint and the two lanes ------------------------------------------------------------------------
+
+
+def lanes(tmp_path: Path, command: str, fail_on: str = "", code: int = 1) -> tuple[int, list[str]]:
+    """Run a `scripts/dev` command against a .venv whose python only writes down each call (and
+    exits `code` for the call whose arguments hold `fail_on`); the set-up is a stub that says so.
+    Returns the exit status and the calls, in order."""
+    calls = tmp_path / "calls"
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(
+        '#!/bin/sh\necho "$*" >>"$CALLS"\n'
+        'if [ -n "$FAIL_ON" ]; then case "$*" in *"$FAIL_ON"*) exit "$FAIL_CODE";; esac; fi\n'
+    )
+    python.chmod(0o755)
+    script = (
+        f'source {DEV}; VENV="{venv}"; cmd_setup() {{ echo setup >>"$CALLS"; }}; '
+        f"compile_envcheck() {{ :; }}; {command}"
+    )
+    run = subprocess.run(
+        ["/bin/bash", "-c", script],
+        env={
+            "PATH": os.environ["PATH"],
+            "CALLS": str(calls),
+            "FAIL_ON": fail_on,
+            "FAIL_CODE": str(code),
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return run.returncode, calls.read_text().splitlines() if calls.exists() else []
+
+
+LINT = ["-m ruff check --output-format concise .", "-m ruff format --check .", "-m mypy"]
+
+
+def test_test_sets_up_lints_then_runs_the_unit_lane_then_the_integration_lane(
+    tmp_path: Path,
+) -> None:
+    """What CI runs (`.ci/run` is `bash scripts/dev test`): ruff and mypy left pytest for this
+    step, and the unit lane fails in a minute before the integration lane's quarter of an hour."""
+    code, calls = lanes(tmp_path, "cmd_test -k judge")
+    assert code == 0
+    assert calls == [
+        "setup",
+        *LINT,
+        "-m pytest tests/unit -k judge",
+        "-m pytest tests/integration -k judge",
+    ]
+
+
+@pytest.mark.parametrize("failing", ["ruff check", "ruff format", "mypy", "tests/unit"])
+def test_a_failed_step_stops_the_test_command_before_the_next(tmp_path: Path, failing: str) -> None:
+    code, calls = lanes(tmp_path, "cmd_test", fail_on=failing)
+    steps = ["setup", *LINT, "-m pytest tests/unit", "-m pytest tests/integration"]
+    last = next(i for i, step in enumerate(steps) if failing in step)
+    assert (code, calls) == (1, steps[: last + 1])
+
+
+def test_a_filter_that_selects_nothing_in_one_lane_is_not_a_failure(tmp_path: Path) -> None:
+    """pytest exits 5 when nothing is selected: `-k judge` matches no integration test. Without
+    arguments an empty lane is an error."""
+    assert lanes(tmp_path, "cmd_test -k judge", fail_on="tests/integration", code=5)[0] == 0
+    assert lanes(tmp_path / "bare", "cmd_test", fail_on="tests/integration", code=5)[0] == 5
+
+
+def test_unit_runs_only_the_unit_lane_without_the_set_up(tmp_path: Path) -> None:
+    assert lanes(tmp_path, "cmd_unit -x") == (0, ["-m pytest tests/unit -x"])
+
+
+def test_lint_is_ruff_then_mypy_without_the_set_up(tmp_path: Path) -> None:
+    assert lanes(tmp_path, "cmd_lint") == (0, LINT)
