@@ -2,8 +2,8 @@
 
 A mistyped command, a timeout out of range, a Docker socket one may not open, `--gpus` naming a
 GPU the host does not have, and Ctrl-C (which never marks the phase it cut short as done, and says
-what it cleaned up). The missing tag's nearest tags are in tests/test_pull.py, against the local
-registry.
+what it cleaned up). The missing tag's nearest tags are in tests/integration/test_pull.py, against
+the local registry.
 """
 
 from __future__ import annotations

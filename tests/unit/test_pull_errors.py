@@ -1,5 +1,5 @@
 """The engine's pull failures as one-screen errors with documented exit codes (pure mapping of
-the messages the real engine sends; see tests/test_pull_events.py for where they come from)."""
+the messages the real engine sends; see tests/unit/test_pull_events.py for where they come from)."""
 
 from __future__ import annotations
 
