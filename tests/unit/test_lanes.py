@@ -1,11 +1,8 @@
 """The suite's two lanes (CONTRIBUTING.md): pytest runs both, the unit lane first; every test file
-is in one of them; the unit lane names a test that needs what `scripts/dev setup` starts; and
-every test file the repository cites is where it says."""
+is in one of them; and the unit lane names a test that needs what `scripts/dev setup` starts
+(every test file the repository cites is where it says: tests/unit/test_self_contained.py)."""
 
 from __future__ import annotations
-
-import re
-import subprocess
 
 import pytest
 
@@ -14,9 +11,6 @@ from tests.lanes import implied_markers, needing_the_set_up
 from tests.paths import ROOT
 
 pytest_plugins = ("pytester",)
-
-# A path to a test file as the docs and the code write it: `tests/unit/test_judge.py`.
-CITED = re.compile(r"(?<![\w/.])tests/(?:[\w]+/)*test_\w+\.py")
 
 
 def test_pytest_runs_the_unit_lane_then_the_integration_lane() -> None:
@@ -85,28 +79,3 @@ def test_an_argument_named_like_a_fixture_implies_no_marker(pytester: pytest.Pyt
         """
     )
     assert [sorted(implied_markers(item)) for item in items] == [["docker", "registry"], [], []]
-
-
-def test_every_test_file_the_repository_cites_exists() -> None:
-    """Docs, comments and scripts name test files by path (`tests/unit/test_layers.py`): a file
-    that moves lanes or is renamed takes its citations with it."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-        timeout=30,
-    ).stdout.decode()
-    missing = []
-    for name in listed.split("\0"):
-        path = ROOT / name
-        if not name or name.startswith("tests/data/") or not path.is_file():
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            continue  # a binary file (an image)
-        missing += [
-            f"{name}: {cited}" for cited in CITED.findall(text) if not (ROOT / cited).is_file()
-        ]
-    assert missing == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.paths import ROOT
@@ -23,6 +24,10 @@ OUTSIDE = re.compile(
 )
 
 
+# A test file as the docs and the code cite it: `tests/unit/test_judge.py`.
+CITED_TEST = re.compile(r"(?<![\w/.])tests/(?:\w+/)*test_\w+\.py")
+
+
 def _tracked() -> list[Path]:
     out = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -34,16 +39,21 @@ def _tracked() -> list[Path]:
     return [ROOT / name for name in out.stdout.decode().split("\0") if name]
 
 
-def test_nothing_in_the_repository_points_outside_it() -> None:
-    found = []
+def _texts() -> Iterator[tuple[str, str]]:
+    """(path from the root, text) of each text file, the recordings under tests/data/ aside."""
     for path in _tracked():
         relative = path.relative_to(ROOT).as_posix()
         if relative.startswith("tests/data/") or not path.is_file():
             continue
         try:
-            text = path.read_text(encoding="utf-8")
+            yield relative, path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue  # a binary file (an image)
+
+
+def test_nothing_in_the_repository_points_outside_it() -> None:
+    found = []
+    for relative, text in _texts():
         found += [
             f"{relative}:{number}: {line.strip()}"
             for number, line in enumerate(text.splitlines(), 1)
@@ -63,3 +73,15 @@ def test_the_documents_the_code_cites_are_here() -> None:
             )
     assert cited, "nothing cites docs/: the pattern no longer matches the citations"
     assert sorted(c for c in cited if not (ROOT / c).is_file()) == []
+
+
+def test_the_test_files_the_repository_cites_are_here() -> None:
+    """Docs, comments and scripts name test files by path (`tests/unit/test_layers.py`): a file
+    that moves to the other lane, or is renamed, takes its citations with it."""
+    missing = [
+        f"{relative}: {cited}"
+        for relative, text in _texts()
+        for cited in CITED_TEST.findall(text)
+        if not (ROOT / cited).is_file()
+    ]
+    assert missing == []
