@@ -90,7 +90,7 @@ def hostile(folder: Path) -> None:
     """Two sparse files whose headers claim far more than they hold (3 GiB of fatbin padding; a
     section-header table of 65,279 entries of 65,000 bytes): time and memory of reading each,
     which were 116 s and 4.2 GB of RSS before the reader bounded them."""
-    from tests.test_fatbin import hostile_elf
+    from tests.fatbin_files import hostile_elf
 
     padding, table = folder / "libpadding.so", folder / "libtable.so"
     hostile_elf(padding, fatbin_at=4096, fatbin_size=3 << 30, size=4096 + (3 << 30))

@@ -8,7 +8,7 @@ as the pictures docs/ci.md and docs/fleet.md show:
 
 Prints, per picture, each table's laid-out width against the room it has (wider means a
 horizontal scroll) and the check ids the browser broke over two lines. Nothing is asserted here
-(tests/test_markdown_browser.py asserts).
+(tests/integration/test_markdown_browser.py asserts).
 
     .venv/bin/python bench/bench_markdown.py [--out docs]
 """

@@ -1,6 +1,6 @@
 """The outside fault campaign, with its totals: `python bench/faults_outside.py`.
 
-Runs tests/test_faults_outside.py (live probes, the smoke's output, a fake engine, fake
+Runs tests/integration/test_faults_outside.py (live probes, the smoke's output, a fake engine, fake
 registries read by envcheck and by the real dockerd, hostile fleets and GitHub files, a reader
 that leaves, damaged state, SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2) and prints one line per surface:
 `fault campaign (engine): N cases, 0 tracebacks, 0 wrong exit codes, 0 injections, 0 leaks,
@@ -15,5 +15,5 @@ from pathlib import Path
 import pytest
 
 if __name__ == "__main__":
-    suite = Path(__file__).resolve().parents[1] / "tests" / "test_faults_outside.py"
+    suite = Path(__file__).resolve().parents[1] / "tests" / "integration" / "test_faults_outside.py"
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", str(suite), *sys.argv[1:]]))

@@ -141,7 +141,8 @@ def _writable(text: str) -> bool:
 def render(pypi: dict[str, list[str]], indexes: dict[str, dict[str, Any]], today: str) -> str:
     out = [
         "# The package names, versions and indexes a fix of envcheck may name; nothing else is",
-        "# offered to install (tests/test_fix_commands.py checks every fix of every scenario).",
+        "# offered to install (tests/integration/test_fix_commands.py checks every fix of every",
+        "# scenario).",
         "# Written by `python scripts/refresh_packages.py` (run by hand: it asks PyPI's JSON API and",
         "# Paddle's simple indexes); do not edit by hand.",
         f"refreshed = {toml_string(today)}",

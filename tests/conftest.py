@@ -1,6 +1,6 @@
-"""Shared fixtures for the integration tests: the real Docker engine and the local registry that
-`scripts/dev setup` starts, throwaway registries/proxies, and a session-end check that no
-container labelled `envcheck` is left behind.
+"""The fixtures both lanes (tests/unit, tests/integration) may use, most of them the integration
+lane's: the real Docker engine and the local registry that `scripts/dev setup` starts, throwaway
+registries/proxies, and a session-end check that no container labelled `envcheck` is left behind.
 
 A test that needs the engine or the registry FAILS when they are missing (it never skips): a
 green run must mean the integration tests ran. Run `scripts/dev setup` first (as root).
@@ -18,26 +18,23 @@ from typing import Any
 
 import pytest
 
+from tests.lanes import implied_markers
+from tests.registry_push import Fresh
 from tests.servers import MAIN_REGISTRY_STORAGE, FlakyProxy, RegistryProcess, free_port, http_status
 
 # The matrix cache off for the whole suite and its subprocesses: every test parses the TOML
-# it names; tests/test_matrix_cache.py turns it on in a folder of its own.
+# it names; tests/unit/test_matrix_cache.py turns it on in a folder of its own.
 os.environ["ENVCHECK_CACHE_DIR"] = ""
 REGISTRY_ADDR = os.environ.get("ENVCHECK_REGISTRY_ADDR", "127.0.0.1:5000")
 CONTAINER_LABEL = "envcheck"  # envcheck.engine.docker_adapter.LABEL
 SETUP_HINT = "run `scripts/dev setup` (as root) to start dockerd and the local registry"
 
-# A test that asks for one of these needs what `scripts/dev setup` starts: it carries the marker
-# whether or not its author wrote it, so `-m "not docker and not registry"` selects exactly the
-# tests a machine without them can run (the lent GPU machine, a developer's workstation).
-NEEDS = {"docker_client": "docker", "registry": "registry", "registry_factory": "registry"}
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the engine or the registry carries the marker (tests/lanes.py)."""
     for item in items:
-        for fixture in getattr(item, "fixturenames", ()):
-            if fixture in NEEDS:
-                item.add_marker(NEEDS[fixture])
+        for marker in sorted(implied_markers(item)):
+            item.add_marker(marker)
 
 
 # Images `scripts/dev setup` builds offline and pushes to the local registry.
@@ -105,6 +102,14 @@ def registry_factory(tmp_path: Path) -> Iterator[Callable[..., RegistryProcess]]
     yield start
     for process in started:
         process.stop()
+
+
+@pytest.fixture
+def fresh(docker_client: Any, registry: LocalRegistry) -> Iterator[Fresh]:
+    """Never-seen images pushed to the loopback registries, every local copy removed afterwards."""
+    images = Fresh(docker_client, registry, [])
+    yield images
+    images.cleanup()
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """The input fault campaign: hostile facts, matrix files, flags and streams, with a tally.
 
-Shared by tests/test_faults_input.py (which asserts every case) and bench/faults_input.py (which
-runs the same cases and prints the campaign's totals). A case passes when envcheck ends with the
-documented exit code, no traceback, never exit 3, and touched no file outside the paths it named.
+Shared by tests/integration/test_faults_input.py (which asserts every case) and
+bench/faults_input.py (which runs the same cases and prints the campaign's totals). A case passes
+when envcheck ends with the documented exit code, no traceback, never exit 3, and touched no file
+outside the paths it named.
 """
 
 from __future__ import annotations

@@ -250,7 +250,7 @@ def _hostile_fatbin(kind: str) -> Callable[[Path], dict[str, str]]:
     """A 2.x GPU build (no compiled archs recorded, so its libpaddle.so's `.nv_fatbin` is read)
     whose library is a sparse hostile ELF: 3 GiB of claimed padding, or a section-header table
     of 65,279 entries of 65,000 bytes (4.2 GB)."""
-    from tests.test_fatbin import hostile_elf
+    from tests.fatbin_files import hostile_elf
 
     def setup(tmp: Path) -> dict[str, str]:
         env = _paddle_site(tmp, _VERSION_2X)
@@ -652,7 +652,7 @@ def smoke_output_case(name: str, stdout: bytes) -> None:
     from envcheck.smoke.parse import RawRun
     from envcheck.smoke.verdict.judge import judge
     from tests import report_samples as samples
-    from tests.test_smoke_judge import GPU_IMAGE, container_plan, gpu_host
+    from tests.smoke_plans import GPU_IMAGE, container_plan, gpu_host
 
     trace, text = None, ""
     try:

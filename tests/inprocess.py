@@ -118,3 +118,10 @@ def doctor_process(
     assert "Traceback" not in run.stderr, run.stderr
     doc: dict[str, Any] = json.loads(run.stdout)
     return run.returncode, doc, run.stderr
+
+
+def assert_one_screen(stderr: str) -> None:
+    """An error a person reads at once: `envcheck: error: …`, no traceback, one screen."""
+    assert "Traceback" not in stderr
+    assert stderr.startswith("envcheck: error: ") or "\nenvcheck: error: " in stderr
+    assert len(stderr.splitlines()) <= 12

@@ -14,8 +14,12 @@ import os
 import tarfile
 import urllib.parse
 import urllib.request
+import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tests.conftest import LocalRegistry
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -127,3 +131,50 @@ def push_index(base: str, repo: str, tag: str, entries: list[tuple[PushedImage, 
         ],
     }
     return push_manifest(base, repo, tag, index, DOCKER_LIST)[0]
+
+
+@dataclass
+class Fresh:
+    """Push never-seen images to a registry; every local copy is removed at the end."""
+
+    client: Any
+    registry: LocalRegistry
+    repos: list[str]
+
+    def push(
+        self,
+        *,
+        base: str | None = None,
+        layers: int = 3,
+        layer_size: int = 512 << 10,
+        env: dict[str, str] | None = None,
+        tag: str = "1",
+        repo: str | None = None,
+        architecture: str = "amd64",
+    ) -> tuple[str, PushedImage]:
+        repo = repo or f"envcheck-test/fresh-{uuid.uuid4().hex[:10]}"
+        self.repos.append(repo)
+        image = push_random_image(
+            base or self.registry.url,
+            repo,
+            tag,
+            layers=layers,
+            layer_size=layer_size,
+            env=env,
+            architecture=architecture,
+        )
+        return repo, image
+
+    def local(self, ref: str) -> dict[str, Any] | None:
+        import docker.errors
+
+        try:
+            return dict(self.client.api.inspect_image(ref))
+        except docker.errors.NotFound:
+            return None
+
+    def cleanup(self) -> None:
+        for image in self.client.images.list():
+            names = image.tags + image.attrs.get("RepoDigests", [])
+            if any(f"/{repo}:" in n or f"/{repo}@" in n for n in names for repo in self.repos):
+                self.client.images.remove(image.id, force=True)

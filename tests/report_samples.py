@@ -191,7 +191,8 @@ BY_VERDICT: list[tuple[str, Builder, str, int]] = [
 
 
 # One host each of the common cases, in the order a fleet of identical nodes repeats them: what a
-# fleet's dashboard and job summary are measured on (tests/test_fleet.py, bench/bench_markdown.py).
+# fleet's dashboard and job summary are measured on (tests/unit/test_fleet.py,
+# bench/bench_markdown.py).
 FLEET_MIX = (
     healthy,
     driver_upgraded_without_reboot,

@@ -5,6 +5,8 @@ Each is the `host` object a user would attach to a bug report (`envcheck doctor 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 A100 = {
@@ -97,8 +99,72 @@ def cudnn(
     return {"status": "ok", "version": version, "path": path}
 
 
+def write(tmp_path: Path, doc: Any, name: str = "facts.json") -> str:
+    """A facts document (or any text) saved for `--facts`; its path."""
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return str(path)
+
+
 def host(**layers: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "machine": {"hostname": "gpu-01", "os": "Ubuntu 22.04", "arch": "x86_64"}
     }
     return base | layers
+
+
+# Hosts from the judge's scenarios: each a real failure the judge has a fix for.
+JUDGE_HOSTS: dict[str, dict[str, Any]] = {
+    "a100-535-cpu-wheel": host(
+        driver=driver("535.104.05", "12.2"),
+        gpus=[A100],
+        paddle=PADDLE_331_CPU,
+        engine=ENGINE_PLAIN,
+    ),
+    "t4-470-cu126-wheel": host(
+        driver=driver("470.82.01", "11.4"), gpus=[T4], paddle=PADDLE_331_CU126
+    ),
+    "k80-old-gpu": host(driver=driver("470.82.01", "11.4"), gpus=[K80], paddle=PADDLE_262_CU118),
+    "rtx5090-262-wheel": host(
+        driver=driver("570.124.06", "12.8"),
+        gpus=[RTX5090],
+        paddle=PADDLE_262_CU118,
+        cudnn=cudnn(None),
+    ),
+    "v100-31-wheel": host(
+        driver=driver("535.104.05", "12.2"),
+        gpus=[V100],
+        paddle=PADDLE_31_CU126,
+        engine=ENGINE_NVIDIA,
+    ),
+    "laptop-no-gpu": host(paddle=PADDLE_331_CPU),
+}
+
+
+# Hosts whose remedies take more than one step (the remedy tests): a CUDA-variant switch, a T4 on
+# driver 418 with the CPU wheel.
+REMEDY_HOSTS: dict[str, dict[str, Any]] = {
+    "h100-575-331-cu130": host(
+        driver=driver("575.51.03", "12.9"),
+        gpus=[H100],
+        paddle=PADDLE_331_CU126
+        | {"cuda": "13.0", "cudnn": "9.13.0", "python": "/srv/venv/bin/python"},
+    ),
+    "t4-418-cpu-wheel": host(
+        driver=driver("418.87.01", "10.1"),
+        gpus=[T4],
+        paddle=PADDLE_331_CPU | {"python": "/srv/venv/bin/python"},
+    ),
+    # three remedies at once: the pip fix, a reboot (or the module reload), the Toolkit
+    "a100-reboot-toolkit-cpu-wheel": host(
+        driver=driver("535.104.05", "12.2", kernel_module="530.30.02"),
+        gpus=[A100],
+        paddle=PADDLE_331_CPU | {"python": "/srv/venv/bin/python"},
+        engine=ENGINE_PLAIN,
+    ),
+    "t4-418-gpu-wheel": host(
+        driver=driver("418.87.01", "10.1"),
+        gpus=[T4],
+        paddle=PADDLE_331_CU126 | {"python": "/srv/venv/bin/python"},
+    ),
+}

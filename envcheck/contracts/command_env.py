@@ -14,8 +14,8 @@ but `dlopen` searches the process's own LD_LIBRARY_PATH and a library loaded sta
 host described by a fake NVML is always a subprocess of its own.
 
 This module is the process's edge: nothing else in envcheck reads `os.environ` or writes to
-`sys.stdout`/`sys.stderr` (tests/test_one_environment.py walks the source for it), but the entry
-point, whose early CUDA probe gets the same `os.environ` before this module is imported; so an
+`sys.stdout`/`sys.stderr` (tests/unit/test_one_environment.py walks the source for it), but the
+entry point, whose early CUDA probe gets the same `os.environ` before this module is imported; so an
 injected `Environment` is honoured by every layer, the probes' children and the smoke's included.
 
 Standard library only: `envcheck --version` pays for this module.

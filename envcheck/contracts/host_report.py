@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
 SCHEMA_VERSION = 3
 
 # The verdict names, said once: every per-verdict table is keyed by `Verdict` (mypy checks the
-# keys) and tests/test_verdict_names.py checks that each covers `VERDICTS`.
+# keys) and tests/unit/test_verdict_names.py checks that each covers `VERDICTS`.
 Verdict = Literal["pass", "warn", "fail", "cpu-fallback", "wrong-results"]
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)  # in order of weight, the worst last
 

@@ -6,7 +6,7 @@
 and total count *compressed* bytes), `Pull complete` — or `Already exists` for a layer the engine
 has; then `Digest: sha256:…` and `Status: …` without an id. A failure mid-stream is an event with
 `error`/`errorDetail` (the HTTP status stays 200). Recorded for real in
-docs/facts/docker-offline.md and tests/test_pull.py.
+docs/facts/docker-offline.md and tests/integration/test_pull.py.
 Pure: no I/O, so the rules are tested on recorded events. A contract: the pull folds the events,
 the engine adapter sorts its errors with `classify_engine_error`, the progress display reads them.
 """

@@ -8,8 +8,8 @@ compiles them with `exec` (~0.55 ms a class), and it imports `inspect` (with `as
 was 22-28 ms of its 0.12 s, and most of its memory above the NVML floor. Here every method
 is a closure or a shared function: making a class costs a few microseconds.
 
-For what it supports, a record behaves as the dataclass would (tests/test_record.py holds the two
-side by side):
+For what it supports, a record behaves as the dataclass would (tests/unit/test_record.py holds
+the two side by side):
 - its fields are the class's own annotations, in order (`ClassVar` ones are not fields); a
   default is the class attribute, or `field(default=..., default_factory=..., metadata=...)`; an
   unhashable default (a list, a dict) is refused, and so is a field without a default after one

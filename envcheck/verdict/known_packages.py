@@ -51,10 +51,10 @@ def load_known_packages(path: Path) -> KnownPackages:
     the shape the script writes, with the reason in `problem`.
 
     Why absence and not an error: the file is package data, checked by the suite on every change
-    (tests/test_known_packages.py), so a bad one on a user's machine is a damaged install, and
-    all that rides on it is a version pin in a fix (the newest cuDNN wheel of a major): the fix
-    then names no pin, which it already does for a version the list lacks. The diagnosis itself
-    never depends on it, so a damaged pin list must not cost the user their doctor."""
+    (tests/integration/test_known_packages.py), so a bad one on a user's machine is a damaged
+    install, and all that rides on it is a version pin in a fix (the newest cuDNN wheel of a major):
+    the fix then names no pin, which it already does for a version the list lacks. The diagnosis
+    itself never depends on it, so a damaged pin list must not cost the user their doctor."""
     from envcheck.matrix.toml import tomllib  # here: see envcheck/matrix/toml.py
 
     try:

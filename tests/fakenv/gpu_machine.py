@@ -1,6 +1,6 @@
 """Run a command as if this machine had a real NVIDIA driver, without changing the machine.
 
-    python -m tests.fakenv.gpu_machine [--profile a100x2-535] -- python -m pytest tests/test_cli.py
+    python -m tests.fakenv.gpu_machine [--profile a100x2-535] -- python -m pytest tests/unit
 
 Inside a private mount namespace (`unshare -m`, root only; nothing is visible outside it):
 - a copy of the loader cache, built with `ldconfig -C COPY -X` from the system's configuration
