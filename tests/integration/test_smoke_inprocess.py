@@ -185,7 +185,7 @@ class _FolderThatSignals(os.PathLike[str]):
 def test_a_signal_while_the_child_starts_takes_the_child_with_it(tmp_path: Path) -> None:
     """A signal deferred while Popen started the training child was raised as the deferring
     block ended, before the cleanup held the child: it trained on, orphaned, until its next
-    write found no reader (tests/integration/test_signals.py caught it once the exit got faster).
+    write found no reader (tests/integration/test_signals.py caught it once the exit got faster)."""
     marker = f"envcheck-orphan-check-{tmp_path.name}"
     argv = [sys.executable, "-c", "import time; time.sleep(60)", marker]
     with pytest.raises(Interrupted), unwind_on_signals():
