@@ -1,4 +1,4 @@
-"""`envcheck fix`: parse the command line and dispatch to envcheck.fix.repair, which plans from
+"""`envcheck fix`: parse the command line and dispatch to envcheck.fix.runner.repair, which plans from
 the doctor's findings and, with --yes, applies the plan as a transaction; then print its outcome
 (render/fix.py: text, or --json)."""
 
@@ -15,8 +15,8 @@ from envcheck.contracts.exitcodes import EXIT_CODES_HELP
 if TYPE_CHECKING:
     from envcheck.contracts.command_env import Environment
     from envcheck.fix.outcome import FixOutcome
-    from envcheck.fix.repair import FixOptions
-    from envcheck.fix.transaction import Io
+    from envcheck.fix.runner.repair import FixOptions
+    from envcheck.fix.runner.transaction import Io
 
 EXAMPLES = """examples:
   envcheck fix                                  # the plan: what would change and why; nothing runs
@@ -105,7 +105,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from envcheck.fix.repair import fix_environment
+    from envcheck.fix.runner.repair import fix_environment
 
     outcome = fix_environment(_options(args, env), _io(args, env))
     _print(args, outcome, env)
@@ -117,7 +117,7 @@ def _options(args: argparse.Namespace, env: Environment) -> FixOptions:
 
     from envcheck.contracts.doctor_options import DoctorOptions
     from envcheck.fix.plan import PIP_OVERRIDE
-    from envcheck.fix.repair import FixOptions
+    from envcheck.fix.runner.repair import FixOptions
 
     doctor = DoctorOptions(
         python=args.python,
@@ -144,7 +144,7 @@ def _io(args: argparse.Namespace, env: Environment) -> Io:
     (pip relays what an index sends, escape codes included)."""
     from envcheck.commands.doctor import diagnose
     from envcheck.contracts.record import replace
-    from envcheck.fix.transaction import Io
+    from envcheck.fix.runner.transaction import Io
     from envcheck.matrix.mirror import PADDLE_INDEX_ENV, paddle_index
     from envcheck.render.sanitize import visible
 

@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from envcheck.fix import journal
+from envcheck.fix.runner import journal
 from envcheck.smoke.workload.protocol import CORRUPT_ENV
 from tests import fakenv, fix_env
 from tests.inprocess import ENV, envcheck_process, run_envcheck

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from envcheck.fix import journal
-from envcheck.fix.apply import run_command
+from envcheck.fix.runner import journal
+from envcheck.fix.runner.apply import run_command
 from tests import fix_env
 from tests.inprocess import ENV, run_envcheck
 

@@ -39,7 +39,13 @@ LAYERS: dict[str, frozenset[str]] = {
     # runs the smoke, pulls, reads registries, runs the target's pip: the engine, subprocesses,
     # the network, the NVML sampler
     "runner": frozenset(
-        {"envcheck.smoke.runner", "envcheck.engine", "envcheck.pull", "envcheck.registry.http"}
+        {
+            "envcheck.smoke.runner",
+            "envcheck.fix.runner",
+            "envcheck.engine",
+            "envcheck.pull",
+            "envcheck.registry.http",
+        }
     ),
     "edge": frozenset({"envcheck.edges"}),  # the process's own I/O: files, streams, signals
     # pure: facts and matrix in, findings, choices and plans out
@@ -68,15 +74,6 @@ MODULES: dict[str, str] = {
     # workload's modules import it by a relative name inside the container, so it stays there
     "envcheck.smoke.workload": "protocol",
     "envcheck.smoke.workload.protocol": "protocol",
-    # the repair's transaction runs the target's pip, keeps and restores its files, its journal
-    # and lock; its plan and outcome beside them are pure (the folder is the repair's one room)
-    **dict.fromkeys(
-        (
-            f"envcheck.fix.{m}"
-            for m in ("apply", "keep", "journal", "site", "transaction", "repair")
-        ),
-        "runner",
-    ),
 }
 
 ALL_LAYERS = frozenset({*LAYERS, *MODULES.values()})

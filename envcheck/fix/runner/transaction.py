@@ -32,8 +32,10 @@ from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
 from envcheck.edges.signals import deferred, wait_for_signal
-from envcheck.fix import apply, keep
-from envcheck.fix.journal import (
+from envcheck.fix.outcome import Change, Part, PartOutcome, Ran, RecordInfo, Rollback, Summary
+from envcheck.fix.plan import PIP_OVERRIDE, FixPlan
+from envcheck.fix.runner import apply, keep
+from envcheck.fix.runner.journal import (
     Journal,
     JournalStep,
     ensure_home,
@@ -43,9 +45,7 @@ from envcheck.fix.journal import (
     problem,
     unfinished,
 )
-from envcheck.fix.outcome import Change, Part, PartOutcome, Ran, RecordInfo, Rollback, Summary
-from envcheck.fix.plan import PIP_OVERRIDE, FixPlan
-from envcheck.fix.site import Site, ask_site
+from envcheck.fix.runner.site import Site, ask_site
 
 # Tests only: hold the named phase open (a step is `step-N`) so that a test can signal the run
 # there, or change the world (stop the index) and let it go on by removing ENVCHECK_FIX_PAUSE_FILE.

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from envcheck.contracts.errors import EnvironmentProblem
 from envcheck.contracts.record import record
-from envcheck.fix.journal import problem, write_whole
-from envcheck.fix.site import Dist
+from envcheck.fix.runner.journal import problem, write_whole
+from envcheck.fix.runner.site import Dist
 
 MANIFEST = "manifest.json"
 

@@ -1,5 +1,5 @@
 """`envcheck fix` as independent transactions: the doctor's findings -> a plan -> with `apply`,
-the interpreter's transaction (envcheck.fix.transaction), then the image's (a pull verified by a
+the interpreter's transaction (envcheck.fix.runner.transaction), then the image's (a pull verified by a
 smoke in it). A failed pull never rolls back a verified interpreter; the outcome gives each part
 its result and the exit code that of the part that failed.
 
@@ -17,12 +17,12 @@ from envcheck.contracts.errors import EnvironmentProblem, UsageError
 from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
-from envcheck.fix import apply
-from envcheck.fix.journal import home
 from envcheck.fix.outcome import Change, FixOutcome, Outcome, Part, RecordInfo, Summary, overall
 from envcheck.fix.plan import FixPlan, ImageState, plan_fix
-from envcheck.fix.site import Site, ask_site
-from envcheck.fix.transaction import (
+from envcheck.fix.runner import apply
+from envcheck.fix.runner.journal import home
+from envcheck.fix.runner.site import Site, ask_site
+from envcheck.fix.runner.transaction import (
     Io,
     Request,
     apply_interpreter,
