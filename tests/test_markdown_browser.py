@@ -1,4 +1,4 @@
-"""The job summary as a person sees it (#24.2): the Markdown rendered by python-markdown and laid
+"""The job summary as a person sees it: the Markdown rendered by python-markdown and laid
 out by headless Chromium (tests/browser.py), at the width of a job summary on a laptop.
 
 Before: the findings table was 981 px wide in 852 px of room (the Fix column behind a horizontal
@@ -77,7 +77,7 @@ def test_the_smoke_has_its_own_table_and_no_python_repr() -> None:
         smoke = md[md.index("### Smoke training") :].split("<details>")[0]
         assert not PYTHON_REPR.search(smoke), smoke
         assert not re.search(r"\|\s*(None|True|False)\s*\|", md)
-        if report.smoke.get("runs"):
+        if report.smoke.runs:
             assert "| device asked | device used | loss start → end | steps/s |" in smoke
             assert "known answers" in smoke and "peak GPU MiB" in smoke
 

@@ -19,6 +19,7 @@ import pytest
 
 from envcheck.contracts.errors import EnvironmentProblem
 from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import exit_status_of, verdict_of
 from envcheck.edges.signals import Interrupted, unwind_on_signals
@@ -33,12 +34,14 @@ pytest_plugins = ("tests.smoke_fixtures", "tests.fakenv")  # no_driver: hides a 
 IN_PROCESS = SmokeOptions(in_process=True, timeout=180)
 
 
-def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
+def check(**options: Any) -> tuple[dict[str, Any], list[Finding]]:
+    """The report's smoke section as JSON, and the findings."""
     # the test process's variables, live: the fixtures' no_driver and smoke_script set them
     opts = SmokeOptions(
         **{"in_process": True, "timeout": 180.0, "variables": os.environ, **options}
     )
-    return smoke_check(NO_GPU_HOST, CPU_CHOICE, opts)
+    doc, findings = smoke_check(NO_GPU_HOST, CPU_CHOICE, opts)
+    return to_dict(doc), findings
 
 
 def test_in_process_cpu_smoke_that_learns_is_a_pass(no_driver: Path) -> None:
@@ -54,7 +57,7 @@ def test_in_process_with_expect_gpu_is_cpu_fallback_naming_the_cpu_build(no_driv
     doc, findings = check(expect_gpu=True)
     assert [f.id for f in findings] == ["smoke.cpu-fallback"]
     fallback = findings[0]
-    # No driver on this host: the fix names the GPU build, after the driver (#8.14), never the CPU wheel.
+    # No driver on this host: the fix names the GPU build, after the driver, never the CPU wheel.
     assert fallback.observed["cause"] == "cpu-build" and "paddlepaddle-gpu" in (fallback.fix or "")
     assert "pip install paddlepaddle " not in (fallback.fix or "")
     assert (
@@ -137,9 +140,9 @@ def test_doctor_in_process(
 def test_a_bug_while_reading_the_output_is_raised_at_once_not_a_smoke_verdict(
     monkeypatch: pytest.MonkeyPatch, stream: str, script: str
 ) -> None:
-    """Before #8.11 the reader swallowed everything: envcheck's own bug became a truncated log,
+    """The reader once swallowed everything: envcheck's own bug became a truncated log,
     then a smoke failure (exit 5) blamed on the host. It must reach the CLI (exit 3), and at once
-    (#20.3): a child still writing (its pipe now undrained) or hung is not waited for until the
+    (the bug is ours, not the host's): a child still writing (its pipe now undrained) or hung is not waited for until the
     smoke's timeout (an hour here); before, stdout's failure waited for it and stderr's was
     never seen."""
     from envcheck.smoke.parse import OutputCollector
@@ -185,7 +188,7 @@ class _FolderThatSignals(os.PathLike[str]):
 def test_a_signal_while_the_child_starts_takes_the_child_with_it(tmp_path: Path) -> None:
     """A signal deferred while Popen started the training child was raised as the deferring
     block ended, before the cleanup held the child: it trained on, orphaned, until its next
-    write found no reader (tests/test_signals.py caught it once the exit got faster, #27.2)."""
+    write found no reader (tests/test_signals.py caught it once the exit got faster)."""
     marker = f"envcheck-orphan-check-{tmp_path.name}"
     argv = [sys.executable, "-c", "import time; time.sleep(60)", marker]
     with pytest.raises(Interrupted), unwind_on_signals():

@@ -1,4 +1,4 @@
-"""Each piece of the training fails with its own cause (issue 11.2).
+"""Each piece of the training fails with its own cause.
 
 On this machine, for real: the DataLoader worker raising or killed (the workload's test-only
 ENVCHECK_SMOKE_CORRUPT=worker hook) in a subprocess of the host's Paddle 3.3.1 CPU, and a /dev/shm
@@ -60,8 +60,9 @@ def test_a_dataloader_worker_that_fails_is_its_own_finding_with_its_log_line(
     finding = only(findings, WORKER_ID)
     assert all(w in f"{finding.message} {finding.fix}" for w in words), finding
     assert verdict_of(findings) == "fail" and exit_status_of(findings) != 0
-    assert doc is not None and doc["status"] == "dataloader-worker"
-    assert doc["runs"][0]["error"]["phase"] in ("data", "train")
+    error = doc.runs[0].error
+    assert doc.status == "dataloader-worker" and error is not None
+    assert error.phase in ("data", "train")
 
 
 @pytest.mark.parametrize(
@@ -140,7 +141,7 @@ WORKER_KILLED = "DataLoader process (pid 4242) exited is killed by signal: Kille
 )
 def test_a_killed_worker_is_named_by_the_line_with_its_signal(warned: list[str]) -> None:
     """Paddle prints "workers exit unexpectedly" before the signal's line in some runs
-    (#20.3): the finding quotes the signal whichever came first."""
+    (under load): the finding quotes the signal whichever came first."""
     doc = _crashed(rec.result(), "data", WORKER_KILLED)
     doc["warnings"] = [{"kind": "dataloader-worker", "text": text} for text in warned]
     finding = only(judge(container_plan(), outcome(doc, exit_code=1)), WORKER_ID)
