@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from envcheck.contracts.facts import to_dict
 from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)  # fake_build, fake_nvidia, probed_host
@@ -134,12 +135,27 @@ def test_the_sm61_86_build_is_judged_again_with_its_recorded_smoke(tmp_path: Pat
     assert real["smoke"]["runs"][0]["error"]["phase"] == "check"  # before any training step
 
 
+@pytest.mark.parametrize(
+    "name", ["d-expect-gpu-cpu-paddle", "e-smoke-cpu-paddle", "f-gpu262-expect"]
+)
+def test_the_recorded_smoke_reads_back_as_it_was_written(name: str) -> None:
+    """A report of schema 2, read by the reader of every document and written again: the same
+    keys, order and values (a key added since, `contradicted`, stays absent)."""
+    from envcheck.contracts.saved_report import smoke_of
+
+    real = recorded(name)
+    assert real["schema_version"] == 2
+    smoke = smoke_of(real)
+    assert smoke is not None and smoke.runs[0].contradicted is None
+    assert json.dumps(to_dict(smoke)) == json.dumps(real["smoke"])
+
+
 def test_nvml_on_the_real_h100_witnessed_each_workload_in_its_window() -> None:
     """The sampler's record of three torch workloads on the H100, judged again: training is busy
     (98 % SM of the process), a CUDA context computing on the CPU is idle (584 MiB, 0 %), no
     CUDA is unseen. The same `trains` record judged on the second after its last kernel, when
     its context still held 902 MiB, is idle: memory alone proves no training."""
-    from envcheck.contracts.facts import from_dict, to_dict
+    from envcheck.contracts.facts import from_dict
     from envcheck.contracts.smoke_report import NvmlSummary
     from envcheck.contracts.smoke_result import TrainWindow
     from envcheck.smoke.verdict.witness import witness

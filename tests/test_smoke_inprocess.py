@@ -19,9 +19,10 @@ import pytest
 
 from envcheck.contracts.errors import EnvironmentProblem
 from envcheck.contracts.exitcodes import ExitStatus
-from envcheck.contracts.facts import to_dict
+from envcheck.contracts.facts import from_dict, to_dict
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import exit_status_of, verdict_of
+from envcheck.contracts.smoke_report import SmokeDocument
 from envcheck.edges.signals import Interrupted, unwind_on_signals
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.runner.check import smoke_check
@@ -51,6 +52,9 @@ def test_in_process_cpu_smoke_that_learns_is_a_pass(no_driver: Path) -> None:
     run = doc["runs"][0]
     assert run["device_used"] == "cpu" and run["loss_end"] < run["loss_start"]
     assert doc["nvml"]["status"] == "unavailable"  # no driver (no_driver): recorded, not fatal
+    # a saved report of this schema reads its smoke back as it was written
+    again = from_dict(SmokeDocument, doc, "smoke", numbers_as_text=False)
+    assert json.dumps(to_dict(again)) == json.dumps(doc)
 
 
 def test_in_process_with_expect_gpu_is_cpu_fallback_naming_the_cpu_build(no_driver: Path) -> None:

@@ -268,3 +268,53 @@ def test_a_number_past_a_floats_range_is_bad_output() -> None:
     doc["runs"][0]["checks"][0]["max_abs_diff"] = 10**400
     with pytest.raises(BadOutput, match="not a finite number"):
         parse_result(json.dumps(doc).encode())
+
+
+# -- the one reader's rules the workload's line relies on ----------------------------------------
+def test_an_optional_key_absent_is_none_and_none_is_written_absent() -> None:
+    """An error from an older workload, without `phase` or `traceback`: read as None, and written
+    back as the workload wrote it, without them."""
+    from envcheck.contracts.facts import from_dict, to_dict
+    from envcheck.contracts.smoke_result import WorkloadError
+
+    doc = {"type": "OSError", "message": "CUDA error(35)"}
+    error = from_dict(WorkloadError, doc, "error", numbers_as_text=False)
+    assert (error.phase, error.traceback, error.thread_errors) == (None, None, None)
+    assert to_dict(error) == doc
+
+
+def test_a_number_is_kept_as_written_and_a_variant_is_told_by_its_keys() -> None:
+    """`max_abs_diff: 0` stays 0 (the report repeats the workload's line); compare_cpu is the
+    variant whose keys are there: skipped, compared, or failed on its own."""
+    from envcheck.contracts.facts import to_dict
+    from envcheck.contracts.smoke_result import CpuCompared, CpuSkipped, ExtraFailed
+
+    doc = rec.result()
+    doc["runs"][0]["checks"][0]["max_abs_diff"] = 0
+    run = parse_result(json.dumps(doc).encode()).runs[0]
+    assert run.checks and to_dict(run.checks[0])["max_abs_diff"] == 0
+    assert isinstance(run.compare_cpu, CpuSkipped)
+    compared = {
+        "steps_per_s": 90.5,
+        "first_step_s": 0.3,
+        "loss_start": 0.69,
+        "loss_end": 0.41,
+        "speedup": 9.0,
+        "skipped": None,
+        "error": None,
+    }
+    failed = {"error": {"phase": "compare-cpu", "type": "OSError", "message": "m"}}
+    for written, variant in ((compared, CpuCompared), (failed, ExtraFailed)):
+        doc["runs"][0]["compare_cpu"] = written
+        read = parse_result(json.dumps(doc).encode()).runs[0].compare_cpu
+        assert isinstance(read, variant) and to_dict(read) == written
+
+
+def test_a_time_series_row_has_its_three_values() -> None:
+    from envcheck.contracts.facts import FactsError, from_dict
+    from envcheck.contracts.smoke_report import GpuSummary
+
+    row = from_dict(GpuSummary, {"series": [[1.5, 30, None]]}, "gpu", numbers_as_text=False)
+    assert row.series == ((1.5, 30, None),)
+    with pytest.raises(FactsError, match=r"gpu.series\[0\]: expected 3 items, got 2"):
+        from_dict(GpuSummary, {"series": [[1.5, 30]]}, "gpu", numbers_as_text=False)

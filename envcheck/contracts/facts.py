@@ -44,8 +44,11 @@ def _checked(check: str) -> Any:
     return field(default=None, metadata={"check": check})
 
 
-def _count() -> Any:
-    return field(default=None, metadata={"check": "count"})
+def _count(description: str | None = None) -> Any:
+    return field(
+        default=None,
+        metadata={"check": "count", **({"description": description} if description else {})},
+    )
 
 
 @record
@@ -60,8 +63,10 @@ class DriverFacts:
     error: str | None = None  # NVML error constant, e.g. "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
     reason: str | None = None
     library: str | None = None  # the libnvidia-ml file that answered
-    # NVIDIA GPUs seen without NVML (sysfs PCI, /proc/driver/nvidia/gpus) when NVML failed
-    gpus_present: int | None = _count()
+    gpus_present: int | None = _count(
+        "NVIDIA GPUs seen without NVML (sysfs PCI, /proc/driver/nvidia/gpus) when NVML failed;"
+        " null when not read"
+    )
 
 
 @record
@@ -140,10 +145,15 @@ class PaddleFacts:
     location: str | None = None
     python: str | None = None  # the target interpreter
     reason: str | None = None
-    # The pip distributions that installed `paddle` (dist-info folders beside it): both
-    # "paddlepaddle" and "paddlepaddle-gpu" overwrite each other's files. () = none found, or not
-    # recorded (a facts file saved before this field).
-    distributions: tuple[str, ...] = ()
+    # Both "paddlepaddle" and "paddlepaddle-gpu" overwrite each other's files.
+    distributions: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "The pip distributions that installed `paddle` (dist-info folders"
+            " beside it), e.g. both paddlepaddle and paddlepaddle-gpu; empty when none was found"
+            " or not recorded (a facts file saved before this field)."
+        },
+    )
 
 
 @record

@@ -222,7 +222,13 @@ class SmokeDocument:
     nvml: NvmlSummary | None = None
     log_tail: tuple[str, ...] = ()
     container: ContainerInfo | None = None
-    loaded_libraries: tuple[Mapped, ...] | None = None  # None: the workload reported none
+    loaded_libraries: tuple[Mapped, ...] | None = field(
+        default=None,
+        metadata={
+            "description": "The NVIDIA libraries the smoke process mapped (/proc/self/maps after"
+            " its first step); null when the workload reported none."
+        },
+    )
     loaded_when: str | None = None
     driver_check: DriverCheck | None = None
     problem: str | None = None  # why the workload's line could not be read
