@@ -4,8 +4,6 @@ result or did not learn, each with its log tail and fix."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding, fail, warn
 from envcheck.contracts.remedy import Instruction, Remedy, steps
@@ -191,6 +189,6 @@ def tail_text(tail: list[str], lines: int = 8) -> str:
     return ("\n  last log lines:\n    " + "\n    ".join(tail[-lines:])) if tail else ""
 
 
-def first_line(text: Any) -> str:
-    lines = str(text or "").strip().splitlines()
+def first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
     return lines[0][:300] if lines else ""

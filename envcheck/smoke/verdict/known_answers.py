@@ -10,7 +10,6 @@ returned exactly 0.0 from matmul and Conv2D and trained to a loss of 0.0 with ex
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding, fail
@@ -254,6 +253,6 @@ def _loaded_cudnn(texts: list[str]) -> str | None:
     return None
 
 
-def _major(version: Any) -> str | None:
-    text = str(version or "")
+def _major(version: str | None) -> str | None:
+    text = version or ""
     return text.split(".")[0] if text[:1].isdigit() else None

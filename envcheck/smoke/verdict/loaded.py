@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any
 
 from envcheck.contracts.facts import HostFacts, LibraryFacts, to_dict
 from envcheck.contracts.findings import Finding, fail, warn
@@ -131,8 +130,8 @@ def loaded_summary(result: SmokeResult) -> str | None:
     return "mapped " + ", ".join(f"{lib.name} {lib.version or '?'} ({lib.source})" for lib in main)
 
 
-def _major(version: Any) -> int | None:
-    text = str(version or "")
+def _major(version: str | None) -> int | None:
+    text = version or ""
     head = text.split(".")[0]
     return int(head) if head.isdigit() else None
 

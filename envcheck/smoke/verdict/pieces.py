@@ -24,7 +24,6 @@ Paddle's texts, as 3.3.1 prints them (paddle/io/dataloader, paddle/fluid/imperat
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding, fail
@@ -105,8 +104,8 @@ def _kind(line: str) -> str | None:
     return hit["kind"] if hit else None
 
 
-def _lines(text: Any) -> list[str]:
-    return [line.strip() for line in str(text or "").splitlines() if line.strip()]
+def _lines(text: str | None) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
 def _shm(plan: Plan, result: SmokeResult, line: str) -> Finding:
@@ -165,12 +164,10 @@ def _cudnn(plan: Plan, result: SmokeResult, lines: list[str]) -> Finding:
     )
 
 
-def _size(value: Any) -> str:
-    if not isinstance(value, int):
-        return "?"
+def _size(value: int) -> str:
     return f"{value // 2**10} KiB" if value < 2**20 else f"{value / 2**20:.0f} MiB"
 
 
-def _first(text: Any) -> str:
+def _first(text: str) -> str:
     lines = _lines(text)
     return lines[0][:300] if lines else ""
