@@ -304,6 +304,13 @@ def _shape(tp: Any) -> tuple[Any, tuple[Any, ...]]:
     return typing.get_origin(tp), typing.get_args(tp)
 
 
+@functools.cache
+def _takes_float(tp: Any) -> bool:
+    """`tp` is float, or a union with float in it: the losses of a run, read by the thousand."""
+    origin, args = _shape(tp)
+    return tp is float or (origin in (typing.Union, types.UnionType) and float in args)
+
+
 def _check(check: str | None, value: Any, where: str) -> None:
     """Values the judge will parse are parsed here first, so a bad one is named with its path
     (exit 2) instead of failing deep inside a rule."""
@@ -325,6 +332,8 @@ def _check(check: str | None, value: Any, where: str) -> None:
 
 
 def _coerce(tp: Any, value: Any, where: str, numbers_as_text: bool = True) -> Any:
+    if type(value) is float and value - value == 0.0 and _takes_float(tp):
+        return value  # a finite float where a number goes (inf - inf and nan - nan are nan)
     origin, args = _shape(tp)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
@@ -366,8 +375,6 @@ def _coerce(tp: Any, value: Any, where: str, numbers_as_text: bool = True) -> An
         return {
             str(k): _coerce(args[1], v, f"{where}.{k}", numbers_as_text) for k, v in value.items()
         }
-    if isinstance(tp, type) and is_record(tp):
-        return from_dict(tp, value, where, numbers_as_text=numbers_as_text)
     if tp is bool:
         if not isinstance(value, bool):
             raise FactsError(f"{where}: expected true/false, got {_short(value)}")
@@ -394,6 +401,8 @@ def _coerce(tp: Any, value: Any, where: str, numbers_as_text: bool = True) -> An
         if not isinstance(value, str):
             raise FactsError(f"{where}: expected a string, got {_short(value)}")
         return value
+    if isinstance(tp, type) and is_record(tp):
+        return from_dict(tp, value, where, numbers_as_text=numbers_as_text)
     raise FactsError(f"{where}: unsupported type {tp!r}")  # pragma: no cover
 
 
