@@ -1,6 +1,6 @@
 """What the probes found: frozen records (envcheck/contracts/record.py) that round-trip to JSON,
-and the one reader and writer of every JSON document envcheck reads back (`from_dict`,
-`to_dict`): facts, the smoke workload's line, a saved report.
+and the reader and writer of every record envcheck reads back from JSON (`from_dict`, `to_dict`):
+facts, the smoke workload's line, a saved report's image and smoke.
 
 The same rules judge a live host or a saved `host` object (bug reports, fleets, tests), so every
 field is optional: a missing key means "unknown", an unknown key is ignored. Each layer carries a
