@@ -28,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envcheck.contracts.facts import to_dict
+from envcheck.contracts.smoke_result import TrainWindow
 from envcheck.smoke.runner.sampler import NvmlSampler
 from envcheck.smoke.verdict.witness import witness
 
@@ -72,19 +74,20 @@ def run_case(case: str, seconds: float) -> dict[str, object]:
         time.sleep(1.1)  # NVML's utilisation lags up to a second (witness.UTIL_LAG_S)
         summary = sampler.summary()
     window = json.loads(out.strip().splitlines()[-1])
-    seen = witness(summary, 0, window)
+    seen = witness(summary, 0, TrainWindow(window["start"], window["end"]))
+    gpu = summary.gpus.get("0")
     return {
         "case": case,
         "expected": EXPECTED[case],
         "state": seen.state,
-        "witness": seen.as_dict(),
+        "witness": to_dict(seen),
         "window": window,
-        "nvml_status": summary["status"],
-        "nvml_reason": summary["reason"],
-        "process_query": (summary["gpus"].get("0") or {}).get("process_query"),
-        "process_util_query": (summary["gpus"].get("0") or {}).get("process_util_query"),
+        "nvml_status": summary.status,
+        "nvml_reason": summary.reason,
+        "process_query": gpu.process_query if gpu else None,
+        "process_util_query": gpu.process_util_query if gpu else None,
         "exit": child.returncode,
-        "nvml": summary,  # the sampler's whole record: tests replay the witness on it
+        "nvml": to_dict(summary),  # the sampler's whole record: tests replay the witness on it
     }
 
 

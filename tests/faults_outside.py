@@ -656,9 +656,10 @@ def smoke_output_case(name: str, stdout: bytes) -> None:
 
     trace, text = None, ""
     try:
+        from envcheck.contracts.smoke_report import NvmlSummary
         from envcheck.smoke.runner.check import outcome_of
 
-        outcome = outcome_of(RawRun(0, stdout, "", 1.0), {"status": "unavailable", "samples": 0})
+        outcome = outcome_of(RawRun(0, stdout, "", 1.0), NvmlSummary("unavailable", samples=0))
         findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome)
         text = render_markdown(samples.report(tuple(findings)))
         text.encode("utf-8")

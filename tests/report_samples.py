@@ -19,6 +19,7 @@ from envcheck.contracts.facts import (
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.host_report import ImageChoice, Report
 from envcheck.contracts.record import replace
+from envcheck.contracts.smoke_report import SmokeDocument
 
 IMAGE = ImageChoice(
     ref="ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5",
@@ -28,6 +29,18 @@ IMAGE = ImageChoice(
     cudnn="9.5",
     paddle="3.0.0",
     digest="sha256:" + "ab" * 32,
+)
+
+
+# The smoke section the samples carry: where it ran; its runs are the smoke tests' business.
+SMOKE = SmokeDocument(
+    mode="container",
+    image=IMAGE.ref,
+    gpu_expected=True,
+    gpu_expected_reason="2 usable GPU(s) and a CUDA build of Paddle that the matrix says fits",
+    gpu_request=("all",),
+    exit_code=0,
+    duration_s=6.4,
 )
 
 
@@ -79,13 +92,7 @@ def report(
         host=host(hostname, **host_changes),
         findings=findings,
         image=IMAGE,
-        smoke={
-            "device": "gpu:0",
-            "steps": 60,
-            "loss_first": 2.31,
-            "loss_last": 0.42,
-            "trace": ["…"],
-        },
+        smoke=SMOKE,
         meta={
             "envcheck_version": "0.1.0",
             "finished_at": "2026-03-01T10:00:00+00:00",

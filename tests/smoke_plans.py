@@ -9,10 +9,10 @@ from typing import Any
 
 from envcheck.contracts.facts import HostFacts, host_from_document
 from envcheck.contracts.host_report import ImageChoice
+from envcheck.contracts.smoke_report import NvmlSummary
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
 from envcheck.smoke.plan import Outcome, Plan, plan_smoke
-from envcheck.smoke.verdict.witness import NvmlSummary
 from tests import scenarios as s
 from tests import smoke_samples as rec
 
@@ -24,12 +24,7 @@ GPU_IMAGE = ImageChoice(
     "https://www.paddlepaddle.org.cn/packages/stable/cu126/",
 )
 NO_GPU_HOST = host_from_document(s.host(engine=s.ENGINE_PLAIN, paddle=s.PADDLE_331_CPU))
-NVML_ABSENT: NvmlSummary = {
-    "status": "unavailable",
-    "reason": "NVML_ERROR_LIBRARY_NOT_FOUND",
-    "samples": 0,
-    "gpus": {},
-}
+NVML_ABSENT = NvmlSummary(status="unavailable", reason="NVML_ERROR_LIBRARY_NOT_FOUND", samples=0)
 
 
 def gpu_host(gpus: int = 1, **extra: Any) -> HostFacts:

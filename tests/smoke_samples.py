@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, cast
+from typing import Any
 
-from envcheck.smoke.verdict.witness import NvmlSummary
-from envcheck.smoke.workload.protocol import SmokeResult
+from envcheck.contracts.facts import from_dict
+from envcheck.contracts.smoke_report import NvmlSummary
+from envcheck.contracts.smoke_result import SmokeResult
 
 RECORDED_CPU_PASS = '{"schema":"envcheck-smoke/1","error":null,"runs":[{"device_requested":"cpu","device_error":null,"error":null,"device_used":"cpu","checks":[{"dtype":"float32","tolerance":0.00029108302593231205,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"embedding","phase":"before","device":"cpu"},{"dtype":"tf32","tolerance":0.12853687282642914,"max_abs_diff":4.898451663848391e-06,"ok":true,"problem":null,"op":"matmul","phase":"before","device":"cpu"},{"dtype":"tf32","tolerance":0.11528527374804658,"max_abs_diff":5.492089904635122e-06,"ok":true,"problem":null,"op":"conv1d","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":7.893812110026679e-05,"max_abs_diff":9.747842943941265e-08,"ok":true,"problem":null,"op":"mean","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00015617351886758948,"max_abs_diff":3.547765259348523e-08,"ok":true,"problem":null,"op":"cross_entropy","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":1.9999999912448607e-06,"max_abs_diff":4.872297565405859e-08,"ok":true,"problem":null,"op":"adam","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00029995355606079105,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"dropout","phase":"before","device":"cpu"},{"dtype":"float32","tolerance":0.00029108302593231205,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"embedding","phase":"after","device":"cpu"},{"dtype":"tf32","tolerance":0.12853687282642914,"max_abs_diff":4.898451663848391e-06,"ok":true,"problem":null,"op":"matmul","phase":"after","device":"cpu"},{"dtype":"tf32","tolerance":0.11528527374804658,"max_abs_diff":5.492089904635122e-06,"ok":true,"problem":null,"op":"conv1d","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":7.893812110026679e-05,"max_abs_diff":9.747842943941265e-08,"ok":true,"problem":null,"op":"mean","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":0.00015617351886758948,"max_abs_diff":3.547765259348523e-08,"ok":true,"problem":null,"op":"cross_entropy","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":1.9999999912448607e-06,"max_abs_diff":4.872297565405859e-08,"ok":true,"problem":null,"op":"adam","phase":"after","device":"cpu"},{"dtype":"float32","tolerance":0.00029995355606079105,"max_abs_diff":0.0,"ok":true,"problem":null,"op":"dropout","phase":"after","device":"cpu"}],"checks_s":0.0899,"steps":60,"batch_size":128,"loss_start":0.69369,"loss_end":0.21678,"losses":[0.6937,0.69,0.6795,0.6803,0.6849,0.6601,0.6605,0.66,0.6332,0.6237,0.631,0.5885,0.5793,0.5723,0.6019,0.5503,0.5214,0.5293,0.4617,0.4823,0.4933,0.5106,0.4651,0.4717,0.396,0.4501,0.411,0.3894,0.4279,0.3583,0.3714,0.3535,0.3391,0.3668,0.4207,0.3761,0.3213,0.2942,0.3249,0.2823,0.318,0.258,0.3007,0.299,0.2742,0.2132,0.3172,0.2353,0.2907,0.2534,0.216,0.2177,0.2443,0.2066,0.2011,0.2812,0.1736,0.1654,0.2594,0.2043],"first_step_s":0.1405,"steps_per_s":52.15,"samples_per_s":6675.8,"loss_check":{"start":0.6936931610107422,"non_finite":0,"zero_steps":0,"distinct":60},"train_window":{"start":1795394061.365157,"end":1795394062.632373},"param_places":{"embedding.weight":"Place(cpu)","fc.weight":"Place(cpu)","fc.bias":"Place(cpu)","conv.weight":"Place(cpu)","conv.bias":"Place(cpu)","conv_fc.weight":"Place(cpu)","conv_fc.bias":"Place(cpu)"},"logits_place":"Place(cpu)","logits_dtype":"float32","amp":{"enabled":false,"dtype":null},"accuracy":0.9023,"peak_gpu_mem_bytes":null,"peak_gpu_reserved_bytes":null,"compare_cpu":{"skipped":"the run itself was on the CPU","steps_per_s":null,"speedup":null,"error":null},"export":{"format":"json","inference_gpu":false,"max_abs_diff":9.5367431640625e-07,"argmax_agreement":1.0,"match":true,"seconds":0.5584,"error":null}}],"import_s":2.0224,"python":"3.11.2","paddle_version":"3.3.1","compiled_with_cuda":false,"cuda_version":"False","cudnn_version":"False","cuda_device_count":0,"cuda_device_count_error":null,"device_capabilities":[],"device_names":[],"default_device":"cpu","env":{"CUDA_VISIBLE_DEVICES":null,"NVIDIA_VISIBLE_DEVICES":null,"CUDA_DEVICE_ORDER":"PCI_BUS_ID"},"uid":1000,"pid":1,"shm":{"size_bytes":268435456,"free_bytes":268435456},"loaded_libraries":[],"loaded_when":"first-step","driver_check":null,"warnings":[],"total_s":3.9723}'
 
@@ -66,10 +67,15 @@ def result(line: str = RECORDED_CPU_PASS) -> dict[str, Any]:
 
 
 def as_result(doc: dict[str, Any]) -> SmokeResult:
-    """A sample, handed to the rules as the line `parse_result` validated. The samples stay plain
-    JSON so that a test can break them; the ones given here are whole lines, or hand edits that
-    keep the protocol's types."""
-    return cast(SmokeResult, doc)
+    """A sample, handed to the rules as the records `parse_result` reads it into. The samples stay
+    plain JSON so that a test can break them; the ones given here are whole lines, or hand edits
+    that keep the protocol's types."""
+    return from_dict(SmokeResult, doc, "result", numbers_as_text=False)
+
+
+def as_nvml(doc: dict[str, Any]) -> NvmlSummary:
+    """A sampler summary written as JSON (a saved one, or a test's), as the record."""
+    return from_dict(NvmlSummary, doc, "nvml", numbers_as_text=False)
 
 
 def on_gpu(doc: dict[str, Any], gpus: int = 1, cc: str = "8.6") -> dict[str, Any]:
@@ -102,8 +108,8 @@ def on_gpu(doc: dict[str, Any], gpus: int = 1, cc: str = "8.6") -> dict[str, Any
     )
     doc["warnings"] = [{"kind": "versions", "text": VERSIONS_LINE}]
     # The CPU recording mapped no NVIDIA library; a GPU run that says so contradicts itself
-    # (a forged proof): what this one mapped is not recorded (tests that need it add
-    # REAL_H100_LOADED).
+    # (no GPU computes without libcuda): what this one mapped is not recorded (tests that need
+    # it add REAL_H100_LOADED).
     del doc["loaded_libraries"], doc["loaded_when"]
     return doc
 
@@ -169,14 +175,16 @@ def nvml_witness(
             "series": [[t, util, memory] for t in times],
             "process_util": [[t, sm] for t in times] if sm else [],
         }
-    return {
-        "status": "ok",
-        "reason": None,
-        "samples": samples,
-        "interval_s": 0.05,
-        "pids": [4242],
-        "gpus": traces,
-    }
+    return as_nvml(
+        {
+            "status": "ok",
+            "reason": None,
+            "samples": samples,
+            "interval_s": 0.05,
+            "pids": [4242],
+            "gpus": traces,
+        }
+    )
 
 
 def broken(doc: dict[str, Any], op: str, problem: str, run: int = 0) -> dict[str, Any]:

@@ -1,13 +1,24 @@
-"""What the probes found: frozen records (envcheck/contracts/record.py) that round-trip to JSON.
+"""What the probes found: frozen records (envcheck/contracts/record.py) that round-trip to JSON,
+and the reader and writer of every record envcheck reads back from JSON (`from_dict`, `to_dict`):
+facts, the smoke workload's line, a saved report's image and smoke.
 
 The same rules judge a live host or a saved `host` object (bug reports, fleets, tests), so every
 field is optional: a missing key means "unknown", an unknown key is ignored. Each layer carries a
 `status` (`ok` / `absent` / `error`) and, when not ok, the `reason` in words.
+
+A record is its own schema: its annotations are the JSON types, and its fields' metadata say the
+rest, for the reader here and for the published JSON Schema (envcheck/contracts/json_schema.py):
+- `check`: a value the rules parse, parsed on the way in (`_check`: "dotted", "cc", "pep440",
+  "count", "archs");
+- `optional`: the key may be absent, which reads as None, and None is written as absent (a key
+  the writer only sometimes wrote, or a saved report older than the field);
+- `description`: what the field means, for the published schema.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -15,7 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.contracts.record import MISSING, field, fields, is_record, record
+from envcheck.contracts.record import MISSING, Field, field, fields, is_record, record
 from envcheck.contracts.versions import VersionParseError, parse_compute_capability, parse_dotted
 
 Status = Literal["ok", "absent", "error", "unknown"]
@@ -26,13 +37,19 @@ Status = Literal["ok", "absent", "error", "unknown"]
 LibraryOrigin = Literal["pip", "LD_LIBRARY_PATH", "system", "cuda-home"]
 
 
+OPTIONAL: typing.Final = {"optional": True}  # field metadata: absent is None, None is absent
+
+
 def _checked(check: str) -> Any:
     """An optional string field a saved document must spell right: the judge parses it."""
     return field(default=None, metadata={"check": check})
 
 
-def _count() -> Any:
-    return field(default=None, metadata={"check": "count"})
+def _count(description: str | None = None) -> Any:
+    return field(
+        default=None,
+        metadata={"check": "count", **({"description": description} if description else {})},
+    )
 
 
 @record
@@ -47,8 +64,10 @@ class DriverFacts:
     error: str | None = None  # NVML error constant, e.g. "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
     reason: str | None = None
     library: str | None = None  # the libnvidia-ml file that answered
-    # NVIDIA GPUs seen without NVML (sysfs PCI, /proc/driver/nvidia/gpus) when NVML failed
-    gpus_present: int | None = _count()
+    gpus_present: int | None = _count(
+        "NVIDIA GPUs seen without NVML (sysfs PCI, /proc/driver/nvidia/gpus) when NVML failed;"
+        " null when not read"
+    )
 
 
 @record
@@ -127,10 +146,15 @@ class PaddleFacts:
     location: str | None = None
     python: str | None = None  # the target interpreter
     reason: str | None = None
-    # The pip distributions that installed `paddle` (dist-info folders beside it): both
-    # "paddlepaddle" and "paddlepaddle-gpu" overwrite each other's files. () = none found, or not
-    # recorded (a facts file saved before this field).
-    distributions: tuple[str, ...] = ()
+    # Both "paddlepaddle" and "paddlepaddle-gpu" overwrite each other's files.
+    distributions: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "The pip distributions that installed `paddle` (dist-info folders"
+            " beside it), e.g. both paddlepaddle and paddlepaddle-gpu; empty when none was found"
+            " or not recorded (a facts file saved before this field)."
+        },
+    )
 
 
 @record
@@ -180,13 +204,22 @@ class FactsError(ValueError):
     """A saved facts document has a value of the wrong type, or one the judge cannot read."""
 
 
+class MissingKey(FactsError):
+    """A required key is absent: in a union of records, the variant the object is not."""
+
+
 T = TypeVar("T")
 
 
 def to_dict(obj: Any) -> Any:
-    """Dataclasses -> plain JSON-ready values (tuples become lists)."""
+    """Records -> plain JSON-ready values (tuples become lists); an `optional` field holding None
+    is left out."""
     if is_record(obj) and not isinstance(obj, type):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in fields(obj)}
+        return {
+            name: to_dict(value)
+            for name, optional in _written(type(obj))  # type: ignore[arg-type]
+            if (value := getattr(obj, name)) is not None or not optional
+        }
     if isinstance(obj, (list, tuple)):
         return [to_dict(v) for v in obj]
     if isinstance(obj, dict):
@@ -194,25 +227,36 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def from_dict(cls: type[T], data: Any, where: str = "host") -> T:
-    """Build `cls` from a JSON object: missing keys keep their defaults, unknown keys are ignored,
-    a wrong type raises FactsError naming the path (`host.driver.version`)."""
+@functools.cache
+def _written(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(name, optional) per field, worked out once per class."""
+    return tuple((f.name, bool(f.metadata.get("optional"))) for f in fields(cls))
+
+
+def from_dict(cls: type[T], data: Any, where: str = "host", *, numbers_as_text: bool = True) -> T:
+    """Build `cls` from a JSON object: missing keys keep their defaults (an `optional` one reads as
+    None), unknown keys are ignored, a wrong type raises FactsError naming the path
+    (`host.driver.version`). `numbers_as_text`: a number where text is expected is read as its
+    text (`"cuda": 12.2` in a facts file written by hand); False for what a program wrote (the
+    smoke workload's line, a report's smoke section), where it is a wrong type."""
     if not isinstance(data, dict):
         raise FactsError(f"{where}: expected an object, got {type(data).__name__}")
     kwargs: dict[str, Any] = {}
-    for name, hint, as_is, check, required in _fields_of(cls):  # type: ignore[arg-type]
+    for name, hint, as_is, check, absent in _fields_of(cls):  # type: ignore[arg-type]
         if name in data:
             value = data[name]  # `_read`, written out: the fleet merge's hot path (~10% faster)
             if check is None or not callable(check):
                 if type(value) not in as_is:  # exactly the field's JSON type: nothing to coerce
-                    value = _coerce(hint, value, f"{where}.{name}")
+                    value = _coerce(hint, value, f"{where}.{name}", numbers_as_text)
                 if check is not None and value is not None:
                     _check(check, value, f"{where}.{name}")
             else:
                 value = _own_check(check, value, f"{where}.{name}")
             kwargs[name] = value
-        elif required:
-            raise FactsError(f"{where}.{name}: missing (required)")
+        elif absent is _REQUIRED:
+            raise MissingKey(f"{where}.{name}: missing (required)")
+        elif absent is None:
+            kwargs[name] = None  # `optional` without a default: absent is None
     return cls(**kwargs)
 
 
@@ -223,13 +267,13 @@ def read_fields(cls: type, data: dict[str, Any], where: str) -> tuple[dict[str, 
     problems; keys `cls` lacks are the caller's to report."""
     values: dict[str, Any] = {}
     problems: list[str] = []
-    for name, hint, as_is, check, required in _fields_of(cls):
+    for name, hint, as_is, check, absent in _fields_of(cls):
         if name in data:
             try:
                 values[name] = _read(data[name], hint, as_is, check, f"{where}: {name}")
             except FactsError as e:
                 problems.append(str(e))
-        elif required:
+        elif absent is _REQUIRED:
             problems.append(f"{where}: {name}: missing")
     return values, problems
 
@@ -256,11 +300,15 @@ def _own_check(check: Callable[[Any], Any], value: Any, where: str) -> Any:
         raise FactsError(f"{where}: {e}") from e
 
 
+_REQUIRED, _DEFAULT = object(), object()  # what an absent key gives: an error, the default
+
+
 @functools.cache
-def _fields_of(cls: type) -> tuple[tuple[str, Any, frozenset[type], Any, bool], ...]:
-    """(name, resolved type, the JSON types it takes as they are, check, required) per field, worked
-    out once per class: resolving the string annotations on every call cost 4 of the 6 CPU seconds
-    of merging 1,000 fleet reports, and `_coerce` on a plain string or null most of the rest."""
+def _fields_of(cls: type) -> tuple[tuple[str, Any, frozenset[type], Any, object], ...]:
+    """(name, resolved type, the JSON types it takes as they are, check, what an absent key gives)
+    per field, worked out once per class: resolving the string annotations on every call cost 4 of
+    the 6 CPU seconds of merging 1,000 fleet reports, and `_coerce` on a plain string or null most
+    of the rest."""
     found = fields(cls)
     # A check of its own reads the value without its type: a class with only such checks (a
     # matrix row) skips resolving the annotations: ~1 ms of every doctor, for the eleven tables.
@@ -272,10 +320,21 @@ def _fields_of(cls: type) -> tuple[tuple[str, Any, frozenset[type], Any, bool], 
             hints.get(f.name),
             _as_is(hints.get(f.name)),
             f.metadata.get("check"),
-            f.default is MISSING and f.default_factory is MISSING,
+            _absent(f),
         )
         for f in found
     )
+
+
+def _absent(f: Field) -> object:
+    if f.default is not MISSING or f.default_factory is not MISSING:
+        return _DEFAULT
+    return None if f.metadata.get("optional") else _REQUIRED
+
+
+def is_required(f: Field) -> bool:
+    """A JSON key the reader requires: no default, and not `optional`."""
+    return _absent(f) is _REQUIRED
 
 
 def _as_is(tp: Any) -> frozenset[type]:
@@ -291,6 +350,13 @@ def _as_is(tp: Any) -> frozenset[type]:
 @functools.cache
 def _shape(tp: Any) -> tuple[Any, tuple[Any, ...]]:
     return typing.get_origin(tp), typing.get_args(tp)
+
+
+@functools.cache
+def _takes_float(tp: Any) -> bool:
+    """`tp` is float, or a union with float in it: the losses of a run, read by the thousand."""
+    origin, args = _shape(tp)
+    return tp is float or (origin in (typing.Union, types.UnionType) and float in args)
 
 
 def _check(check: str | None, value: Any, where: str) -> None:
@@ -313,20 +379,25 @@ def _check(check: str | None, value: Any, where: str) -> None:
         raise FactsError(f"{where}: {str(e)[:120]}") from e
 
 
-def _coerce(tp: Any, value: Any, where: str) -> Any:
+def _coerce(tp: Any, value: Any, where: str, numbers_as_text: bool = True) -> Any:
+    if type(value) is float and value - value == 0.0 and _takes_float(tp):
+        return value  # a finite float where a number goes (inf - inf and nan - nan are nan)
     origin, args = _shape(tp)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        errors = []
+        errors: list[FactsError] = []
         for arg in args:
             if arg is type(None):
                 continue
             try:
-                return _coerce(arg, value, where)
+                return _coerce(arg, value, where, numbers_as_text)
             except FactsError as e:
-                errors.append(str(e))
-        raise FactsError(errors[0] if errors else f"{where}: unexpected null")
+                errors.append(e)
+        # a union of records (the variants of one object): the variant whose keys are all there
+        # says what is wrong, not the first one tried
+        said = [e for e in errors if not isinstance(e, MissingKey)] or errors
+        raise FactsError(str(said[0]) if said else f"{where}: unexpected null")
     if origin is Literal:
         if value not in args:
             raise FactsError(
@@ -336,13 +407,22 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
     if origin is tuple:
         if not isinstance(value, list):
             raise FactsError(f"{where}: expected a list, got {type(value).__name__}")
-        return tuple(_coerce(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+        if len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]: a list of X
+            return tuple(
+                _coerce(args[0], v, f"{where}[{i}]", numbers_as_text) for i, v in enumerate(value)
+            )
+        if len(value) != len(args):  # tuple[X, Y]: a list of exactly those
+            raise FactsError(f"{where}: expected {len(args)} items, got {len(value)}")
+        return tuple(
+            _coerce(a, v, f"{where}[{i}]", numbers_as_text)
+            for i, (a, v) in enumerate(zip(args, value))
+        )
     if origin is dict:
         if not isinstance(value, dict):
             raise FactsError(f"{where}: expected an object, got {type(value).__name__}")
-        return {str(k): _coerce(args[1], v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(tp, type) and is_record(tp):
-        return from_dict(tp, value, where)
+        return {
+            str(k): _coerce(args[1], v, f"{where}.{k}", numbers_as_text) for k, v in value.items()
+        }
     if tp is bool:
         if not isinstance(value, bool):
             raise FactsError(f"{where}: expected true/false, got {_short(value)}")
@@ -351,13 +431,35 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise FactsError(f"{where}: expected an integer, got {_short(value)}")
         return value
+    if tp is float:  # JSON's number: an int is one, kept as written (`0`, not `0.0`)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FactsError(f"{where}: expected a number, got {_short(value)}")
+        if not _finite(value):
+            raise FactsError(f"{where}: not a finite number: {_short(value)}")
+        return value
+    if tp is type(None):  # a field that is always null in this variant of a record
+        if value is not None:
+            raise FactsError(f"{where}: expected null, got {_short(value)}")
+        return None
+    if tp is Any:  # a free-form part (a finding's observed values, a report's meta)
+        return value
     if tp is str:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if numbers_as_text and isinstance(value, (int, float)) and not isinstance(value, bool):
             return _number_text(value, where)  # "cuda": 12.2 written by hand
         if not isinstance(value, str):
             raise FactsError(f"{where}: expected a string, got {_short(value)}")
         return value
+    if isinstance(tp, type) and is_record(tp):
+        return from_dict(tp, value, where, numbers_as_text=numbers_as_text)
     raise FactsError(f"{where}: unsupported type {tp!r}")  # pragma: no cover
+
+
+def _finite(value: float) -> bool:
+    """An int past a float's range (10**400) is no finite number either: OverflowError."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _number_text(value: float, where: str) -> str:

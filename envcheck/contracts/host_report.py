@@ -9,7 +9,9 @@ from envcheck.contracts.facts import HostFacts, to_dict
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.record import field, record
 
-if TYPE_CHECKING:  # a type only: the report (a contract) imports no rule
+if TYPE_CHECKING:  # types only: the report (a contract) imports no rule, and the static tier
+    # (`--no-smoke`) never loads the smoke's records
+    from envcheck.contracts.smoke_report import SmokeDocument
     from envcheck.verdict.proof import Proof
 
 # 2: `proof` added; `verdict` may be "error" (the error document of a run that could not judge)
@@ -70,7 +72,7 @@ class Report:
     host: HostFacts
     findings: tuple[Finding, ...]
     image: ImageChoice | None = None
-    smoke: dict[str, Any] | None = None
+    smoke: SmokeDocument | None = None
     meta: dict[str, Any] = field(default_factory=dict)  # envcheck version, matrix path, timings
     proof: Proof = "static"  # how far the evidence goes (envcheck.verdict.proof)
 
@@ -91,7 +93,7 @@ class Report:
             "host": to_dict(self.host),
             "findings": [finding_json(f) for f in self.findings],
             "image": to_dict(self.image) if self.image else {"ref": None},
-            "smoke": self.smoke,
+            "smoke": to_dict(self.smoke),
             "meta": self.meta,
         }
 

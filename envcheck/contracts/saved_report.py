@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.facts import FactsError, from_dict, host_from_document
@@ -21,6 +21,9 @@ from envcheck.contracts.remedy import from_document as remedy_document
 from envcheck.contracts.versioned import DocumentVersionError, Versioned
 
 REPORT = Versioned("report", "schema_version", SCHEMA_VERSION)
+if TYPE_CHECKING:
+    from envcheck.contracts.smoke_report import SmokeDocument
+
 TIMESTAMP_KEYS = ("generated_at", "finished_at", "started_at", "timestamp")  # in `meta`
 MAX_EXIT_CODE = int(ExitStatus.WRONG_RESULTS)  # the worst verdict; 130 leaves no report
 
@@ -100,9 +103,7 @@ def parse_report(saved: SavedReport) -> HostReport:
     except FactsError as e:
         raise ReportDocumentError(str(e)) from e
     meta = object_field(doc, "meta")
-    report = Report(
-        host, findings_of(doc.get("findings")), image, object_field(doc, "smoke") or None, meta
-    )
+    report = Report(host, findings_of(doc.get("findings")), image, smoke_of(doc), meta)
     return HostReport(
         source=saved.source,
         hostname=host.machine.hostname,
@@ -161,6 +162,20 @@ def _image(data: Any) -> ImageChoice | None:
     if isinstance(data.get("matrix_pip_command"), str):  # schema 3: `pip_command` is the target's
         data = data | {"pip_command": data["matrix_pip_command"]}
     return from_dict(ImageChoice, data, "image")
+
+
+def smoke_of(doc: Mapping[str, Any]) -> SmokeDocument | None:
+    """A saved report's `smoke`, read by the reader of every document (strictly: a program wrote
+    it); None where it has none (null, or not an object). ReportDocumentError names a wrong field."""
+    smoke = object_field(doc, "smoke")
+    if not smoke:
+        return None
+    from envcheck.contracts.smoke_report import SmokeDocument  # a report with a smoke only
+
+    try:
+        return from_dict(SmokeDocument, smoke, "smoke", numbers_as_text=False)
+    except FactsError as e:
+        raise ReportDocumentError(str(e)) from e
 
 
 def object_field(doc: Mapping[str, Any], key: str) -> dict[str, Any]:

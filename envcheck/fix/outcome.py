@@ -9,9 +9,12 @@ from typing import Any, Literal
 
 from envcheck import __version__
 from envcheck.contracts.exitcodes import ExitStatus
-from envcheck.contracts.host_report import Report
-from envcheck.contracts.record import record
+from envcheck.contracts.facts import to_dict
+from envcheck.contracts.findings import Severity
+from envcheck.contracts.host_report import Report, Verdict
+from envcheck.contracts.record import field, record
 from envcheck.fix.plan import FixPlan
+from envcheck.verdict.proof import Proof
 
 SCHEMA_VERSION = 1
 
@@ -46,44 +49,57 @@ class Ran:
         return (self.tail.strip().splitlines() or [""])[-1]
 
 
+def _says(description: str) -> Any:
+    """A field without a default, described in the published schema."""
+    return field(metadata={"description": description})
+
+
 @record
 class Change:
     """One distribution an install changes, as pip's resolver said it would."""
 
-    name: str  # canonical
-    before: str | None  # the installed version; None: not installed
-    after: str | None  # None: removed
-    requested: bool  # named by the plan's requirement; else pulled in as a dependency
+    name: str = _says("the distribution's canonical name")
+    before: str | None = _says("the installed version; null: not installed")
+    after: str | None = _says("the version after the fix; null: removed")
+    requested: bool = _says("named by the plan; false: a dependency pip's resolver changes")
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "before": self.before,
-            "after": self.after,
-            "requested": self.requested,
-        }
+        doc: dict[str, Any] = to_dict(self)
+        return doc
 
 
 @record
 class FindingSummary:
+    """A finding of the doctor's that did not pass."""
+
     id: str
-    severity: str
+    severity: Severity
     message: str
-    fix: str | None
+    fix: str | None = _says(
+        "the finding's fix as `envcheck doctor` prints it (its pip command is the plan's: the"
+        " same package==version and index)"
+    )
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "severity": self.severity, "message": self.message, "fix": self.fix}
+        doc: dict[str, Any] = to_dict(self)
+        return doc
 
 
 @record
 class Summary:
     """A doctor run: its verdict, exit code, proof and every finding that did not pass."""
 
-    verdict: str
+    verdict: Verdict
     exit_code: int
-    proof: str
+    proof: Proof
     findings: tuple[FindingSummary, ...]
-    ran_in: str | None = None  # a verification's interpreter or image
+    ran_in: str | None = field(  # a verification's interpreter or image
+        default=None,
+        metadata={
+            "description": "a verification's: the interpreter (absolute path) or the image"
+            " reference it ran in"
+        },
+    )
 
     @classmethod
     def of(cls, report: Report, ran_in: str | None = None) -> Summary:

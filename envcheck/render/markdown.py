@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from envcheck.contracts.facts import HostFacts
 from envcheck.contracts.findings import Finding, Severity
 from envcheck.contracts.host_report import ImageChoice, Report, Verdict
+from envcheck.contracts.smoke_report import SmokeDocument
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
 from envcheck.verdict.proof import proof_headline, proof_words
@@ -203,10 +204,9 @@ def _fleet_table(summary: FleetSummary) -> str:
     return _table(header, rows)
 
 
-def smoke_section(smoke: Mapping[str, Any]) -> str:
+def smoke_section(smoke: SmokeDocument) -> str:
     """`### Smoke training: pass`, where and how long in words, then a row per device."""
-    status = smoke.get("status")
-    title = f"### Smoke training: {_text(status) if isinstance(status, str) else 'unknown'}"
+    title = f"### Smoke training: {_text(smoke.status) if smoke.status else 'unknown'}"
     lines = [title, _smoke_where(smoke)]
     runs = smoke_runs(smoke)
     if runs:
@@ -214,19 +214,17 @@ def smoke_section(smoke: Mapping[str, Any]) -> str:
     return "\n\n".join(line for line in lines if line)
 
 
-def _smoke_where(smoke: Mapping[str, Any]) -> str:
+def _smoke_where(smoke: SmokeDocument) -> str:
     bits = []
-    image, python = smoke.get("image"), smoke.get("python")
-    if smoke.get("mode") == "container" and isinstance(image, str):
-        bits.append(f"Ran in a container of {_code(image, cell=False)}")
-    elif isinstance(python, str):
-        bits.append(f"Ran in a subprocess of {_code(python, cell=False)}")
-    if isinstance(smoke.get("duration_s"), (int, float)):
-        bits.append(f"{number(smoke['duration_s'])} s")
-    reason = smoke.get("gpu_expected_reason")
-    if isinstance(reason, str) and reason:
-        expected = "a GPU was expected" if smoke.get("gpu_expected") is True else "no GPU expected"
-        bits.append(f"{expected}: {_prose(reason)}")
+    if smoke.mode == "container" and smoke.image is not None:
+        bits.append(f"Ran in a container of {_code(smoke.image, cell=False)}")
+    elif smoke.python is not None:
+        bits.append(f"Ran in a subprocess of {_code(smoke.python, cell=False)}")
+    if smoke.duration_s is not None:
+        bits.append(f"{number(smoke.duration_s)} s")
+    if smoke.gpu_expected_reason:
+        expected = "a GPU was expected" if smoke.gpu_expected else "no GPU expected"
+        bits.append(f"{expected}: {_prose(smoke.gpu_expected_reason)}")
     return " · ".join(bits)
 
 

@@ -7,13 +7,15 @@ the exact fix. rich is imported only when colour output is wanted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from envcheck import __version__
 from envcheck.contracts.facts import HostFacts, unlisted_gpus
 from envcheck.contracts.findings import LAYERS, Finding, Severity
 from envcheck.contracts.host_report import ImageChoice, Report, Verdict
 from envcheck.contracts.remedy import Command
+from envcheck.contracts.smoke_report import SmokeRun
+from envcheck.contracts.smoke_result import CompareCpu, CpuSkipped, ExtraFailed
 from envcheck.render.sanitize import visible
 from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_runs
 from envcheck.render.wrap import COMMAND, wrap
@@ -177,7 +179,7 @@ def finding_lines(f: Finding, width: int | None) -> list[tuple[str, list[Span]]]
 
 
 def detail_lines(f: Finding, width: int | None) -> list[str]:
-    """--explain: the whole error behind a one-line message (a registry's)."""
+    """--explain: the whole error behind a one-line message (a registry's: its words in full)."""
     detail = f.observed.get("detail")
     return wrap(message_text(str(detail)), width, "        detail: ", " " * 16) if detail else []
 
@@ -275,28 +277,25 @@ def smoke_extra_lines(report: Report) -> list[str]:
     """What --amp and --compare-cpu measured per run, or why they were skipped."""
     lines = []
     for run in smoke_runs(report.smoke):
-        device = visible(str(run.get("device_used") or run.get("device_requested") or "?"))
-        amp = run.get("amp")
-        if isinstance(amp, dict) and amp.get("enabled"):
+        device = visible(run.device_used or run.device_requested or "?")
+        amp = run.amp
+        if amp is not None and amp.enabled:
             lines.append(
-                f"  amp on {device}: trained under auto_cast ({visible(str(amp.get('dtype') or 'float16'))}), "
-                f"loss {number(run.get('loss_start'))} → {number(run.get('loss_end'))}"
+                f"  amp on {device}: trained under auto_cast ({visible(amp.dtype or 'float16')}), "
+                f"loss {number(run.loss_start)} → {number(run.loss_end)}"
             )
-        cpu = run.get("compare_cpu")
-        if isinstance(cpu, dict):
-            lines.append(f"  compare-cpu on {device}: {_compare_cpu_text(run, cpu)}")
+        if run.compare_cpu is not None:
+            lines.append(f"  compare-cpu on {device}: {_compare_cpu_text(run, run.compare_cpu)}")
     return lines
 
 
-def _compare_cpu_text(run: dict[str, object], cpu: dict[str, object]) -> str:
-    if cpu.get("skipped"):
-        return f"skipped: {visible(str(cpu['skipped']))}"
-    error = cpu.get("error")
-    if isinstance(error, dict):
-        return f"failed: {visible(str(error.get('type') or 'error'))}: {visible(str(error.get('message') or ''))}"
-    speedup = cpu.get("speedup")
-    times = f"{speedup:.1f}× the CPU" if isinstance(speedup, (int, float)) else "speedup unknown"
-    return f"{number(run.get('steps_per_s'))} steps/s here, {number(cpu.get('steps_per_s'))} on the CPU: {times}"
+def _compare_cpu_text(run: SmokeRun, cpu: CompareCpu) -> str:
+    if isinstance(cpu, CpuSkipped) and cpu.skipped:
+        return f"skipped: {visible(cpu.skipped)}"
+    if isinstance(cpu, ExtraFailed):
+        return f"failed: {visible(cpu.error.type or 'error')}: {visible(cpu.error.message)}"
+    times = f"{cpu.speedup:.1f}× the CPU" if cpu.speedup is not None else "speedup unknown"
+    return f"{number(run.steps_per_s)} steps/s here, {number(cpu.steps_per_s)} on the CPU: {times}"
 
 
 def _plain_image(report: Report, write: Callable[[str], object], explain: bool) -> None:
@@ -344,7 +343,8 @@ def _installed_already(report: Report, requirement: str) -> bool:
 
 
 def matrix_lines(report: Report) -> list[str]:
-    """--explain: how current the matrix behind the verdict is (matrix/README.md)."""
+    """--explain: how current the matrix behind the verdict is (matrix/README.md): what it has not
+    read cannot be in the verdict."""
     newest = report.meta.get("matrix_newest_source")
     if not newest:
         return []
@@ -363,7 +363,7 @@ def explain_lines(img: ImageChoice) -> list[str]:
     return [*why_lines(img), *rejected_lines(img)]
 
 
-def table_runs(report: Report, explain: bool) -> list[dict[str, Any]]:
+def table_runs(report: Report, explain: bool) -> list[SmokeRun]:
     """The smoke runs worth a table: several runs, a problem in one, or --explain; one healthy
     run is said whole by its finding's line (the table would repeat it)."""
     runs = smoke_runs(report.smoke)
@@ -386,21 +386,15 @@ def _plain_smoke(report: Report, write: Callable[[str], object], explain: bool) 
 
 def loaded_lines(report: Report, explain: bool) -> list[str]:
     """What the smoke process mapped: library, version, from where; paths with --explain."""
-    libs = (report.smoke or {}).get("loaded_libraries")
-    if not isinstance(libs, list):
+    libs = report.smoke.loaded_libraries if report.smoke is not None else None
+    if libs is None:
         return []
     if not libs:
         return ["  loaded: no NVIDIA library (the smoke ran without CUDA)"]
     lines = ["  loaded: library | version | from" + (" | path" if explain else "")]
     for lib in libs:
-        if isinstance(lib, dict):
-            cells = [lib.get("name"), lib.get("version") or "?", lib.get("source")]
-            lines.append(
-                "    "
-                + " | ".join(
-                    visible(str(c)) for c in cells + ([lib.get("path")] if explain else [])
-                )
-            )
+        cells = [lib.name, lib.version or "?", lib.source, *([lib.path] if explain else [])]
+        lines.append("    " + " | ".join(visible(c) for c in cells))
     return lines
 
 

@@ -8,23 +8,17 @@ the `envcheck-smoke/1` shape that `workload.py` writes, and says precisely what 
 
 from __future__ import annotations
 
-import functools
 import json
-import math
 import re
 import threading
 import time
-from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any
 
-from envcheck.contracts.record import field, record
-from envcheck.smoke.workload.protocol import (
-    SCHEMA,
-    PaddleBuild,
-    RunResult,
-    SmokeResult,
-    TrainedRun,
-    _ResultRequired,
-)
+from envcheck.contracts.facts import FactsError, from_dict, is_required
+from envcheck.contracts.record import fields, record
+from envcheck.contracts.smoke_report import ContainerInfo
+from envcheck.contracts.smoke_result import RunResult, SmokeResult
+from envcheck.smoke.workload.protocol import SCHEMA
 
 MAX_STDOUT = 256 * 1024  # the real line is ~3 KB per device; 256 KiB leaves room for many GPUs
 STDERR_TAIL = 64 * 1024
@@ -66,7 +60,13 @@ class OutputCollector:
             return bytes(self._stderr[-self._stderr_tail :]).decode("utf-8", "replace")
 
     def raw_run(
-        self, exit_code: int | None, started: float, *, timed_out: bool, **more: Any
+        self,
+        exit_code: int | None,
+        started: float,
+        *,
+        timed_out: bool,
+        oom_killed: bool = False,
+        container: ContainerInfo | None = None,
     ) -> RawRun:
         """What the streams held when the run ended (`started` from time.monotonic())."""
         duration, now = time.monotonic() - started, time.time()
@@ -80,7 +80,8 @@ class OutputCollector:
             stdout_bytes=self.stdout_bytes,
             stdout_overflow=self.overflow.is_set(),
             timed_out=timed_out,
-            **more,
+            oom_killed=oom_killed,
+            container=container,
         )
 
 
@@ -97,10 +98,11 @@ class RawRun:
     timed_out: bool = False
     oom_killed: bool = False
     # The host's wall clock (the clock `train_window` uses) when it started and reaped the run:
-    # a training window outside them was not this run's (#23.1).
+    # a training window outside them was not this run's (a window stamped elsewhere proves
+    # nothing about this run).
     started_at: float | None = None
     ended_at: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # container id, limits, image id...
+    container: ContainerInfo | None = None  # the container's id, limits, image, cleanup
 
 
 class BadOutput(ValueError):
@@ -136,135 +138,58 @@ def _preview(line: str, limit: int = 120) -> str:
 
 def validate(doc: Any) -> SmokeResult:
     """`doc` as the typed result, or `BadOutput` naming the first key that breaks the protocol's
-    types (`envcheck.smoke.workload.protocol`): the rules never meet a wrong-typed field."""
+    types (the records of `envcheck.contracts.smoke_result`, read by the one reader of every
+    document, `from_dict`): the rules never meet a wrong-typed field."""
     if not isinstance(doc, dict):
         raise BadOutput(f"stdout is JSON but not an object: {type(doc).__name__}")
-    _present(doc, _ResultRequired, "result")  # the schema is judged before the rest is walked
-    _conform(doc["schema"], str, "result.schema")
-    if doc["schema"] != SCHEMA:
-        raise BadOutput(f"unknown schema {doc['schema']!r} (expected {SCHEMA!r})")
-    _conform(doc, SmokeResult, "result")
-    if doc["error"] is not None:
-        return cast(SmokeResult, doc)  # died before training: only the error is promised
-    _require(doc, PaddleBuild, "result")
-    if not doc["runs"]:
-        raise BadOutput("result has no runs")
-    for i, run in enumerate(doc["runs"]):
-        if run["error"] is None:
-            _require(run, TrainedRun, f"runs[{i}]")
-            _check_numbers(run, f"runs[{i}]")
-    return cast(SmokeResult, doc)
-
-
-def _require(obj: dict[str, Any], part: Any, where: str) -> None:
-    """Every key of `part` present (its types were checked with the whole)."""
-    missing = [key for key in _hints(part) if key not in obj]
-    if missing:
-        raise BadOutput(f"{where}: missing {missing[0]!r}")
-
-
-@functools.cache
-def _hints(typed: Any) -> dict[str, Any]:
-    """A protocol TypedDict's fields and their types, worked out once per class."""
-    return get_type_hints(typed)
-
-
-def _present(value: Any, typed: Any, where: str) -> None:
-    """`value` is an object holding every required key of the TypedDict `typed`."""
-    if not isinstance(value, dict):
-        raise BadOutput(f"{where}: expected an object, got {_kind(value)}")
-    missing = sorted(typed.__required_keys__ - value.keys())
-    if missing:
-        raise BadOutput(f"{where}: missing {missing[0]!r}")
-
-
-def _conform(value: Any, hint: Any, where: str) -> None:
-    """`value` has the type `hint` (a protocol TypedDict, list, dict, union, or a JSON scalar)."""
-    if is_typeddict(hint):
-        _present(value, hint, where)
-        for key, part in _hints(hint).items():
-            if key in value:
-                _conform(value[key], part, f"{where}.{key}")
-        return
-    origin, args = get_origin(hint), get_args(hint)
-    if origin is Literal:
-        if not _shallow(value, hint):
-            raise BadOutput(f"{where}: expected {_plain(hint)}, got {_short(value)}")
-    elif origin is Union:
-        fits = [a for a in args if _shallow(value, a)]
-        if not fits:
-            raise BadOutput(f"{where}: expected {_names(args)}, got {_kind(value)}")
-        _conform(value, fits[0], where)
-    elif origin is list:
-        if not isinstance(value, list):
-            raise BadOutput(f"{where}: expected a list, got {_kind(value)}")
-        for i, item in enumerate(value):
-            _conform(item, args[0], f"{where}[{i}]")
-    elif origin is dict:
-        if not isinstance(value, dict):
-            raise BadOutput(f"{where}: expected an object, got {_kind(value)}")
-        for key, item in value.items():
-            _conform(item, args[1], f"{where}.{key}")
-    elif not _shallow(value, hint):
-        raise BadOutput(f"{where}: expected {_names((hint,))}, got {_kind(value)}")
-    elif hint is float and not _finite(value):
-        raise BadOutput(f"{where}: not a finite number: {_short(value)}")
-
-
-def _finite(value: float) -> bool:
-    """An int past a float's range (10**400) is no finite number either (#23.3: OverflowError)."""
+    _present(doc, [f.name for f in fields(SmokeResult) if is_required(f)], "result")
+    schema = doc["schema"]  # judged before the rest: another version's runs are not ours
+    if not isinstance(schema, str):
+        raise BadOutput(f"result.schema: expected a string, got {type(schema).__name__}")
+    if schema != SCHEMA:
+        raise BadOutput(f"unknown schema {_short(schema)} (expected {SCHEMA!r})")
     try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
+        result = from_dict(SmokeResult, doc, "result", numbers_as_text=False)
+    except FactsError as e:
+        raise BadOutput(str(e)) from e
+    if result.error is not None:
+        return result  # died before training: only the error is promised
+    _present(doc, _UNLESS_ERROR[SmokeResult], "result")
+    if not result.runs:
+        raise BadOutput("result has no runs")
+    for i, run in enumerate(result.runs):
+        if run.error is None:
+            _present(doc["runs"][i], _UNLESS_ERROR[RunResult], f"runs[{i}]")
+            _check_numbers(run, f"runs[{i}]")
+    return result
 
 
-def _shallow(value: Any, hint: Any) -> bool:
-    """The JSON kind alone: a bool is no number, an int is a float."""
-    origin = get_origin(hint) or hint
-    if origin is Literal:  # one of the protocol's words, spelled exactly
-        return isinstance(value, str) and value in get_args(hint)
-    if value is None or hint is type(None):
-        return value is None and hint is type(None)
-    if isinstance(value, bool):
-        return hint is bool
-    if hint is float:
-        return isinstance(value, (int, float))
-    if is_typeddict(hint):
-        return isinstance(value, dict)
-    return isinstance(value, origin)
+# The keys that are there whenever the `error` beside them is null (`unless_error`).
+_UNLESS_ERROR = {
+    cls: [f.name for f in fields(cls) if f.metadata.get("unless_error")]
+    for cls in (SmokeResult, RunResult)
+}
 
 
-def _names(hints: tuple[Any, ...]) -> str:
-    words = {type(None): "null", float: "number", str: "str", int: "int", bool: "bool"}
-    return " or ".join(words.get(h) or _plain(h) for h in hints)
-
-
-def _plain(hint: Any) -> str:
-    origin = get_origin(hint) or hint
-    if origin is Literal:
-        return "one of " + ", ".join(map(str, get_args(hint)))
-    return "a list" if origin is list else "an object"
+def _present(obj: dict[str, Any], keys: list[str], where: str) -> None:
+    missing = [key for key in keys if key not in obj]
+    if missing:
+        raise BadOutput(f"{where}: missing {missing[0]!r}")
 
 
 def _short(value: Any) -> str:
-    """A wrong value in a one-line message: a bounded repr, or what kind of JSON it is."""
-    return repr(value[:40]) if isinstance(value, str) else _kind(value)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return "a boolean" if isinstance(value, bool) else type(value).__name__
+    """A wrong value in a one-line message: a bounded repr."""
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _check_numbers(run: RunResult, where: str) -> None:
     """What the types cannot say: a trained run trained, and reports where and how well."""
-    if run["steps"] < 1:
-        raise BadOutput(f"{where}.steps: {run['steps']} < 1")
-    if not run["param_places"]:
+    if run.steps is not None and run.steps < 1:
+        raise BadOutput(f"{where}.steps: {run.steps} < 1")
+    if not run.param_places:
         raise BadOutput(f"{where}.param_places: expected a non-empty object of strings")
-    if not run["checks"]:
+    if not run.checks:
         raise BadOutput(f"{where}.checks: a trained run must report its known-answer checks")
 
 

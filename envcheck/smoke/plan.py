@@ -13,13 +13,12 @@ from envcheck.contracts.facts import HostFacts, unlisted_gpus, usable_gpus
 from envcheck.contracts.host_report import ImageChoice
 from envcheck.contracts.record import record, replace
 from envcheck.contracts.remedy import Remedy
+from envcheck.contracts.smoke_report import Mode, NvmlSummary
+from envcheck.contracts.smoke_result import SmokeResult
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.parse import RawRun
-from envcheck.smoke.verdict.witness import NvmlSummary
-from envcheck.smoke.workload.protocol import SmokeResult
 from envcheck.verdict.fixes import PipInstall, engine_fix, paddle_install
 
-Mode = Literal["container", "in-process", "not-run"]
 FallbackKind = Literal["no-engine", "no-image", "image-unavailable"]
 
 
@@ -30,7 +29,7 @@ class Fallback:
 
     kind: FallbackKind
     reason: str
-    detail: str | None = None  # the whole error, for --explain and --json (issue 21.11)
+    detail: str | None = None  # the whole error, for --explain and --json
 
 
 @record
@@ -78,7 +77,7 @@ def plan_smoke(host: HostFacts, image: ImageChoice | None, options: SmokeOptions
             host, image, options, Fallback("no-image", "the doctor chose no image for this host")
         )
     expected, reason = gpu_expectation(host, options, _matrix_build_is_gpu(ref, image, options))
-    # None (unknown) where the driver lists no GPU: a reboot pending (issue 21.9)
+    # None (unknown) where the driver lists no GPU: a reboot pending
     listed = tuple(sorted(options.gpus or [g.index for g in usable_gpus(host)])) or None
     plan = Plan(
         mode="container",
@@ -138,7 +137,7 @@ def gpu_expectation(
         return False, "the host has no usable NVIDIA GPU"
     if gpu_build is None:
         return True, f"{len(gpus)} usable GPU(s) on the host, and an image named with --image"
-    if not gpu_build:  # a CPU build beside a usable GPU is the fallback itself (issue 21.8)
+    if not gpu_build:  # a CPU build beside a usable GPU is the fallback itself
         return True, f"{len(gpus)} usable GPU(s) on the host"
     return True, f"{len(gpus)} usable GPU(s) and a CUDA build of Paddle that the matrix says fits"
 

@@ -1,6 +1,6 @@
-"""A saved report's smoke outcome, kept when the report is judged again: `doctor
---facts` on a report whose smoke failed (exit 5) said `warn`, exit 0, where `envcheck report`
-on the same file said `fail 5`. The host is judged again; what the smoke saw is not re-decided
+"""A saved report's smoke outcome, kept when the report is judged again: `doctor --facts` on a
+report whose smoke failed (exit 5) once said `warn`, exit 0, where `envcheck report` on the same
+file said `fail 5`. The host is judged again; what the smoke saw is not re-decided
 from facts that cannot show it. Pure."""
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ from typing import Any
 
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.record import record
-from envcheck.contracts.saved_report import findings_of, object_field
+from envcheck.contracts.saved_report import findings_of, smoke_of
+from envcheck.contracts.smoke_report import SmokeDocument
 from envcheck.verdict.proof import PROOF_WORDS, Proof
 
 
 @record
 class RecordedSmoke:
     findings: tuple[Finding, ...]  # the smoke layer's findings as recorded
-    smoke: dict[str, Any] | None  # the recorded `smoke` document
+    smoke: SmokeDocument | None  # the recorded `smoke` section
     proof: Proof
 
 
@@ -30,6 +31,6 @@ def recorded_smoke(doc: Any) -> RecordedSmoke | None:
         return None
     return RecordedSmoke(
         findings=smoke,
-        smoke=object_field(doc, "smoke") or None,
+        smoke=smoke_of(doc),
         proof=next((p for p in PROOF_WORDS if p == doc.get("proof")), "none"),
     )

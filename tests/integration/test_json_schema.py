@@ -1,6 +1,8 @@
 """The published JSON Schema (schema/doctor-report.schema.json) describes what `envcheck doctor
 --json` really prints: real reports of this machine, fake GPU hosts, saved facts and error
-documents are validated against it."""
+documents are validated against it. Both published schemas are generated from the records they
+describe (scripts/json_schema.py): a committed one that differs from what the records give fails
+here, with the command that regenerates it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any, get_args
 import jsonschema
 import pytest
 
+from envcheck.contracts.record import fields
 from envcheck.smoke.workload.protocol import LibraryOrigin, LibrarySource
 from tests import scenarios as s
 from tests.inprocess import envcheck, envcheck_process
@@ -21,6 +24,7 @@ from tests.paths import DATA, ROOT
 
 pytest_plugins = ("tests.fakenv",)
 
+GENERATOR = ROOT / "scripts" / "json_schema.py"
 SCHEMA = json.loads((ROOT / "schema" / "doctor-report.schema.json").read_text())
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
 REAL_H100 = sorted((DATA / "real-h100").glob("[a-z]-*.json"))
@@ -130,3 +134,51 @@ def test_the_schema_rejects_an_unknown_origin_or_source(
     node[where[-1]] = value
     with pytest.raises(jsonschema.ValidationError):
         _valid(broken)
+
+
+def _generator() -> Any:
+    """scripts/json_schema.py as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("json_schema_script", GENERATOR)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_schemas_are_what_the_records_generate() -> None:
+    gen = _generator()
+    for name, text in gen.generate().items():
+        path = gen.FILES[name]
+        assert path.read_text(encoding="utf-8") == text, (
+            f"{path.relative_to(ROOT)} is not what the records give: run"
+            " `python scripts/json_schema.py` and commit the result"
+        )
+
+
+def test_check_catches_a_schema_the_records_no_longer_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gen = _generator()
+    stale = tmp_path / "doctor-report.schema.json"
+    stale.write_text(
+        gen.FILES["doctor"].read_text(encoding="utf-8").replace('"gpus_present"', '"gpus"'),
+        encoding="utf-8",
+    )
+    monkeypatch.setitem(gen.FILES, "doctor", stale)
+    monkeypatch.setattr(gen, "ROOT", tmp_path)
+    assert gen.main(["--check"]) == 1
+    assert "run `python scripts/json_schema.py`" in capsys.readouterr().err
+
+
+def test_a_record_field_is_a_property_of_the_published_schema() -> None:
+    """The schema follows the records: a field added to a record is in the generated schema."""
+    from envcheck.contracts.json_schema import Defs
+    from envcheck.contracts.smoke_report import SmokeRun
+
+    properties = Defs().object_of(SmokeRun)["properties"]
+    assert list(properties) == [f.name for f in fields(SmokeRun)]
+    published = SCHEMA["$defs"]["SmokeRun"]["properties"]
+    assert list(published) == list(properties)
+    assert published["contradicted"] == {"type": ["boolean", "null"]}

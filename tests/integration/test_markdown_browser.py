@@ -76,7 +76,7 @@ def test_the_smoke_has_its_own_table_and_no_python_repr() -> None:
         smoke = md[md.index("### Smoke training") :].split("<details>")[0]
         assert not PYTHON_REPR.search(smoke), smoke
         assert not re.search(r"\|\s*(None|True|False)\s*\|", md)
-        if report.smoke.get("runs"):
+        if report.smoke.runs:
             assert "| device asked | device used | loss start → end | steps/s |" in smoke
             assert "known answers" in smoke and "peak GPU MiB" in smoke
 

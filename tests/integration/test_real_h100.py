@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from envcheck.contracts.facts import to_dict
 from tests.inprocess import doctor_process
 from tests.paths import DATA
 
@@ -100,8 +101,8 @@ def test_a_recorded_report_judged_again_gives_the_same_verdict(
     name: str, args: list[str], tmp_path: Path
 ) -> None:
     """`doctor --facts REPORT --no-smoke`: the same host facts, the same matrix, the same checks,
-    and the recorded smoke's outcome kept (b, a smoke that failed with exit 5, was
-    judged again as `warn`, exit 0)."""
+    and the recorded smoke's outcome kept (b, a smoke that failed with exit 5, was once judged
+    again as `warn`, exit 0)."""
     env = {**os.environ, "ENVCHECK_DRIVER_ROOT": str(tmp_path)}  # nothing probed: no driver
     again = doctor(env, "--facts", str(REAL / f"{name}.json"), "--no-smoke", *args)
     assert verdict(again) == verdict(recorded(name))
@@ -135,23 +136,46 @@ def test_the_sm61_86_build_is_judged_again_with_its_recorded_smoke(tmp_path: Pat
     assert real["smoke"]["runs"][0]["error"]["phase"] == "check"  # before any training step
 
 
+@pytest.mark.parametrize(
+    "name", ["d-expect-gpu-cpu-paddle", "e-smoke-cpu-paddle", "f-gpu262-expect"]
+)
+def test_the_recorded_smoke_reads_back_as_it_was_written(name: str) -> None:
+    """A report of schema 2, read by the reader of every document and written again: the same
+    keys, order and values (a key added since, `contradicted`, stays absent)."""
+    from envcheck.contracts.saved_report import smoke_of
+
+    real = recorded(name)
+    assert real["schema_version"] == 2
+    smoke = smoke_of(real)
+    assert smoke is not None and smoke.runs[0].contradicted is None
+    assert json.dumps(to_dict(smoke)) == json.dumps(real["smoke"])
+
+
 def test_nvml_on_the_real_h100_witnessed_each_workload_in_its_window() -> None:
     """The sampler's record of three torch workloads on the H100, judged again: training is busy
     (98 % SM of the process), a CUDA context computing on the CPU is idle (584 MiB, 0 %), no
     CUDA is unseen. The same `trains` record judged on the second after its last kernel, when
     its context still held 902 MiB, is idle: memory alone proves no training."""
+    from envcheck.contracts.facts import from_dict
+    from envcheck.contracts.smoke_report import NvmlSummary
+    from envcheck.contracts.smoke_result import TrainWindow
     from envcheck.smoke.verdict.witness import witness
 
     rows = json.loads((REAL / "witness.json").read_text())
     assert [r["case"] for r in rows] == ["trains", "context-idle", "cpu-only"]
+
+    def nvml(row: dict[str, Any]) -> NvmlSummary:
+        return from_dict(NvmlSummary, row["nvml"], "nvml", numbers_as_text=False)
+
     for row in rows:
-        seen = witness(row["nvml"], 0, row["window"])
-        assert (seen.state, seen.as_dict()) == (row["expected"], row["witness"]), row["case"]
+        window = TrainWindow(row["window"]["start"], row["window"]["end"])
+        seen = witness(nvml(row), 0, window)
+        assert (seen.state, to_dict(seen)) == (row["expected"], row["witness"]), row["case"]
     trains = rows[0]
     # NVML's utilisation trailed the window by 0.2-0.3 s there; from 2.35 s after its start the
     # device and the process read 0 % while the memory stayed until the process exited
     after = trains["window"]["start"] + 2.35
-    late = witness(trains["nvml"], 0, {"start": after, "end": after})
+    late = witness(nvml(trains), 0, TrainWindow(after, after))
     assert late.samples > 0 and late.process_mem_max_bytes and late.process_sm_max == 0
     assert late.state == "idle"
 
@@ -189,8 +213,8 @@ def test_the_fake_answers_as_the_real_driver_did(
     [
         ("c-static-cpu-paddle", ["--no-smoke"], "c-static-cpu-paddle"),
         ("d-expect-gpu-cpu-paddle", ["--in-process", "--expect-gpu"], "d-expect-gpu-cpu-paddle"),
-        # a CPU run beside a usable GPU is a CPU fallback, asked or not: e's run now
-        # gives d's verdict, where the recording (before 21.8) passed the smoke "no GPU expected"
+        # a CPU run beside a usable GPU is a CPU fallback, asked or not: e's run now gives d's
+        # verdict, where the recording (made before that rule) passed the smoke "no GPU expected"
         ("e-smoke-cpu-paddle", ["--in-process"], "d-expect-gpu-cpu-paddle"),
     ],
 )

@@ -19,6 +19,7 @@ import pytest
 
 from envcheck.contracts.errors import EnvironmentProblem
 from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import exit_status_of, verdict_of
 from envcheck.contracts.record import replace
@@ -43,12 +44,14 @@ pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("paddle_image", "no_le
 COMMAND: dict[str, Any] = {"variables": os.environ, "stderr": None}
 
 
-def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
-    return smoke_check(
+def check(**options: Any) -> tuple[dict[str, Any], list[Finding]]:
+    """The report's smoke section as JSON, and the findings."""
+    doc, findings = smoke_check(
         NO_GPU_HOST,
         CPU_CHOICE,
         SmokeOptions(**{"quiet": True, "timeout": 180.0, "variables": os.environ, **options}),
     )
+    return to_dict(doc), findings
 
 
 def ids(findings: list[Finding]) -> list[str]:
@@ -264,7 +267,7 @@ def test_image_that_cannot_be_had_warns_and_falls_back_in_process(
     doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True, variables=os.environ))
     assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
     assert words in findings[0].message and findings[0].severity == "warn"
-    assert doc is not None and doc["mode"] == "in-process" and doc["fallback"]
+    assert doc.mode == "in-process" and doc.fallback
     assert verdict_of(findings) == "warn" and exit_status_of(findings) == ExitStatus.OK
 
 
@@ -272,8 +275,8 @@ def test_unreachable_registry_warns_and_falls_back_in_process() -> None:
     choice = replace(CPU_CHOICE, ref="127.0.0.1:1/envcheck-test/paddle-cpu:3.3.1")
     doc, findings = smoke_check(NO_GPU_HOST, choice, SmokeOptions(quiet=True, variables=os.environ))
     assert ids(findings) == ["smoke.image-unavailable", "smoke.pass"]
-    assert "connection refused" in findings[0].message.lower()  # the engine says it
-    assert doc is not None and doc["runs"][0]["device_used"] == "cpu"
+    assert "connection refused" in findings[0].message.lower()  # the engine's own words
+    assert doc.runs[0].device_used == "cpu"
 
 
 def test_a_bug_while_reading_the_output_is_raised_and_the_container_removed(

@@ -19,8 +19,10 @@ import pytest
 
 from envcheck.contracts.errors import EnvironmentProblem
 from envcheck.contracts.exitcodes import ExitStatus
+from envcheck.contracts.facts import from_dict, to_dict
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import exit_status_of, verdict_of
+from envcheck.contracts.smoke_report import SmokeDocument
 from envcheck.edges.signals import Interrupted, unwind_on_signals
 from envcheck.smoke.options import SmokeOptions
 from envcheck.smoke.runner.check import smoke_check
@@ -33,12 +35,14 @@ pytest_plugins = ("tests.smoke_fixtures", "tests.fakenv")  # no_driver: hides a 
 IN_PROCESS = SmokeOptions(in_process=True, timeout=180)
 
 
-def check(**options: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
+def check(**options: Any) -> tuple[dict[str, Any], list[Finding]]:
+    """The report's smoke section as JSON, and the findings."""
     # the test process's variables, live: the fixtures' no_driver and smoke_script set them
     opts = SmokeOptions(
         **{"in_process": True, "timeout": 180.0, "variables": os.environ, **options}
     )
-    return smoke_check(NO_GPU_HOST, CPU_CHOICE, opts)
+    doc, findings = smoke_check(NO_GPU_HOST, CPU_CHOICE, opts)
+    return to_dict(doc), findings
 
 
 def test_in_process_cpu_smoke_that_learns_is_a_pass(no_driver: Path) -> None:
@@ -48,6 +52,9 @@ def test_in_process_cpu_smoke_that_learns_is_a_pass(no_driver: Path) -> None:
     run = doc["runs"][0]
     assert run["device_used"] == "cpu" and run["loss_end"] < run["loss_start"]
     assert doc["nvml"]["status"] == "unavailable"  # no driver (no_driver): recorded, not fatal
+    # a saved report of this schema reads its smoke back as it was written
+    again = from_dict(SmokeDocument, doc, "smoke", numbers_as_text=False)
+    assert json.dumps(to_dict(again)) == json.dumps(doc)
 
 
 def test_in_process_with_expect_gpu_is_cpu_fallback_naming_the_cpu_build(no_driver: Path) -> None:

@@ -21,9 +21,17 @@ from typing import Any
 import pytest
 
 from envcheck.commands.doctor import read_facts_document
-from envcheck.contracts.facts import DriverFacts, HostFacts, LibraryFacts, PaddleFacts, from_dict
+from envcheck.contracts.facts import (
+    DriverFacts,
+    HostFacts,
+    LibraryFacts,
+    PaddleFacts,
+    from_dict,
+    to_dict,
+)
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.record import replace
+from envcheck.contracts.smoke_report import NvmlSummary
 from envcheck.smoke.parse import BadOutput, RawRun, parse_result, validate
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.runner.payload import WORKLOAD
@@ -141,7 +149,7 @@ def test_mapped_fake_libraries_are_reported_with_path_version_and_source(
 ) -> None:
     _, driver, _, pip = a100
     assert a100_run["loaded_when"] == "first-step"
-    libs = {lib["name"]: lib for lib in loaded_libraries(rec.as_result(a100_run)) or []}
+    libs = {lib.name: to_dict(lib) for lib in loaded_libraries(rec.as_result(a100_run)) or []}
     assert libs["libcudart"] | {} == {
         "name": "libcudart",
         "path": str(pip / "cuda_runtime/lib/libcudart.so.12"),
@@ -189,7 +197,8 @@ def test_matching_libraries_raise_nothing_and_the_pass_names_them(a100_run: dict
     mapped = {"loaded_libraries": a100_run["loaded_libraries"]}  # on a run that learned (60 steps)
     cpu = replace(IN_PROCESS, gpu_expected=False, gpu_reason="a CPU run", device_args=("cpu",))
     [passed] = judge(
-        cpu, Outcome(RawRun(0, b"", "", 1.0), rec.as_result(rec.result() | mapped), None, {})
+        cpu,
+        Outcome(RawRun(0, b"", "", 1.0), rec.as_result(rec.result() | mapped), None, NvmlSummary()),
     )
     assert (
         passed.id == "smoke.pass"
@@ -259,8 +268,8 @@ def test_a_compat_libcuda_that_differs_from_the_kernel_module_has_its_own_findin
     shutil.copyfile(fake_build.cuda, compat / "libcuda.so.580.65.06")
     (compat / "libcuda.so.1").symlink_to("libcuda.so.580.65.06")
     mapped = preloaded(env, compat / "libcuda.so.1")
-    [lib] = loaded_libraries(rec.as_result(mapped)) or []
-    assert (lib["path"], lib["version"], lib["source"]) == (
+    [lib] = loaded_libraries(rec.as_result(rec.result() | mapped)) or []
+    assert (lib.path, lib.version, lib.source) == (
         str(compat / "libcuda.so.580.65.06"),
         "580.65.06",
         "compat",

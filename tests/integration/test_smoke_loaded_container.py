@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from envcheck.contracts.facts import DriverFacts, HostFacts
+from envcheck.contracts.smoke_report import NvmlSummary
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.runner.check import outcome_of
 from envcheck.smoke.runner.container import SmokeContainer
@@ -57,14 +58,14 @@ def test_injected_driver_libraries_newer_than_the_kernel_module_are_driver_libra
     )
     with SmokeContainer(docker_client, spec, variables=os.environ, stderr=sys.stderr) as box:
         raw = box.run()
-    outcome = outcome_of(raw, {})
+    outcome = outcome_of(raw, NvmlSummary())
     assert outcome.result is not None, outcome.problem
-    libs = {lib["name"]: lib for lib in loaded_libraries(outcome.result) or []}
-    assert libs["libcuda"]["path"] == f"{INJECTED}/libcuda.so.550.54.15"
-    assert (libs["libcuda"]["version"], libs["libcuda"]["source"]) == ("550.54.15", "system")
-    assert libs["libnvidia-ml"]["version"] == "550.54.15"
-    driver_check = outcome.result["driver_check"]
-    assert driver_check and driver_check["error"] == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+    libs = {lib.name: lib for lib in loaded_libraries(outcome.result) or []}
+    assert libs["libcuda"].path == f"{INJECTED}/libcuda.so.550.54.15"
+    assert (libs["libcuda"].version, libs["libcuda"].source) == ("550.54.15", "system")
+    assert libs["libnvidia-ml"].version == "550.54.15"
+    driver_check = outcome.result.driver_check
+    assert driver_check and driver_check.error == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
 
     host = HostFacts(
         driver=DriverFacts(status="ok", version="535.104.05", kernel_module="535.104.05")

@@ -64,9 +64,9 @@ def test_the_placed_names_are_unique_and_never_a_standard_module() -> None:
 def test_the_staged_workload_trains_without_envcheck(tmp_path: Path) -> None:
     proc = run_staged(tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-    run = parse_result(proc.stdout)["runs"][0]
-    assert run["device_used"] == "cpu" and run["error"] is None
-    assert run["checks"] and all(check["ok"] for check in run["checks"])
+    run = parse_result(proc.stdout).runs[0]
+    assert run.device_used == "cpu" and run.error is None
+    assert run.checks and all(check.ok for check in run.checks)
 
 
 @pytest.mark.parametrize("missing", [name for _, name in COMPANIONS])

@@ -60,8 +60,9 @@ def test_a_dataloader_worker_that_fails_is_its_own_finding_with_its_log_line(
     finding = only(findings, WORKER_ID)
     assert all(w in f"{finding.message} {finding.fix}" for w in words), finding
     assert verdict_of(findings) == "fail" and exit_status_of(findings) != 0
-    assert doc is not None and doc["status"] == "dataloader-worker"
-    assert doc["runs"][0]["error"]["phase"] in ("data", "train")
+    error = doc.runs[0].error
+    assert doc.status == "dataloader-worker" and error is not None
+    assert error.phase in ("data", "train")
 
 
 @pytest.mark.parametrize(
@@ -139,8 +140,8 @@ WORKER_KILLED = "DataLoader process (pid 4242) exited is killed by signal: Kille
     "warned", [[WORKER_EXITED], []], ids=["exit-line-printed-first", "signal-line-only"]
 )
 def test_a_killed_worker_is_named_by_the_line_with_its_signal(warned: list[str]) -> None:
-    """Paddle prints "workers exit unexpectedly" before the signal's line in some runs:
-    the finding quotes the signal whichever came first."""
+    """Paddle prints "workers exit unexpectedly" before the signal's line in some runs
+    (under load): the finding quotes the signal whichever came first."""
     doc = _crashed(rec.result(), "data", WORKER_KILLED)
     doc["warnings"] = [{"kind": "dataloader-worker", "text": text} for text in warned]
     finding = only(judge(container_plan(), outcome(doc, exit_code=1)), WORKER_ID)

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
+from envcheck.contracts.facts import from_dict
+from envcheck.contracts.smoke_report import NvmlSummary, Witness
+from envcheck.contracts.smoke_result import TrainWindow
 from envcheck.smoke.runner.sampler import NvmlSampler
-from envcheck.smoke.verdict.witness import NvmlSummary, Witness, witness
+from envcheck.smoke.verdict.witness import witness
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -22,11 +25,11 @@ FAKE_PID = 4242  # the process tests/fakenv/src/fake_nvml.c reports on a GPU wit
 
 SAMPLE = f"""
 import json, os, time
+from envcheck.contracts.facts import to_dict
 from envcheck.smoke.runner.sampler import NvmlSampler
-from envcheck.smoke.verdict.witness import witness
 def wait_for_samples(n):  # events, not a fixed time: n more samples were taken
-    target = sampler.summary()["samples"] + n
-    while sampler.summary()["samples"] < target and sampler.status == "ok":
+    target = sampler.summary().samples + n
+    while sampler.summary().samples < target and sampler.status == "ok":
         time.sleep(0.005)
 with NvmlSampler(os.environ, interval=0.01) as sampler:
     sampler.watch({FAKE_PID})
@@ -34,7 +37,7 @@ with NvmlSampler(os.environ, interval=0.01) as sampler:
     window = {{"start": time.time(), "end": None}}  # as the workload stamps its training
     wait_for_samples(5)
     window["end"] = time.time()
-print(json.dumps(dict(sampler.summary(), window=window)))
+print(json.dumps(dict(to_dict(sampler.summary()), window=window)))
 """
 
 
@@ -62,9 +65,11 @@ def sample(env: dict[str, str]) -> dict[str, Any]:
 
 
 def witnessed(summary: dict[str, Any], gpu: int) -> Witness:
-    """The witness of `gpu` in the window the sampled process printed beside its summary (JSON:
-    the summary's typed tuples read back as lists)."""
-    return witness(cast(NvmlSummary, summary), gpu, summary["window"])
+    """The witness of `gpu` in the window the sampled process printed beside its summary (JSON,
+    read back by the reader of every document)."""
+    window = summary["window"]
+    nvml = from_dict(NvmlSummary, summary, "nvml", numbers_as_text=False)
+    return witness(nvml, gpu, TrainWindow(window["start"], window["end"]))
 
 
 @pytest.mark.fakegpu
@@ -144,5 +149,5 @@ def test_no_driver_is_unavailable_with_the_reason(no_driver: Path) -> None:
     with NvmlSampler(os.environ) as sampler:
         sampler.watch(os.getpid())
     summary = sampler.summary()
-    assert summary["status"] == "unavailable" and summary["gpus"] == {}
-    assert (summary["reason"] or "").startswith("NVML_ERROR_LIBRARY_NOT_FOUND")
+    assert summary.status == "unavailable" and summary.gpus == {}
+    assert (summary.reason or "").startswith("NVML_ERROR_LIBRARY_NOT_FOUND")

@@ -13,33 +13,35 @@ from typing import Any
 import pytest
 
 from envcheck.contracts.host_report import exit_status_of, verdict_of
+from envcheck.contracts.smoke_report import NvmlSummary
 from envcheck.smoke.parse import RawRun, parse_result
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.runner.payload import WORKLOAD
 from envcheck.smoke.verdict.judge import judge
-from envcheck.smoke.verdict.witness import NvmlSummary
 from envcheck.smoke.workload import classifier as workload_classifier
 from envcheck.smoke.workload import main as workload
 from envcheck.smoke.workload import protocol
-from envcheck.smoke.workload.protocol import SmokeResult
 from tests import smoke_samples as rec
 
 
 def run_workload(
     *args: str, timeout: float = 180
-) -> tuple[subprocess.CompletedProcess[bytes], SmokeResult]:
+) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any]]:
+    """The workload's run and its line, validated by `parse_result` and kept as JSON."""
     proc = subprocess.run(
         [sys.executable, str(WORKLOAD), *args], check=False, capture_output=True, timeout=timeout
     )
-    return proc, parse_result(proc.stdout)
+    parse_result(proc.stdout)
+    line: dict[str, Any] = json.loads(proc.stdout)
+    return proc, line
 
 
 @pytest.fixture(scope="module")
-def exported() -> tuple[subprocess.CompletedProcess[bytes], SmokeResult]:
+def exported() -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any]]:
     return run_workload("--device", "cpu", "--export", "--compare-cpu", "--amp")
 
 
-def test_cpu_run_prints_one_json_line_and_learns(exported: tuple[Any, SmokeResult]) -> None:
+def test_cpu_run_prints_one_json_line_and_learns(exported: tuple[Any, dict[str, Any]]) -> None:
     proc, doc = exported
     assert proc.returncode == 0 and proc.stdout.count(b"\n") == 1
     run = doc["runs"][0]
@@ -52,7 +54,7 @@ def test_cpu_run_prints_one_json_line_and_learns(exported: tuple[Any, SmokeResul
 
 
 def test_the_training_runs_the_text_cnn_conv_on_batches_from_host_memory(
-    exported: tuple[Any, SmokeResult],
+    exported: tuple[Any, dict[str, Any]],
 ) -> None:
     """The conv head's parameters trained with the rest; /dev/shm as the run saw it."""
     _, doc = exported
@@ -63,7 +65,7 @@ def test_the_training_runs_the_text_cnn_conv_on_batches_from_host_memory(
     assert "conv1d" in {c["op"] for c in run["checks"] if c["ok"]}
 
 
-def test_paddles_own_stdout_prints_go_to_the_log(exported: tuple[Any, SmokeResult]) -> None:
+def test_paddles_own_stdout_prints_go_to_the_log(exported: tuple[Any, dict[str, Any]]) -> None:
     proc, doc = exported
     # paddle.jit.save prints this on stdout in 3.3.1; the contract keeps stdout to our JSON line
     assert b"ReduceMeanCheckIfOneDNNSupport" in proc.stderr
@@ -72,7 +74,7 @@ def test_paddles_own_stdout_prints_go_to_the_log(exported: tuple[Any, SmokeResul
     )
 
 
-def test_amp_on_cpu_is_reported_as_having_no_effect(exported: tuple[Any, SmokeResult]) -> None:
+def test_amp_on_cpu_is_reported_as_having_no_effect(exported: tuple[Any, dict[str, Any]]) -> None:
     _, doc = exported
     assert doc["runs"][0]["amp"] == {"enabled": True, "dtype": "bfloat16"}
     assert "amp-no-effect" in {w["kind"] for w in doc["warnings"]}
@@ -137,11 +139,7 @@ def test_importing_the_workload_module_does_not_import_paddle() -> None:
 
 
 # -- known answers -----------------------------------------------------------------------------
-NVML_ABSENT: NvmlSummary = {
-    "status": "unavailable",
-    "reason": "NVML_ERROR_LIBRARY_NOT_FOUND",
-    "samples": 0,
-}
+NVML_ABSENT = NvmlSummary(status="unavailable", reason="NVML_ERROR_LIBRARY_NOT_FOUND", samples=0)
 CPU_PLAN = Plan(
     mode="in-process",
     gpu_expected=False,
@@ -152,7 +150,7 @@ CPU_PLAN = Plan(
 
 
 def test_the_real_cpu_paddle_passes_every_known_answer_check_before_and_after(
-    exported: tuple[Any, SmokeResult],
+    exported: tuple[Any, dict[str, Any]],
 ) -> None:
     _, doc = exported  # under --amp: matmul and conv1d inside auto_cast, as in training
     run = doc["runs"][0]
@@ -166,7 +164,7 @@ def test_the_real_cpu_paddle_passes_every_known_answer_check_before_and_after(
         "distinct": 60,
     }
     assert run["train_window"]["start"] < run["train_window"]["end"]
-    findings = judge(CPU_PLAN, Outcome(raw_of(doc), doc, None, NVML_ABSENT))
+    findings = judge(CPU_PLAN, Outcome(raw_of(doc), rec.as_result(doc), None, NVML_ABSENT))
     assert [f.id for f in findings] == ["smoke.pass"]
     assert "14/14 known answers right" in findings[0].message
 
@@ -197,7 +195,7 @@ def test_each_op_class_corrupted_after_paddle_computed_it_is_detected_and_named(
         (op, "before", problem),
         (op, "after", problem),
     }
-    findings = judge(CPU_PLAN, Outcome(raw_of(doc), doc, None, NVML_ABSENT))
+    findings = judge(CPU_PLAN, Outcome(raw_of(doc), rec.as_result(doc), None, NVML_ABSENT))
     assert verdict_of(findings) == "wrong-results" and exit_status_of(findings) == 7
     (finding,) = [f for f in findings if f.id == "smoke.wrong-results"]
     assert f"cpu: 2 of 14 known-answer checks failed: {op} ({problem} before, {problem} after)" in (
@@ -215,7 +213,7 @@ def test_a_zero_or_frozen_training_loss_is_wrong_results(
 ) -> None:
     monkeypatch.setenv(protocol.CORRUPT_ENV, corrupt)
     _, doc = run_workload("--device", "cpu", "--steps", "3")
-    findings = judge(CPU_PLAN, Outcome(raw_of(doc), doc, None, NVML_ABSENT))
+    findings = judge(CPU_PLAN, Outcome(raw_of(doc), rec.as_result(doc), None, NVML_ABSENT))
     (finding,) = [f for f in findings if f.id == "smoke.wrong-results"]
     assert words in finding.message and "smoke.not-learning" not in [f.id for f in findings]
 
@@ -238,5 +236,5 @@ def test_doctor_exits_7_with_a_wrong_results_verdict_when_the_smoke_computes_wro
     assert report["smoke"]["status"] == "wrong-results"
 
 
-def raw_of(doc: SmokeResult) -> RawRun:
+def raw_of(doc: dict[str, Any]) -> RawRun:
     return RawRun(exit_code=0, stdout=(json.dumps(doc) + "\n").encode(), stderr="", duration_s=3.0)

@@ -8,10 +8,12 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
+from envcheck.contracts.facts import from_dict
 from envcheck.contracts.findings import fail, passed, warn
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import replace
 from envcheck.contracts.saved_report import SavedReport
+from envcheck.contracts.smoke_report import SmokeDocument
 from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.render.sanitize import visible
 from envcheck.verdict.fleet import merge_reports
@@ -136,7 +138,8 @@ def test_the_smoke_has_a_row_per_device_in_words_not_python_values() -> None:
         "duration_s": 12.31,
         "runs": runs,
     }
-    md = render_markdown(replace(samples.healthy(), smoke=smoke_doc))
+    section = from_dict(SmokeDocument, smoke_doc, "smoke", numbers_as_text=False)
+    md = render_markdown(replace(samples.healthy(), smoke=section))
     (smoke,) = [t for t in _tables(md) if t[0][:2] == ["device asked", "device used"]]
     assert smoke[1] == ["gpu:0", "gpu:0", "0.694 → 0.217", "2.4e+03", "0.141", "14/14 right", "24"]
     assert [row[0] for row in smoke[1:]] == ["gpu:0", "gpu:1"]

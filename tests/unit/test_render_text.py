@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.facts import from_dict, host_from_document
 from envcheck.contracts.host_report import Report
+from envcheck.contracts.smoke_report import SmokeDocument
 from envcheck.image.choice import select_image
 from envcheck.matrix.load import load_matrix
 from envcheck.render.text import render_plain, render_rich
@@ -35,13 +36,17 @@ SMOKE: dict[str, Any] = {
 
 
 def report(smoke: dict[str, object] | None = None) -> Report:
+    """The report of a saved host, with `smoke` read as a saved report's smoke section is."""
     matrix = load_matrix()
     host = host_from_document(
         s.host(driver=s.driver("535.104.05", "12.2"), gpus=[s.A100], paddle=s.PADDLE_331_CPU)
     )
     image = select_image(host, matrix)
     return Report(
-        host=host, findings=tuple(judge(Context(host, matrix, image))), image=image, smoke=smoke
+        host=host,
+        findings=tuple(judge(Context(host, matrix, image))),
+        image=image,
+        smoke=from_dict(SmokeDocument, smoke, "smoke", numbers_as_text=False) if smoke else None,
     )
 
 
@@ -116,7 +121,15 @@ def test_explain_on_a_healthy_host_says_why_this_tag(render: Render) -> None:
 AMP_RUN = {
     **SMOKE["runs"][0],
     "amp": {"enabled": True, "dtype": "bfloat16"},
-    "compare_cpu": {"steps_per_s": 90.5, "speedup": 8.98, "skipped": None, "error": None},
+    "compare_cpu": {
+        "steps_per_s": 90.5,
+        "first_step_s": 0.3,
+        "loss_start": 0.69,
+        "loss_end": 0.43,
+        "speedup": 8.98,
+        "skipped": None,
+        "error": None,
+    },
 }
 CPU_RUN = {
     "device_requested": "cpu",
@@ -136,7 +149,7 @@ CPU_RUN = {
 
 @pytest.mark.parametrize("render", [render_plain, render_rich], ids=["plain", "rich"])
 def test_amp_and_compare_cpu_results_are_shown_or_why_they_were_skipped(render: Render) -> None:
-    """--amp and --compare-cpu were measured, then dropped from the text report."""
+    """--amp and --compare-cpu were once measured, then dropped from the text report."""
     out = io.StringIO()
     render(report({"runs": [AMP_RUN, CPU_RUN]}), out)
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())

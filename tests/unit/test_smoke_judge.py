@@ -12,9 +12,12 @@ from typing import Any
 import pytest
 
 from envcheck.contracts.exitcodes import ExitStatus
-from envcheck.contracts.facts import host_from_document
+from envcheck.contracts.facts import host_from_document, to_dict
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import ImageChoice, exit_status_of, verdict_of
+from envcheck.contracts.record import replace
+from envcheck.contracts.smoke_report import NvmlSummary
+from envcheck.contracts.smoke_result import RunResult, TrainWindow
 from envcheck.engine.docker_adapter import NVIDIA_RUNTIME_FIX
 from envcheck.render.smoke_runs import smoke_row
 from envcheck.smoke.options import SmokeOptions
@@ -23,8 +26,6 @@ from envcheck.smoke.plan import Fallback, FallbackKind, Outcome, in_process_plan
 from envcheck.smoke.verdict.document import smoke_document
 from envcheck.smoke.verdict.failures import image_unavailable
 from envcheck.smoke.verdict.judge import host_gpu, judge
-from envcheck.smoke.verdict.witness import NvmlSummary
-from envcheck.smoke.workload.protocol import RunResult
 from envcheck.verdict.proof import expect_gpu_unproven, proof_of, proof_words
 from tests import scenarios as s
 from tests import smoke_samples as rec
@@ -41,7 +42,7 @@ from tests.smoke_plans import (
 
 def run_on(device: str) -> RunResult:
     """A run on `device`, with only the keys every run has (`host_gpu` reads the device used)."""
-    return {"device_requested": device, "device_used": device, "device_error": None, "error": None}
+    return RunResult(device_requested=device, device_used=device, device_error=None, error=None)
 
 
 def ids(findings: list[Finding]) -> list[str]:
@@ -203,8 +204,10 @@ def test_a_context_that_does_no_work_while_training_is_cpu_fallback() -> None:
     """The real H100: 612 MiB held, ~0 % utilisation; busy only outside the training window."""
     doc = rec.on_gpu(rec.result())
     nvml = rec.nvml_witness(doc, {0: (612, 0, None)})
-    busy_before = rec.nvml_witness(doc, {0: (612, 35, None)}, offset=-30.0)["gpus"]["0"]["series"]
-    nvml["gpus"]["0"]["series"] = busy_before + nvml["gpus"]["0"]["series"]
+    busy_before = rec.nvml_witness(doc, {0: (612, 35, None)}, offset=-30.0).gpus["0"].series
+    trace = nvml.gpus["0"]
+    series = (*(busy_before or ()), *(trace.series or ()))
+    nvml = replace(nvml, gpus={"0": replace(trace, series=series)})
     findings = judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml))
     fallback = only(findings, "smoke.cpu-fallback")
     assert verdict_of(findings) == "cpu-fallback" and exit_status_of(findings) == 6
@@ -499,7 +502,7 @@ def test_cuda_mismatch_warning_on_a_passing_run_is_reported() -> None:
 
 # -- the report's smoke object ---------------------------------------------------------------------
 def test_smoke_document_holds_the_measured_figures_per_device() -> None:
-    doc = smoke_document(container_plan(), outcome(rec.result()))
+    doc = to_dict(smoke_document(container_plan(), outcome(rec.result())))
     assert doc["status"] == "pass" and doc["mode"] == "container" and doc["log_tail"] == []
     run = doc["runs"][0]
     for key in (
@@ -524,7 +527,7 @@ def test_smoke_document_holds_the_measured_figures_per_device() -> None:
 def test_smoke_document_keeps_the_checks_and_the_witness_not_the_nvml_time_series() -> None:
     result = rec.broken(rec.on_gpu(rec.result()), "matmul", "all-zero")
     nvml = rec.nvml_witness(result, {0: (612, 0, None)})
-    doc = smoke_document(container_plan(gpu_host(), GPU_IMAGE), outcome(result, nvml=nvml))
+    doc = to_dict(smoke_document(container_plan(gpu_host(), GPU_IMAGE), outcome(result, nvml=nvml)))
     assert doc["status"] == "wrong-results"
     run = doc["runs"][0]
     assert len(run["checks"]) == 14 and run["loss_check"]["distinct"] == 60
@@ -533,7 +536,7 @@ def test_smoke_document_keeps_the_checks_and_the_witness_not_the_nvml_time_serie
         run["witness"]["state"] == "idle" and run["witness"]["process_mem_max_bytes"] == 612 * 2**20
     )
     assert "series" not in run["nvml"] and "series" not in doc["nvml"]["gpus"]["0"]
-    assert nvml["gpus"]["0"]["series"]  # the outcome itself is untouched
+    assert nvml.gpus["0"].series  # the outcome itself is untouched
     json.dumps(doc)
 
 
@@ -543,7 +546,7 @@ def test_smoke_document_keeps_the_checks_and_the_witness_not_the_nvml_time_serie
 def test_smoke_document_status_and_log_tail_on_failure(timed_out: bool, status: str) -> None:
     raw = outcome(None, exit_code=1, timed_out=timed_out, stderr="a\nb\n")
     doc = smoke_document(container_plan(), raw)
-    assert doc["status"] == status and doc["log_tail"] == ["a", "b"]
+    assert doc.status == status and doc.log_tail == ("a", "b")
 
 
 @pytest.mark.parametrize(
@@ -599,20 +602,23 @@ def _run_error_without_message(doc: dict[str, Any]) -> None:
 
 
 WRONG_TYPED = [
-    (_run_error_without_message, "result.runs[0].error: missing 'message'"),
+    (_run_error_without_message, "result.runs[0].error.message: missing"),
     (
         lambda doc: doc["env"].update(CUDA_VISIBLE_DEVICES=0),
-        "result.env.CUDA_VISIBLE_DEVICES: expected str or null, got int",
+        "result.env.CUDA_VISIBLE_DEVICES: expected a string, got 0",
     ),
     (
         lambda doc: doc["runs"][0].update(compare_cpu={"error": "boom"}),
-        "result.runs[0].compare_cpu.error: expected an object or null, got str",
+        "result.runs[0].compare_cpu.error: expected an object, got str",
     ),
     (
         lambda doc: doc["runs"][0]["checks"][3].update(ok="yes"),
-        "result.runs[0].checks[3].ok: expected bool, got str",
+        "result.runs[0].checks[3].ok: expected true/false, got 'yes'",
     ),
-    (lambda doc: doc.update(device_capabilities=[8.6]), "device_capabilities[0]: expected str"),
+    (
+        lambda doc: doc.update(device_capabilities=[8.6]),
+        "device_capabilities[0]: expected a string",
+    ),
 ]
 
 
@@ -640,14 +646,13 @@ def test_an_unconfirmed_gpu_without_a_sample_count_says_no_none_samples() -> Non
     """A summary without the sampler's count (saved by hand, an older envcheck) printed
     "(None samples in all)"."""
     doc = rec.on_gpu(rec.result())
-    nvml = rec.nvml_witness(doc, {0: (None, 0, None)})
-    del nvml["samples"]
+    nvml = replace(rec.nvml_witness(doc, {0: (None, 0, None)}), samples=None)
     message = only(
         judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml)),
         "smoke.gpu-unconfirmed",
     ).message
     assert "None" not in message and message.endswith("while it trained")
-    nvml["samples"] = 10
+    nvml = replace(nvml, samples=10)
     message = only(
         judge(container_plan(gpu_host(), GPU_IMAGE), outcome(doc, nvml=nvml)),
         "smoke.gpu-unconfirmed",
@@ -662,7 +667,7 @@ def _host_ran(doc: dict[str, Any], nvml: NvmlSummary, shift: float = 0.0) -> Nvm
     window = doc["runs"][0]["train_window"]
     start: float = window["start"] + shift - 3
     end: float = window["end"] + shift + 1
-    return nvml | {"run_window": {"start": start, "end": end}}
+    return replace(nvml, run_window=TrainWindow(start, end))
 
 
 def test_a_training_window_outside_the_run_confirms_nothing() -> None:
@@ -700,7 +705,7 @@ def test_a_gpu_claim_with_no_nvidia_library_mapped_is_a_cpu_fallback() -> None:
 
 @pytest.mark.parametrize(
     "nvml",
-    [NVML_ABSENT, {"status": "ok", "samples": 10, "gpus": {"0": {}}}],
+    [NVML_ABSENT, rec.as_nvml({"status": "ok", "samples": 10, "gpus": {"0": {}}})],
     ids=["nvml-unavailable", "nvml-saw-nothing"],
 )
 def test_under_expect_gpu_a_claim_nvml_did_not_witness_fails(nvml: NvmlSummary) -> None:
@@ -729,9 +734,9 @@ def test_a_gpu_claim_on_a_host_with_no_gpu_is_a_contradiction_never_a_pass() -> 
     assert finding.observed["claimed"] == ["gpu:0"]
     assert verdict_of(findings) == "fail" and exit_status_of(findings) == ExitStatus.SMOKE_FAILED
     smoke = smoke_document(plan, outcome(doc))
-    assert smoke["status"] == "contradicted"
-    assert smoke["runs"][0]["on_gpu"] is False and smoke["runs"][0]["contradicted"] is True
-    assert smoke_row(smoke["runs"][0])[1:] == (
+    assert smoke.status == "contradicted"
+    assert smoke.runs[0].on_gpu is False and smoke.runs[0].contradicted is True
+    assert smoke_row(smoke.runs[0])[1:] == (
         "gpu:0 (claimed)", "0.694 → 0.217", "2.4e+03", "0.141", "14/14 right", "-"
     )  # fmt: skip
 

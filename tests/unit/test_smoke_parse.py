@@ -27,7 +27,7 @@ from tests import smoke_samples as rec
 )
 def test_recorded_lines_parse(line: str) -> None:
     doc = parse_result(line.encode() + b"\n")
-    assert doc["runs"][0]["device_used"] == "cpu" and doc["uid"] == 1000
+    assert doc.runs[0].device_used == "cpu" and doc.uid == 1000
 
 
 def _mapped(source: object) -> bytes:
@@ -69,9 +69,9 @@ def _mutated(**changes: object) -> bytes:
             rec.RECORDED_CPU_PASS.replace('"loss_end":0.21678', '"loss_end":NaN').encode(),
             "non-finite number NaN",
         ),
-        (_mutated(steps=True), "runs[0].steps: expected int, got a boolean"),
+        (_mutated(steps=True), "runs[0].steps: expected an integer, got True"),
         (_mutated(param_places={}), "non-empty object of strings"),
-        (_mutated(losses=[0.6, "x"]), "runs[0].losses[1]: expected number or null, got str"),
+        (_mutated(losses=[0.6, "x"]), "runs[0].losses[1]: expected a number, got 'x'"),
         (
             json.dumps(
                 {k: v for k, v in rec.result().items() if k != "compiled_with_cuda"}
@@ -80,7 +80,7 @@ def _mutated(**changes: object) -> bytes:
         ),
         (
             json.dumps(rec.result() | {"shm": {"size_bytes": "64m", "free_bytes": 0}}).encode(),
-            "shm.size_bytes: expected int, got str",
+            "shm.size_bytes: expected an integer, got '64m'",
         ),
         (
             _mapped("vendor"),
@@ -117,9 +117,18 @@ def test_anything_but_the_one_json_line_is_bad_output(stdout: bytes, message: st
     assert message in str(caught.value)
 
 
+def test_the_workload_spells_the_library_sources_as_the_records_do() -> None:
+    """The workload's standalone copy (it runs where envcheck is not installed) and the records'
+    own, kept apart so that the doctor's static tier never imports the smoke."""
+    from envcheck.contracts import smoke_result
+
+    assert get_args(smoke_result.LibrarySource) == get_args(LibrarySource)
+
+
 @pytest.mark.parametrize("source", get_args(LibrarySource))
 def test_every_library_source_the_workload_writes_parses(source: str) -> None:
-    assert parse_result(_mapped(source))["loaded_libraries"][0]["source"] == source
+    libraries = parse_result(_mapped(source)).loaded_libraries
+    assert libraries is not None and libraries[0].source == source
 
 
 def test_a_failed_run_needs_only_its_error() -> None:
@@ -130,8 +139,8 @@ def test_a_failed_run_needs_only_its_error() -> None:
         "device_error": None,
         "error": {"type": "OSError", "message": rec.DRIVER_TOO_OLD},
     }
-    error = parse_result(json.dumps(doc).encode())["runs"][0]["error"]
-    assert error and error["type"] == "OSError"
+    error = parse_result(json.dumps(doc).encode()).runs[0].error
+    assert error and error.type == "OSError"
 
 
 @given(st.binary(max_size=2000))
@@ -236,9 +245,12 @@ def test_stdout_nested_past_the_recursion_limit_is_bad_output() -> None:
 
 
 def test_the_host_stamps_when_it_started_and_reaped_the_run() -> None:
-    """The interval a training window must lie in, on the clock the window uses."""
+    """The interval a training window must lie in, on the clock the window uses: a window stamped
+    elsewhere proves nothing about this run."""
     import time
 
+    from envcheck.contracts.smoke_report import NvmlSummary
+    from envcheck.contracts.smoke_result import TrainWindow
     from envcheck.smoke.parse import OutputCollector
     from envcheck.smoke.runner.check import outcome_of
 
@@ -246,14 +258,63 @@ def test_the_host_stamps_when_it_started_and_reaped_the_run() -> None:
     raw = OutputCollector().raw_run(0, time.monotonic(), timed_out=False)
     assert raw.started_at is not None and raw.ended_at is not None
     assert before - 1 <= raw.started_at <= raw.ended_at <= time.time()
-    nvml = outcome_of(raw, {"status": "unavailable"}).nvml
-    assert nvml.get("run_window") == {"start": raw.started_at, "end": raw.ended_at}
+    nvml = outcome_of(raw, NvmlSummary(status="unavailable")).nvml
+    assert nvml.run_window == TrainWindow(raw.started_at, raw.ended_at)
 
 
 def test_a_number_past_a_floats_range_is_bad_output() -> None:
-    """Found by the outside fault campaign: `max_abs_diff: 1e400` written as an integer raised
-    OverflowError."""
+    """A fault campaign's find: `max_abs_diff: 1e400` written as an integer raised OverflowError."""
     doc = rec.on_gpu(rec.result())
     doc["runs"][0]["checks"][0]["max_abs_diff"] = 10**400
     with pytest.raises(BadOutput, match="not a finite number"):
         parse_result(json.dumps(doc).encode())
+
+
+# -- the one reader's rules the workload's line relies on ----------------------------------------
+def test_an_optional_key_absent_is_none_and_none_is_written_absent() -> None:
+    """An error from an older workload, without `phase` or `traceback`: read as None, and written
+    back as the workload wrote it, without them."""
+    from envcheck.contracts.facts import from_dict, to_dict
+    from envcheck.contracts.smoke_result import WorkloadError
+
+    doc = {"type": "OSError", "message": "CUDA error(35)"}
+    error = from_dict(WorkloadError, doc, "error", numbers_as_text=False)
+    assert (error.phase, error.traceback, error.thread_errors) == (None, None, None)
+    assert to_dict(error) == doc
+
+
+def test_a_number_is_kept_as_written_and_a_variant_is_told_by_its_keys() -> None:
+    """`max_abs_diff: 0` stays 0 (the report repeats the workload's line); compare_cpu is the
+    variant whose keys are there: skipped, compared, or failed on its own."""
+    from envcheck.contracts.facts import to_dict
+    from envcheck.contracts.smoke_result import CpuCompared, CpuSkipped, ExtraFailed
+
+    doc = rec.result()
+    doc["runs"][0]["checks"][0]["max_abs_diff"] = 0
+    run = parse_result(json.dumps(doc).encode()).runs[0]
+    assert run.checks and to_dict(run.checks[0])["max_abs_diff"] == 0
+    assert isinstance(run.compare_cpu, CpuSkipped)
+    compared = {
+        "steps_per_s": 90.5,
+        "first_step_s": 0.3,
+        "loss_start": 0.69,
+        "loss_end": 0.41,
+        "speedup": 9.0,
+        "skipped": None,
+        "error": None,
+    }
+    failed = {"error": {"phase": "compare-cpu", "type": "OSError", "message": "m"}}
+    for written, variant in ((compared, CpuCompared), (failed, ExtraFailed)):
+        doc["runs"][0]["compare_cpu"] = written
+        read = parse_result(json.dumps(doc).encode()).runs[0].compare_cpu
+        assert isinstance(read, variant) and to_dict(read) == written
+
+
+def test_a_time_series_row_has_its_three_values() -> None:
+    from envcheck.contracts.facts import FactsError, from_dict
+    from envcheck.contracts.smoke_report import GpuSummary
+
+    row = from_dict(GpuSummary, {"series": [[1.5, 30, None]]}, "gpu", numbers_as_text=False)
+    assert row.series == ((1.5, 30, None),)
+    with pytest.raises(FactsError, match=r"gpu.series\[0\]: expected 3 items, got 2"):
+        from_dict(GpuSummary, {"series": [[1.5, 30]]}, "gpu", numbers_as_text=False)

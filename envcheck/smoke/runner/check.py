@@ -18,6 +18,8 @@ from envcheck.contracts.facts import HostFacts
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import ImageChoice
 from envcheck.contracts.record import replace
+from envcheck.contracts.smoke_report import ContainerInfo, NvmlSummary, SmokeDocument
+from envcheck.contracts.smoke_result import TrainWindow
 from envcheck.edges import activity
 from envcheck.engine.docker_adapter import GpuRequestRefused
 from envcheck.registry.errors import ManifestNotFound
@@ -29,7 +31,6 @@ from envcheck.smoke.verdict.document import smoke_document
 from envcheck.smoke.verdict.failures import gpu_refused, image_unavailable
 from envcheck.smoke.verdict.judge import judge
 from envcheck.smoke.verdict.loaded import loaded_findings
-from envcheck.smoke.verdict.witness import NvmlSummary
 
 # Tests only: run another script file instead of workload.py (a crash, garbage, megabytes, a
 # hang), in a real container or subprocess, to prove each failure path end to end.
@@ -38,7 +39,7 @@ SCRIPT_ENV = "ENVCHECK_SMOKE_SCRIPT"
 
 def smoke_check(
     host: HostFacts, image: ImageChoice | None, options: SmokeOptions
-) -> tuple[dict[str, Any] | None, list[Finding]]:
+) -> tuple[SmokeDocument, list[Finding]]:
     """The doctor's entry point: the report's `smoke` object and the smoke findings."""
     plan = plan_smoke(host, image, options)
     if plan.mode != "container" and plan.fallback and _container_demanded(options):
@@ -172,9 +173,13 @@ def run_container(client: Any, plan: Plan, options: SmokeOptions, image_id: str 
             raise
         spec = replace(spec, read_only=False)  # the GPU matters more than a read-only root
         raw, nvml = _run_spec(client, spec, options)
-        raw.extra["read_only_dropped"] = e.message
-    raw.extra.update(image_id=image_id, limits=describe(spec))
-    return outcome_of(raw, nvml)
+        raw = _container(raw, read_only_dropped=e.message)
+    return outcome_of(_container(raw, image_id=image_id, limits=describe(spec)), nvml)
+
+
+def _container(raw: RawRun, **more: Any) -> RawRun:
+    """`raw` with more said of its container."""
+    return replace(raw, container=replace(raw.container or ContainerInfo(), **more))
 
 
 def _run_spec(client: Any, spec: Any, options: SmokeOptions) -> tuple[RawRun, NvmlSummary]:
@@ -187,8 +192,8 @@ def _run_spec(client: Any, spec: Any, options: SmokeOptions) -> tuple[RawRun, Nv
     ):
         watch = sampler.watch if sampler.status == "ok" else None  # skip the extra inspect
         raw = box.run(on_start=watch)
-    raw.extra["removed"] = box.removed  # asked of the engine after the removal, not assumed
-    return raw, sampler.summary()
+    # asked of the engine after the removal, not assumed
+    return _container(raw, removed=box.removed), sampler.summary()
 
 
 def run_in_process(plan: Plan, options: SmokeOptions) -> Outcome:
@@ -210,7 +215,7 @@ def run_in_process(plan: Plan, options: SmokeOptions) -> Outcome:
 
 def outcome_of(raw: RawRun, nvml: NvmlSummary) -> Outcome:
     if raw.started_at is not None and raw.ended_at is not None:
-        nvml = {**nvml, "run_window": {"start": raw.started_at, "end": raw.ended_at}}
+        nvml = replace(nvml, run_window=TrainWindow(raw.started_at, raw.ended_at))
     if raw.timed_out or raw.stdout_overflow:
         return Outcome(raw, None, None, nvml)
     try:

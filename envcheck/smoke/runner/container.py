@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
 from envcheck.contracts.errors import EnvcheckError
+from envcheck.contracts.smoke_report import ContainerInfo
 from envcheck.edges import activity, signals
 from envcheck.engine.docker_adapter import translate_errors
 from envcheck.image.reference import shown_image
@@ -87,7 +88,7 @@ class SmokeContainer:
     @property
     def image_words(self) -> str:
         """`paddlepaddle/paddle:3.3.1-… (image 4f0c1a2b3c4d)`: the id as `docker images` shows
-        it, beside the name it was checked or pulled under (#24.7)."""
+        it, beside the name it was checked or pulled under (a mirror's pull leaves no such name)."""
         image, label = self.spec.image, self.spec.label
         shown = shown_image(image)
         if label and label != image:
@@ -154,7 +155,9 @@ class SmokeContainer:
             timed_out=not done,
             oom_killed=exit_code == 137 and done and _oom_killed(container),
             # exit_code None without a timeout: the container vanished under us
-            extra={"container": container.short_id, "run_id": self.run_id, "swept": self.swept},
+            container=ContainerInfo(
+                container=container.short_id, run_id=self.run_id, swept=tuple(self.swept)
+            ),
         )
 
 

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from envcheck.contracts.record import asdict, field, record
+from envcheck.contracts.record import field, record
+from envcheck.contracts.smoke_report import ContainerLimits
 from envcheck.engine.docker_adapter import LABEL
 from envcheck.smoke.runner import ownership
 from envcheck.smoke.runner.ownership import DEADLINE_LABEL, MARK_LABEL, OWNER_LABEL
@@ -111,17 +112,22 @@ def create_kwargs(spec: ContainerSpec, run_id: str, key: bytes) -> dict[str, Any
     return kwargs
 
 
-def describe(spec: ContainerSpec) -> dict[str, Any]:
+def describe(spec: ContainerSpec) -> ContainerLimits:
     """The restrictions, for the report."""
-    return {
-        "network": "none",
-        "read_only_rootfs": spec.read_only,
-        "no_new_privileges": True,
-        "cap_drop": ["ALL"],
-        "timeout_s": spec.timeout,
-        "gpu_request": list(spec.gpu_ids) if spec.gpu_ids is not None else None,
-        **asdict(spec.limits),
-    }
+    limits = spec.limits
+    return ContainerLimits(
+        network="none",
+        read_only_rootfs=spec.read_only,
+        no_new_privileges=True,
+        cap_drop=("ALL",),
+        timeout_s=spec.timeout,
+        gpu_request=spec.gpu_ids,
+        memory=limits.memory,
+        pids=limits.pids,
+        shm=limits.shm,
+        tmpfs=limits.tmpfs,
+        user=limits.user,
+    )
 
 
 def hook_needs_writable_root(message: str) -> bool:

@@ -152,7 +152,7 @@ def _run(
             signals.cleaned_up(f"stopped the training process {proc.pid} and its children")
     if failures:
         raise failures[0]
-    return collector.raw_run(exit_code, started, timed_out=not done, extra={"python": argv[0]})
+    return collector.raw_run(exit_code, started, timed_out=not done)
 
 
 def _both(

@@ -7,7 +7,7 @@ NVML accounts to the workload's process (`nvidia-smi --query-compute-apps=pid,us
 that process's own SM utilisation (`nvidia-smi pmon -s u`), each stamped with the host's wall
 clock. The workload stamps its training window with the same clock (containers share
 CLOCK_REALTIME), so the judge can ask what the GPU did *while training*: a process that holds a
-CUDA context but computes on the CPU shows memory and no work (issue 8.3).
+CUDA context but computes on the CPU shows memory and no work.
 Host PIDs are what NVML reports, and what Docker's `State.Pid` gives for the container's process.
 
 No driver (this CI machine) is normal: the summary says `unavailable` with the reason and the
@@ -24,7 +24,7 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from envcheck.contracts.record import field, record
-from envcheck.smoke.verdict.witness import GpuSummary, NvmlSummary
+from envcheck.contracts.smoke_report import GpuSummary, NvmlSummary
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -47,18 +47,18 @@ class GpuTrace:
     process_util_query: str = "ok"  # "ok" | "not-supported" | the NVML error name
     process_util_seen: int = 0  # NVML's last time stamp (µs), asked from next time
 
-    def as_dict(self) -> GpuSummary:
-        return {
-            "util_max": max(self.util) if self.util else None,
-            "util_mean": round(sum(self.util) / len(self.util), 1) if self.util else None,
-            "mem_used_max_bytes": self.mem_used_max,
-            "process_seen": self.process_mem_max is not None,
-            "process_mem_max_bytes": self.process_mem_max,
-            "process_query": self.process_query,
-            "process_util_query": self.process_util_query,
-            "series": [(round(t, 3), u, m) for t, u, m in self.series],
-            "process_util": [(round(t, 3), u) for t, u in self.process_util],
-        }
+    def summary(self) -> GpuSummary:
+        return GpuSummary(
+            util_max=max(self.util) if self.util else None,
+            util_mean=round(sum(self.util) / len(self.util), 1) if self.util else None,
+            mem_used_max_bytes=self.mem_used_max,
+            process_seen=self.process_mem_max is not None,
+            process_mem_max_bytes=self.process_mem_max,
+            process_query=self.process_query,
+            process_util_query=self.process_util_query,
+            series=tuple((round(t, 3), u, m) for t, u, m in self.series),
+            process_util=tuple((round(t, 3), u) for t, u in self.process_util),
+        )
 
 
 class NvmlSampler:
@@ -105,14 +105,14 @@ class NvmlSampler:
 
     def summary(self) -> NvmlSummary:
         with self._lock:
-            return {
-                "status": self.status,
-                "reason": self.reason,
-                "samples": self.samples,
-                "interval_s": self.interval,
-                "pids": sorted(self._pids),
-                "gpus": {str(i): trace.as_dict() for i, trace in self._traces.items()},
-            }
+            return NvmlSummary(
+                status=self.status,
+                reason=self.reason,
+                samples=self.samples,
+                interval_s=self.interval,
+                pids=tuple(sorted(self._pids)),
+                gpus={str(i): trace.summary() for i, trace in self._traces.items()},
+            )
 
     def _init(self) -> ModuleType | None:
         try:

@@ -9,15 +9,11 @@ from collections.abc import Mapping
 from envcheck.contracts.findings import Finding, fail
 from envcheck.contracts.host_report import CPU_FALLBACK_ID
 from envcheck.contracts.remedy import Remedy, as_remedy, steps, user
+from envcheck.contracts.smoke_result import PaddleWarning, RunResult, SmokeResult
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.verdict.known_answers import INSTALL_GPU_PADDLE, install_fix
 from envcheck.smoke.verdict.known_answers import where as _where
-from envcheck.smoke.workload.protocol import (
-    PaddleWarning,
-    RunResult,
-    SmokeResult,
-    scan_paddle_warnings,
-)
+from envcheck.smoke.workload.protocol import scan_paddle_warnings
 from envcheck.verdict.fixes import NO_GPU_BUILD_YET, NVIDIA_RUNTIME_FIX, command
 
 Cause = tuple[str, str, Remedy | str]  # (cause id, what was seen, the fix: a remedy or words)
@@ -26,12 +22,12 @@ Cause = tuple[str, str, Remedy | str]  # (cause id, what was seen, the fix: a re
 def fallback_causes(plan: Plan, result: SmokeResult, run: RunResult) -> list[Cause]:
     """[(cause id, what was seen, the fix)], most likely first."""
     causes: list[Cause] = []
-    lines = [w["text"] for w in result["warnings"]] + [
-        run.get("device_error") or "",
-        result.get("cuda_device_count_error") or "",
+    lines = [w.text for w in result.warnings] + [
+        run.device_error or "",
+        result.cuda_device_count_error or "",
     ]
     kinds = {hit["kind"] for hit in scan_paddle_warnings("\n".join(lines))}
-    env = result.get("env") or {}
+    env = result.env or {}
     if plan.gpu_refused:
         causes.append(
             (
@@ -40,22 +36,22 @@ def fallback_causes(plan: Plan, result: SmokeResult, run: RunResult) -> list[Cau
                 NVIDIA_RUNTIME_FIX,
             )
         )
-    if not result["compiled_with_cuda"]:
+    if not result.compiled_with_cuda:
         causes.append(
             (
                 "cpu-build",
                 (
-                    f"Paddle {result['paddle_version']} in {_where(plan)} is a CPU-only build "
+                    f"Paddle {result.paddle_version} in {_where(plan)} is a CPU-only build "
                     "(is_compiled_with_cuda() is False)"
                 ),
                 cpu_build_fix(plan),
             )
         )
     hidden = hidden_by_env(plan, env)
-    if hidden and result["compiled_with_cuda"] and not plan.gpu_refused:
+    if hidden and result.compiled_with_cuda and not plan.gpu_refused:
         causes.append(hidden)
     driver_kinds = {"driver-error", "library-missing", "cuda-error"}
-    if kinds & driver_kinds and result["compiled_with_cuda"]:
+    if kinds & driver_kinds and result.compiled_with_cuda:
         # Any line of a text, not its first recognised one: a device error may say nothing Paddle
         # words (no hit) or open with another kind (a `no-gpu` line before the CUDA error).
         line = next(
@@ -68,11 +64,11 @@ def fallback_causes(plan: Plan, result: SmokeResult, run: RunResult) -> list[Cau
                 driver_fix(plan, result),
             )
         )
-    if result["compiled_with_cuda"] and not result["cuda_device_count"] and not causes:
+    if result.compiled_with_cuda and not result.cuda_device_count and not causes:
         causes.append(
             (
                 "no-gpu-visible",
-                f"Paddle sees no GPU in {_where(plan)} (cuda device count {result['cuda_device_count']})",
+                f"Paddle sees no GPU in {_where(plan)} (cuda device count {result.cuda_device_count})",
                 no_gpu_fix(plan),
             )
         )
@@ -81,9 +77,9 @@ def fallback_causes(plan: Plan, result: SmokeResult, run: RunResult) -> list[Cau
             (
                 "unexplained",
                 (
-                    f"Paddle saw {result['cuda_device_count']} GPU(s) but trained on "
-                    f"{run['device_used']} (device error: {run.get('device_error')}; parameters on "
-                    f"{sorted(set(run['param_places'].values()))})"
+                    f"Paddle saw {result.cuda_device_count} GPU(s) but trained on "
+                    f"{run.device_used} (device error: {run.device_error}; parameters on "
+                    f"{sorted(set((run.param_places or {}).values()))})"
                 ),
                 "report this with the doctor's JSON output (--json)",
             )
@@ -137,7 +133,7 @@ def cpu_build_fix(plan: Plan) -> Remedy | str:
 
 
 def driver_fix(plan: Plan, result: SmokeResult) -> str:
-    cuda = result.get("cuda_version")
+    cuda = result.cuda_version
     need = f" that supports CUDA {cuda}" if cuda and cuda != "False" else ""
     return f"install an NVIDIA driver{need} (the driver findings say which)"
 
@@ -154,7 +150,7 @@ def no_gpu_fix(plan: Plan) -> str:
 
 def cpu_fallback(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Finding:
     causes = fallback_causes(plan, result, runs[0])
-    asked = ", ".join(f"{r['device_requested']}→{r['device_used']}" for r in runs)
+    asked = ", ".join(f"{r.device_requested}→{r.device_used}" for r in runs)
     seen = "; also ".join(text for _, text, _ in causes)
     fix = steps(*dict.fromkeys(as_remedy(fix) for _, _, fix in causes))  # in order, no repeats
     return fail(
@@ -165,13 +161,18 @@ def cpu_fallback(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Find
         causes=[c for c, _, _ in causes],
         cause=causes[0][0],
         devices=[
-            {k: r.get(k) for k in ("device_requested", "device_used", "device_error")} for r in runs
+            {
+                "device_requested": r.device_requested,
+                "device_used": r.device_used,
+                "device_error": r.device_error,
+            }
+            for r in runs
         ],
     )
 
 
 def fix_from_warnings(warnings: list[PaddleWarning], plan: Plan | None) -> Remedy | str | None:
-    kinds = [w["kind"] for w in warnings]
+    kinds = [w.kind for w in warnings]
     if "arch-mismatch" in kinds:
         if plan is not None:
             return install_fix(

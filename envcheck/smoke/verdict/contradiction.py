@@ -11,10 +11,10 @@ the claim as fact.
 from __future__ import annotations
 
 from envcheck.contracts.findings import Finding, fail
+from envcheck.contracts.smoke_report import NvmlSummary
+from envcheck.contracts.smoke_result import RunResult, SmokeResult
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.verdict.loaded import loaded_libraries
-from envcheck.smoke.verdict.witness import NvmlSummary
-from envcheck.smoke.workload.protocol import RunResult, SmokeResult
 
 CONTRADICTED_ID = "smoke.contradicted"
 
@@ -32,8 +32,8 @@ _IN_PROCESS_FIX = (
 
 def claims_gpu(run: RunResult) -> bool:
     """The run says a GPU was used: as its device, or as the place of a parameter or the logits."""
-    places = [*run["param_places"].values(), run["logits_place"]]
-    return str(run["device_used"]).startswith("gpu") or any("gpu" in str(p) for p in places)
+    places = [*(run.param_places or {}).values(), run.logits_place or ""]
+    return run.device_used.startswith("gpu") or any("gpu" in p for p in places)
 
 
 def contradicted_runs(plan: Plan, runs: list[RunResult]) -> list[RunResult]:
@@ -48,14 +48,14 @@ def contradicted_runs(plan: Plan, runs: list[RunResult]) -> list[RunResult]:
 def contradiction(
     plan: Plan, result: SmokeResult, runs: list[RunResult], nvml: NvmlSummary
 ) -> Finding:
-    devices = sorted({str(r["device_used"]) for r in runs})
+    devices = sorted({r.device_used for r in runs})
     evidence = [plan.gpu_reason]
     if plan.mode == "container":
         evidence.append("the container was given no GPU")
-    if nvml.get("status") != "ok":
+    if nvml.status != "ok":
         evidence.append("NVML could not see any GPU")
     libs = loaded_libraries(result)
-    if libs is not None and not libs and result.get("loaded_when"):
+    if libs is not None and not libs and result.loaded_when:
         evidence.append("the process mapped no NVIDIA library")
     where = f"the image {plan.image}" if plan.mode == "container" else f"{plan.python}"
     return fail(

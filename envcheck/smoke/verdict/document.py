@@ -2,148 +2,133 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from envcheck.contracts.host_report import CPU_FALLBACK_ID, WRONG_RESULTS_ID
-from envcheck.smoke.parse import RawRun, log_tail
+from envcheck.contracts.record import replace
+from envcheck.contracts.smoke_report import (
+    ContainerInfo,
+    GpuSummary,
+    NvmlSummary,
+    SmokeDocument,
+    SmokePaddle,
+    SmokeRun,
+)
+from envcheck.contracts.smoke_result import RunResult, SmokeResult
+from envcheck.smoke.parse import log_tail
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.verdict.contradiction import CONTRADICTED_ID, contradicted_runs
 from envcheck.smoke.verdict.judge import host_gpu, judge, on_gpu, witnesses
 from envcheck.smoke.verdict.loaded import loaded_libraries
 from envcheck.smoke.verdict.pieces import PIECE_IDS
-from envcheck.smoke.verdict.witness import GpuSummary, NvmlSummary
-from envcheck.smoke.workload.protocol import RunResult
-
-RUN_KEYS = (
-    "device_requested",
-    "device_used",
-    "device_error",
-    "param_places",
-    "logits_place",
-    "logits_dtype",
-    "amp",
-    "loss_start",
-    "loss_end",
-    "losses",
-    "accuracy",
-    "steps",
-    "batch_size",
-    "steps_per_s",
-    "samples_per_s",
-    "first_step_s",
-    "peak_gpu_mem_bytes",
-    "peak_gpu_reserved_bytes",
-    "compare_cpu",
-    "export",
-    "checks",
-    "checks_s",
-    "loss_check",
-    "train_window",
-    "error",
-)
-PADDLE_KEYS = (
-    "paddle_version",
-    "python",
-    "compiled_with_cuda",
-    "cuda_version",
-    "cudnn_version",
-    "cuda_device_count",
-    "device_capabilities",
-    "device_names",
-    "default_device",
-    "env",
-    "import_s",
-    "total_s",
-)
 
 
-def smoke_document(plan: Plan, outcome: Outcome | None) -> dict[str, Any]:
-    """The JSON `smoke` object: where it ran, what Paddle saw, the figures per device, NVML."""
-    doc: dict[str, Any] = {
-        "mode": plan.mode,
-        "image": plan.image,
-        "python": plan.python if plan.mode != "container" else None,
-        "gpu_expected": plan.gpu_expected,
-        "gpu_expected_reason": plan.gpu_reason,
-        "gpu_request": list(plan.gpu_ids) if plan.gpu_ids else None,
-        "gpu_refused": plan.gpu_refused,
-        "fallback": plan.fallback.reason if plan.fallback else None,
-        "status": None,
-        "exit_code": None,
-        "timed_out": False,
-        "duration_s": None,
-        "paddle": None,
-        "runs": [],
-        "warnings": [],
-        "nvml": None,
-        "log_tail": [],
-        "container": None,
-        "loaded_libraries": None,
-        "loaded_when": None,
-        "driver_check": None,
-        "problem": None,
-        "error": None,
-    }
+def smoke_document(plan: Plan, outcome: Outcome | None) -> SmokeDocument:
+    """The report's `smoke`: where it ran, what Paddle saw, the figures per device, NVML."""
+    doc = SmokeDocument(
+        mode=plan.mode,
+        image=plan.image,
+        python=plan.python if plan.mode != "container" else None,
+        gpu_expected=plan.gpu_expected,
+        gpu_expected_reason=plan.gpu_reason,
+        gpu_request=plan.gpu_ids or None,
+        gpu_refused=plan.gpu_refused,
+        fallback=plan.fallback.reason if plan.fallback else None,
+    )
     if outcome is None:
-        doc["status"] = "not-run"
-        return doc
+        return replace(doc, status="not-run")
     raw, result = outcome.raw, outcome.result
-    doc.update(
-        status=_status(plan, outcome),
+    status = _status(plan, outcome)
+    doc = replace(
+        doc,
+        status=status,
         exit_code=raw.exit_code,
         timed_out=raw.timed_out,
         duration_s=raw.duration_s,
         nvml=_without_series(outcome.nvml),
+        container=(raw.container or ContainerInfo()) if plan.mode == "container" else None,
+        log_tail=tuple(log_tail(raw.stderr)) if status != "pass" else (),
         problem=outcome.problem,
-        container=_container_info(raw) if plan.mode == "container" else None,
     )
-    if result is not None:
-        doc["paddle"] = {k: result.get(k) for k in PADDLE_KEYS}
-        doc["runs"] = [_run_document(plan, r, outcome.nvml) for r in result["runs"]]
-        doc["warnings"] = result["warnings"]
-        doc["error"] = result["error"]
-        doc["loaded_libraries"] = loaded_libraries(result)
-        doc["loaded_when"] = result.get("loaded_when")
-        doc["driver_check"] = result.get("driver_check")
-    if doc["status"] != "pass":
-        doc["log_tail"] = log_tail(raw.stderr)
-    return doc
+    if result is None:
+        return doc
+    libraries = loaded_libraries(result)
+    return replace(
+        doc,
+        paddle=_paddle(result),
+        runs=tuple(_run_document(plan, r, outcome.nvml) for r in result.runs),
+        warnings=result.warnings,
+        loaded_libraries=tuple(libraries) if libraries is not None else None,
+        loaded_when=result.loaded_when,
+        driver_check=result.driver_check,
+        error=result.error,
+    )
 
 
-def _run_document(plan: Plan, run: RunResult, nvml: NvmlSummary) -> dict[str, Any]:
+def _paddle(result: SmokeResult) -> SmokePaddle:
+    """What the Paddle under test is and sees, as the workload said."""
+    return SmokePaddle(
+        paddle_version=result.paddle_version,
+        python=result.python,
+        compiled_with_cuda=result.compiled_with_cuda,
+        cuda_version=result.cuda_version,
+        cudnn_version=result.cudnn_version,
+        cuda_device_count=result.cuda_device_count,
+        device_capabilities=result.device_capabilities,
+        device_names=result.device_names,
+        default_device=result.default_device,
+        env=result.env,
+        import_s=result.import_s,
+        total_s=result.total_s,
+    )
+
+
+def _run_document(plan: Plan, run: RunResult, nvml: NvmlSummary) -> SmokeRun:
     host = host_gpu(plan, run)
-    gpus = _without_series(nvml).get("gpus", {})
-    seen = witnesses(plan, [run], nvml).get(run["device_used"]) if not run["error"] else None
+    gpus = _without_series(nvml).gpus
+    seen = witnesses(plan, [run], nvml).get(run.device_used) if not run.error else None
     # A GPU claim the host rules out is kept as the workload's word, never as `on_gpu`.
-    contradicted = not run["error"] and bool(contradicted_runs(plan, [run]))
-    return {k: run.get(k) for k in RUN_KEYS} | {
-        "host_gpu": host,
-        "on_gpu": on_gpu(run) and not contradicted if not run["error"] else False,
-        "contradicted": contradicted,
-        "nvml": gpus.get(str(host)) if host is not None else None,
-        "witness": seen.as_dict() if seen else None,
-    }
+    contradicted = not run.error and bool(contradicted_runs(plan, [run]))
+    return SmokeRun(
+        device_requested=run.device_requested,
+        device_used=run.device_used,
+        device_error=run.device_error,
+        param_places=run.param_places,
+        logits_place=run.logits_place,
+        logits_dtype=run.logits_dtype,
+        amp=run.amp,
+        loss_start=run.loss_start,
+        loss_end=run.loss_end,
+        losses=run.losses,
+        accuracy=run.accuracy,
+        steps=run.steps,
+        batch_size=run.batch_size,
+        steps_per_s=run.steps_per_s,
+        samples_per_s=run.samples_per_s,
+        first_step_s=run.first_step_s,
+        peak_gpu_mem_bytes=run.peak_gpu_mem_bytes,
+        peak_gpu_reserved_bytes=run.peak_gpu_reserved_bytes,
+        compare_cpu=run.compare_cpu,
+        export=run.export,
+        checks=run.checks,
+        checks_s=run.checks_s,
+        loss_check=run.loss_check,
+        train_window=run.train_window,
+        error=run.error,
+        host_gpu=host,
+        on_gpu=on_gpu(run) and not contradicted if not run.error else False,
+        contradicted=contradicted,
+        nvml=gpus.get(str(host)) if host is not None else None,
+        witness=seen,
+    )
 
 
 def _without_series(nvml: NvmlSummary) -> NvmlSummary:
     """The sampler's time series stay out of the report: each run's `witness` says what they
     showed."""
-    out = nvml.copy()
-    if "gpus" in nvml:
-        out["gpus"] = {index: _no_series(trace) for index, trace in nvml["gpus"].items()}
-    return out
+    return replace(nvml, gpus={index: _no_series(trace) for index, trace in nvml.gpus.items()})
 
 
 def _no_series(trace: GpuSummary) -> GpuSummary:
-    kept = trace.copy()
-    kept.pop("series", None)
-    kept.pop("process_util", None)
-    return kept
-
-
-def _container_info(raw: RawRun) -> dict[str, Any]:
-    keys = ("container", "run_id", "image_id", "limits", "swept", "read_only_dropped", "removed")
-    return {k: raw.extra.get(k) for k in keys}
+    return replace(trace, series=None, process_util=None)
 
 
 def _status(plan: Plan, outcome: Outcome) -> str:

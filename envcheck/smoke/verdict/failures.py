@@ -4,20 +4,15 @@ result or did not learn, each with its log tail and fix."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding, fail, warn
 from envcheck.contracts.remedy import Instruction, Remedy, steps
+from envcheck.contracts.smoke_result import PaddleWarning, RunResult, SmokeResult, WorkloadError
 from envcheck.smoke.parse import RawRun, log_tail
 from envcheck.smoke.plan import Fallback, Plan
 from envcheck.smoke.verdict.causes import fix_from_warnings
 from envcheck.smoke.verdict.known_answers import where as _where
-from envcheck.smoke.workload.protocol import (
-    RunResult,
-    SmokeResult,
-    WorkloadError,
-    scan_paddle_warnings,
-)
+from envcheck.smoke.workload.protocol import scan_paddle_warnings
 from envcheck.verdict.fixes import (
     FLAT_LOSS_FIX,
     NVIDIA_RUNTIME_FIX,
@@ -125,7 +120,7 @@ def crashed(plan: Plan, raw: RawRun, result: SmokeResult | None, problem: str | 
         f"the smoke in {_where(plan)} {how}"
         + (f" ({problem})" if problem else "")
         + tail_text(tail),
-        fix=fix_from_warnings(known, plan) or READ_THE_LOG_FIX,
+        fix=fix_from_warnings(_warnings(known), plan) or READ_THE_LOG_FIX,
         layer="smoke",
         exit_code=raw.exit_code,
         oom_killed=raw.oom_killed,
@@ -134,53 +129,59 @@ def crashed(plan: Plan, raw: RawRun, result: SmokeResult | None, problem: str | 
     )
 
 
+def _warnings(found: list[dict[str, str]]) -> list[PaddleWarning]:
+    """The protocol's scan of a log ({kind, text} each), as the result's warnings."""
+    return [PaddleWarning(w["kind"], w["text"]) for w in found]
+
+
 def setup_failed(plan: Plan, raw: RawRun, result: SmokeResult, error: WorkloadError) -> Finding:
     """The smoke died before training (`error`: the result's)."""
-    if error.get("phase") == "import" and plan.mode == "in-process":
+    if error.phase == "import" and plan.mode == "in-process":
         return warn(
             "smoke.not-run",
-            f"Paddle cannot be imported by {plan.python}: {error['type']}: {error['message']}",
+            f"Paddle cannot be imported by {plan.python}: {error.type}: {error.message}",
             fix=paddle_or_container_fix(plan.python),
             layer="smoke",
         )
     tail = log_tail(raw.stderr)
     return fail(
         "smoke.crashed",
-        f"the smoke in {_where(plan)} failed while {error.get('phase')}: "
-        f"{error['type']}: {first_line(error['message'])}{tail_text(tail)}",
-        fix=fix_from_warnings(result["warnings"], plan) or READ_THE_TRACEBACK_FIX,
+        f"the smoke in {_where(plan)} failed while {error.phase}: "
+        f"{error.type}: {first_line(error.message)}{tail_text(tail)}",
+        fix=fix_from_warnings(list(result.warnings), plan) or READ_THE_TRACEBACK_FIX,
         layer="smoke",
         exit_code=raw.exit_code,
-        error=error,
+        error=to_dict(error),
         log_tail=tail,
     )
 
 
 def run_crashed(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Finding:
-    crashed = [(r, r["error"]) for r in runs if r["error"] is not None]
+    crashed = [(r, r.error) for r in runs if r.error is not None]
     parts = [
-        f"{r['device_requested']} ({r['device_used']}): {e['type']}: {first_line(e['message'])}"
+        f"{r.device_requested} ({r.device_used}): {e.type}: {first_line(e.message)}"
         for r, e in crashed
     ]
-    known = result["warnings"] + scan_paddle_warnings("\n".join(e["message"] for _, e in crashed))
+    said = scan_paddle_warnings("\n".join(e.message for _, e in crashed))
+    known = [*result.warnings, *_warnings(said)]
     return fail(
         "smoke.crashed",
         f"training failed in {_where(plan)} on " + "; ".join(parts),
         fix=fix_from_warnings(known, plan) or READ_THE_JSON_TRACEBACK_FIX,
         layer="smoke",
-        errors=[e for _, e in crashed],
+        errors=[to_dict(e) for _, e in crashed],
     )
 
 
 def not_learning(plan: Plan, runs: list[RunResult]) -> Finding:
-    parts = [f"{r['device_used']}: loss {r['loss_start']} → {r['loss_end']}" for r in runs]
+    parts = [f"{r.device_used}: loss {r.loss_start} → {r.loss_end}" for r in runs]
     return fail(
         "smoke.not-learning",
-        f"the loss did not fall by {100 - LEARNED_RATIO * 100:.0f}% in {runs[0]['steps']} steps "
+        f"the loss did not fall by {100 - LEARNED_RATIO * 100:.0f}% in {runs[0].steps} steps "
         f"({'; '.join(parts)}): the arithmetic on this device is wrong",
         fix=FLAT_LOSS_FIX,
         layer="smoke",
-        losses={r["device_used"]: r["losses"] for r in runs},
+        losses={r.device_used: to_dict(r.losses) for r in runs},
     )
 
 
@@ -188,6 +189,6 @@ def tail_text(tail: list[str], lines: int = 8) -> str:
     return ("\n  last log lines:\n    " + "\n    ".join(tail[-lines:])) if tail else ""
 
 
-def first_line(text: Any) -> str:
-    lines = str(text or "").strip().splitlines()
+def first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
     return lines[0][:300] if lines else ""

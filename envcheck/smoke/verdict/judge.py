@@ -7,8 +7,18 @@ results without an engine.
 
 from __future__ import annotations
 
+from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.host_report import CPU_FALLBACK_ID
+from envcheck.contracts.smoke_report import NvmlSummary, Witness
+from envcheck.contracts.smoke_result import (
+    CpuCompared,
+    ExportDone,
+    ExtraFailed,
+    PaddleWarning,
+    RunResult,
+    SmokeResult,
+)
 from envcheck.smoke.plan import Outcome, Plan
 from envcheck.smoke.verdict.causes import cpu_fallback, fix_from_warnings
 from envcheck.smoke.verdict.contradiction import contradicted_runs, contradiction
@@ -26,8 +36,7 @@ from envcheck.smoke.verdict.failures import (
 from envcheck.smoke.verdict.known_answers import is_wrong, wrong_results
 from envcheck.smoke.verdict.loaded import loaded_libraries, loaded_summary
 from envcheck.smoke.verdict.pieces import PIECE_IDS, piece_failure
-from envcheck.smoke.verdict.witness import NvmlSummary, Witness, witness
-from envcheck.smoke.workload.protocol import PaddleWarning, RunResult, SmokeResult
+from envcheck.smoke.verdict.witness import witness
 from envcheck.verdict.fixes import (
     INFERENCE_FIX,
     NOT_A_GPU_RUN_FIX,
@@ -56,8 +65,8 @@ def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
             return [crashed(plan, raw, None, outcome.problem)]
         return [bad_output(plan, raw, outcome.problem or "no result")]
     result = outcome.result
-    if result["error"] is not None:
-        return [setup_failed(plan, raw, result, result["error"])]
+    if result.error is not None:
+        return [setup_failed(plan, raw, result, result.error)]
     findings = judge_runs(plan, result, outcome.nvml)
     if raw.exit_code != 0 and not any(f.id in ("smoke.crashed", *PIECE_IDS) for f in findings):
         findings = [f for f in findings if f.id != "smoke.pass"]
@@ -68,11 +77,10 @@ def judge(plan: Plan, outcome: Outcome | None) -> list[Finding]:
 
 
 def judge_runs(plan: Plan, result: SmokeResult, nvml: NvmlSummary) -> list[Finding]:
-    runs = result["runs"]
-    warnings = result["warnings"]
+    runs = list(result.runs)
     findings: list[Finding] = []
-    crashed = [r for r in runs if r["error"]]
-    trained = [r for r in runs if not r["error"]]
+    crashed = [r for r in runs if r.error]
+    trained = [r for r in runs if not r.error]
     if crashed:  # a piece of the training named by Paddle's words, else a plain crash
         findings.append(piece_failure(plan, result, crashed) or run_crashed(plan, result, crashed))
     seen = witnesses(plan, trained, nvml)
@@ -98,29 +106,27 @@ def judge_runs(plan: Plan, result: SmokeResult, nvml: NvmlSummary) -> list[Findi
     if not any(f.severity == "fail" for f in findings):
         findings.insert(0, _passed(plan, result, trained, seen))
     said = {line for f in findings if f.id in PIECE_IDS for line in f.observed["lines"]}
-    findings += _warning_findings([w for w in warnings if w["text"] not in said])  # once
+    findings += _warning_findings([w for w in result.warnings if w.text not in said])  # once
     return findings
 
 
 def witnesses(plan: Plan, runs: list[RunResult], nvml: NvmlSummary) -> dict[str, Witness]:
     """NVML's evidence per GPU run (by device), inside each run's training window."""
-    if nvml.get("status") != "ok":
+    if nvml.status != "ok":
         return {}
     return {
-        r["device_used"]: witness(nvml, host_gpu(plan, r), r.get("train_window"))
-        for r in runs
-        if on_gpu(r)
+        r.device_used: witness(nvml, host_gpu(plan, r), r.train_window) for r in runs if on_gpu(r)
     }
 
 
 def on_gpu(run: RunResult) -> bool:
     """The device Paddle used *and* where every parameter and the logits actually live."""
-    places = [*run["param_places"].values(), run["logits_place"]]
-    return str(run["device_used"]).startswith("gpu") and all("gpu" in p for p in places)
+    places = [*(run.param_places or {}).values(), run.logits_place or ""]
+    return run.device_used.startswith("gpu") and all("gpu" in p for p in places)
 
 
 def learned(run: RunResult) -> bool:
-    start, end = run["loss_start"], run["loss_end"]
+    start, end = run.loss_start, run.loss_end
     return start is not None and end is not None and end < start * LEARNED_RATIO
 
 
@@ -129,7 +135,8 @@ def _extras(plan: Plan, runs: list[RunResult]) -> list[Finding]:
     broken = [
         r
         for r in runs
-        if r.get("export") and (r["export"].get("error") or not r["export"].get("match"))
+        if isinstance(r.export, ExtraFailed)
+        or (isinstance(r.export, ExportDone) and not r.export.match)
     ]
     if broken:
         details = [_export_detail(r) for r in broken]
@@ -139,15 +146,15 @@ def _extras(plan: Plan, runs: list[RunResult]) -> list[Finding]:
                 "train → serve failed: " + "; ".join(details),
                 fix=INFERENCE_FIX,
                 layer="smoke",
-                export=[r["export"] for r in broken],
+                export=[to_dict(r.export) for r in broken],
             )
         )
-    slow = [e for r in runs if (e := (r.get("compare_cpu") or {}).get("error"))]
+    slow = [r.compare_cpu.error for r in runs if isinstance(r.compare_cpu, ExtraFailed)]
     if slow:
         found.append(
             warn(
                 "smoke.compare-cpu-failed",
-                "the CPU comparison run failed: " + first_line(slow[0]["message"]),
+                "the CPU comparison run failed: " + first_line(slow[0].message),
                 fix=None,
                 layer="smoke",
             )
@@ -156,13 +163,14 @@ def _extras(plan: Plan, runs: list[RunResult]) -> list[Finding]:
 
 
 def _export_detail(run: RunResult) -> str:
-    export = run.get("export") or {}
-    error = export.get("error")
-    if error:
-        return f"{run['device_used']}: {error['type']}: {first_line(error['message'])}"
+    export = run.export
+    if isinstance(export, ExtraFailed):
+        error = export.error
+        return f"{run.device_used}: {error.type}: {first_line(error.message)}"
+    diff, agreement = (export.max_abs_diff, export.argmax_agreement) if export else (None, None)
     return (
-        f"{run['device_used']}: paddle.inference predictions differ from training "
-        f"(max |Δ| {export.get('max_abs_diff')}, argmax agreement {export.get('argmax_agreement')})"
+        f"{run.device_used}: paddle.inference predictions differ from training "
+        f"(max |Δ| {diff}, argmax agreement {agreement})"
     )
 
 
@@ -179,7 +187,7 @@ def _nvml_findings(
     runs: list[RunResult], nvml: NvmlSummary, seen: dict[str, Witness]
 ) -> list[Finding]:
     """The witness: the workload's process must hold memory *and* work on its GPU while training."""
-    judged = [(r, seen[r["device_used"]]) for r in runs if r["device_used"] in seen]
+    judged = [(r, seen[r.device_used]) for r in runs if r.device_used in seen]
     found = []
     idle = [(r, w) for r, w in judged if w.state == "idle"]
     if idle:
@@ -187,18 +195,18 @@ def _nvml_findings(
     unsure = [(r, w) for r, w in judged if w.state not in ("busy", "idle")]
     if unsure:
         reasons = [
-            f"{r['device_used']}: "
-            + _UNCONFIRMED[w.state].format(pids=nvml.get("pids"), window=w.window_s, gpu=w.gpu)
+            f"{r.device_used}: "
+            + _UNCONFIRMED[w.state].format(pids=list(nvml.pids), window=w.window_s, gpu=w.gpu)
             for r, w in unsure
         ]
         found.append(
             warn(
                 "smoke.gpu-unconfirmed",
-                f"Paddle reports training on {', '.join(r['device_used'] for r, _ in unsure)}, "
+                f"Paddle reports training on {', '.join(r.device_used for r, _ in unsure)}, "
                 f"but {'; '.join(reasons)}{_sample_count(nvml)}",
                 fix=UNWITNESSED_FIX,
                 layer="smoke",
-                witness={r["device_used"]: w.as_dict() for r, w in unsure},
+                witness={r.device_used: to_dict(w) for r, w in unsure},
             )
         )
     return found
@@ -206,15 +214,15 @@ def _nvml_findings(
 
 def _claims_without_libraries(result: SmokeResult, runs: list[RunResult]) -> list[RunResult]:
     """GPU runs of a result that also says no NVIDIA library was mapped after the first step:
-    Paddle cannot compute on a GPU without libcuda, so the claim contradicts itself (#23.1)."""
+    Paddle cannot compute on a GPU without libcuda, so the claim contradicts itself."""
     libs = loaded_libraries(result)
-    if libs is None or libs or not result.get("loaded_when"):
+    if libs is None or libs or not result.loaded_when:
         return []
     return [r for r in runs if on_gpu(r)]
 
 
 def _no_library_mapped(runs: list[RunResult]) -> Finding:
-    devices = ", ".join(r["device_used"] for r in runs)
+    devices = ", ".join(r.device_used for r in runs)
     return fail(
         CPU_FALLBACK_ID,
         f"Paddle's places say {devices}, but the process mapped no NVIDIA library while it "
@@ -223,19 +231,18 @@ def _no_library_mapped(runs: list[RunResult]) -> Finding:
         layer="smoke",
         cause="no-nvidia-library",
         causes=["no-nvidia-library"],
-        devices=[r["device_used"] for r in runs],
+        devices=[r.device_used for r in runs],
     )
 
 
 def _sample_count(nvml: NvmlSummary) -> str:
     """The sampler's count, when the summary has one (a saved or older summary may not)."""
-    count = nvml.get("samples")
-    return f" ({count} samples in all)" if count is not None else ""
+    return f" ({nvml.samples} samples in all)" if nvml.samples is not None else ""
 
 
 def _gpu_idle(idle: list[tuple[RunResult, Witness]]) -> Finding:
     parts = [
-        f"{r['device_used']}: the process held {(w.process_mem_max_bytes or 0) // 2**20} MiB on "
+        f"{r.device_used}: the process held {(w.process_mem_max_bytes or 0) // 2**20} MiB on "
         f"GPU {w.gpu} but showed {w.util_text} in {w.samples} samples of the "
         f"{w.window_s} s training window"
         for r, w in idle
@@ -248,13 +255,13 @@ def _gpu_idle(idle: list[tuple[RunResult, Witness]]) -> Finding:
         layer="smoke",
         cause="gpu-idle",
         causes=["gpu-idle"],
-        witness={r["device_used"]: w.as_dict() for r, w in idle},
+        witness={r.device_used: to_dict(w) for r, w in idle},
     )
 
 
 def host_gpu(plan: Plan, run: RunResult) -> int | None:
     """NVML index of the GPU a run used (ordinals follow PCI order: CUDA_DEVICE_ORDER)."""
-    used = str(run["device_used"])
+    used = run.device_used
     if not used.startswith("gpu") or plan.host_gpus is None:
         return None
     ordinal = int(used.split(":", 1)[1]) if ":" in used else 0
@@ -265,27 +272,27 @@ def _passed(
     plan: Plan, result: SmokeResult, runs: list[RunResult], seen: dict[str, Witness]
 ) -> Finding:
     where = f"in {plan.image}" if plan.mode == "container" else f"with {plan.python}"
-    parts = [_run_summary(r, seen.get(r["device_used"])) for r in runs]
+    parts = [_run_summary(r, seen.get(r.device_used)) for r in runs]
     note = "" if plan.gpu_expected else f" (no GPU expected: {plan.gpu_reason})"
     loaded = loaded_summary(result)
     return passed(
         "smoke.pass",
-        f"Paddle {result['paddle_version']} trained {where}: "
+        f"Paddle {result.paddle_version} trained {where}: "
         + "; ".join(parts)
         + (f"; {loaded}" if loaded else "")
         + note,
         layer="smoke",
-        devices=[r["device_used"] for r in runs],
+        devices=[r.device_used for r in runs],
         # the devices NVML saw busy in their window: what `proof` rests a GPU claim on
         witnessed=[d for d, w in seen.items() if w.state == "busy"],
     )
 
 
 def _run_summary(run: RunResult, seen: Witness | None) -> str:
-    checks = run.get("checks") or []
+    checks = run.checks or ()
     text = (
-        f"{run['device_used']} loss {run['loss_start']:.3f} → {run['loss_end']:.3f} in "
-        f"{run['steps']} steps, {run['steps_per_s']} steps/s, "
+        f"{run.device_used} loss {run.loss_start:.3f} → {run.loss_end:.3f} in "
+        f"{run.steps} steps, {run.steps_per_s} steps/s, "
         f"{len(checks)}/{len(checks)} known answers right"
     )
     if seen is not None and seen.state == "busy":
@@ -293,10 +300,9 @@ def _run_summary(run: RunResult, seen: Witness | None) -> str:
             f", NVML saw {(seen.process_mem_max_bytes or 0) // 2**20} MiB and "
             f"{seen.util_text} on GPU {seen.gpu} while training"
         )
-    speedup = (run.get("compare_cpu") or {}).get("speedup")
-    if speedup:
-        text += f", {speedup}× the CPU"
-    if (run.get("export") or {}).get("match"):
+    if isinstance(run.compare_cpu, CpuCompared) and run.compare_cpu.speedup:
+        text += f", {run.compare_cpu.speedup}× the CPU"
+    if isinstance(run.export, ExportDone) and run.export.match:
         text += ", export matches"
     return text
 
@@ -315,15 +321,15 @@ _SERIOUS = (
 
 
 def _warning_findings(warnings: list[PaddleWarning]) -> list[Finding]:
-    serious = [w for w in warnings if w["kind"] in _SERIOUS]
+    serious = [w for w in warnings if w.kind in _SERIOUS]
     if not serious:
         return []
     return [
         warn(
             "smoke.paddle-warnings",
-            "Paddle warned during the smoke: " + " | ".join(w["text"] for w in serious[:3]),
+            "Paddle warned during the smoke: " + " | ".join(w.text for w in serious[:3]),
             fix=fix_from_warnings(serious, None) or None,
             layer="smoke",
-            warnings=serious,
+            warnings=[to_dict(w) for w in serious],
         )
     ]

@@ -10,21 +10,16 @@ returned exactly 0.0 from matmul and Conv2D and trained to a loss of 0.0 with ex
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding, fail
 from envcheck.contracts.host_report import WRONG_RESULTS_ID
 from envcheck.contracts.record import replace
 from envcheck.contracts.remedy import Instruction, Remedy, aiming, as_remedy, say, steps, user
+from envcheck.contracts.smoke_report import Witness
+from envcheck.contracts.smoke_result import KnownAnswer, RunResult, SmokeResult, WorkloadError
 from envcheck.smoke.plan import Plan
-from envcheck.smoke.verdict.witness import Witness
-from envcheck.smoke.workload.protocol import (
-    KnownAnswer,
-    RunResult,
-    SmokeResult,
-    WorkloadError,
-    scan_paddle_warnings,
-)
+from envcheck.smoke.workload.protocol import scan_paddle_warnings
 from envcheck.verdict.fixes import UNKNOWN_PYTHON, PipInstall, command, cudnn_install
 
 INSTALL_GPU_PADDLE = "https://www.paddlepaddle.org.cn/en/install/quick"
@@ -34,28 +29,28 @@ LIBRARY = {"matmul": "cuBLAS", "conv1d": "cuDNN"}
 
 
 def failed_checks(run: RunResult) -> list[KnownAnswer]:
-    return [c for c in run.get("checks") or [] if not c["ok"]]
+    return [c for c in run.checks or () if not c.ok]
 
 
 def errors_of(runs: list[RunResult]) -> list[WorkloadError]:
     """The errors of the crashed ones among `runs`."""
-    return [r["error"] for r in runs if r["error"] is not None]
+    return [r.error for r in runs if r.error is not None]
 
 
 def loss_problems(run: RunResult) -> list[str]:
     """A loss that is NaN/Inf, starts at exactly 0.0, stays at 0.0 or never changes."""
-    check = run.get("loss_check")
-    if run.get("error") or not check:
+    check = run.loss_check
+    if run.error or not check:
         return []
     problems = []
-    if check["non_finite"]:
-        problems.append(f"{check['non_finite']} of {run['steps']} losses were NaN/Inf")
-    if check["start"] == 0.0:
+    if check.non_finite:
+        problems.append(f"{check.non_finite} of {run.steps} losses were NaN/Inf")
+    if check.start == 0.0:
         problems.append("the loss started at exactly 0.0")
-    if check["zero_steps"] == run["steps"]:
+    if check.zero_steps == run.steps:
         problems.append("the loss stayed at exactly 0.0")
-    elif check["distinct"] == 1 and not check["non_finite"] and run["steps"] > 1:
-        problems.append(f"the loss never changed in {run['steps']} steps ({check['start']})")
+    elif check.distinct == 1 and not check.non_finite and (run.steps or 0) > 1:
+        problems.append(f"the loss never changed in {run.steps} steps ({check.start})")
     return problems
 
 
@@ -70,7 +65,7 @@ def wrong_results(
     witnesses: dict[str, Witness],
 ) -> Finding:
     """One finding for every run whose numbers were wrong, with the likely cause and its fix."""
-    parts = [_run_text(r, witnesses.get(r["device_used"])) for r in runs]
+    parts = [_run_text(r, witnesses.get(r.device_used)) for r in runs]
     cause, seen, fix = likely_cause(plan, result, runs)
     return fail(
         WRONG_RESULTS_ID,
@@ -78,8 +73,8 @@ def wrong_results(
         fix=fix,
         layer="smoke",
         cause=cause,
-        failed_checks={r["device_used"]: failed_checks(r) for r in runs},
-        loss_problems={r["device_used"]: loss_problems(r) for r in runs},
+        failed_checks={r.device_used: [to_dict(c) for c in failed_checks(r)] for r in runs},
+        loss_problems={r.device_used: loss_problems(r) for r in runs},
     )
 
 
@@ -87,11 +82,11 @@ def _run_text(run: RunResult, seen: Witness | None) -> str:
     wrong = failed_checks(run)
     by_op: dict[str, list[str]] = {}
     for check in wrong:
-        by_op.setdefault(check["op"], []).append(f"{check['problem']} {check['phase']}")
+        by_op.setdefault(check.op, []).append(f"{check.problem} {check.phase}")
     ops = [f"{op} ({', '.join(dict.fromkeys(how))})" for op, how in by_op.items()]
-    text = f"{run['device_used']}: "
+    text = f"{run.device_used}: "
     if ops:
-        text += f"{len(wrong)} of {len(run.get('checks') or [])} known-answer checks failed: "
+        text += f"{len(wrong)} of {len(run.checks or ())} known-answer checks failed: "
         text += ", ".join(ops)
     problems = loss_problems(run)
     if problems:
@@ -108,14 +103,14 @@ def likely_cause(
     plan: Plan, result: SmokeResult, runs: list[RunResult]
 ) -> tuple[str, str, Remedy | str]:
     """(cause id, the facts that point to it, the fix), from Paddle's own lines and the ops."""
-    kinds = {w["kind"] for w in result.get("warnings") or []}
-    texts = [w["text"] for w in result.get("warnings") or []]
-    ops = {c["op"] for r in runs for c in failed_checks(r)}
-    if not any(str(r["device_used"]).startswith("gpu") for r in runs):
+    kinds = {w.kind for w in result.warnings}
+    texts = [w.text for w in result.warnings]
+    ops = {c.op for r in runs for c in failed_checks(r)}
+    if not any(r.device_used.startswith("gpu") for r in runs):
         return (
             "cpu-kernels",
             (
-                f"Paddle {result['paddle_version']}'s CPU kernels disagree with numpy on the same "
+                f"Paddle {result.paddle_version}'s CPU kernels disagree with numpy on the same "
                 "inputs: a damaged install or a CPU feature problem (oneDNN)"
             ),
             (
@@ -123,8 +118,10 @@ def likely_cause(
                 'paddlepaddle`) and run `python -c "import paddle; paddle.utils.run_check()"`'
             ),
         )
-    capabilities = ", ".join(c or "?" for c in result.get("device_capabilities") or []) or "unknown"
-    build = f"Paddle {result['paddle_version']} (CUDA {result.get('cuda_version')}, cuDNN {result.get('cudnn_version')})"
+    capabilities = ", ".join(c or "?" for c in result.device_capabilities or ()) or "unknown"
+    build = (
+        f"Paddle {result.paddle_version} (CUDA {result.cuda_version}, cuDNN {result.cudnn_version})"
+    )
     arch = [t for t in texts if "arch-mismatch" in _kinds_of(t)]
     if arch or len(ops) >= 3:
         seen = (
@@ -141,7 +138,7 @@ def likely_cause(
             install_fix(plan, f"a Paddle build with kernels for compute capability {capabilities}"),
         )
     loaded = _loaded_cudnn(texts)
-    built = _major(result.get("cudnn_version"))
+    built = _major(result.cudnn_version)
     if "conv1d" in ops and (
         kinds & {"cudnn-mismatch", "cuda-cudnn-mismatch"} or (loaded and built and loaded != built)
     ):
@@ -154,7 +151,7 @@ def likely_cause(
         return (
             "cublas-mismatch",
             f"the CUDA runtime/cuBLAS loaded is not the one {build} was built for",
-            library_fix(plan, f"the CUDA {result.get('cuda_version')} libraries the build expects"),
+            library_fix(plan, f"the CUDA {result.cuda_version} libraries the build expects"),
         )
     if kinds & {"driver-error"}:
         return (
@@ -198,7 +195,7 @@ def install_fix(plan: Plan, what: str) -> Remedy | str:
 
 def cudnn_fix(plan: Plan, result: SmokeResult) -> Remedy | str:
     """The cuDNN the build was made with: NVIDIA's wheel for it, or the doctor's build."""
-    cudnn, cuda = str(result.get("cudnn_version") or ""), str(result.get("cuda_version") or "")
+    cudnn, cuda = result.cudnn_version or "", result.cuda_version or ""
     get = cudnn_install(plan.python or UNKNOWN_PYTHON, cudnn, cuda)
     return library_fix(plan, f"cuDNN {cudnn} (the one the build expects)", get)
 
@@ -256,6 +253,6 @@ def _loaded_cudnn(texts: list[str]) -> str | None:
     return None
 
 
-def _major(version: Any) -> str | None:
-    text = str(version or "")
+def _major(version: str | None) -> str | None:
+    text = version or ""
     return text.split(".")[0] if text[:1].isdigit() else None

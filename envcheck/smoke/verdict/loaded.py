@@ -1,4 +1,4 @@
-"""What the smoke process actually loaded, judged (pure): issue 11.
+"""What the smoke process actually loaded, judged (pure).
 
 The workload reads `/proc/self/maps` after its first training step and reports every NVIDIA
 library mapped, where it came from and the raw answer of the library's own version call
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, TypedDict
 
-from envcheck.contracts.facts import HostFacts, LibraryFacts
+from envcheck.contracts.facts import HostFacts, LibraryFacts, to_dict
 from envcheck.contracts.findings import Finding, fail, warn
 from envcheck.contracts.remedy import Instruction, Remedy, as_remedy, root, steps
+from envcheck.contracts.smoke_report import Mapped, MappedCuda, MappedLibrary
+from envcheck.contracts.smoke_result import LibrarySource, LoadedLibrary, SmokeResult
 from envcheck.contracts.versions import (
     VersionParseError,
     cuda_version_from_int,
@@ -28,7 +29,6 @@ from envcheck.contracts.versions import (
 )
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.verdict.known_answers import cudnn_fix, library_fix, where
-from envcheck.smoke.workload.protocol import LibrarySource, LoadedLibrary, SmokeResult
 from envcheck.verdict.fixes import REBOOT_FIX
 
 # Libraries whose major version is the CUDA major they were built for (cuBLAS 11.x ships with
@@ -66,66 +66,39 @@ NVML_UNKNOWN_FIX = steps(
 )
 
 
-class _Mapped(TypedDict):
-    name: str
-    path: str
-    version: str | None
-    source: LibrarySource
-    version_from: str | None  # "cudnnGetVersion()", "file name", None: unknown
-
-
-class MappedLibrary(_Mapped, total=False):
-    """A library the smoke process mapped, with its version decoded: the report's entry."""
-
-    cuda_api: str | None  # libcuda: the CUDA API its cuDriverGetVersion() serves
-
-
-def loaded_libraries(result: SmokeResult | None) -> list[MappedLibrary] | None:
+def loaded_libraries(result: SmokeResult | None) -> list[Mapped] | None:
     """The report's `smoke.loaded_libraries`: {name, path, version, source, version_from} per
-    mapped library (None: the workload reported nothing, e.g. it never started)."""
-    if not result or "loaded_libraries" not in result:
+    mapped library, and libcuda's `cuda_api` (None: the workload reported nothing, e.g. it never
+    started)."""
+    if result is None or result.loaded_libraries is None:
         return None
-    return [_describe(lib) for lib in result["loaded_libraries"]]
+    return [_describe(lib) for lib in result.loaded_libraries]
 
 
-def _describe(lib: LoadedLibrary) -> MappedLibrary:
+def _describe(lib: LoadedLibrary) -> Mapped:
     called = _decoded(lib)
-    match = _FILE_VERSION.search(str(lib["path"]))
+    match = _FILE_VERSION.search(lib.path)
     named = match.group(1) if match else None
-    if lib["name"] == "libcuda":  # its call is the CUDA API it serves; the file, the driver
-        return _entry(lib, named, "file name" if named else None, cuda_api=called)
+    if lib.name == "libcuda":  # its call is the CUDA API it serves; the file, the driver
+        how = "file name" if named else None
+        return MappedCuda(lib.name, lib.path, named, lib.source, how, cuda_api=called)
     if called is not None:
-        return _entry(lib, called, f"{lib['call']}()")
-    return _entry(lib, named, "file name" if named else None)
-
-
-def _entry(
-    lib: LoadedLibrary, version: str | None, how: str | None, cuda_api: str | None = None
-) -> MappedLibrary:
-    entry = MappedLibrary(
-        name=lib["name"],
-        path=lib["path"],
-        version=version,
-        source=lib["source"],
-        version_from=how,
-    )
-    if lib["name"] == "libcuda":
-        entry["cuda_api"] = cuda_api
-    return entry
+        return MappedLibrary(lib.name, lib.path, called, lib.source, f"{lib.call}()")
+    return MappedLibrary(lib.name, lib.path, named, lib.source, "file name" if named else None)
 
 
 def _decoded(lib: LoadedLibrary) -> str | None:
-    raw = lib.get("raw")
+    raw = lib.raw
     try:
-        if isinstance(raw, list) and raw and all(isinstance(v, int) for v in raw):
+        if isinstance(raw, tuple) and raw:
             return ".".join(str(v) for v in raw)
-        if not isinstance(raw, int) or isinstance(raw, bool):
+        if not isinstance(raw, int):
             return None
-        if lib["name"] in ("libcudart", "libcuda"):
+        if lib.name in ("libcudart", "libcuda"):
             return cuda_version_from_int(raw)
-        if str(lib["name"]).startswith("libcudnn"):
+        if lib.name.startswith("libcudnn"):
             return cudnn_version_from_int(raw)
-        if lib["name"] == "libnccl":  # NCCL_VERSION_CODE: 10000*major+100*minor+patch since 2.9
+        if lib.name == "libnccl":  # NCCL_VERSION_CODE: 10000*major+100*minor+patch since 2.9
             major, rest = divmod(raw, 10000) if raw >= 10000 else divmod(raw, 1000)
             return f"{major}.{rest // 100}.{rest % 100}"
     except VersionParseError:
@@ -153,14 +126,12 @@ def loaded_summary(result: SmokeResult) -> str | None:
         return None
     if not libs:
         return "no NVIDIA library mapped (/proc/self/maps after the first step)"
-    main = [lib for lib in libs if not str(lib["name"]).startswith("libcudnn_")]
-    return "mapped " + ", ".join(
-        f"{lib['name']} {lib['version'] or '?'} ({lib['source']})" for lib in main
-    )
+    main = [lib for lib in libs if not lib.name.startswith("libcudnn_")]
+    return "mapped " + ", ".join(f"{lib.name} {lib.version or '?'} ({lib.source})" for lib in main)
 
 
-def _major(version: Any) -> int | None:
-    text = str(version or "")
+def _major(version: str | None) -> int | None:
+    text = version or ""
     head = text.split(".")[0]
     return int(head) if head.isdigit() else None
 
@@ -169,20 +140,22 @@ def _major_minor(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split(".")[:2] if x.isdigit())
 
 
-def _where(lib: MappedLibrary) -> str:
-    return f"{lib['name']} {lib['version'] or '(version unknown)'} from {lib['path']} ({lib['source']})"
+def _where(lib: Mapped) -> str:
+    return f"{lib.name} {lib.version or '(version unknown)'} from {lib.path} ({lib.source})"
 
 
-def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -> list[Finding]:
+def _against_build(plan: Plan, result: SmokeResult, libs: list[Mapped]) -> list[Finding]:
     found = []
-    build = f"Paddle {result.get('paddle_version')} (CUDA {result.get('cuda_version')}, cuDNN {result.get('cudnn_version')})"
-    cudnn = str(result.get("cudnn_version") or "")
-    dnn = [lib for lib in libs if lib["name"] == "libcudnn" and lib["version"]]
-    wrong = [lib for lib in dnn if _major(lib["version"]) != _major(cudnn)]
+    build = (
+        f"Paddle {result.paddle_version} (CUDA {result.cuda_version}, cuDNN {result.cudnn_version})"
+    )
+    cudnn = result.cudnn_version or ""
+    dnn = [lib for lib in libs if lib.name == "libcudnn" and lib.version]
+    wrong = [lib for lib in dnn if _major(lib.version) != _major(cudnn)]
     older = [
         lib
         for lib in dnn
-        if lib not in wrong and _major_minor(lib["version"] or "") < _major_minor(cudnn)
+        if lib not in wrong and _major_minor(lib.version or "") < _major_minor(cudnn)
     ]
     if _major(cudnn) is not None and (wrong or older):
         severity = fail if wrong else warn
@@ -198,12 +171,12 @@ def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -
                 fix=_library_fix(plan, (wrong or older)[0], cudnn_fix(plan, result)),
                 layer="smoke",
                 expected=cudnn,
-                loaded=wrong or older,
+                loaded=[to_dict(lib) for lib in wrong or older],
             )
         )
-    cuda = str(result.get("cuda_version") or "")
-    toolkit = [lib for lib in libs if lib["name"] in CUDA_FAMILY and lib["version"]]
-    wrong = [lib for lib in toolkit if _major(lib["version"]) != _major(cuda)]
+    cuda = result.cuda_version or ""
+    toolkit = [lib for lib in libs if lib.name in CUDA_FAMILY and lib.version]
+    wrong = [lib for lib in toolkit if _major(lib.version) != _major(cuda)]
     if _major(cuda) is not None and wrong:
         found.append(
             fail(
@@ -217,34 +190,34 @@ def _against_build(plan: Plan, result: SmokeResult, libs: list[MappedLibrary]) -
                 ),
                 layer="smoke",
                 expected=cuda,
-                loaded=wrong,
+                loaded=[to_dict(lib) for lib in wrong],
             )
         )
     return found
 
 
-def _library_fix(plan: Plan, lib: MappedLibrary, provide: Remedy | str) -> Remedy | str:
+def _library_fix(plan: Plan, lib: Mapped, provide: Remedy | str) -> Remedy | str:
     """Stop the wrong copy from winning, then `provide` the right one."""
-    folder = posixpath.dirname(str(lib["path"]))
+    folder = posixpath.dirname(lib.path)
     stop: dict[LibrarySource, str] = {  # pip, cuda-home: only the right copy to provide
         "LD_LIBRARY_PATH": f"remove {folder} from LD_LIBRARY_PATH",
         "conda": f"remove the conda copy in {folder} (conda remove cudnn cudatoolkit) or run outside that conda environment",
         "compat": f"remove the CUDA compat folder {folder} from LD_LIBRARY_PATH",
         "system": f"the system copy in {folder} was found first: install the right one where the build looks first",
     }
-    first = stop.get(lib["source"])
+    first = stop.get(lib.source)
     return steps(Instruction(first), as_remedy(provide)) if first else provide
 
 
 def _against_probe(
-    plan: Plan, name: str, title: str, probed: LibraryFacts, libs: list[MappedLibrary]
+    plan: Plan, name: str, title: str, probed: LibraryFacts, libs: list[Mapped]
 ) -> list[Finding]:
     """The copy the host probe said a Paddle process would load, against the one it did load."""
-    loaded = next((lib for lib in libs if lib["name"] == name), None)
+    loaded = next((lib for lib in libs if lib.name == name), None)
     if loaded is None or probed.status != "ok" or not probed.path:
         return []
-    same_folder = posixpath.dirname(probed.path) == posixpath.dirname(str(loaded["path"]))
-    if same_folder and (not loaded["version"] or loaded["version"] == probed.version):
+    same_folder = posixpath.dirname(probed.path) == posixpath.dirname(loaded.path)
+    if same_folder and (not loaded.version or loaded.version == probed.version):
         return []
     return [
         warn(
@@ -255,16 +228,16 @@ def _against_probe(
             fix=_shadow_fix(loaded, probed),
             layer="smoke",
             expected={"path": probed.path, "version": probed.version, "origin": probed.origin},
-            loaded=loaded,
+            loaded=to_dict(loaded),
         )
     ]
 
 
-def _shadow_fix(loaded: MappedLibrary, probed: LibraryFacts) -> str:
-    folder = posixpath.dirname(str(loaded["path"]))
-    if loaded["source"] == "LD_LIBRARY_PATH":
+def _shadow_fix(loaded: Mapped, probed: LibraryFacts) -> str:
+    folder = posixpath.dirname(loaded.path)
+    if loaded.source == "LD_LIBRARY_PATH":
         return f"remove {folder} from LD_LIBRARY_PATH so the copy in {posixpath.dirname(probed.path or '')} wins"
-    if loaded["source"] == "conda":
+    if loaded.source == "conda":
         return f"deactivate the conda environment or remove its copy in {folder} (`conda remove cudnn`)"
     return (
         f"Paddle searched {folder} before {posixpath.dirname(probed.path or '')}: point it at the "
@@ -274,12 +247,12 @@ def _shadow_fix(loaded: MappedLibrary, probed: LibraryFacts) -> str:
 
 
 def _against_kernel_module(
-    host: HostFacts, plan: Plan, result: SmokeResult, libs: list[MappedLibrary]
+    host: HostFacts, plan: Plan, result: SmokeResult, libs: list[Mapped]
 ) -> list[Finding]:
     module = host.driver.kernel_module
     found = []
-    driver = [lib for lib in libs if lib["name"] in DRIVER_FAMILY and lib["version"]]
-    compat = [lib for lib in driver if lib["source"] == "compat" and lib["version"] != module]
+    driver = [lib for lib in libs if lib.name in DRIVER_FAMILY and lib.version]
+    compat = [lib for lib in driver if lib.source == "compat" and lib.version != module]
     if module and compat:
         lib = compat[0]
         found.append(
@@ -288,18 +261,18 @@ def _against_kernel_module(
                 f"the smoke process loaded the CUDA compat {_where(lib)}, but the host's kernel "
                 f"module is {module}: CUDA falls back to the CPU or fails (the CUDA 13.0 image defect)",
                 fix=COMPAT_FIX.format(
-                    folder=posixpath.dirname(str(lib["path"])), cuda=host.driver.cuda or "?"
+                    folder=posixpath.dirname(lib.path), cuda=host.driver.cuda or "?"
                 ),
                 layer="smoke",
                 kernel_module=module,
-                loaded=lib,
+                loaded=to_dict(lib),
             )
         )
-    check = result.get("driver_check")
-    nvml_error = check["error"] if check else None
+    check = result.driver_check
+    nvml_error = check.error if check else None
     # In-process, the host's own NVML probe already reported a mismatch (driver.version-mismatch).
     said = plan.mode == "in-process" and host.driver.error == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
-    stale = [lib for lib in driver if lib["source"] != "compat" and lib["version"] != module]
+    stale = [lib for lib in driver if lib.source != "compat" and lib.version != module]
     rm_error = nvml_error == "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
     if module and (stale or rm_error) and not said:
         seen = "; ".join(_where(lib) for lib in stale) or f"NVML said {nvml_error}"
@@ -312,19 +285,19 @@ def _against_kernel_module(
                 fix=REBOOT_FIX,
                 layer="smoke",
                 kernel_module=module,
-                loaded=stale,
-                nvml=check,
+                loaded=[to_dict(lib) for lib in stale],
+                nvml=to_dict(check),
             )
         )
     if check and nvml_error == "NVML_ERROR_UNKNOWN" and plan.mode == "container":
         found.append(
             fail(
                 "smoke.nvml-unknown-error",
-                f"NVML: Unknown Error in {where(plan)}: nvmlInit returned {check['init']} "
-                f"from {check['library']}",
+                f"NVML: Unknown Error in {where(plan)}: nvmlInit returned {check.init} "
+                f"from {check.library}",
                 fix=NVML_UNKNOWN_FIX,
                 layer="smoke",
-                nvml=check,
+                nvml=to_dict(check),
             )
         )
     return found

@@ -2,9 +2,9 @@
 
 A real run fails in one of its pieces while a plain matmul works (Paddle#45122): the convolution's
 cuDNN, the DataLoader passing batches through /dev/shm, the DataLoader's worker process. The
-workload runs each of them (issue 11.1); here a crashed run is told apart by Paddle's own words,
+workload runs each of them; here a crashed run is told apart by Paddle's own words,
 so each piece fails with its own finding, the line that proves it and its fix, instead of a
-generic `smoke.crashed` (issue 11.2).
+generic `smoke.crashed`.
 
 Paddle's texts, as 3.3.1 prints them (paddle/io/dataloader, paddle/fluid/imperative/data_loader.cc):
 - a worker that raised: the reader thread re-raises "DataLoader worker(0) caught ValueError with
@@ -24,13 +24,14 @@ Paddle's texts, as 3.3.1 prints them (paddle/io/dataloader, paddle/fluid/imperat
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from envcheck.contracts.facts import to_dict
 from envcheck.contracts.findings import Finding, fail
 from envcheck.contracts.remedy import Instruction, root, steps
+from envcheck.contracts.smoke_result import RunResult, SmokeResult, WorkloadError
 from envcheck.smoke.plan import Plan
 from envcheck.smoke.verdict.known_answers import cudnn_fix, errors_of, where
-from envcheck.smoke.workload.protocol import RunResult, SmokeResult, WorkloadError, classify_line
+from envcheck.smoke.workload.protocol import classify_line
 
 SHM_ID = "smoke.shm"
 WORKER_ID = "smoke.dataloader-worker"
@@ -71,13 +72,13 @@ _DLERROR = re.compile(r"\(error code is (?P<why>[^)]*)\)")
 def piece_failure(plan: Plan, result: SmokeResult, runs: list[RunResult]) -> Finding | None:
     """The finding for crashed `runs` when Paddle's words name the piece that broke, else None."""
     errors = errors_of(runs)
-    lines = [w["text"] for w in result["warnings"]]
+    lines = [w.text for w in result.warnings]
     for error in errors:
-        lines += _lines(error.get("message"))
-        for thread in error.get("thread_errors") or []:
-            lines += _lines(thread["message"])
+        lines += _lines(error.message)
+        for thread in error.thread_errors or ():
+            lines += _lines(thread.message)
     kinds = {line: _kind(line) for line in lines}
-    data = any(e.get("phase") == "data" for e in errors) or any(
+    data = any(e.phase == "data" for e in errors) or any(
         k in ("shm", "dataloader-worker") for k in kinds.values()
     )
     shm = [line for line, kind in kinds.items() if kind == "shm"]
@@ -103,15 +104,14 @@ def _kind(line: str) -> str | None:
     return hit["kind"] if hit else None
 
 
-def _lines(text: Any) -> list[str]:
-    return [line.strip() for line in str(text or "").splitlines() if line.strip()]
+def _lines(text: str | None) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
 def _shm(plan: Plan, result: SmokeResult, line: str) -> Finding:
-    space = result.get("shm")
+    space = result.shm
     seen = (
-        f"/dev/shm has {_size(space['size_bytes'])} ({_size(space['free_bytes'])} free "
-        "before training)"
+        f"/dev/shm has {_size(space.size_bytes)} ({_size(space.free_bytes)} free before training)"
         if space
         else "/dev/shm could not be read"
     )
@@ -121,28 +121,26 @@ def _shm(plan: Plan, result: SmokeResult, line: str) -> Finding:
         f"{line}; {seen}",
         fix=SHM_CONTAINER_FIX if plan.mode == "container" else SHM_HOST_FIX,
         layer="smoke",
-        shm=space,
+        shm=to_dict(space),
         lines=[line],
     )
 
 
 def _worker(plan: Plan, errors: list[WorkloadError], said: list[str]) -> Finding:
     """The worker's own exception (its last line) first, else Paddle's line about the worker."""
-    raised = [
-        _lines(thread["message"]) for error in errors for thread in error.get("thread_errors") or []
-    ]
+    raised = [_lines(thread.message) for error in errors for thread in error.thread_errors or ()]
     own = [f"{lines[0]} … {lines[-1]}" if len(lines) > 1 else lines[0] for lines in raised if lines]
     # Paddle may print "DataLoader 1 workers exit unexpectedly" before the line naming the signal
     # (seen 2 of 3 runs under load): the signal is the why, whichever came first.
     said = sorted(said, key=lambda line: "by signal" not in line)
-    line = (own or said or [_first(errors[0]["message"])])[0]
+    line = (own or said or [_first(errors[0].message)])[0]
     return fail(
         WORKER_ID,
         f"the DataLoader worker failed in {where(plan)}: {line}",
         fix=WORKER_RAISED_FIX if own else WORKER_KILLED_FIX,
         layer="smoke",
         lines=[line],
-        errors=errors,
+        errors=[to_dict(e) for e in errors],
     )
 
 
@@ -150,15 +148,11 @@ def _cudnn(plan: Plan, result: SmokeResult, lines: list[str]) -> Finding:
     named = [m for m in (_LIBRARY.search(line) for line in lines) if m]
     library = (named[0].group("lib") or f"lib{named[0].group('name')}") if named else None
     why = next((m.group("why") for m in (_DLERROR.search(line) for line in lines) if m), None)
-    mapped = [
-        lib
-        for lib in result.get("loaded_libraries") or []
-        if str(lib.get("name")).startswith("libcudnn")
-    ]
+    mapped = [lib for lib in result.loaded_libraries or () if lib.name.startswith("libcudnn")]
     tried = (
         f"; the process tried to load {library}" + (f" ({why})" if why else "") if library else ""
     )
-    loaded = "; mapped: " + ", ".join(str(lib["path"]) for lib in mapped) if mapped else ""
+    loaded = "; mapped: " + ", ".join(lib.path for lib in mapped) if mapped else ""
     return fail(
         CUDNN_ID,
         f"cuDNN failed in {where(plan)} at the training's convolution: {lines[0]}{tried}{loaded}",
@@ -166,16 +160,14 @@ def _cudnn(plan: Plan, result: SmokeResult, lines: list[str]) -> Finding:
         layer="smoke",
         library=library,
         lines=lines[:3],
-        mapped=[lib.get("path") for lib in mapped],
+        mapped=[lib.path for lib in mapped],
     )
 
 
-def _size(value: Any) -> str:
-    if not isinstance(value, int):
-        return "?"
+def _size(value: int) -> str:
     return f"{value // 2**10} KiB" if value < 2**20 else f"{value / 2**20:.0f} MiB"
 
 
-def _first(text: Any) -> str:
+def _first(text: str) -> str:
     lines = _lines(text)
     return lines[0][:300] if lines else ""

@@ -9,10 +9,8 @@ H100, docs/facts/real-gpu-host.md), so memory alone proves a context, not traini
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
-
-from envcheck.contracts.record import asdict, record
-from envcheck.smoke.workload.protocol import TrainWindow
+from envcheck.contracts.smoke_report import GpuSummary, NvmlSummary, State, Witness
+from envcheck.contracts.smoke_result import TrainWindow
 
 # NVML's utilisation is the share of the last sample period (1/6 s to 1 s, by product) in which
 # a kernel ran: a sample up to a second after the window still describes it.
@@ -21,33 +19,6 @@ UTIL_LAG_S = 1.0
 MIN_BUSY_PERCENT = 1  # NVML rounds to whole percent: 0 means no kernel worth a percent ran
 
 
-class GpuSummary(TypedDict, total=False):
-    """One GPU in the summary (total=False: a saved summary may lack the time series)."""
-
-    util_max: int | None
-    util_mean: float | None
-    mem_used_max_bytes: int
-    process_seen: bool
-    process_mem_max_bytes: int | None
-    process_query: str
-    process_util_query: str
-    series: list[tuple[float, int | None, int | None]]  # (host time, device util %, our memory)
-    process_util: list[tuple[float, int]]  # (NVML's time, the workload's SM util %)
-
-
-class NvmlSummary(TypedDict, total=False):
-    """What the witness saw, the judge's second input beside the workload's `SmokeResult`."""
-
-    status: str  # ok | unavailable | error
-    reason: str | None
-    samples: int
-    interval_s: float
-    pids: list[int]
-    gpus: dict[str, GpuSummary]  # by NVML index
-    run_window: TrainWindow  # host wall clock: the workload started .. was reaped
-
-
-State = Literal["busy", "idle", "unseen", "unknown", "no-samples", "stale"]
 # When Paddle's gpu:i cannot be mapped to an NVML index, the GPU with the best evidence speaks.
 _BEST_FIRST: tuple[State, ...] = ("busy", "idle", "unknown", "unseen", "no-samples", "stale")
 # The workload's clock is the host's (a container shares CLOCK_REALTIME); a second either side
@@ -55,62 +26,38 @@ _BEST_FIRST: tuple[State, ...] = ("busy", "idle", "unknown", "unseen", "no-sampl
 CLOCK_SLACK_S = 1.0
 
 
-@record
-class Witness:
-    """NVML's evidence for one run, inside its training window."""
-
-    gpu: int | None  # NVML index judged
-    state: State
-    samples: int  # NVML samples inside the window
-    process_mem_max_bytes: int | None  # the workload's GPU memory in the window (None: unlisted)
-    util_max: int | None  # the device's utilisation in the window (None: not reported)
-    process_sm_max: int | None  # the workload's own SM utilisation (None: not reported)
-    window_s: float | None  # the training window's length
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def util_text(self) -> str:
-        if self.process_sm_max is not None:
-            return f"{self.process_sm_max}% SM utilisation of the process"
-        if self.util_max is not None:
-            return f"{self.util_max}% GPU utilisation"
-        return "no utilisation reported"
-
-
 def witness(nvml: NvmlSummary, gpu: int | None, window: TrainWindow | None) -> Witness:
     """The evidence on NVML GPU `gpu` (None: unknown mapping, every GPU is asked). A training
     window outside the run the host started and reaped is the workload's word against the
-    host's: NVML samples "inside" it prove nothing about this run (#23.1)."""
-    if not _within(window, nvml.get("run_window")):
+    host's: NVML samples "inside" it prove nothing about this run."""
+    if not _within(window, nvml.run_window):
         return Witness(gpu, "stale", 0, None, None, None, _length(window))
-    gpus = nvml.get("gpus") or {}
+    gpus = nvml.gpus
     if gpu is not None:
-        return _on_gpu(gpu, gpus.get(str(gpu)) or {}, window)
+        return _on_gpu(gpu, gpus.get(str(gpu)), window)
     found = [_on_gpu(int(index), trace, window) for index, trace in gpus.items()]
     if not found:
         return Witness(None, "no-samples", 0, None, None, None, _length(window))
     return min(found, key=lambda w: _BEST_FIRST.index(w.state))
 
 
-def _on_gpu(index: int, trace: GpuSummary, window: TrainWindow | None) -> Witness:
-    if "series" not in trace:  # a summary without time stamps: the whole run stands in
+def _on_gpu(index: int, trace: GpuSummary | None, window: TrainWindow | None) -> Witness:
+    if trace is None or trace.series is None:  # no time stamps: the whole run stands in
         return _decide(
             index,
-            int(bool(trace)),
-            trace.get("process_mem_max_bytes") if trace.get("process_seen") else None,
-            trace.get("util_max"),
+            int(trace is not None),
+            trace.process_mem_max_bytes if trace is not None and trace.process_seen else None,
+            trace.util_max if trace is not None else None,
             None,
             _length(window),
         )
-    inside = [row for row in trace["series"] if _in(row[0], window)]
+    inside = [row for row in trace.series if _in(row[0], window)]
     memory = [row[2] for row in inside if row[2] is not None]
     util = [row[1] for row in inside if row[1] is not None]
     process_sm: int | None = None
-    if trace.get("process_util_query") == "ok":
+    if trace.process_util_query == "ok":
         # NVML keeps samples only for processes that ran kernels: silence is 0 %.
-        process_sm = max([u for t, u in trace.get("process_util") or [] if _in(t, window)] or [0])
+        process_sm = max([u for t, u in trace.process_util or () if _in(t, window)] or [0])
     return _decide(
         index,
         len(inside),
@@ -146,25 +93,20 @@ def _decide(
 
 
 def _in(t: float, window: TrainWindow | None) -> bool:
-    if not window or window.get("start") is None or window.get("end") is None:
+    if window is None:
         return True
-    return bool(window["start"] <= t <= window["end"] + UTIL_LAG_S)
+    return window.start <= t <= window.end + UTIL_LAG_S
 
 
 def _within(window: TrainWindow | None, run: TrainWindow | None) -> bool:
-    if not run or run.get("start") is None or run.get("end") is None:
+    if run is None:
         return True  # a saved summary without the host's interval: nothing to check against
-    if not window or window.get("start") is None or window.get("end") is None:
+    if window is None:
         return False  # a GPU claim without a window cannot be placed in this run
-    return bool(
-        run["start"] - CLOCK_SLACK_S
-        <= window["start"]
-        <= window["end"]
-        <= run["end"] + CLOCK_SLACK_S
-    )
+    return run.start - CLOCK_SLACK_S <= window.start <= window.end <= run.end + CLOCK_SLACK_S
 
 
 def _length(window: TrainWindow | None) -> float | None:
-    if not window or window.get("start") is None or window.get("end") is None:
+    if window is None:
         return None
-    return round(float(window["end"]) - float(window["start"]), 3)
+    return round(float(window.end) - float(window.start), 3)

@@ -10,11 +10,10 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, List, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Set, Tuple
 
 if TYPE_CHECKING:
     from envcheck.smoke.workload import protocol
-    from envcheck.smoke.workload.protocol import PaddleWarning
 else:
     try:  # beside the workload wherever it runs: the container's mount, the in-process copy
         import envcheck_smoke_protocol as protocol
@@ -40,7 +39,7 @@ class StderrTee:
         if stdout_too:
             os.dup2(write, 1)
         os.close(write)
-        self.warnings: List[PaddleWarning] = []
+        self.warnings: List[Dict[str, str]] = []  # {kind, text}
         self._seen: Set[Tuple[str, str]] = set()
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
@@ -67,7 +66,7 @@ class StderrTee:
             self._seen.add(key)
             self.warnings.append(hit)
 
-    def stop(self) -> List[PaddleWarning]:
+    def stop(self) -> List[Dict[str, str]]:
         """Give the descriptors back (closing every write end of the pipe) and drain it."""
         sys.stdout.flush()
         sys.stderr.flush()
@@ -91,7 +90,7 @@ def log(message: str) -> None:
     print(protocol.LOG_PREFIX + message, file=sys.stderr, flush=True)
 
 
-# -- live progress for the host's display (issue 13.1): log lines only, apart from the training.
+# -- live progress for the host's display: log lines only, apart from the training.
 _SAID_AT = [0.0]
 
 

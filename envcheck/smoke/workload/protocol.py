@@ -1,6 +1,6 @@
 """What the smoke workload and the host agree on (stdlib only, Python 3.8 syntax): the output
-schema and its types (`SmokeResult`), the progress lines, Paddle's log lines worth reporting and
-how they are classified, the test hook's name.
+schema's name (its records are the host's: envcheck/contracts/smoke_result.py), the progress
+lines, Paddle's log lines worth reporting and how they are classified, the test hook's name.
 
 It runs in two places: beside the workload (mounted into the container, copied for the
 in-process run, as `envcheck_smoke_protocol.py`; see envcheck/smoke/runner/payload.py), where the
@@ -14,7 +14,7 @@ same lines with the same patterns.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Literal, Optional, Tuple, TypedDict
+from typing import Dict, List, Literal, Optional, Tuple
 
 SCHEMA = "envcheck-smoke/1"
 
@@ -110,127 +110,6 @@ MILESTONES: Tuple[Tuple[str, Optional[str]], ...] = (
 )
 
 
-# -- The JSON line (SCHEMA). The host validates a line against these types (envcheck.smoke.parse)
-# before any rule reads it: a required key is always there; the keys of `TrainedRun` and
-# `PaddleBuild` are there when the `error` beside them is null; the rest may be absent (an older
-# workload). `float` accepts an int, as JSON does.
-
-
-class PaddleWarning(TypedDict):
-    """One of Paddle's recognised log lines (`WARNING_PATTERNS`)."""
-
-    kind: str
-    text: str
-
-
-class ThreadError(TypedDict):
-    thread: str
-    type: str
-    message: str
-
-
-class _ErrorRequired(TypedDict):
-    type: str
-    message: str
-
-
-class WorkloadError(_ErrorRequired, total=False):
-    """An exception that ended the smoke (result.error) or a run (run.error)."""
-
-    phase: str  # import, setup, check, train, data, export, compare-cpu
-    traceback: str
-    thread_errors: List[ThreadError]  # phase "data": the DataLoader's reader thread
-
-
-class KnownAnswer(TypedDict):
-    """One op computed on the run's device and with numpy from the same inputs (issue 16)."""
-
-    op: str
-    phase: str  # before / after training
-    device: str
-    ok: bool
-    problem: Optional[str]  # shape ..., non-finite, all-zero, mismatch
-    max_abs_diff: Optional[float]
-    tolerance: float
-
-
-class LossCheck(TypedDict):
-    start: Optional[float]
-    non_finite: int
-    zero_steps: int
-    distinct: int
-
-
-class TrainWindow(TypedDict):
-    """The training's span on the host's wall clock (the NVML witness's window)."""
-
-    start: float
-    end: float
-
-
-class Amp(TypedDict):
-    enabled: bool
-    dtype: Optional[str]
-
-
-class CompareCpu(TypedDict, total=False):
-    skipped: Optional[str]
-    steps_per_s: Optional[float]
-    first_step_s: float
-    loss_start: Optional[float]
-    loss_end: Optional[float]
-    speedup: Optional[float]
-    error: Optional[WorkloadError]
-
-
-class Export(TypedDict, total=False):
-    format: str
-    inference_gpu: bool
-    max_abs_diff: float
-    argmax_agreement: float
-    match: bool
-    seconds: float
-    error: Optional[WorkloadError]
-
-
-class _RunRequired(TypedDict):
-    device_requested: str
-    device_used: str
-    device_error: Optional[str]
-    error: Optional[WorkloadError]
-
-
-class TrainedRun(TypedDict, total=False):
-    """A run's figures: all there when its `error` is null, absent after a crash."""
-
-    steps: int
-    batch_size: int
-    param_places: Dict[str, str]
-    logits_place: str
-    loss_start: Optional[float]
-    loss_end: Optional[float]
-    losses: List[Optional[float]]
-    first_step_s: float
-    steps_per_s: Optional[float]
-    peak_gpu_mem_bytes: Optional[int]
-    amp: Amp
-    checks: List[KnownAnswer]
-    loss_check: LossCheck
-    train_window: TrainWindow
-
-
-class RunResult(_RunRequired, TrainedRun, total=False):
-    """One device's run."""
-
-    logits_dtype: str
-    accuracy: float
-    samples_per_s: Optional[float]
-    peak_gpu_reserved_bytes: Optional[int]
-    checks_s: float
-    compare_cpu: CompareCpu
-    export: Export
-
-
 # Where a copy of a CUDA library comes from, spelled the same on both sides. The host probe finds
 # copies where a Paddle process looks for them (envcheck/probe/cuda_libs.py, in its search order;
 # envcheck.contracts.facts.LibraryOrigin, which this standalone file cannot import: a test keeps
@@ -240,71 +119,14 @@ LibraryOrigin = Literal["pip", "LD_LIBRARY_PATH", "system", "cuda-home"]
 # compat folder and the active conda environment.
 LibrarySource = Literal[LibraryOrigin, "compat", "conda"]
 
-
-class LoadedLibrary(TypedDict):
-    """An NVIDIA library in the process's /proc/self/maps, and its own version call (issue 11)."""
-
-    name: str
-    path: str
-    source: LibrarySource
-    call: Optional[str]
-    raw: int | List[int] | None
-    call_error: Optional[str]
+# The JSON line (SCHEMA) is plain dicts here; its schema is the host's records
+# (envcheck/contracts/smoke_result.py), which read it back before any rule does.
 
 
-class ShmSpace(TypedDict):
-    size_bytes: int
-    free_bytes: int
-
-
-class DriverCheck(TypedDict):
-    """nvmlInit inside the process: the driver's user space against its kernel module."""
-
-    library: str
-    init: Optional[int]
-    error: Optional[str]
-    driver_version: Optional[str]
-
-
-class PaddleBuild(TypedDict, total=False):
-    """What the Paddle under test is and sees: all there when the result's `error` is null."""
-
-    paddle_version: str
-    compiled_with_cuda: bool
-    cuda_device_count: Optional[int]
-    device_capabilities: List[Optional[str]]  # "8.6" per GPU, null when Paddle could not say
-    default_device: str
-    env: Dict[str, Optional[str]]
-
-
-class _ResultRequired(TypedDict):
-    schema: str
-    error: Optional[WorkloadError]  # the smoke died before training (import, setup)
-    runs: List[RunResult]
-    warnings: List[PaddleWarning]
-
-
-class SmokeResult(_ResultRequired, PaddleBuild, total=False):
-    """The workload's one JSON line."""
-
-    python: str
-    cuda_version: str
-    cudnn_version: str
-    cuda_device_count_error: Optional[str]
-    device_names: List[Optional[str]]
-    uid: Optional[int]
-    pid: int
-    import_s: float
-    total_s: float
-    shm: Optional[ShmSpace]
-    loaded_libraries: List[LoadedLibrary]
-    loaded_when: str
-    driver_check: Optional[DriverCheck]
-
-
-def scan_paddle_warnings(text: str) -> List[PaddleWarning]:
-    """Paddle's recognised warning/error lines in a log, deduplicated, in order of appearance."""
-    found: List[PaddleWarning] = []
+def scan_paddle_warnings(text: str) -> List[Dict[str, str]]:
+    """Paddle's recognised warning/error lines in a log, deduplicated, in order of appearance:
+    {"kind", "text"} each (the result's `warnings`)."""
+    found: List[Dict[str, str]] = []
     seen = set()
     for line in text.splitlines():
         hit = classify_line(line)
@@ -316,8 +138,8 @@ def scan_paddle_warnings(text: str) -> List[PaddleWarning]:
     return found
 
 
-def classify_line(line: str) -> Optional[PaddleWarning]:
+def classify_line(line: str) -> Optional[Dict[str, str]]:
     for kind, pattern in _COMPILED:
         if pattern.search(line):
-            return PaddleWarning(kind=kind, text=line.strip()[:MAX_LINE])
+            return {"kind": kind, "text": line.strip()[:MAX_LINE]}
     return None
