@@ -86,27 +86,6 @@ NOT_OURS = (
     "hook #6",  # runc: "error running createContainer hook #6" (the NVIDIA toolkit's hook)
     "runner #3",  # a self-hosted runner's name, as GitHub Actions sets RUNNER_NAME
 )
-# Files other branches were rewriting while these numbers became words; each still holds some and
-# loses them there. Remove an entry once its file is clean or gone (the test below says when).
-TRACKER_NUMBERS_LEFT = frozenset(
-    {
-        # the smoke: its plan, runner, verdict and workload
-        "envcheck/smoke/parse.py",
-        "envcheck/smoke/plan.py",
-        "envcheck/smoke/runner/container.py",
-        "envcheck/smoke/runner/ownership.py",
-        "envcheck/smoke/runner/sampler.py",
-        "envcheck/smoke/verdict/judge.py",
-        "envcheck/smoke/verdict/loaded.py",
-        "envcheck/smoke/verdict/pieces.py",
-        "envcheck/smoke/verdict/witness.py",
-        "envcheck/smoke/workload/classifier.py",
-        "envcheck/smoke/workload/libraries.py",
-        "envcheck/smoke/workload/main.py",
-        "envcheck/smoke/workload/output.py",
-        "envcheck/smoke/workload/protocol.py",
-    }
-)
 
 
 def tracker_references(text: str) -> list[str]:
@@ -147,16 +126,9 @@ def test_no_tracker_number_stands_in_for_a_reason() -> None:
     found = [
         f"{name}:{hit}"
         for name, text in sorted(_scanned().items())
-        if name not in TRACKER_NUMBERS_LEFT
         for hit in tracker_references(text)
     ]
     assert not found, "say why in words, not by a tracker number:\n" + "\n".join(found)
-
-
-def test_the_files_left_with_tracker_numbers_still_have_some() -> None:
-    texts = _scanned()
-    clean = sorted(n for n in TRACKER_NUMBERS_LEFT if not tracker_references(texts.get(n, "")))
-    assert clean == [], "clean now (or gone): remove them from TRACKER_NUMBERS_LEFT"
 
 
 @pytest.mark.parametrize(

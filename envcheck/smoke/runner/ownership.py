@@ -115,7 +115,7 @@ def _key_path(variables: Mapping[str, str]) -> Path:
 def _stored_key(path: Path) -> bytes:
     """The key in `path`, made when missing and remade when damaged (empty or short: a first run
     on a full disk left it so, and every later run then fell back to a process-only key and the
-    sweep never removed a leftover again, #23.7). A key is written whole to a temp file first,
+    sweep never removed a leftover again). A key is written whole to a temp file first,
     then linked in (no other run's key is ever replaced) or, over a damaged one, renamed in."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     _private(path.parent, stat.S_ISDIR)
@@ -136,7 +136,7 @@ def _stored_key(path: Path) -> bytes:
 def _read_key(path: Path) -> bytes | None:
     """The bytes of our private key file (None: there is none); OSError for anything else."""
     try:
-        # O_NONBLOCK: a FIFO planted there is refused by the fstat below, not waited on (#23.9)
+        # O_NONBLOCK: a FIFO planted there is refused by the fstat below, not waited on
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None

@@ -2,7 +2,7 @@
 
 The text classifier of Paddle's tutorial, shrunk to seconds (its shapes, layers, data and
 optimizer), and, for every op class it runs, the same op computed by Paddle on the run's device and
-by numpy in float64 from the same inputs: a device that computes zeros must not pass (issue 16).
+by numpy in float64 from the same inputs: a device that computes zeros must not pass.
 """
 
 # Python 3.8 syntax on purpose (typing.Dict, %-formatting): old Paddle images run this file.
@@ -45,7 +45,7 @@ CONV_OUT = 8
 CONV_KERNEL = 3
 CONV_ROWS = 8
 
-# Known answers (issue 16): every op class of the classifier, computed by Paddle on the run's
+# Known answers: every op class of the classifier, computed by Paddle on the run's
 # device and by numpy (float64) from the same inputs, before and after training.
 CHECK_SEED = 16
 CHECK_OPS = ("embedding", "matmul", "conv1d", "mean", "cross_entropy", "adam", "dropout")

@@ -1,5 +1,5 @@
 """Which NVIDIA libraries the workload's process really mapped, from where, and what each says
-its version is; and the driver's user space as the process sees it (issue 11).
+its version is; and the driver's user space as the process sees it.
 
 Read after the first training step (Paddle dlopen()s the CUDA runtime, cuBLAS and cuDNN lazily),
 never loading anything: the host decodes the raw answers and judges them.
@@ -24,7 +24,7 @@ else:
         from envcheck.smoke.workload import protocol
 
 
-# What the process really mapped (issue 11), read from /proc/self/maps after the first training
+# What the process really mapped, read from /proc/self/maps after the first training
 # step: Paddle dlopen()s the CUDA runtime, cuBLAS and cuDNN lazily, on first use. A whole file name
 # per match (libcudnn_ops_infer.so.8, libcublasLt.so.13.1.0.3, libcuda.so.580.159.04).
 LOADED_NAME = re.compile(

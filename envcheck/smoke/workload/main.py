@@ -214,7 +214,7 @@ def run_on(paddle: Any, asked: str, args: argparse.Namespace) -> Dict[str, Any]:
     run["checks"] = []
     dtype = training.amp_dtype(paddle, run["device_used"]) if args.amp else None
     phase, spent = "check", time.perf_counter()
-    try:  # known answers before and after: a GPU that computes zeros must not pass (issue 16)
+    try:  # known answers before and after: a GPU that computes zeros must not pass
         run["checks"] += classifier.known_answer_checks(paddle, run["device_used"], "before", dtype)
         spent -= time.perf_counter()
         phase = "train"
