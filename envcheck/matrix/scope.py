@@ -17,7 +17,6 @@ from __future__ import annotations
 import shlex
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envcheck.contracts.record import record
@@ -166,6 +165,8 @@ def one_build(matrix: Matrix, requirement: str) -> bool:
     it is the same CUDA and cuDNN variant (a CPU build; 2.6.2's cu118 build, the one PyPI
     carries; a `.postNNN` wheel). A 3.x GPU release publishes one version for every CUDA variant,
     each on its own index: there only the index says which build it is."""
+    from packaging.utils import canonicalize_name  # brings logging: only the fix asks this
+
     name, _, version = requirement.partition("==")
     wanted = (canonicalize_name(name), version)
     variants = {(b.cuda, b.cudnn) for b in matrix.builds if _pinned(b.pip) == wanted}
@@ -174,6 +175,8 @@ def one_build(matrix: Matrix, requirement: str) -> bool:
 
 def _pinned(pip: str) -> tuple[str, str] | None:
     """(canonical name, version) a row's `python -m pip install name==version …` pins."""
+    from packaging.utils import canonicalize_name
+
     for arg in shlex.split(pip)[4:]:
         name, sep, version = arg.partition("==")
         if sep and not arg.startswith("-"):
