@@ -309,6 +309,8 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
         image=image,
         expect_gpu=args.expect_gpu,
         needs_engine=smoke_runs and not args.in_process,
+        image_subject=args.image is not None or not args.host_paddle,
+        saved=args.facts is not None,
     )
     findings: list[Finding] = judge(ctx)
     smoke_doc = None

@@ -69,6 +69,11 @@ class DriverFacts:
         " null when not read"
     )
 
+    @property
+    def named(self) -> str:
+        """ "driver 535.104.05", or what a saved document left out (never "None")."""
+        return f"driver {self.version}" if self.version else "the driver, version not recorded,"
+
 
 @record
 class GpuFacts:

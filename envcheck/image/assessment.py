@@ -42,7 +42,7 @@ class Assessment:
     """One GPU image tag against the host: what rules it out, or why it runs."""
 
     image: ImageTag
-    driver: DriverSupport | None  # None: no driver version known
+    driver: DriverSupport | None  # None: neither the driver's version nor its CUDA level known
     driver_problem: str | None
     gpu_problems: tuple[str, ...]
     registry_problem: str | None
@@ -80,11 +80,8 @@ def assess_image(
 ) -> Assessment:
     """`image` (a GPU tag of `release`) against the host's driver, GPUs, platform and `registry`."""
     cuda = image.cuda or ""
-    support = (
-        driver_support(host.driver.version, host.driver.cuda, cuda, matrix)
-        if host.driver.version
-        else None
-    )
+    d = host.driver
+    support = driver_support(d.version, d.cuda, cuda, matrix) if d.version or d.cuda else None
     driver_ok, driver_text = _driver_text(host, cuda, support)
     platform = image_wheel_platform(host, image)
     archs = runnable_archs(matrix, release.version, cuda, platform)
@@ -170,6 +167,9 @@ def _driver_text(host: HostFacts, cuda: str, support: DriverSupport | None) -> t
     d = host.driver
     if support is None:
         return False, f"no driver version known: cannot tell whether the driver runs CUDA {cuda}"
+    if d.version is None:  # a saved document with the driver's CUDA level only
+        ok = support.level != "none"
+        return ok, f"{support.reason}: {'runs' if ok else 'cannot run'} CUDA {cuda}"
     have = f"driver {d.version} (CUDA {d.cuda or '?'})"
     if support.level == "full":
         return True, f"{have} runs CUDA {cuda} with full compatibility ({support.reason})"

@@ -45,17 +45,27 @@ def select_image(
     if paddle is not None:
         return choice
     if choice.ref is not None:
-        choice = _known_arch_over_contradicted(host, matrix, release, registry, choice)
-    else:
-        choice = _newest_that_runs(host, matrix, release, registry, choice)
-    return _with_reported(matrix, release, choice)
+        return _known_arch_over_contradicted(host, matrix, release, registry, choice)
+    choice = _newest_that_runs(host, matrix, release, registry, choice)
+    return _with_reported(host, matrix, release, registry, choice)
 
 
-def _with_reported(matrix: Matrix, newest: PaddleRelease, choice: ImageChoice) -> ImageChoice:
+def _with_reported(
+    host: HostFacts, matrix: Matrix, newest: PaddleRelease, registry: str, choice: ImageChoice
+) -> ImageChoice:
     """Releases newer than the default that no first-party source confirms (3.4.0: nightlies and
-    third-party pins) are said as reported, never chosen: `--paddle` targets them."""
+    third-party pins) are said as reported, never chosen: `--paddle` targets them. Said only
+    where they are the question: no image of a confirmed release runs here and one of theirs
+    would (a driver too old, a platform without images, an unknown driver is not helped)."""
+    if choice.ref is not None:
+        return choice
     reported = sorted(
-        (r.version for r in matrix.releases if Version(r.version) > Version(newest.version)),
+        (
+            r.version
+            for r in matrix.releases
+            if Version(r.version) > Version(newest.version)
+            and _select_release(host, matrix, r, registry).ref is not None
+        ),
         key=Version,
     )
     if not reported:
@@ -307,6 +317,8 @@ def _cpu_choice(
 
 def _why_no_gpu(host: HostFacts) -> str:
     d = host.driver
+    if d.status == "unknown":  # a saved document that does not say
+        return "no NVIDIA driver recorded"
     if d.status != "ok":
         detail = d.reason or d.error or "not found"
         return f"no usable NVIDIA driver ({d.status}: {detail})"

@@ -22,7 +22,7 @@ from envcheck.contracts.versions import (
     parse_dotted,
     release_of,
 )
-from envcheck.matrix.model import Defect, ImageTag, Matrix
+from envcheck.matrix.model import Defect, ImageTag, Matrix, MinorCompat
 
 SupportLevel = Literal["full", "minor-compat", "none"]
 
@@ -38,13 +38,16 @@ class DriverSupport:
 
 
 def driver_support(
-    driver: str, driver_cuda: str | None, cuda: str, matrix: Matrix
+    driver: str | None, driver_cuda: str | None, cuda: str, matrix: Matrix
 ) -> DriverSupport:
-    """Can a driver (`535.104.05`, reporting CUDA `12.2`) run a build of CUDA `cuda`?"""
+    """Can a driver (`535.104.05`, reporting CUDA `12.2`) run a build of CUDA `cuda`? A saved
+    document may hold the CUDA level without the version: `driver_support_by_level`."""
     toolkit = matrix.toolkit_min_driver(cuda)
     floor = matrix.minor_compat_for(cuda)
     full = toolkit.min_driver if toolkit else None
     minimum = floor.min_driver if floor else full
+    if driver is None:
+        return driver_support_by_level(driver_cuda, cuda, full, minimum, floor)
     try:
         have = parse_dotted(driver).version
     except VersionParseError:
@@ -61,6 +64,37 @@ def driver_support(
         )
     need = minimum or full or "a newer driver"
     return DriverSupport("none", f"CUDA {cuda} needs driver >= {need}", full, minimum)
+
+
+def driver_support_by_level(
+    driver_cuda: str | None,
+    cuda: str,
+    full: str | None,
+    minimum: str | None,
+    floor: MinorCompat | None,
+) -> DriverSupport:
+    """The driver's version is not known, its CUDA level is: that level bounds its branch. A
+    driver reporting CUDA 12.2 runs CUDA <= 12.2 fully, and any 12.x through minor-version
+    compatibility, whose floor is the first driver of that major (12.0's 525.60.13, 13.0's 580)."""
+    if not driver_cuda:
+        return DriverSupport("none", "no driver version or CUDA level known", full, minimum)
+    level = f"the driver reports CUDA {driver_cuda} (its version was not recorded)"
+    if _at_least(driver_cuda, cuda):
+        return DriverSupport("full", level, full, minimum)
+    try:
+        same_major = release_of(driver_cuda)[0] == release_of(cuda)[0]
+    except VersionParseError:
+        same_major = False
+    if floor is not None and same_major:
+        return DriverSupport(
+            "minor-compat",
+            f"{level}: a CUDA {floor.cuda_major}.x driver is at least {floor.min_driver}, "
+            "the floor of NVIDIA's minor-version compatibility",
+            full,
+            minimum,
+        )
+    need = minimum or full or "a newer driver"
+    return DriverSupport("none", f"{level}; CUDA {cuda} needs driver >= {need}", full, minimum)
 
 
 def _at_least(have: str | None, want: str) -> bool:

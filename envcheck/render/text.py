@@ -47,10 +47,13 @@ def _layer_facts(host: HostFacts, layer: str) -> str:
     h = host
     if layer == "driver":
         d = h.driver
+        if d.status == "unknown" and not (d.error or d.reason):
+            return "not recorded"
         if d.status != "ok":
             return f"{d.status}: {d.error or d.reason or 'unknown'}"
         module = f", kernel module {d.kernel_module}" if d.kernel_module else ""
-        return f"{d.version} (CUDA {d.cuda}){module}"
+        version = d.version or "version not recorded"
+        return f"{version} (CUDA {d.cuda or 'not recorded'}){module}"
     if layer == "gpu":
         if unlisted_gpus(h):
             return f"unknown: {unlisted_gpus(h)} NVIDIA GPU(s) on the PCI bus, the driver cannot list them"

@@ -329,7 +329,8 @@ GPU_MISSING_FIX = say(
     "reboot; if the GPU is not on the PCI bus at all, it needs a hardware check"
 )
 OLD_GPU_FIX = (
-    "use a newer GPU, or Paddle 2.5 (the last release documented for compute capability > 3.5)"
+    "use a newer GPU, or Paddle 2.5 (the last release documented for compute capability 3.5 "
+    "and newer)"
 )
 CUDA_INIT_FIX = steps(
     root(
@@ -344,6 +345,22 @@ CUDA_INIT_FIX = steps(
 )
 OTHER_RELEASE_FIX = "upgrade the driver, or choose another release with --paddle"
 PROVE_WITH_SMOKE_FIX = "prove it with the smoke training: the doctor without --no-smoke"
+# A saved document (`--facts`) cannot be smoke-trained or probed again here: the fact that is
+# missing, or the smoke, is recorded on the host the document describes.
+RECORD_ON_THAT_HOST_FIX = (
+    "record it on the host this document describes: save the doctor's JSON report there, with "
+    "its smoke training, and judge that report here"
+)
+
+
+def keep_installed_fix(installed: str, target: str, floor: str) -> str:
+    """A GPU that a newer release dropped, while the installed build still runs on it."""
+    return (
+        f"keep Paddle {installed} on this GPU: Paddle {target} needs compute capability {floor} "
+        "or newer"
+    )
+
+
 SMOKE_ON_THIS_HOST = user(
     "envcheck", "doctor", "--expect-gpu", changes="trains on this host's GPU: the proof"
 )
@@ -487,8 +504,11 @@ def engine_or_in_process_fix(engine: EngineFacts) -> Remedy:
     )
 
 
-def runtime_or_image_fix(get: Remedy) -> Remedy:
-    """`get`: how to get the CUDA runtime itself (a pinned wheel, or the toolkit)."""
+def runtime_or_image_fix(get: Remedy, image: ImageChoice | None) -> Remedy:
+    """`get`: how to get the CUDA runtime itself (a pinned wheel, or the toolkit); the image
+    is the alternative only where one runs on this host."""
+    if image is None or image.ref is None:
+        return get
     return steps(
         get,
         user(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from packaging.version import InvalidVersion, Version
+
 from envcheck.contracts.facts import GpuFacts, HostFacts, unlisted_gpus, usable_gpus
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import ImageChoice
@@ -43,6 +45,27 @@ class Context:
     image: ImageChoice | None
     expect_gpu: bool = False
     needs_engine: bool = False  # the smoke will run in a container
+    # The run's subject is an image (`--image`): what no image can do decides the verdict. Else
+    # the installed build does, and the image for this host is advice.
+    image_subject: bool = False
+    saved: bool = False  # the facts are a saved document (`--facts`): no smoke can run here
+
+    @property
+    def installed_decides(self) -> bool:
+        """The environment in front of us holds a readable Paddle build and no image is the
+        subject: that build, not the newest release or its image, decides the verdict."""
+        return self.host.paddle.status == "ok" and not self.image_subject
+
+    def about_another_release(self, release: str | None) -> bool:
+        """A finding about `release` (the image's, or the newest) is advice, not the verdict:
+        the installed build decides and is another release."""
+        installed = self.host.paddle.version
+        if not self.installed_decides or not installed or not release:
+            return False
+        try:
+            return Version(installed).base_version != Version(release).base_version
+        except InvalidVersion:
+            return False
 
     @property
     def gpus(self) -> tuple[GpuFacts, ...]:

@@ -60,18 +60,22 @@ def message(report: Report, id_: str) -> str:
 
 def test_the_windows_cu129_list_of_311_does_not_decide_a_linux_rtx5090_paddlex4473() -> None:
     # PaddleX#4473 / Paddle#73687: "compiled for 75 80 86 89" was printed by the Windows cu129
-    # wheel; that list says nothing of the Linux wheel. What fails a Linux Blackwell host is the
-    # 3.1 line's own fact (no 3.1 build holds sm_120: the Linux cu129 nightly of July 2025 lacks
-    # it too, Paddle#73937; maintainers send RTX 50 users to 3.2.0 cu129, Paddle#76037).
+    # wheel; that list says nothing of the Linux wheel. What speaks of a Linux Blackwell host is
+    # the 3.1 line's own fact (no 3.1 build holds sm_120: the Linux cu129 nightly of July 2025
+    # lacks it too, Paddle#73937; maintainers send RTX 50 users to 3.2.0 cu129, Paddle#76037).
+    # That fact is kept unconfirmed (no report of the Linux 3.1.x stable wheel itself): it can
+    # warn, never fail a host that may train with that build.
     build = paddle("3.1.1", "12.9", "9.9.0", archs=[])
     linux = doctor(
         s.host(driver=s.driver("575.57.08", "12.9"), gpus=[s.RTX5090], paddle=build),
         paddle="3.1.1",
     )
-    assert found(linux)["paddle.arch-missing"] == "fail"
-    text = message(linux, "paddle.arch-missing")
-    assert "sm_120 missing" in text and "75 80 86 89" not in text
-    facts = next(f for f in linux.findings if f.id == "paddle.arch-missing").observed["facts"]
+    assert "paddle.arch-missing" not in found(linux)
+    assert found(linux)["paddle.arch-unverified"] == "warn"
+    assert linux.verdict != "fail"
+    text = message(linux, "paddle.arch-unverified")
+    assert "sm_120 missing" in text and "unconfirmed" in text and "75 80 86 89" not in text
+    facts = next(f for f in linux.findings if f.id == "paddle.arch-unverified").observed["facts"]
     assert any("release line 3.1.x, CUDA 12.9 builds" in f for f in facts)
     # the same facts from the Windows wheel's platform: its own list applies and fails it
     windows = doctor(

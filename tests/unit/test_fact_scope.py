@@ -133,7 +133,7 @@ def test_a_cc52_card_on_an_installed_300_fails_whatever_image_is_chosen_paddle74
     )
     low = the(r, "paddle.cc-too-low")
     assert low.severity == "fail" and int(r.exit_status) == 1
-    assert "needs more than 6.0" in low.message and "release 3.0.0" in low.message
+    assert "needs at least 6.0" in low.message and "release 3.0.0" in low.message
 
 
 def test_a_pre_release_takes_the_floor_of_its_line() -> None:

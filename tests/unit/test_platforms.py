@@ -77,11 +77,22 @@ def test_a_machine_paddle_publishes_nothing_for_gets_no_amd64_image(arch: str, g
 
 def test_on_the_command_line_a_ppc64le_host_is_exit_1_without_an_image(tmp_path: Path) -> None:
     facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(s.host(machine=machine("ppc64le"), paddle=s.PADDLE_331_CPU)))
+    facts.write_text(json.dumps(s.host(machine=machine("ppc64le"), paddle={"status": "absent"})))
     r = run_envcheck(["doctor", "--facts", str(facts), "--no-smoke"], cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert "image.no-official-build" in r.stdout and "linux/ppc64le" in r.stdout
     assert "docker.io/paddlepaddle" not in r.stdout and "stable/cpu" not in r.stdout
+
+
+def test_a_ppc64le_host_with_paddle_built_from_source_is_judged_by_that_build(
+    tmp_path: Path,
+) -> None:
+    # no official build: the installed one (built from source) is what trains, and it decides
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(s.host(machine=machine("ppc64le"), paddle=s.PADDLE_331_CPU)))
+    r = run_envcheck(["doctor", "--facts", str(facts), "--no-smoke"], cwd=tmp_path)
+    assert r.returncode == 0, r.stdout
+    assert "WARN  image.no-official-build" in r.stdout and "advice only" in r.stdout
 
 
 def test_an_aarch64_cpu_host_hears_of_a_real_release_and_the_aarch64_wheel() -> None:
@@ -99,9 +110,12 @@ def test_an_aarch64_cpu_host_hears_of_a_real_release_and_the_aarch64_wheel() -> 
     assert "install Paddle's CPU wheel from PyPI with pip instead" in reason
     assert "GPU build" not in reason and "`" not in reason  # no unpinned command
     image = next(f for f in report.findings if f.layer == "image")
-    assert image.id == "image.none" and image.message == (
-        f"no image of Paddle {newest_with_cpu_images} can run on this host"
+    assert image.id == "image.none" and image.message.startswith(
+        f"no image of Paddle {newest_with_cpu_images} can run on this host: "
     )
+    # the installed CPU wheel trains here: no image is advice, and the advice is not to install
+    # the wheel it already has
+    assert image.severity == "warn" and image.remedy is None and int(report.exit_status) == 0
 
 
 def test_an_x86_64_cpu_host_still_gets_the_cpu_image() -> None:

@@ -15,7 +15,7 @@ from envcheck.contracts.versions import VersionParseError, sm_of
 from envcheck.matrix.builds import plain_archs_source
 from envcheck.matrix.compat import arch_supported, wheel_platform
 from envcheck.matrix.scope import ArchEvidence, arch_evidence
-from envcheck.verdict.fixes import PROVE_WITH_SMOKE_FIX, arch_build_fix
+from envcheck.verdict.fixes import PROVE_WITH_SMOKE_FIX, RECORD_ON_THAT_HOST_FIX, arch_build_fix
 from envcheck.verdict.gpu_groups import gpu_groups
 from envcheck.verdict.proof import ARCH_UNVERIFIED_ID
 from envcheck.verdict.rules.paddle import installed_build
@@ -37,8 +37,10 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
         return
     archs, origin, verified, facts = _installed_archs(ctx)
     own_list = p.compiled_cuda_archs or p.fatbin_archs
-    absent = _installed_absent(ctx) if not own_list else ()
+    evidence = None if own_list else _evidence(ctx)
+    absent = evidence.absent if evidence else ()
     decided = "; ".join(facts) or origin
+    prove = RECORD_ON_THAT_HOST_FIX if ctx.saved else PROVE_WITH_SMOKE_FIX
     for group in gpu_groups(gpus):
         cc = group.compute_capability
         try:
@@ -47,7 +49,23 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
             continue
         jit = any(a <= sm for a in p.fatbin_ptx or ())  # PTX compiles for any newer GPU
         off_list = archs is not None and not arch_supported(cc, archs) and not jit
-        if sm in absent or off_list:
+        doubt = _doubtful(evidence, sm, off_list) if not own_list else None
+        if (sm in absent or off_list) and doubt is not None:
+            # an unconfirmed fact can warn, never fail: only the build itself or the smoke decides
+            yield warn(
+                ARCH_UNVERIFIED_ID,
+                f"{group.label} (sm_{sm}): arch coverage unverified: an unconfirmed fact says "
+                f"Paddle {p.version} (CUDA {p.cuda}) lacks it ({doubt}); only the build's own "
+                "list or the smoke training can decide",
+                fix=prove,
+                layer="paddle",
+                index=group.indices[0],
+                indices=list(group.indices),
+                compute_capability=cc,
+                facts=list(facts),
+                detail=f"decided by: {decided} (unconfirmed: a warning, not a failure)",
+            )
+        elif sm in absent or off_list:
             listed = " ".join(map(str, archs or ()))
             because = (  # a list the build was compiled with says it best; else the report
                 f"Paddle {p.version} (CUDA {p.cuda}) {origin}: {listed}"
@@ -74,7 +92,7 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
                 f"{group.label} (sm_{sm}): arch coverage unverified: {_what_is_missing(ctx)}"
                 f"{_newer_than_known(ctx, sm)}; {origin} includes sm_{sm}, the build itself "
                 "may not: only the smoke training can prove it",
-                fix=PROVE_WITH_SMOKE_FIX,
+                fix=prove,
                 layer="paddle",
                 index=group.indices[0],
                 indices=list(group.indices),
@@ -151,9 +169,20 @@ def _installed_archs(ctx: Context) -> tuple[tuple[int, ...] | None, str, bool, t
     return toolkit, f"can at most contain what CUDA {p.cuda} can target", False, facts
 
 
-def _installed_absent(ctx: Context) -> tuple[int, ...]:
-    evidence = _evidence(ctx)
-    return evidence.absent if evidence else ()
+def _doubtful(evidence: ArchEvidence | None, sm: int, off_list: bool) -> str | None:
+    """The unconfirmed fact that alone says `sm` is missing from the build, or None when a
+    confirmed fact (or the CUDA toolkit's own reach) says it."""
+    if evidence is None:
+        return None
+    says = f"sm_{sm} missing"
+    against = [
+        f
+        for f in evidence.facts
+        if f.says == says or (off_list and f.says.startswith("compiled for"))
+    ]
+    if not against or any(f.confirmed for f in against):
+        return None
+    return "; ".join(f.text for f in against)
 
 
 def _evidence(ctx: Context) -> ArchEvidence | None:

@@ -49,26 +49,8 @@ def check_image(ctx: Context) -> Iterable[Finding]:
     img = ctx.image
     if img is None:
         return
-    if img.ref is None and (platform := unpublished_platform(ctx.host.machine.arch)):
-        yield fail(
-            "image.no-official-build",
-            f"{_UNPUBLISHED} {platform}: Paddle publishes its images for "
-            "linux/amd64 only and its wheels for x86_64 and aarch64 only",
-            fix=(img.reason or OTHER_RELEASE_FIX).removeprefix(f"{_UNPUBLISHED} {platform}: "),
-            layer="image",
-            platform=platform,
-        )
-        return
     if img.ref is None:
-        reasons = "; ".join(f"{r.ref}: {r.reason}" for r in img.rejected[:4])
-        yield fail(
-            "image.none",
-            f"no image of Paddle {img.paddle} can run on this host"
-            + (f": {reasons}" * bool(reasons)),
-            fix=img.reason or OTHER_RELEASE_FIX,
-            layer="image",
-            rejected=[r.ref for r in img.rejected],
-        )
+        yield _no_image(ctx)
         return
     if img.reason and img.reason.startswith(GIVEN):  # what is known of the user's image
         note = f" ({img.reason})"
@@ -83,3 +65,45 @@ def check_image(ctx: Context) -> Iterable[Finding]:
         kind=img.kind,
         confirmed=img.confirmed,
     )
+
+
+def _no_image(ctx: Context) -> Finding:
+    """No image of the target release for this host. A FAIL where an image is the subject, or
+    where nothing else can train (no readable Paddle installed); else advice: the installed build
+    decides, and the smoke trains it in-process."""
+    img = ctx.image
+    assert img is not None
+    platform = unpublished_platform(ctx.host.machine.arch)
+    if platform is not None:
+        id_ = "image.no-official-build"
+        message = (
+            f"{_UNPUBLISHED} {platform}: Paddle publishes its images for linux/amd64 only and "
+            "its wheels for x86_64 and aarch64 only"
+        )
+        fix: str = (img.reason or OTHER_RELEASE_FIX).removeprefix(f"{_UNPUBLISHED} {platform}: ")
+        observed: dict[str, object] = {"platform": platform}
+    else:
+        reasons = "; ".join(f"{r.ref}: {r.reason}" for r in img.rejected[:4])
+        id_ = "image.none"
+        why = reasons or (img.reason or "").split("; ")[0]
+        message = f"no image of Paddle {img.paddle} can run on this host" + (f": {why}" * bool(why))
+        fix = img.reason or OTHER_RELEASE_FIX
+        observed = {"rejected": [r.ref for r in img.rejected]}
+    if not ctx.installed_decides:
+        return fail(id_, message, fix=fix, layer="image", **observed)
+    p = ctx.host.paddle
+    build = f"{p.package or 'paddle'} {p.version}" + (f" (CUDA {p.cuda})" if p.cuda else "")
+    return warn(
+        id_,
+        f"{message}; advice only: the installed {build} is what trains here, and it decides "
+        "the verdict",
+        fix=None if _installed_is_the_advice(ctx) else fix,
+        layer="image",
+        **observed,
+    )
+
+
+def _installed_is_the_advice(ctx: Context) -> bool:
+    """The advice would install what is installed: the CPU wheel on a host without a usable
+    GPU (an aarch64 or ppc64le box training on its CPU)."""
+    return not ctx.host.paddle.cuda and not ctx.gpus

@@ -10,6 +10,7 @@ from envcheck.contracts.remedy import Instruction, Remedy, say, steps
 from envcheck.contracts.versions import VersionParseError, release_of
 from envcheck.verdict.fixes import (
     CUDA_INIT_FIX,
+    RECORD_ON_THAT_HOST_FIX,
     command,
     cudart_install,
     cudnn_install,
@@ -60,6 +61,16 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
     if p.status != "ok" or not p.cuda or not p.cudnn:
         return
     dnn = ctx.host.cudnn
+    if dnn.status == "unknown":  # a saved document without it: unknown is not absent
+        yield warn(
+            "cudnn.unverified",
+            f"Paddle {p.version} is built with cuDNN {p.cudnn}; the facts do not record which "
+            "cuDNN a Paddle process loads here: unverified",
+            fix=_record_fix(ctx),
+            layer="cuda",
+            compiled=p.cudnn,
+        )
+        return
     if dnn.status != "ok" or not dnn.version:
         yield fail(
             "cudnn.missing",
@@ -102,7 +113,17 @@ def _check_runtime_for_build(ctx: Context) -> Iterable[Finding]:
     3.x brings its runtime through pip; a build the matrix measured as static (the 2.6.2 PyPI
     wheel, W-262: no libcudart in its NEEDED) needs none."""
     p, rt = ctx.host.paddle, ctx.host.cuda_runtime
-    if p.status != "ok" or not p.cuda or rt.status == "unknown" or not _links_cudart(ctx):
+    if p.status != "ok" or not p.cuda or not _links_cudart(ctx):
+        return
+    if rt.status == "unknown":  # a saved document without it
+        yield warn(
+            "cuda.runtime-unverified",
+            f"Paddle {p.version} (CUDA {p.cuda}) loads libcudart at `import paddle`; the facts do "
+            "not record which CUDA runtime a Paddle process finds here: unverified",
+            fix=_record_fix(ctx),
+            layer="cuda",
+            compiled=p.cuda,
+        )
         return
     major = _release(p.cuda)[0]
     found = [c.version for c in rt.candidates if c.version] or ([rt.version] if rt.version else [])
@@ -124,7 +145,7 @@ def _check_runtime_for_build(ctx: Context) -> Iterable[Finding]:
         f"Paddle {p.version} (CUDA {p.cuda}) loads {soname} at `import paddle`, but no path "
         f'provides a CUDA {major} runtime ({seen}): "ImportError: {soname}: cannot open shared '
         'object file"',
-        fix=runtime_or_image_fix(get),
+        fix=runtime_or_image_fix(get, ctx.image),
         layer="cuda",
         compiled=p.cuda,
         found=found,
@@ -169,8 +190,17 @@ def _cudnn_fix(ctx: Context) -> Remedy:
             Instruction("put its lib folder (nvidia/cudnn/lib) on LD_LIBRARY_PATH"),
         )
         if get
-        else say(f"install cuDNN {cudnn} for CUDA {major}")
+        else say(f"install cuDNN {cudnn} for CUDA {major}"),
+        ctx.image,
     )
+
+
+def _record_fix(ctx: Context) -> str:
+    """What decides an unrecorded library: its record from that host (a saved document), else
+    the doctor's own probe, which runs where the facts are live."""
+    if ctx.saved:
+        return RECORD_ON_THAT_HOST_FIX
+    return "run `envcheck doctor` on the host itself: its probe reads the libraries"
 
 
 def _at(path: str | None) -> str:

@@ -40,7 +40,8 @@ def check_driver(ctx: Context) -> Iterable[Finding]:
     if d.status == "ok":
         yield passed(
             "driver.present",
-            f"NVIDIA driver {d.version} (supports CUDA up to {d.cuda or '?'})",
+            f"NVIDIA driver {d.version or '(version not recorded)'} (supports CUDA up to "
+            f"{d.cuda or 'a level not recorded'})",
             layer="driver",
             version=d.version,
             cuda=d.cuda,

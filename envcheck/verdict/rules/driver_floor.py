@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.contracts.facts import unlisted_gpus
-from envcheck.contracts.findings import Finding, fail
+from envcheck.contracts.findings import Finding, fail, warn
 from envcheck.contracts.versions import VersionParseError, parse_dotted
 from envcheck.matrix.compat import driver_support
 from envcheck.verdict.fixes import upgrade_driver_fix
@@ -40,6 +40,14 @@ def gpu_floors(ctx: Context) -> dict[str, str] | None:
     return floors or None
 
 
+def _installed_runs(ctx: Context) -> bool:
+    """The installed GPU build's CUDA runs on this driver."""
+    p, d = ctx.host.paddle, ctx.host.driver
+    if p.status != "ok" or not p.cuda:
+        return False
+    return driver_support(d.version, d.cuda, p.cuda, ctx.matrix).level != "none"
+
+
 def check_driver_floor(ctx: Context) -> Iterable[Finding]:
     floors = gpu_floors(ctx)
     if floors is None or ctx.image is None:
@@ -53,10 +61,18 @@ def check_driver_floor(ctx: Context) -> Iterable[Finding]:
     # build of the same CUDA too, so the report names one target
     target = ctx.image.min_driver or lowest
     each = ", ".join(f"CUDA {cuda} needs >= {floor}" for cuda, floor in sorted(floors.items()))
-    yield fail(
+    # Another release installed, a GPU build this driver runs: the target's floor is advice.
+    advice = _installed_runs(ctx) and ctx.about_another_release(ctx.image.paddle)
+    about = (
+        f"; advice only: the installed Paddle {ctx.host.paddle.version} runs on it and decides "
+        "the verdict"
+        if advice
+        else ""
+    )
+    yield (warn if advice else fail)(
         DRIVER_TOO_OLD,
-        f"driver {d.version} (CUDA {d.cuda or '?'}) runs no GPU build of Paddle "
-        f"{ctx.image.paddle}: {each}",
+        f"{d.named} (CUDA {d.cuda or 'not recorded'}) runs no GPU build of Paddle "
+        f"{ctx.image.paddle}: {each}{about}",
         fix=upgrade_driver_fix(target),
         layer="driver",
         driver=d.version,

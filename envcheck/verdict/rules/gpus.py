@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 from envcheck.contracts.facts import GpuFacts
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.matrix.compat import cc_below
-from envcheck.verdict.fixes import GPU_MISSING_FIX, OLD_GPU_FIX, mig_instance_fix
+from envcheck.verdict.fixes import (
+    GPU_MISSING_FIX,
+    OLD_GPU_FIX,
+    keep_installed_fix,
+    mig_instance_fix,
+)
 from envcheck.verdict.gpu_groups import gpu_groups, index_span
 from envcheck.verdict.rules.driver import install_driver_fix
 
@@ -38,12 +43,27 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
         if g.compute_capability and floor and cc_below(g.compute_capability, floor)
     ]
     target = release.version if release else ""
+    # The newest release (or the image's) dropping a GPU is a finding about that release: advice
+    # where the installed build is another one (it decides), a warning where the floor is
+    # unconfirmed; else the GPU cannot train with it.
+    advice = ctx.about_another_release(target)
+    sure = release is not None and release.confirmed
+    sev = fail if sure and not advice else warn
     for group in gpu_groups(low):  # identical GPUs: one finding ("GPU 0–7 Tesla K80")
-        yield fail(
+        about = (
+            f"; advice only: the installed Paddle {ctx.host.paddle.version} decides the verdict"
+            if advice
+            else ""
+        )
+        yield sev(
             "gpu.cc-too-low",
             f"{group.label} has compute capability {group.compute_capability}; Paddle {target} "
-            f"needs more than {floor}",
-            fix=OLD_GPU_FIX,
+            f"needs at least {floor}{about}",
+            fix=(
+                keep_installed_fix(ctx.host.paddle.version or "", target, floor or "")
+                if advice
+                else OLD_GPU_FIX
+            ),
             layer="gpu",
             index=group.indices[0],
             indices=list(group.indices),

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.contracts.facts import unlisted_gpus
-from envcheck.contracts.findings import Finding, fail
+from envcheck.contracts.findings import Finding, fail, warn
 from envcheck.matrix.compat import cc_below
 from envcheck.matrix.scope import release_in_scope
 from envcheck.verdict.fixes import OLD_GPU_FIX, driver_or_runtime_fix
@@ -43,11 +43,13 @@ def check_installed_floor(ctx: Context) -> Iterable[Finding]:
     )
     for group in gpu_groups(g for g in ctx.gpus if g.compute_capability):
         if cc_below(group.compute_capability, minimum):
-            yield fail(
+            sure = build.confirmed if build and build.min_compute_capability else release.confirmed
+            yield (fail if sure else warn)(  # an unconfirmed floor can warn, never fail
                 "paddle.cc-too-low",
                 f"{group.label} has compute capability {group.compute_capability}; the installed "
-                f"Paddle {p.version} (CUDA {p.cuda}) needs more than {minimum} (the floor of "
-                f'{whose}): Paddle reports the GPU "not compatible" and CUDA error 209',
+                f"Paddle {p.version} (CUDA {p.cuda}) needs at least {minimum} (the floor of "
+                f'{whose}{"" if sure else ", unconfirmed"}): Paddle reports the GPU "not '
+                'compatible" and CUDA error 209',
                 fix=OLD_GPU_FIX,
                 layer="paddle",
                 index=group.indices[0],

@@ -14,7 +14,12 @@ from envcheck.contracts.versions import VersionParseError, parse_dotted
 from envcheck.matrix.builds import build_for
 from envcheck.matrix.compat import driver_support
 from envcheck.matrix.model import PaddleBuild
-from envcheck.verdict.fixes import paddle_install, paddle_remedy, upgrade_driver_fix
+from envcheck.verdict.fixes import (
+    RECORD_ON_THAT_HOST_FIX,
+    paddle_install,
+    paddle_remedy,
+    upgrade_driver_fix,
+)
 from envcheck.verdict.rules.driver_floor import gpu_floors
 
 if TYPE_CHECKING:
@@ -90,13 +95,22 @@ def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
 
 def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Finding]:
     d = ctx.host.driver
-    if d.status != "ok" or not d.version:
+    if d.status != "ok":
+        return
+    if not d.version and not d.cuda:  # a saved document: unknown is not absent
+        yield warn(
+            "driver.unverified",
+            f"the saved facts record neither the driver's version nor its CUDA level: whether "
+            f"it runs {what} is unverified",
+            fix=RECORD_ON_THAT_HOST_FIX,
+            layer="driver",
+        )
         return
     support = driver_support(d.version, d.cuda, cuda, ctx.matrix)
     if support.level == "full":
         yield passed(
             "driver.cuda",
-            f"driver {d.version} runs {what}",
+            f"{d.named} runs {what}",
             layer="driver",
             driver=d.version,
             cuda=cuda,
@@ -104,7 +118,7 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
     elif support.level == "minor-compat":
         yield warn(
             "driver.minor-compat",
-            f"driver {d.version} supports CUDA {d.cuda}, older than {what}: it runs through "
+            f"{d.named} supports CUDA {d.cuda}, older than {what}: it runs through "
             f"minor-version compatibility ({support.reason}); PTX JIT and newer-driver APIs fail"
             f"{_paddle_driver_note(ctx, cuda, d.version)}",
             fix=upgrade_driver_fix(support.full_driver, full_support=True),
@@ -116,7 +130,7 @@ def _check_driver_for_build(ctx: Context, cuda: str, what: str) -> Iterable[Find
     elif gpu_floors(ctx) is None:  # else the driver's floor check names every variant's floor
         yield fail(
             "driver.too-old",
-            f"driver {d.version} (CUDA {d.cuda or '?'}) is too old for {what}: {support.reason} "
+            f"{d.named} (CUDA {d.cuda or 'not recorded'}) is too old for {what}: {support.reason} "
             '(Paddle: "CUDA driver version is insufficient for CUDA runtime version")',
             fix=_build_for_driver(ctx, upgrade_driver_fix(support.minimum_driver)),
             layer="driver",
@@ -133,16 +147,16 @@ def _build_for_driver(ctx: Context, upgrade: str) -> Remedy:
     if install is None:
         return say(upgrade)
     build = paddle_remedy(ctx.host, ctx.image, install, upgrade)
-    return steps(build, Instruction(f"or instead {upgrade}", alternative=True))
+    return steps(build, Instruction(upgrade, alternative=True))  # rendered "or instead: …"
 
 
-def _paddle_driver_note(ctx: Context, cuda: str, driver: str) -> str:
+def _paddle_driver_note(ctx: Context, cuda: str, driver: str | None) -> str:
     """Paddle's own documented floor, where stricter than NVIDIA's (3.x cu126: 550.54.14), as a
     note: NVIDIA's minor-version compatibility decides."""
     build = installed_build(ctx, cuda)
     floor = build.paddle_min_driver if build else None
     try:
-        if not floor or parse_dotted(driver).version >= parse_dotted(floor).version:
+        if not floor or not driver or parse_dotted(driver).version >= parse_dotted(floor).version:
             return ""
     except VersionParseError:
         return ""
