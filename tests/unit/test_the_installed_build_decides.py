@@ -243,3 +243,24 @@ def test_words_that_hold(name: str, tmp_path: Path) -> None:
     report = doctor(doc)
     if report.image is None or report.image.ref is None:
         assert "pull-image" not in said(report)
+
+
+def test_the_builds_own_list_outranks_the_release_floor() -> None:
+    # a 3.0.0 build whose own paddle/version record lists sm_52: the documented floor (6.0) is a
+    # fact about the release; the build's own evidence says more
+    build = s.PADDLE_331_CU126 | {"version": "3.0.0", "cuda": "11.8", "cudnn": "8.6.0"}
+    host = s.host(
+        driver=s.driver("535.104.05", "12.2"),
+        gpus=[GTX980],
+        paddle=build | {"compiled_cuda_archs": [52, 61, 70, 75, 80, 86]},
+        cudnn=s.cudnn("8.6.0"),
+    )
+    floor = next(f for f in doctor(host).findings if f.id == "paddle.cc-too-low")
+    assert floor.severity == "warn" and "outranks the floor" in floor.message
+    without = s.host(
+        driver=s.driver("535.104.05", "12.2"),
+        gpus=[GTX980],
+        paddle=build | {"compiled_cuda_archs": [61, 70, 75, 80, 86]},
+        cudnn=s.cudnn("8.6.0"),
+    )
+    assert severities(doctor(without))["paddle.cc-too-low"] == "fail"

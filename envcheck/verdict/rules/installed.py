@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from envcheck.contracts.facts import unlisted_gpus
 from envcheck.contracts.findings import Finding, fail, warn
-from envcheck.matrix.compat import cc_below
+from envcheck.contracts.versions import sm_of
+from envcheck.matrix.compat import arch_supported, cc_below
 from envcheck.matrix.scope import release_in_scope
 from envcheck.verdict.fixes import OLD_GPU_FIX, driver_or_runtime_fix
 from envcheck.verdict.gpu_groups import gpu_groups
@@ -44,12 +45,22 @@ def check_installed_floor(ctx: Context) -> Iterable[Finding]:
     for group in gpu_groups(g for g in ctx.gpus if g.compute_capability):
         if cc_below(group.compute_capability, minimum):
             sure = build.confirmed if build and build.min_compute_capability else release.confirmed
-            yield (fail if sure else warn)(  # an unconfirmed floor can warn, never fail
+            # the build's own list outranks every fact: it holds this GPU's arch
+            own = p.compiled_cuda_archs or p.fatbin_archs
+            held = bool(own) and arch_supported(group.compute_capability, own or ())
+            if held:
+                outcome = (
+                    f"but the build's own list holds sm_{sm_of(group.compute_capability)}, which "
+                    "outranks the floor: only the smoke training can tell"
+                )
+            else:
+                outcome = 'Paddle reports the GPU "not compatible" and CUDA error 209'
+            standing = "" if sure else ", unconfirmed"
+            yield (fail if sure and not held else warn)(  # a doubtful floor can only warn
                 "paddle.cc-too-low",
                 f"{group.label} has compute capability {group.compute_capability}; the installed "
                 f"Paddle {p.version} (CUDA {p.cuda}) needs at least {minimum} (the floor of "
-                f'{whose}{"" if sure else ", unconfirmed"}): Paddle reports the GPU "not '
-                'compatible" and CUDA error 209',
+                f"{whose}{standing}): {outcome}",
                 fix=OLD_GPU_FIX,
                 layer="paddle",
                 index=group.indices[0],
@@ -58,7 +69,7 @@ def check_installed_floor(ctx: Context) -> Iterable[Finding]:
                 minimum=minimum,
                 scope=whose,
                 detail=f"decided by: the compute capability floor {minimum} of {whose} "
-                f"({release.source})",
+                f"({release.source}; {'confirmed' if sure else 'unconfirmed: a warning'})",
             )
 
 
