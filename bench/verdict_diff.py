@@ -21,19 +21,26 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests import fakenv  # noqa: E402
-from tests import scenarios as s  # noqa: E402
+from tests import fakenv
+from tests import scenarios as s
 
 
 def doctor(tree: Path, args: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     """The doctor of `tree` (its package first on the path), as a process of its own."""
     env = {**env, "PYTHONPATH": str(tree), "COLUMNS": "200"}
     argv = [sys.executable, "-m", "envcheck", "doctor", "--json", "--no-smoke", *args]
-    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        argv, check=False, env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
     try:
         doc: dict[str, Any] = json.loads(done.stdout)
     except ValueError:
-        return {"exit": done.returncode, "verdict": "?", "findings": {}, "error": done.stderr[-300:]}
+        return {
+            "exit": done.returncode,
+            "verdict": "?",
+            "findings": {},
+            "error": done.stderr[-300:],
+        }
     findings = {f["id"]: f["severity"] for f in doc.get("findings", [])}
     return {"exit": done.returncode, "verdict": doc.get("verdict"), "findings": findings}
 
@@ -55,7 +62,9 @@ def recorded_hosts(work: Path) -> dict[str, Path]:
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     said = []
     if (old["exit"], old["verdict"]) != (new["exit"], new["verdict"]):
-        said.append(f"{old['verdict']} (exit {old['exit']}) -> {new['verdict']} (exit {new['exit']})")
+        said.append(
+            f"{old['verdict']} (exit {old['exit']}) -> {new['verdict']} (exit {new['exit']})"
+        )
     for id_ in sorted(set(old["findings"]) | set(new["findings"])):
         a, b = old["findings"].get(id_, "-"), new["findings"].get(id_, "-")
         if a != b and "fail" in (a, b) or a != b and "-" not in (a, b):
