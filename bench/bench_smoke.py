@@ -98,18 +98,22 @@ def doctor(image: str, steps: int) -> float:
 
 
 def baseline_script(rev: str, folder: str) -> Path:
-    """The workload file as it was at `rev`, written under `folder` (mounted read-only)."""
+    """The workload's script as it was at `rev` (beside today's modules, which travel with it),
+    written under `folder` (mounted read-only). The script is `envcheck/smoke/workload/main.py`
+    since the workload became a folder, `envcheck/smoke/workload.py` before."""
     path = Path(folder) / "workload.py"
-    path.write_bytes(
-        subprocess.run(
-            ["git", "show", f"{rev}:envcheck/smoke/workload.py"],
-            check=True,
+    for name in ("envcheck/smoke/workload/main.py", "envcheck/smoke/workload.py"):
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:{name}"],
+            check=False,
             capture_output=True,
             timeout=30,
             cwd=Path(__file__).resolve().parent,
-        ).stdout
-    )
-    return path
+        )
+        if shown.returncode == 0:
+            path.write_bytes(shown.stdout)
+            return path
+    raise SystemExit(f"no workload script at {rev}")
 
 
 def main() -> int:
