@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from envcheck.smoke.runner.check import SCRIPT_ENV
-from tests.smoke_host import PADDLE_IMAGE, SCRIPTS, envcheck_containers
+from tests.smoke_host import PADDLE_IMAGE, SCRIPTS, envcheck_container_ids, envcheck_containers
 
 
 @pytest.fixture(scope="session")
@@ -31,10 +31,16 @@ def paddle_image(docker_client: Any) -> str:
 
 
 @pytest.fixture
-def no_leftovers(docker_client: Any) -> Iterator[None]:
-    """Every test that runs a container must leave none behind, whatever it did."""
+def containers_before(docker_client: Any) -> frozenset[str]:
+    """The envcheck containers on the engine when the test started: not the test's to count."""
+    return envcheck_container_ids(docker_client)
+
+
+@pytest.fixture
+def no_leftovers(docker_client: Any, containers_before: frozenset[str]) -> Iterator[None]:
+    """Every test that runs a container must leave none of its own behind, whatever it did."""
     yield
-    left = envcheck_containers(docker_client)
+    left = envcheck_containers(docker_client, containers_before)
     assert not left, f"smoke containers left behind: {left}"
 
 

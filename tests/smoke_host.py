@@ -27,10 +27,17 @@ NO_GPU_HOST: HostFacts = host_from_document(
 CPU_CHOICE = ImageChoice(ref=PADDLE_IMAGE, kind="cpu", reason="offline test image")
 
 
-def envcheck_containers(client: Any) -> list[str]:
-    """`docker ps -aq --filter label=envcheck`"""
+def envcheck_containers(client: Any, before: frozenset[str] = frozenset()) -> list[str]:
+    """`docker ps -aq --filter label=envcheck`, less the ones in `before` (ids seen when the
+    test started): another process may share the engine, and a container it left (a killed
+    run, before its deadline) is not this test's."""
     found = client.containers.list(all=True, sparse=True, filters={"label": LABEL})
-    return [c.short_id for c in found]
+    return [c.short_id for c in found if c.id not in before]
+
+
+def envcheck_container_ids(client: Any) -> frozenset[str]:
+    found = client.containers.list(all=True, sparse=True, filters={"label": LABEL})
+    return frozenset(c.id for c in found)
 
 
 def dead_pid() -> int:

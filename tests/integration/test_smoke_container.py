@@ -31,7 +31,7 @@ from envcheck.smoke.runner.check import smoke_check
 from envcheck.smoke.runner.container import SmokeContainer, _oom_killed
 from envcheck.smoke.runner.container_spec import ContainerSpec
 from envcheck.smoke.runner.payload import WORKLOAD
-from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, SCRIPTS, envcheck_containers
+from tests.smoke_host import CPU_CHOICE, NO_GPU_HOST, PADDLE_IMAGE, SCRIPTS, envcheck_containers
 from tests.smoke_samples import BAD_SCRIPT_IDS, BAD_SCRIPTS
 
 pytest_plugins = ("tests.smoke_fixtures",)
@@ -132,12 +132,16 @@ def test_expect_gpu_is_cpu_fallback_naming_the_refusal_and_the_cpu_build() -> No
     )
 
 
-def test_gpu_request_is_refused_at_start_and_leaves_no_container(docker_client: Any) -> None:
+def test_gpu_request_is_refused_at_start_and_leaves_no_container(
+    docker_client: Any, containers_before: frozenset[str]
+) -> None:
     box = SmokeContainer(docker_client, spec(WORKLOAD, gpu_ids=("all",)), **COMMAND)
     with pytest.raises(GpuRequestRefused) as refused, box:
         box.run()
     assert refused.value.hint == NVIDIA_RUNTIME_FIX.prose()
-    assert envcheck_containers(docker_client) == []  # it stayed "created": __exit__ removed it
+    assert (
+        envcheck_containers(docker_client, containers_before) == []
+    )  # it stayed "created": __exit__ removed it
 
 
 # -- bad scripts in real containers ----------------------------------------------------------------
@@ -177,6 +181,25 @@ def test_hanging_smoke_is_killed_at_the_timeout_and_removed(
     assert doc is not None and doc["timed_out"] and doc["duration_s"] >= 3.0  # not cut before it
 
 
+# -- what a test counts ----------------------------------------------------------------------------
+def test_a_container_another_process_left_is_not_counted_as_this_tests(docker_client: Any) -> None:
+    """Another process shares the engine: an envcheck container it left (a killed run, before
+    its deadline) must not fail this test's count, and this test must not remove it."""
+    from envcheck.engine.docker_adapter import LABEL
+    from tests.smoke_host import envcheck_container_ids
+
+    foreign = docker_client.containers.create(PADDLE_IMAGE, labels={LABEL: "other"})
+    try:
+        before = envcheck_container_ids(docker_client)
+        with SmokeContainer(docker_client, spec(SCRIPTS / "lockdown.py"), **COMMAND) as box:
+            box.run()
+        assert envcheck_containers(docker_client) != []  # the foreign one is on the engine
+        assert envcheck_containers(docker_client, before) == []  # and none of this test's
+        foreign.reload()  # still there: not this test's to remove
+    finally:
+        foreign.remove(force=True)
+
+
 # -- the lockdown ---------------------------------------------------------------------------------
 def test_the_container_is_locked_down(docker_client: Any) -> None:
     with SmokeContainer(
@@ -195,17 +218,21 @@ def test_the_container_is_locked_down(docker_client: Any) -> None:
 
 
 # -- always removed ---------------------------------------------------------------------------------
-def test_ctrl_c_while_running_removes_the_container(docker_client: Any) -> None:
+def test_ctrl_c_while_running_removes_the_container(
+    docker_client: Any, containers_before: frozenset[str]
+) -> None:
     def interrupt(pid: int | None) -> None:
         raise KeyboardInterrupt
 
     box = SmokeContainer(docker_client, spec(SCRIPTS / "hang.py"), **COMMAND)
     with pytest.raises(KeyboardInterrupt), box:
         box.run(on_start=interrupt)
-    assert envcheck_containers(docker_client) == []
+    assert envcheck_containers(docker_client, containers_before) == []
 
 
-def test_sigterm_during_the_run_removes_the_container(docker_client: Any) -> None:
+def test_sigterm_during_the_run_removes_the_container(
+    docker_client: Any, containers_before: frozenset[str]
+) -> None:
     """CI cancelling the job sends SIGTERM: it must unwind like Ctrl-C."""
     import os
     import signal
@@ -216,7 +243,7 @@ def test_sigterm_during_the_run_removes_the_container(docker_client: Any) -> Non
         timer.start()
         box.run()
     assert stopped.value.signum == signal.SIGTERM
-    assert envcheck_containers(docker_client) == []
+    assert envcheck_containers(docker_client, containers_before) == []
 
 
 # -- through the command line --------------------------------------------------------------------
@@ -280,7 +307,9 @@ def test_unreachable_registry_warns_and_falls_back_in_process() -> None:
 
 
 def test_a_bug_while_reading_the_output_is_raised_and_the_container_removed(
-    docker_client: Any, monkeypatch: pytest.MonkeyPatch
+    docker_client: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    containers_before: frozenset[str],
 ) -> None:
     """The attach reader once swallowed every exception: our bug became a smoke verdict."""
     from envcheck.smoke.parse import OutputCollector
@@ -294,7 +323,7 @@ def test_a_bug_while_reading_the_output_is_raised_and_the_container_removed(
         SmokeContainer(docker_client, spec(SCRIPTS / "lockdown.py"), **COMMAND) as box,
     ):
         box.run()
-    assert envcheck_containers(docker_client) == []
+    assert envcheck_containers(docker_client, containers_before) == []
 
 
 def test_oom_check_of_a_container_removed_under_us_is_no_traceback(docker_client: Any) -> None:
