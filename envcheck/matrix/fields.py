@@ -152,3 +152,29 @@ repository = matching(
     r"[a-z0-9]+([.-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+", "an image repository"
 )
 row_id = matching(r"[a-z0-9][a-z0-9.-]{0,63}", "a lower-case id")
+
+
+_PCI_DEVICE = re.compile(r"[0-9a-f]{4}")
+
+
+def pci_devices(value: Any) -> dict[str, str]:
+    """`{ "1b80" = "GeForce GTX 1080" }`: PCI device ids of vendor 10de (four lower-case hex
+    digits, as sysfs and `lspci -nn` write them) and the product each one is."""
+    if not isinstance(value, dict) or not value:
+        raise Bad(
+            f'expected a table of device ids, e.g. {{ "1b80" = "GeForce GTX 1080" }}, got {value!r}'
+        )
+    bad = [k for k in value if not _PCI_DEVICE.fullmatch(k)]
+    if bad:
+        raise Bad(f"not PCI device ids (four lower-case hex digits, e.g. 1b80): {bad!r}")
+    return {k: text(v) for k, v in value.items()}
+
+
+def packages(value: Any) -> dict[str, str]:
+    """`{ Ubuntu = "nvidia-driver-580" }`: a distribution and the package (or setting) of it."""
+    if not isinstance(value, dict) or not value:
+        raise Bad(f"expected a table of distribution = package, got {value!r}")
+    return {text(k): text(v) for k, v in value.items()}
+
+
+year_month = matching(r"20\d\d-(0[1-9]|1[0-2])", "a year and month (YYYY-MM)")
