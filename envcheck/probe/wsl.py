@@ -3,7 +3,7 @@
 Linux libraries are in `/usr/lib/wsl/lib`, and there is no `/proc/driver/nvidia`
 (https://docs.nvidia.com/cuda/wsl-user-guide/). A Linux driver installed inside the
 distribution puts its own libcuda and libnvidia-ml in the system library folders
-(microsoft/WSL#5663, NVIDIA/nvidia-docker#1496): found here by name, judged by the rules.
+(microsoft/WSL#9166: "GPU access blocked by the operating system"): found here by name, judged by the rules.
 
 Every path is read under ENVCHECK_DRIVER_ROOT (envcheck/probe/driver_root.py) where one is set.
 """

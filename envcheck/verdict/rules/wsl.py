@@ -1,8 +1,8 @@
 """Windows Subsystem for Linux, judged as what it is: the GPU belongs to the Windows driver, which
 lends its Linux libraries through /usr/lib/wsl/lib and the device /dev/dxg; there is no
-/proc/driver/nvidia and no Linux driver may be installed inside
-(https://docs.nvidia.com/cuda/wsl-user-guide/, microsoft/WSL#5548, #5663, #7627, #8587,
-NVIDIA/nvidia-docker#1496). WSL 1 has no GPU at all.
+/proc/driver/nvidia and no Linux driver may be installed inside: NVIDIA's CUDA on WSL guide
+(https://docs.nvidia.com/cuda/wsl-user-guide/); a Linux driver's libraries inside make NVML say
+"GPU access blocked by the operating system" (microsoft/WSL#9166). WSL 1 has no GPU at all.
 
 Such a host is not a Linux host with a broken or missing driver: these findings replace the
 Linux driver's (`driver.missing`, `driver.not-loaded`, `driver.error`, `gpu.none`) where they say
