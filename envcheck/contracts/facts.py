@@ -58,6 +58,8 @@ class PciGpu:
 
     address: str  # "0000:17:00.0"
     device_id: str  # "1b80": the PCI device id of vendor 10de, four lower-case hex digits
+    # the kernel driver bound to it (`lspci -k`: "nvidia", "vfio-pci", "nouveau"); None: none
+    bound_to: str | None = field(default=None, metadata=OPTIONAL)
 
 
 @record

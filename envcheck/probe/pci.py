@@ -41,8 +41,21 @@ def probe_pci_gpus(env: Mapping[str, str]) -> tuple[PciGpu, ...] | None:
     if names is None:
         return None
     return tuple(
-        PciGpu(address=n, device_id=_read(devices, n, "device").removeprefix("0x")) for n in names
+        PciGpu(
+            address=n,
+            device_id=_read(devices, n, "device").removeprefix("0x"),
+            bound_to=_bound_to(devices, n),
+        )
+        for n in names
     )
+
+
+def _bound_to(devices: str, name: str) -> str | None:
+    """`lspci -k`'s "Kernel driver in use": the name of the `driver` link's target."""
+    try:
+        return os.path.basename(os.readlink(os.path.join(devices, name, "driver"))) or None
+    except OSError:
+        return None
 
 
 def _pci_gpus(devices: str) -> int | None:

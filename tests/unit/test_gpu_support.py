@@ -138,6 +138,12 @@ def test_listed_gpus_are_not_judged_by_the_bus() -> None:
     assert "driver.gpu-dropped" not in found
 
 
+def test_a_gpu_held_by_vfio_for_a_virtual_machine_is_not_blamed_on_the_branch() -> None:
+    gpus = [{"address": "0000:17:00.0", "device_id": "1b80", "bound_to": "vfio-pci"}]
+    found = judged(s.host(driver=s.driver("595.58.03", "13.2", pci_gpus=gpus)))
+    assert "driver.gpu-dropped" not in found
+
+
 WSL2 = {
     "version": 2,
     "kernel": "5.15.167.4-microsoft-standard-WSL2",

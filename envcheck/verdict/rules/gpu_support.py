@@ -84,7 +84,10 @@ def _left_out(ctx: Context) -> dict[str, list[PciGpu]]:
         return {}
     by_id: dict[str, list[PciGpu]] = {}
     for gpu in pci:
-        by_id.setdefault(gpu.device_id, []).append(gpu)
+        # a GPU another driver holds (vfio-pci for a virtual machine, nouveau) is not one the
+        # NVIDIA driver left out
+        if gpu.bound_to in (None, "nvidia"):
+            by_id.setdefault(gpu.device_id, []).append(gpu)
     return by_id
 
 

@@ -40,8 +40,8 @@ def check_wsl(ctx: Context) -> Iterable[Finding]:
             f"WSL 1 (kernel {wsl.kernel or '?'}) has no GPU: CUDA runs only under WSL 2",
             fix=steps(
                 Instruction(
-                    "convert the distribution to WSL 2: in Windows, `wsl --set-version "
-                    "<distribution> 2` (`wsl -l -v` lists them)"
+                    "convert the distribution to WSL 2: in Windows, `wsl --set-version Ubuntu 2` "
+                    "with your distribution's name as `wsl -l -v` lists it"
                 )
             ),
             layer="driver",
