@@ -14,7 +14,12 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck.contracts.versions import VersionParseError, parse_compute_capability, parse_dotted
+from envcheck.contracts.versions import (
+    VersionParseError,
+    parse_arch_name,
+    parse_compute_capability,
+    parse_dotted,
+)
 
 
 class Bad(ValueError):
@@ -97,13 +102,22 @@ def integer(value: Any) -> int:
 
 
 def archs(value: Any) -> tuple[int, ...]:
-    """`[61, 70, 75]`: the sm numbers as Paddle prints them (`compiled for 75 80 86 89`)."""
+    """`[61, 70, 75]`: the sm numbers as Paddle prints them (`compiled for 75 80 86 89`); a name
+    with CUDA 12.9+'s suffix, as a build string writes it (`"100a"`, `"120f"`), is its sm."""
     if not isinstance(value, list) or not value:
         raise Bad(f"expected a non-empty array of sm numbers, got {value!r}")
-    bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int) or not 10 <= v <= 999]
+    read = [_sm(v) for v in value]
+    bad = [v for v, sm in zip(value, read) if sm is None or not 10 <= sm <= 999]
     if bad:
-        raise Bad(f"not sm numbers (e.g. 86 for sm_86): {bad!r}")
-    return tuple(value)
+        raise Bad(f'not sm numbers (e.g. 86 for sm_86, or "120f"): {bad!r}')
+    return tuple(sm for sm in read if sm is not None)
+
+
+def _sm(value: Any) -> int | None:
+    try:
+        return parse_arch_name(value)
+    except VersionParseError:
+        return None
 
 
 PLATFORMS = ("linux/amd64", "linux/arm64")

@@ -182,3 +182,13 @@ def test_a_build_string_with_suffixed_archs_keeps_them() -> None:
 )
 def test_the_kernel_module_flavour(text: str, flavor: str | None) -> None:
     assert parse_kernel_module_flavor(text) == flavor
+
+
+def test_a_matrix_arch_list_takes_suffixed_names() -> None:
+    """`archs = [90, "100a", "120f"]` as a build string lists them; a name that is no arch is
+    still refused."""
+    from envcheck.matrix import fields
+
+    assert fields.archs([90, "100a", "120f"]) == (90, 100, 120)
+    with pytest.raises(fields.Bad, match="not sm numbers"):
+        fields.archs([90, "12.0f"])
