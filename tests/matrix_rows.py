@@ -24,4 +24,6 @@ def all_rows(m: Matrix) -> list[Cited]:
         *m.builds,
         *m.images,
         *m.defects,
+        *m.gpu_generations,
+        *m.driver_branches,
     ]

@@ -53,6 +53,16 @@ def _count(description: str | None = None) -> Any:
 
 
 @record
+class PciGpu:
+    """An NVIDIA display or 3D controller on the PCI bus: `lspci -nn -d 10de:` (sysfs `device`)."""
+
+    address: str  # "0000:17:00.0"
+    device_id: str  # "1b80": the PCI device id of vendor 10de, four lower-case hex digits
+    # the kernel driver bound to it (`lspci -k`: "nvidia", "vfio-pci", "nouveau"); None: none
+    bound_to: str | None = field(default=None, metadata=OPTIONAL)
+
+
+@record
 class DriverFacts:
     """`nvidia-smi --query-gpu=driver_version --format=csv` plus the CUDA version in its header."""
 
@@ -67,6 +77,30 @@ class DriverFacts:
     gpus_present: int | None = _count(
         "NVIDIA GPUs seen without NVML (sysfs PCI, /proc/driver/nvidia/gpus) when NVML failed;"
         " null when not read"
+    )
+    kernel_module_flavor: Literal["open", "proprietary"] | None = field(
+        default=None,
+        metadata={
+            **OPTIONAL,
+            "description": "The kernel module /proc/driver/nvidia/version names: the open modules"
+            " (Turing and newer only) or the proprietary ones (none of Blackwell)",
+        },
+    )
+    pci_gpus: tuple[PciGpu, ...] | None = field(
+        default=None,
+        metadata={
+            **OPTIONAL,
+            "description": "NVIDIA GPUs on the PCI bus with their device ids, read when NVML lists"
+            " none (a driver branch or module flavour that ignores them); null when not read",
+        },
+    )
+    kernel_log: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            **OPTIONAL,
+            "description": "The kernel log's last NVRM lines (kern.log), read with pci_gpus when"
+            " readable; null when not read",
+        },
     )
 
     @property
@@ -191,6 +225,21 @@ class MachineFacts:
 
 
 @record
+class WslFacts:
+    """Windows Subsystem for Linux: the kernel release names it (`…-microsoft-standard-WSL2`);
+    the Windows driver's libraries are in /usr/lib/wsl/lib and the GPU is /dev/dxg."""
+
+    version: int = field(default=2, metadata={"check": "count"})  # 1 or 2
+    kernel: str | None = None  # the kernel release that names it
+    library_dir: str | None = None  # /usr/lib/wsl/lib, where it exists
+    libcuda: bool = False  # libcuda.so.1 in library_dir
+    libnvidia_ml: bool = False  # libnvidia-ml.so.1 in library_dir
+    dxg: bool = False  # /dev/dxg exists
+    # libcuda / libnvidia-ml files of a Linux driver package inside the distribution
+    linux_driver: tuple[str, ...] = ()
+
+
+@record
 class HostFacts:
     """Every fact about the host, one field per layer: what the rules judge."""
 
@@ -203,6 +252,10 @@ class HostFacts:
     engine: EngineFacts = field(default_factory=EngineFacts)
     env: dict[str, str] = field(default_factory=dict)
     machine: MachineFacts = field(default_factory=MachineFacts)
+    wsl: WslFacts | None = field(
+        default=None,
+        metadata={**OPTIONAL, "description": "Windows Subsystem for Linux; null: not WSL"},
+    )
 
 
 class FactsError(ValueError):

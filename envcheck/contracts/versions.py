@@ -7,6 +7,7 @@ so every parsed value here carries its raw string. Every parser raises only `Ver
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
@@ -87,6 +88,21 @@ def sm_of(compute_capability: str) -> int:
     return major * 10 + minor
 
 
+_ARCH_NAME = re.compile(r"(?:sm_|compute_)?(\d{2,3})([af]?)")
+
+
+def parse_arch_name(name: object) -> int:
+    """An arch as a build string writes it -> its sm number: `86`, `"86"`, `"sm_90a"`,
+    `"100a"` (arch-specific: that exact GPU), `"120f"` (the family: 12.x GPUs of that minor and
+    up) -> 86, 90, 100, 120. CUDA 12.9+ build strings carry the suffixes."""
+    if isinstance(name, int) and not isinstance(name, bool):
+        return name
+    m = _ARCH_NAME.fullmatch(str(name).strip().lower()) if isinstance(name, str) else None
+    if not m:
+        raise VersionParseError(f"not a CUDA arch: {name!r}")
+    return int(m.group(1))
+
+
 def release_of(text: str) -> tuple[int, ...]:
     """`'12.6'` -> (12, 6, 0), `'535.104.05'` -> (535, 104, 5): at least three parts, for
     comparing majors and minors (`release_of(cuda)[:2]`)."""
@@ -94,6 +110,18 @@ def release_of(text: str) -> tuple[int, ...]:
 
 
 _KERNEL_MODULE = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)\s")
+
+
+KernelModuleFlavor = Literal["open", "proprietary"]
+
+
+def parse_kernel_module_flavor(text: str) -> KernelModuleFlavor | None:
+    """Which kernel module the version file names: `NVIDIA UNIX Open Kernel Module for x86_64`
+    (the open modules: Turing and newer only) or `NVIDIA UNIX x86_64 Kernel Module` (the
+    proprietary ones: none of Blackwell); None when it names neither."""
+    if "Open Kernel Module" in text:
+        return "open"
+    return "proprietary" if "Kernel Module" in text else None
 
 
 def parse_kernel_module_version(text: str) -> str:

@@ -53,7 +53,9 @@ def driver_support(
     except VersionParseError:
         return DriverSupport("none", f"unreadable driver version {driver!r}", full, minimum)
     if _at_least(driver_cuda, cuda) or (full and have >= parse_dotted(full).version):
-        return DriverSupport("full", f"CUDA {cuda} needs >= {full}", full, minimum)
+        # CUDA 13.4 on: no toolkit driver to name; the driver's own CUDA says it
+        said = f"CUDA {cuda} needs >= {full}" if full else f"the driver supports CUDA {driver_cuda}"
+        return DriverSupport("full", said, full, minimum)
     if floor and have >= parse_dotted(floor.min_driver).version:
         return DriverSupport(
             "minor-compat",

@@ -27,6 +27,24 @@ def cross_check(rows: list[Row]) -> list[str]:
             known = ", ".join(sorted(registries)) or "none"
             problems.append(f"{row.where}: registries: unknown {unknown!r} (known: {known})")
         problems += [f"{row.where}: tag: {p}" for p in _tag_problems(row.values)]
+    return problems + _generation_problems(rows)
+
+
+def _generation_problems(rows: list[Row]) -> list[str]:
+    """A branch names only generations the matrix has, and a PCI device id is one generation's."""
+    problems: list[str] = []
+    owner: dict[str, Row] = {}
+    for row in _of(rows, "gpu_generation"):
+        for device in row.values.get("devices", {}):
+            if device in owner:
+                problems.append(f"{row.where}: devices: {device} is also in {owner[device].where}")
+            owner.setdefault(device, row)
+    names = {r.values["name"] for r in _of(rows, "gpu_generation") if "name" in r.values}
+    for row in _of(rows, "driver_branch"):
+        unknown = [g for g in row.values.get("generations", ()) if g not in names]
+        if unknown:
+            known = ", ".join(sorted(names)) or "none"
+            problems.append(f"{row.where}: generations: unknown {unknown!r} (known: {known})")
     return problems
 
 

@@ -14,7 +14,12 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck.contracts.versions import VersionParseError, parse_compute_capability, parse_dotted
+from envcheck.contracts.versions import (
+    VersionParseError,
+    parse_arch_name,
+    parse_compute_capability,
+    parse_dotted,
+)
 
 
 class Bad(ValueError):
@@ -97,13 +102,22 @@ def integer(value: Any) -> int:
 
 
 def archs(value: Any) -> tuple[int, ...]:
-    """`[61, 70, 75]`: the sm numbers as Paddle prints them (`compiled for 75 80 86 89`)."""
+    """`[61, 70, 75]`: the sm numbers as Paddle prints them (`compiled for 75 80 86 89`); a name
+    with CUDA 12.9+'s suffix, as a build string writes it (`"100a"`, `"120f"`), is its sm."""
     if not isinstance(value, list) or not value:
         raise Bad(f"expected a non-empty array of sm numbers, got {value!r}")
-    bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int) or not 10 <= v <= 999]
+    read = [_sm(v) for v in value]
+    bad = [v for v, sm in zip(value, read) if sm is None or not 10 <= sm <= 999]
     if bad:
-        raise Bad(f"not sm numbers (e.g. 86 for sm_86): {bad!r}")
-    return tuple(value)
+        raise Bad(f'not sm numbers (e.g. 86 for sm_86, or "120f"): {bad!r}')
+    return tuple(sm for sm in read if sm is not None)
+
+
+def _sm(value: Any) -> int | None:
+    try:
+        return parse_arch_name(value)
+    except VersionParseError:
+        return None
 
 
 PLATFORMS = ("linux/amd64", "linux/arm64")
@@ -152,3 +166,29 @@ repository = matching(
     r"[a-z0-9]+([.-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+", "an image repository"
 )
 row_id = matching(r"[a-z0-9][a-z0-9.-]{0,63}", "a lower-case id")
+
+
+_PCI_DEVICE = re.compile(r"[0-9a-f]{4}")
+
+
+def pci_devices(value: Any) -> dict[str, str]:
+    """`{ "1b80" = "GeForce GTX 1080" }`: PCI device ids of vendor 10de (four lower-case hex
+    digits, as sysfs and `lspci -nn` write them) and the product each one is."""
+    if not isinstance(value, dict) or not value:
+        raise Bad(
+            f'expected a table of device ids, e.g. {{ "1b80" = "GeForce GTX 1080" }}, got {value!r}'
+        )
+    bad = [k for k in value if not _PCI_DEVICE.fullmatch(k)]
+    if bad:
+        raise Bad(f"not PCI device ids (four lower-case hex digits, e.g. 1b80): {bad!r}")
+    return {k: text(v) for k, v in value.items()}
+
+
+def packages(value: Any) -> dict[str, str]:
+    """`{ Ubuntu = "nvidia-driver-580" }`: a distribution and the package (or setting) of it."""
+    if not isinstance(value, dict) or not value:
+        raise Bad(f"expected a table of distribution = package, got {value!r}")
+    return {text(k): text(v) for k, v in value.items()}
+
+
+year_month = matching(r"20\d\d-(0[1-9]|1[0-2])", "a year and month (YYYY-MM)")

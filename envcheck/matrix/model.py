@@ -12,14 +12,27 @@ from envcheck.contracts.record import field, record
 from envcheck.contracts.versions import parse_dotted, release_of
 from envcheck.matrix import fields as check
 
+# A post number this large is a date: Paddle's develop nightlies (`3.3.1.post20260403+ef0820a64e9`,
+# PaddleFleet#729), not a CUDA marker (`2.5.2.post117`, at most three digits).
+NIGHTLY_POST = 10_000_000
+
+
+def is_nightly_post(v: Version) -> bool:
+    """`X.Y.Z.postYYYYMMDD+sha`: a develop nightly, which precedes the next release although PEP
+    440 orders it after X.Y.Z."""
+    return v.post is not None and v.post >= NIGHTLY_POST
+
 
 def release_version(text: str) -> Version:
     """The release a wheel version belongs to: `2.5.2.post117` -> 2.5.2 (Paddle numbers its CUDA
-    variants as post releases), `3.0.0b1` stays 3.0.0b1, a `+local` part is dropped."""
+    variants as post releases), `3.0.0b1` stays 3.0.0b1, a `+local` part is dropped. A develop
+    nightly (`3.3.1.post20260403+ef0820a64e9`) is no wheel of 3.3.1: it keeps its date and
+    belongs to no release's rows (its release line judges it)."""
     v = Version(text)
     pre = f"{v.pre[0]}{v.pre[1]}" if v.pre else ""
     dev = f".dev{v.dev}" if v.dev is not None else ""
-    return Version(f"{v.base_version}{pre}{dev}")
+    post = f".post{v.post}" if is_nightly_post(v) else ""
+    return Version(f"{v.base_version}{pre}{post}{dev}")
 
 
 # Each row record is its table's schema: a field without a default must be written in the TOML, one
@@ -34,9 +47,11 @@ class ToolkitDriver:
 
     cuda: str = field(metadata={"check": check.dotted, "ident": True})  # "12.2.2"
     label: str = field(metadata={"check": check.text})  # "12.2 Update 2"
-    min_driver: str = field(metadata={"check": check.dotted})  # "535.104.05"
     source: str = field(metadata={"check": check.text})
     confirmed: bool = field(metadata={"check": check.boolean})
+    # "535.104.05"; None: no Linux driver is bundled with this toolkit (13.4 and later), where
+    # minor-version compatibility decides
+    min_driver: str | None = field(default=None, metadata={"check": check.dotted})
     note: str | None = field(default=None, metadata={"check": check.text})
 
 
@@ -242,6 +257,43 @@ class Defect:
 
 
 @record
+class GpuGeneration:
+    """A GPU generation, the PCI device ids of its GPUs (vendor 10de) and which kernel module
+    flavour runs it: the open modules need a GSP (Turing and newer), Blackwell needs them."""
+
+    name: str = field(metadata={"check": check.text, "ident": True})  # "Pascal"
+    # {"1b80": "GeForce GTX 1080"}: the ids a source names, not a guessed range
+    devices: dict[str, str] = field(metadata={"check": check.pci_devices})
+    # the open kernel modules: "unsupported" (no GSP), "supported", "required" (Blackwell)
+    open_module: str = field(
+        metadata={"check": check.one_of("unsupported", "supported", "required")}
+    )
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    note: str | None = field(default=None, metadata={"check": check.text})
+
+
+@record
+class DriverBranch:
+    """An NVIDIA driver branch (R580): the GPU generations it drives, when it ends, and the
+    distributions' packages of it. A driver of a branch with no row is judged by the nearest
+    older row (a 600 driver as R595)."""
+
+    branch: int = field(metadata={"check": check.integer, "ident": True})  # 580
+    kind: str = field(metadata={"check": check.text})  # "LTSB", "production", "new feature"
+    # the generations it supports (names of [[gpu_generation]] rows)
+    generations: tuple[str, ...] = field(metadata={"check": check.texts})
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    end_of_life: str | None = field(default=None, metadata={"check": check.year_month})
+    # {"Ubuntu": "nvidia-driver-580"}: the proprietary kernel module's package
+    packages: dict[str, str] | None = field(default=None, metadata={"check": check.packages})
+    # {"Ubuntu": "nvidia-driver-580-open"}: the open kernel module's package
+    open_packages: dict[str, str] | None = field(default=None, metadata={"check": check.packages})
+    note: str | None = field(default=None, metadata={"check": check.text})
+
+
+@record
 class Registry:
     """One `[[registry]]` entry: a name for an image repository (`Matrix.registries`)."""
 
@@ -273,13 +325,23 @@ class Matrix:
     newest_source: str | None = None  # "2026-09-08": the newest source the matrix has read
     arm64_builds: tuple[Arm64Build, ...] = field(default=(), metadata={"table": "arm64_build"})
     arch_facts: tuple[ArchFact, ...] = field(default=(), metadata={"table": "arch_fact"})
+    gpu_generations: tuple[GpuGeneration, ...] = field(
+        default=(), metadata={"table": "gpu_generation"}
+    )
+    driver_branches: tuple[DriverBranch, ...] = field(
+        default=(), metadata={"table": "driver_branch"}
+    )
 
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:
         """The GA row of a CUDA minor (`"12.2"` -> 12.2 GA, `>=535.54.03`): full compatibility."""
         want = release_of(cuda)[:2]
-        rows = [r for r in self.toolkit_drivers if release_of(r.cuda)[:2] == want]
-        return min(rows, key=lambda r: parse_dotted(r.min_driver).version, default=None)
+        rows = [
+            (r, r.min_driver)
+            for r in self.toolkit_drivers
+            if release_of(r.cuda)[:2] == want and r.min_driver
+        ]
+        return min(rows, key=lambda r: parse_dotted(r[1]).version, default=(None, ""))[0]
 
     def minor_compat_for(self, cuda: str) -> MinorCompat | None:
         major = release_of(cuda)[0]
@@ -290,6 +352,26 @@ class Matrix:
         v = Version(cuda)
         rows = [r for r in self.arch_sets if Version(r.cuda) <= v]
         return max(rows, key=lambda r: Version(r.cuda), default=None)
+
+    # -- GPU generations and driver branches ------------------------------------------------
+    def generation_of(self, device_id: str) -> tuple[GpuGeneration, str] | None:
+        """The generation a PCI device id (`1b80`) belongs to, with the product's name."""
+        want = device_id.lower().removeprefix("0x")
+        for g in self.gpu_generations:
+            if want in g.devices:
+                return g, g.devices[want]
+        return None
+
+    def driver_branch(self, branch: int) -> DriverBranch | None:
+        """The row of `branch`, else of the nearest older branch with one (a 600 driver is
+        judged as R595: a branch inherits what the one before it dropped)."""
+        older = [b for b in self.driver_branches if b.branch <= branch]
+        return max(older, key=lambda b: b.branch, default=None)
+
+    def last_branch_for(self, generation: str) -> DriverBranch | None:
+        """The newest branch that still drives `generation` (R580 for Pascal)."""
+        rows = [b for b in self.driver_branches if generation in b.generations]
+        return max(rows, key=lambda b: b.branch, default=None)
 
     # -- GPUs --------------------------------------------------------------------------------
     def gpu_model(self, name: str) -> GpuModel | None:

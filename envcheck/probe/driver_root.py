@@ -10,7 +10,10 @@ host — a fake driver, a broken one, or none at all — even on a machine with 
     DIR/lib/libnvidia-ml.so.1        NVML, loaded by this path (absent: no driver installed)
     DIR/lib/libcuda.so.1             the CUDA driver API, loaded by this path (absent: none)
     DIR/proc/driver/nvidia/version   the kernel module (absent: not loaded)
-    DIR/sys/bus/pci/devices/*/       the PCI functions (vendor, class): GPUs NVML cannot list
+    DIR/sys/bus/pci/devices/*/       the PCI functions (vendor, class, device): GPUs NVML cannot list
+    DIR/var/log/kern.log             the kernel log (the NVRM lines of a GPU the driver ignored)
+    DIR/usr/lib/wsl/lib/             WSL 2: the Windows driver's libcuda and libnvidia-ml
+    DIR/dev/dxg, DIR/proc/sys/kernel/osrelease   WSL 2's GPU device and kernel release
 
 Neither LD_LIBRARY_PATH nor the loader cache can then supply the real driver's libraries, and
 the real `/proc/driver/nvidia` is not read. The probes never open `/dev/nvidia*` themselves:
@@ -30,6 +33,7 @@ DRIVER_ROOT_ENV = "ENVCHECK_DRIVER_ROOT"
 PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
 NVML_SONAME = "libnvidia-ml.so.1"
 CUDA_SONAME = "libcuda.so.1"
+WSL_LIBRARY_DIR = "/usr/lib/wsl/lib"  # WSL 2: the Windows driver's Linux libraries
 
 
 def driver_root(env: Mapping[str, str]) -> str | None:
@@ -39,7 +43,12 @@ def driver_root(env: Mapping[str, str]) -> str | None:
 
 
 def driver_library(soname: str, env: Mapping[str, str]) -> str | None:
-    """The file to load for `soname` under the driver root; None: let dlopen search for it."""
+    """The file to load for `soname`: WSL 2's copy (/usr/lib/wsl/lib, the Windows driver's) where
+    there is one, so that a Linux driver's copy installed by mistake cannot answer instead; else
+    the one under the driver root; None: let dlopen search for it."""
+    wsl = os.path.join(system_path(WSL_LIBRARY_DIR, env), soname)
+    if os.path.exists(wsl):
+        return wsl
     root = driver_root(env)
     return os.path.join(root, "lib", soname) if root else None
 

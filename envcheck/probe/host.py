@@ -146,6 +146,7 @@ class HostProbe:
         from envcheck.probe.cuda_driver import driver_facts, finish_cuda_child
         from envcheck.probe.env_vars import probe_env, probe_machine
         from envcheck.probe.paddle_build import probe_paddle
+        from envcheck.probe.wsl import probe_wsl
 
         assert self.target is not None and self._nvml is not None, "start() the probe first"
         paddle = probe_paddle(self.target)
@@ -166,6 +167,7 @@ class HostProbe:
             engine=engine,
             env=probe_env(self.env),
             machine=probe_machine(),
+            wsl=probe_wsl(self.env),
         )
 
 

@@ -18,13 +18,17 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from envcheck.contracts.facts import DriverFacts, GpuFacts
+from envcheck.contracts.record import replace
 from envcheck.contracts.versions import (
+    KernelModuleFlavor,
     VersionParseError,
     cuda_version_from_int,
+    parse_kernel_module_flavor,
     parse_kernel_module_version,
 )
 from envcheck.probe.driver_root import NVML_SONAME, driver_library, proc_driver_version
-from envcheck.probe.pci import probe_nvidia_gpus
+from envcheck.probe.kernel_log import probe_kernel_log
+from envcheck.probe.pci import probe_nvidia_gpus, probe_pci_gpus
 
 T = TypeVar("T")
 _NOT_FOUND = "NVML_ERROR_LIBRARY_NOT_FOUND"  # no libnvidia-ml: no driver installed
@@ -68,13 +72,22 @@ _REASONS: dict[str, str] = {
 def probe_driver(env: Mapping[str, str]) -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
     """`nvidia-smi --query-gpu=driver_version,index,name,uuid,compute_cap,memory.total,
     mig.mode.current --format=csv` plus the "CUDA Version" of the `nvidia-smi` header. `env`:
-    the command's variables (ENVCHECK_DRIVER_ROOT)."""
-    kernel_module = read_kernel_module_version(proc_driver_version(env))
+    the command's variables (ENVCHECK_DRIVER_ROOT). Where NVML lists no GPU, the PCI bus's
+    NVIDIA GPUs and the kernel log's NVRM lines say which GPU the driver left out, and why."""
+    driver, gpus = _probe_driver(env)
+    if gpus:
+        return driver, gpus
+    return replace(driver, pci_gpus=probe_pci_gpus(env), kernel_log=probe_kernel_log(env)), gpus
+
+
+def _probe_driver(env: Mapping[str, str]) -> tuple[DriverFacts, tuple[GpuFacts, ...]]:
+    kernel_module, flavor = read_kernel_module(proc_driver_version(env))
     if find_spec("pynvml") is not None and not load_nvml_library(env):
         # No driver: nvmlInit's answer, without importing pynvml (~10 ms, ~2 MB). A
         # pynvml that is not installed is still reported, driver or not: that is the install's
         # fault, which the first driver installed here would meet.
-        return _unusable(_NOT_FOUND, _REASONS[_NOT_FOUND], kernel_module, env, library=None), ()
+        found = _unusable(_NOT_FOUND, _REASONS[_NOT_FOUND], kernel_module, env, library=None)
+        return replace(found, kernel_module_flavor=flavor), ()
     try:
         import pynvml  # deferred: ~10 ms, only needed here
     except ImportError as e:
@@ -87,15 +100,15 @@ def probe_driver(env: Mapping[str, str]) -> tuple[DriverFacts, tuple[GpuFacts, .
     try:
         init_nvml(pynvml, env)
     except pynvml.NVMLError as e:
-        return _failed(pynvml, e, kernel_module, env), ()
+        return replace(_failed(pynvml, e, kernel_module, env), kernel_module_flavor=flavor), ()
     try:
         driver = _read_driver(pynvml, kernel_module)
         gpus = tuple(_read_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount()))
     except pynvml.NVMLError as e:
-        return _failed(pynvml, e, kernel_module, env), ()
+        return replace(_failed(pynvml, e, kernel_module, env), kernel_module_flavor=flavor), ()
     finally:
         _shutdown(pynvml)
-    return driver, gpus
+    return replace(driver, kernel_module_flavor=flavor), gpus
 
 
 def init_nvml(nvml: ModuleType, env: Mapping[str, str]) -> None:
@@ -125,11 +138,22 @@ def load_nvml_library(env: Mapping[str, str]) -> bool:
 def read_kernel_module_version(path: str) -> str | None:
     """`cat /proc/driver/nvidia/version` (`proc_driver_version`): the loaded kernel module, None
     when not loaded."""
+    return read_kernel_module(path)[0]
+
+
+def read_kernel_module(path: str) -> tuple[str | None, KernelModuleFlavor | None]:
+    """The loaded kernel module's version and flavour (open or proprietary), None when not
+    loaded or not said."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return parse_kernel_module_version(f.read(4096))
-    except (OSError, VersionParseError):
-        return None
+            text = f.read(4096)
+    except OSError:
+        return None, None
+    try:
+        version: str | None = parse_kernel_module_version(text)
+    except VersionParseError:
+        version = None
+    return version, parse_kernel_module_flavor(text)
 
 
 def error_name(nvml: ModuleType, error: BaseException) -> str:

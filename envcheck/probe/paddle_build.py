@@ -13,6 +13,7 @@ import re
 
 from envcheck.contracts.facts import FactsError, PaddleFacts, from_dict, to_dict
 from envcheck.contracts.record import replace
+from envcheck.contracts.versions import VersionParseError, parse_arch_name
 from envcheck.edges.userfiles import read_regular
 from envcheck.probe.interpreter import Interpreter
 
@@ -55,15 +56,25 @@ def build_facts(
         version=_flag(values.get("full_version")),
         cuda=_flag(values.get("cuda_version")),
         cudnn=_flag(values.get("cudnn_version")),
-        compiled_cuda_archs=(
-            tuple(a for a in archs if isinstance(a, int)) if isinstance(archs, list) else None
-        ),
+        compiled_cuda_archs=_archs(archs) if isinstance(archs, list) else None,
         with_pip_cuda_libraries=(pip_libs == "ON") if isinstance(pip_libs, str) else None,
         nccl=_flag(values.get("nccl_version")),
         location=location,
         python=python,
         distributions=distributions,
     )
+
+
+def _archs(written: list[object]) -> tuple[int, ...]:
+    """`[75, 80, "100a", "120f"]` -> (75, 80, 100, 120): a suffixed name (CUDA 12.9+'s
+    arch-specific `a` and family `f` targets) is the sm it runs on, not a name to drop."""
+    found: list[int] = []
+    for name in written:
+        try:
+            found.append(parse_arch_name(name))
+        except VersionParseError:
+            continue
+    return tuple(found)
 
 
 def installed_distributions(site_dir: str) -> list[str]:

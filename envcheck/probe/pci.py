@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from envcheck.contracts.facts import PciGpu
 from envcheck.probe.driver_root import system_path
 
 NVIDIA_VENDOR = "0x10de"
@@ -31,16 +32,48 @@ def probe_nvidia_gpus(env: Mapping[str, str]) -> int | None:
         return pci
 
 
-def _pci_gpus(devices: str) -> int | None:
-    try:
-        names = os.listdir(devices)
-    except OSError:
+def probe_pci_gpus(env: Mapping[str, str]) -> tuple[PciGpu, ...] | None:
+    """`lspci -nn -d 10de:`, display and 3D controllers only: each NVIDIA GPU on the bus with its
+    device id (`1b80`: a GeForce GTX 1080), whether a driver took it or not; None when sysfs
+    cannot be read."""
+    devices = system_path(PCI_DEVICES, env)
+    names = _nvidia_functions(devices)
+    if names is None:
         return None
-    return sum(
-        _read(devices, n, "vendor") == NVIDIA_VENDOR
-        and _read(devices, n, "class")[:6] in DISPLAY_CLASSES
+    return tuple(
+        PciGpu(
+            address=n,
+            device_id=_read(devices, n, "device").removeprefix("0x"),
+            bound_to=_bound_to(devices, n),
+        )
         for n in names
     )
+
+
+def _bound_to(devices: str, name: str) -> str | None:
+    """`lspci -k`'s "Kernel driver in use": the name of the `driver` link's target."""
+    try:
+        return os.path.basename(os.readlink(os.path.join(devices, name, "driver"))) or None
+    except OSError:
+        return None
+
+
+def _pci_gpus(devices: str) -> int | None:
+    names = _nvidia_functions(devices)
+    return None if names is None else len(names)
+
+
+def _nvidia_functions(devices: str) -> list[str] | None:
+    try:
+        names = sorted(os.listdir(devices))
+    except OSError:
+        return None
+    return [
+        n
+        for n in names
+        if _read(devices, n, "vendor") == NVIDIA_VENDOR
+        and _read(devices, n, "class")[:6] in DISPLAY_CLASSES
+    ]
 
 
 def _read(devices: str, name: str, field: str) -> str:

@@ -31,9 +31,11 @@ from envcheck.verdict.rules.dlopen_names import check_unversioned_cudnn
 from envcheck.verdict.rules.driver import check_driver
 from envcheck.verdict.rules.driver_floor import check_driver_floor
 from envcheck.verdict.rules.env_vars import check_nvidia_visible_devices, check_visible_devices
+from envcheck.verdict.rules.gpu_support import check_gpu_support
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
 from envcheck.verdict.rules.installed import check_gpu_build_without_driver, check_installed_floor
 from envcheck.verdict.rules.paddle import check_paddle
+from envcheck.verdict.rules.wsl import check_wsl
 
 
 @record
@@ -91,7 +93,9 @@ Check = Callable[[Context], Iterable[Finding]]
 
 
 CHECKS: tuple[Check, ...] = (
+    check_wsl,
     check_driver,
+    check_gpu_support,
     check_driver_floor,
     check_gpus,
     check_cuda_driver_api,
@@ -110,4 +114,11 @@ CHECKS: tuple[Check, ...] = (
 
 
 def judge(ctx: Context) -> list[Finding]:
-    return settle(finding for check in CHECKS for finding in check(ctx))
+    return settle(_unreplaced([finding for check in CHECKS for finding in check(ctx)]))
+
+
+def _unreplaced(found: list[Finding]) -> list[Finding]:
+    """Without the symptoms a finding explains (`observed["replaces"]`): a GPU the driver branch
+    dropped is that, not "no GPU" and "cuInit failed" besides; WSL is not a missing Linux driver."""
+    replaced = {r for f in found if f.severity != "pass" for r in f.observed.get("replaces", ())}
+    return [f for f in found if f.id not in replaced] if replaced else found

@@ -147,16 +147,25 @@ def make_host(
     for d in (driver_dir, ld_dir, site, root / "lib"):
         d.mkdir(parents=True, exist_ok=True)
     _install_driver(fake, host, driver_dir)
+    # WSL 2: the Windows driver's libraries are in /usr/lib/wsl/lib, not in a driver package's
+    libraries = root / "usr" / "lib" / "wsl" / "lib" if host.get("wsl") == 2 else root / "lib"
+    libraries.mkdir(parents=True, exist_ok=True)
     for soname in ("libnvidia-ml.so.1", "libcuda.so.1"):
         if (driver_dir / soname).exists():  # what the loader would resolve the soname to
-            (root / "lib" / soname).symlink_to(driver_dir / soname)
+            (libraries / soname).symlink_to(driver_dir / soname)
+    _install_wsl(root, host.get("wsl"))
     _install_libraries(fake, host, site, ld_dir)
     proc_version = root / "proc" / "driver" / "nvidia" / "version"
     if host.get("kernel_module"):
         proc_version.parent.mkdir(parents=True, exist_ok=True)
         text = PROC_VERSION_TEXT[host.get("kernel_module_flavor", "proprietary")]
         proc_version.write_text(text.format(v=host["kernel_module"]) + "GCC version:  gcc 12.2.0\n")
-    _install_pci(root, host.get("pci_gpus", 0))
+    devices = [d.strip() for d in host.get("pci_devices", "").split(",") if d.strip()]
+    _install_pci(root, host.get("pci_gpus", len(devices)), devices)
+    if "kern_log" in host:  # the kernel log's file, beside the profile
+        log = root / "var" / "log" / "kern.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PROFILES / host["kern_log"], log)
     env = {
         "FAKE_NVIDIA_PROFILE": str(PROFILES / f"{profile}.toml"),
         "LD_LIBRARY_PATH": f"{driver_dir}:{ld_dir}",
@@ -168,18 +177,41 @@ def make_host(
     return env
 
 
-def _install_pci(root: Path, gpus: int) -> None:
+def _install_pci(root: Path, gpus: int, device_ids: list[str] | None = None) -> None:
     """sysfs PCI functions as a real machine has them: `gpus` NVIDIA 3D controllers beside an
-    Intel VGA one (that is no GPU of ours), under root/sys/bus/pci/devices (`pci_gpus`)."""
+    Intel VGA one (that is no GPU of ours), under root/sys/bus/pci/devices (`pci_gpus`); with
+    `device_ids` (`pci_devices = "1b80"`), each GPU's `device` file too."""
     if not gpus:
         return
     devices = root / "sys" / "bus" / "pci" / "devices"
-    functions = [("0000:00:02.0", "0x8086", "0x030000")]
-    functions += [(f"0000:{0x17 + i:02x}:00.0", "0x10de", "0x030200") for i in range(gpus)]
-    for address, vendor, cls in functions:
+    ids = device_ids or []
+    functions = [("0000:00:02.0", "0x8086", "0x030000", "0x3e92")]
+    functions += [
+        (f"0000:{0x17 + i:02x}:00.0", "0x10de", "0x030200", f"0x{ids[i]}" if i < len(ids) else "")
+        for i in range(gpus)
+    ]
+    for address, vendor, cls, device in functions:
         (devices / address).mkdir(parents=True)
         (devices / address / "vendor").write_text(vendor + "\n")
         (devices / address / "class").write_text(cls + "\n")
+        if device and ids:
+            (devices / address / "device").write_text(device + "\n")
+
+
+# Kernel releases as WSL prints them (`uname -r`): WSL 2's Microsoft kernel, WSL 1's emulated one.
+WSL_KERNELS = {2: "5.15.167.4-microsoft-standard-WSL2", 1: "4.4.0-19041-Microsoft"}
+
+
+def _install_wsl(root: Path, version: int | None) -> None:
+    """WSL's marks under the root: the kernel release, and for WSL 2 the GPU device /dev/dxg."""
+    if version is None:
+        return
+    release = root / "proc" / "sys" / "kernel" / "osrelease"
+    release.parent.mkdir(parents=True, exist_ok=True)
+    release.write_text(WSL_KERNELS[version] + "\n")
+    if version == 2:
+        (root / "dev").mkdir(exist_ok=True)
+        (root / "dev" / "dxg").write_text("")
 
 
 def _install_driver(fake: FakeBuild, host: Mapping[str, Any], driver_dir: Path) -> None:

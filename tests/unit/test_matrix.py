@@ -36,6 +36,8 @@ SOURCE_TAGS = {
     "ISSUES", "3P",
     # matrix-audit.md §0a
     "NV-CC", "NV-DEP13", "NVCC13", "NVCC12.8", "DOCS#7159", "DOCS#7426", "DOCS#7684", "PR79269",
+    # compat_facts.md §11: GPU generations, driver branches, CUDA 13.3/13.4
+    "NV-OGKM", "NV-DIG", "NV-DC-615", "NV-DC-620", "NV-DRV-WIN-INF",
 }  # fmt: skip
 # A cited public issue or pull request of an official repository: "Paddle#76558", "PaddleX#4682",
 # or a Paddle pull request as the fact sheet writes it: "PR79378".

@@ -60,7 +60,7 @@ CI = settings(
 # Every driver the matrix names (toolkit, minor-compat floors, defect bounds), their neighbours, and
 # some in between: the boundaries are where a rule can be off by one.
 _NAMED = sorted(
-    {t.min_driver for t in MATRIX.toolkit_drivers}
+    {t.min_driver for t in MATRIX.toolkit_drivers if t.min_driver}
     | {m.min_driver for m in MATRIX.minor_compat}
     | {d.driver_above for d in MATRIX.defects},
     key=lambda v: parse_dotted(v).version,
@@ -88,7 +88,11 @@ def driver_cuda(driver: str) -> str | None:
     """The CUDA a real driver reports (nvmlSystemGetCudaDriverVersion): the newest toolkit whose
     minimum driver it meets (NV-RN Table 3), as major.minor."""
     have = parse_dotted(driver).version
-    met = [t.cuda for t in MATRIX.toolkit_drivers if have >= parse_dotted(t.min_driver).version]
+    met = [
+        t.cuda
+        for t in MATRIX.toolkit_drivers
+        if t.min_driver and have >= parse_dotted(t.min_driver).version
+    ]
     if not met:
         return None
     newest = max(met, key=release_of)
