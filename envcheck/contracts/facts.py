@@ -71,6 +71,27 @@ class DriverFacts:
 
 
 @record
+class GpuHealth:
+    """`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT,ECC` and the driver's recovery action: each
+    None where this GPU or driver cannot say (NOT_SUPPORTED on GeForce, on a GPU without ECC, on
+    a driver older than the query), which is no problem."""
+
+    remap_pending: bool | None = None  # a row remap waits for a GPU reset (A100 and newer)
+    remap_failure: bool | None = None  # a row could not be remapped: replace the GPU
+    retired_pages_pending: bool | None = None  # pages wait for a reset to be retired (older GPUs)
+    ecc_volatile_uncorrected: int | None = _count(
+        "uncorrectable ECC errors since the driver was loaded (volatile counter)"
+    )
+    recovery_action: str | None = field(
+        default=None,
+        metadata={
+            "description": "the driver's NVML_FI_DEV_GET_GPU_RECOVERY_ACTION without its prefix"
+            ' ("NONE", "GPU_RESET", "NODE_REBOOT", "DRAIN_P2P", "DRAIN_AND_RESET", …)'
+        },
+    )
+
+
+@record
 class GpuFacts:
     """`nvidia-smi --query-gpu=index,name,uuid,compute_cap,memory.total,mig.mode.current`."""
 
@@ -83,6 +104,10 @@ class GpuFacts:
     mig_instances: int | None = _count()  # MIG devices CUDA can use when MIG is on (nvitop's walk)
     process_query: str | None = (
         None  # which per-process query the driver supports ("v3", "v2", None)
+    )
+    health: GpuHealth | None = field(
+        default=None,
+        metadata={**OPTIONAL, "description": "memory health as NVML reports it; absent: not read"},
     )
 
 
