@@ -151,6 +151,30 @@ class LibraryFacts:
 
 
 @record
+class CompatNote:
+    """The ELF note `.note.cuda.fwd_compatibility` of a CUDA forward-compatibility libcuda: the
+    JSON object NVIDIA writes there (NVIDIA/nvidia-container-toolkit
+    `cmd/nvidia-cdi-hook/cudacompat/cuda-elf-header.go` reads the same)."""
+
+    cuda: str | None = None  # "CUDA Version": the CUDA this libcuda brings, "13.1"
+    drivers: tuple[int, ...] = ()  # "Driver": the host driver branches it runs on, (535, 580)
+    devices: tuple[int, ...] = ()  # "Device": the device classes it supports (NVIDIA numbers)
+    format: int | None = None  # "Format"
+
+
+@record
+class CompatLibrary:
+    """A CUDA forward-compatibility libcuda (the cuda-compat package, `/usr/local/cuda/compat`)
+    on the host, with its note."""
+
+    path: str  # required: a library is a file
+    version: str | None = _checked("dotted")  # the driver it comes from, from its file name
+    note: CompatNote | None = None  # None: no note (older than the note, or not a compat libcuda)
+    loaded: bool = False  # on the loader's path (LD_LIBRARY_PATH), or the libcuda CUDA loaded
+    error: str | None = None  # why the file could not be read
+
+
+@record
 class PaddleFacts:
     """`python -c "import paddle; paddle.version.show()"`, read from the file without importing."""
 
@@ -223,6 +247,14 @@ class HostFacts:
     engine: EngineFacts = field(default_factory=EngineFacts)
     env: dict[str, str] = field(default_factory=dict)
     machine: MachineFacts = field(default_factory=MachineFacts)
+    cuda_compat: tuple[CompatLibrary, ...] | None = field(
+        default=None,
+        metadata={
+            **OPTIONAL,
+            "description": "CUDA forward-compatibility libcuda files found on the host"
+            " (/usr/local/cuda/compat, LD_LIBRARY_PATH); absent: not looked for",
+        },
+    )
 
 
 class FactsError(ValueError):

@@ -143,6 +143,7 @@ class HostProbe:
 
     def facts(self) -> HostFacts:
         from envcheck.contracts.facts import HostFacts, LibraryFacts
+        from envcheck.probe.cuda_compat import probe_cuda_compat
         from envcheck.probe.cuda_driver import driver_facts, finish_cuda_child
         from envcheck.probe.env_vars import probe_env, probe_machine
         from envcheck.probe.paddle_build import probe_paddle
@@ -156,6 +157,7 @@ class HostProbe:
         except TimeoutError:
             cudart = cudnn = LibraryFacts(reason="the CUDA library probe did not finish")
         cuda_driver = driver_facts(finish_cuda_child(self._driver))  # the slowest, waited last
+        cuda_compat = probe_cuda_compat(self.env, cuda_driver.library)
         return HostFacts(
             driver=driver,
             gpus=gpus,
@@ -166,6 +168,7 @@ class HostProbe:
             engine=engine,
             env=probe_env(self.env),
             machine=probe_machine(),
+            cuda_compat=cuda_compat,
         )
 
 

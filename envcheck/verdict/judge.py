@@ -25,6 +25,7 @@ from envcheck.verdict.one_plan import settle
 from envcheck.verdict.rules.archs import check_build_archs
 from envcheck.verdict.rules.container import check_engine, check_image
 from envcheck.verdict.rules.cuda import check_cuda_driver_api, check_cuda_libraries
+from envcheck.verdict.rules.cuda_compat import check_cuda_compat
 from envcheck.verdict.rules.dlopen_names import check_unversioned_cudnn
 from envcheck.verdict.rules.driver import check_driver
 from envcheck.verdict.rules.driver_floor import check_driver_floor
@@ -75,6 +76,7 @@ CHECKS: tuple[Check, ...] = (
     check_gpu_health,
     check_cuda_driver_api,
     check_cuda_libraries,
+    check_cuda_compat,
     check_unversioned_cudnn,
     check_paddle,
     check_installed_floor,
