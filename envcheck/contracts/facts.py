@@ -207,6 +207,25 @@ class PaddleFacts:
 
 
 @record
+class NvidiaPin:
+    """One `Requires-Dist: nvidia-…` of an installed distribution (torch, vLLM, JAX, Paddle)."""
+
+    by: str  # the distribution that requires it, by its canonical name: "torch"
+    requirement: str  # as written: 'nvidia-cudnn-cu12==9.5.1.17; platform_system == "Linux"'
+    by_version: str | None = None  # the requiring distribution's version
+
+
+@record
+class NvidiaWheels:
+    """NVIDIA's `nvidia-*` wheels in the judged interpreter's site-packages, and who pins them:
+    `pip list | grep nvidia-` and each framework's `Requires-Dist`, read from the dist-info
+    folders without importing anything."""
+
+    installed: dict[str, str] = field(default_factory=dict)  # canonical name -> version
+    pins: tuple[NvidiaPin, ...] = ()
+
+
+@record
 class EngineFacts:
     """`docker version` / `docker info`: the container engine, if any."""
 
@@ -247,6 +266,14 @@ class HostFacts:
     engine: EngineFacts = field(default_factory=EngineFacts)
     env: dict[str, str] = field(default_factory=dict)
     machine: MachineFacts = field(default_factory=MachineFacts)
+    nvidia_wheels: NvidiaWheels | None = field(
+        default=None,
+        metadata={
+            **OPTIONAL,
+            "description": "nvidia-* wheels installed for the judged interpreter and the"
+            " distributions that pin them; absent: not read",
+        },
+    )
     cuda_compat: tuple[CompatLibrary, ...] | None = field(
         default=None,
         metadata={

@@ -146,6 +146,7 @@ class HostProbe:
         from envcheck.probe.cuda_compat import probe_cuda_compat
         from envcheck.probe.cuda_driver import driver_facts, finish_cuda_child
         from envcheck.probe.env_vars import probe_env, probe_machine
+        from envcheck.probe.nvidia_wheels import probe_nvidia_wheels
         from envcheck.probe.paddle_build import probe_paddle
 
         assert self.target is not None and self._nvml is not None, "start() the probe first"
@@ -168,6 +169,7 @@ class HostProbe:
             engine=engine,
             env=probe_env(self.env),
             machine=probe_machine(),
+            nvidia_wheels=probe_nvidia_wheels(self.target.site_packages),
             cuda_compat=cuda_compat,
         )
 

@@ -30,6 +30,7 @@ from envcheck.verdict.rules.dlopen_names import check_unversioned_cudnn
 from envcheck.verdict.rules.driver import check_driver
 from envcheck.verdict.rules.driver_floor import check_driver_floor
 from envcheck.verdict.rules.env_vars import check_nvidia_visible_devices, check_visible_devices
+from envcheck.verdict.rules.frameworks import check_frameworks
 from envcheck.verdict.rules.gpu_health import check_gpu_health
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
 from envcheck.verdict.rules.installed import check_gpu_build_without_driver, check_installed_floor
@@ -80,6 +81,7 @@ CHECKS: tuple[Check, ...] = (
     check_unversioned_cudnn,
     check_paddle,
     check_installed_floor,
+    check_frameworks,
     check_gpu_build_without_driver,
     check_build_archs,
     check_visible_devices,
