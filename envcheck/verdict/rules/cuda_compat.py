@@ -65,7 +65,7 @@ def compat_refusal(
 
 def _judge(host: HostFacts, lib: CompatLibrary) -> Iterable[Finding]:
     driver = host.driver.version or ""
-    what = _describe(lib)
+    what = describe_compat(lib)
     observed = {"path": lib.path, "version": lib.version, "host_driver": driver}
     refusal = compat_refusal(lib.note, lib.version, driver, host.driver.cuda)
     if refusal:
@@ -74,7 +74,7 @@ def _judge(host: HostFacts, lib: CompatLibrary) -> Iterable[Finding]:
             f"{what} is on the loader's path, but {refusal}: CUDA fails to start (error 803, "
             "'system has unsupported display driver / cuda driver combination') or Paddle "
             "silently runs on the CPU",
-            fix=_off_path_fix(host, lib, _better_compat(lib.note, driver)),
+            fix=_off_path_fix(host, lib, better_compat(lib.note, driver)),
             layer="cuda",
             **observed,
         )
@@ -99,7 +99,7 @@ def _judge(host: HostFacts, lib: CompatLibrary) -> Iterable[Finding]:
     )
 
 
-def _describe(lib: CompatLibrary) -> str:
+def describe_compat(lib: CompatLibrary) -> str:
     note = lib.note
     if note is None:
         return f"the CUDA compat library {lib.path} (no compatibility note)"
@@ -133,7 +133,7 @@ def _off_path_fix(host: HostFacts, lib: CompatLibrary, better: str | None) -> Re
     return steps(first, alternative)
 
 
-def _better_compat(note: CompatNote | None, driver: str) -> str | None:
+def better_compat(note: CompatNote | None, driver: str) -> str | None:
     """The compat package the note implies: one that lists the host's branch."""
     branch = driver.split(".", 1)[0]
     if note is None or not note.drivers or not branch.isdigit():
