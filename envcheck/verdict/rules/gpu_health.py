@@ -2,7 +2,10 @@
 reboot or a replacement before its results can be trusted. A healthy GPU, or one that cannot
 say (GeForce, no ECC, an older driver), adds nothing: its `gpu.N` line stays the only one.
 
-What each state obliges, after NVIDIA's own tools:
+What each state obliges, after NVIDIA's own tools and its A100 memory-error guide
+(https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/: "The GPU must be reset for the
+remapping to go into effect"; the RMA criterion is the row-remapping failure flag validated by
+the field diagnostic):
 - a pending row remap, or uncorrectable ECC errors since the driver loaded: reset the GPU
   (DCGM's "Drain the GPU and reset it or reboot the node", NVIDIA/DCGM `dcgmlib/dcgm_errors.h`);
 - a row-remapping failure: the memory cannot be repaired; DCGM sends it to NVIDIA's field
