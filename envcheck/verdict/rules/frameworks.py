@@ -104,7 +104,7 @@ def _active(
     extra's pin only where its wheel is installed (which extras were chosen is not recorded)."""
     # imported here: packaging.requirements brings packaging.utils and logging, which a doctor
     # without NVIDIA wheels never needs
-    from packaging.markers import default_environment
+    from packaging.markers import UndefinedComparison, UndefinedEnvironmentName, default_environment
     from packaging.requirements import InvalidRequirement, Requirement
 
     env = default_environment() | {"platform_system": "Linux", "sys_platform": "linux"}
@@ -120,8 +120,12 @@ def _active(
         if marker is not None and "extra" in str(marker):
             if _name(req) not in installed:
                 continue
-        elif marker is not None and not marker.evaluate(env):  # type: ignore[arg-type]
-            continue
+        elif marker is not None:
+            try:
+                if not marker.evaluate(env):  # type: ignore[arg-type]
+                    continue
+            except (UndefinedComparison, UndefinedEnvironmentName):
+                continue  # a marker pip could not decide either: the pin was never installed
         found.append((pin, req))
     return found
 
