@@ -45,10 +45,8 @@ def compat_refusal(
     branch = host_driver.split(".", 1)[0]
     if note is not None and note.drivers and compat:
         if not branch.isdigit() or int(branch) not in note.drivers:
-            listed = ", ".join(map(str, note.drivers))
             return (
-                f"its note lists the driver branches {listed}; the host driver {host_driver} "
-                f"(branch {branch}) is not among them"
+                f"the host driver {host_driver} is of branch {branch}, which its note does not list"
             )
         return None if _newer(compat, host_driver) else _not_newer(compat, host_driver)
     if note is not None and note.cuda and host_cuda:
