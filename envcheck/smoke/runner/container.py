@@ -82,11 +82,12 @@ class SmokeContainer:
                 self.container = self.client.containers.create(
                     **create_kwargs(self.spec, self.run_id, ownership.owner_key(self.variables))
                 )
+            self.compat = read_image_compat(self.container)  # its image's files, before it runs
         except BaseException:
-            # a timeout or a signal may have cut the answer, not the create: remove by run id
+            # a timeout or a signal may have cut the answer, not the create, or come before the
+            # `with` holds the container (no __exit__ then): remove it by run id
             self._remove(quiet=True)
             raise
-        self.compat = read_image_compat(self.container)
         return self
 
     @property
