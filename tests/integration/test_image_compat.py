@@ -113,3 +113,23 @@ def test_the_note_of_the_fake_matches_what_the_host_probe_reads(
     (folder / "libcuda.so.590.44.01").write_bytes(fake_build.compat("590.44.01").read_bytes())
     (lib,) = probe_cuda_compat({"ENVCHECK_DRIVER_ROOT": str(tmp_path)})
     assert lib.note is not None and lib.note.cuda == "13.1" and not lib.loaded
+
+
+@pytest.mark.parametrize("chunk", [1, 511, 1 << 16], ids=["bytes", "odd", "64k"])
+def test_the_archive_is_read_as_a_stream_whatever_its_chunks(
+    fake_build: FakeBuild, chunk: int
+) -> None:
+    """The engine's archive arrives in chunks of any size; a cut one is an unreadable library,
+    never an exception."""
+    from envcheck.smoke.runner.image_compat import _libraries, _Stream
+
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        for name in ("compat/libnvidia-ptxjitcompiler.so.1", "compat/libcuda.so.590.44.01"):
+            tar.add(fake_build.compat("590.44.01"), arcname=name)
+    raw = data.getvalue()
+    chunks = iter([raw[i : i + chunk] for i in range(0, len(raw), chunk)])
+    (lib,) = _libraries(_Stream(chunks), loaded=True)
+    assert lib.version == "590.44.01" and lib.note is not None and lib.note.cuda == "13.1"
+    (cut,) = _libraries(_Stream(iter([raw[: len(raw) // 2]])), loaded=True)
+    assert cut.error is not None and cut.note is None

@@ -11,9 +11,11 @@ the engine cannot give is the library's `error`.
 
 from __future__ import annotations
 
+import io
 import posixpath
 import re
 import tarfile
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from envcheck.contracts.errors import EnvcheckError
@@ -28,7 +30,7 @@ COMPAT_FOLDER = "/usr/local/cuda/compat"
 _LIBRARY = re.compile(r"libcuda\.so\.(\d+(?:\.\d+)+)$")
 # the image's folder as LD_LIBRARY_PATH names it: /usr/local/cuda/compat, /usr/local/cuda-13.0/compat
 _ON_PATH = re.compile(r"/usr/local/cuda[^/]*/compat/?$")
-_MAX_ARCHIVE = 1 << 29  # a compat folder holds a few libraries of ~100 MiB at most
+_MAX_ARCHIVE = 1 << 30  # a compat folder holds a few libraries of ~100 MiB at most
 
 
 def read_image_compat(container: Container) -> tuple[CompatLibrary, ...]:
@@ -37,22 +39,19 @@ def read_image_compat(container: Container) -> tuple[CompatLibrary, ...]:
     try:
         with translate_errors(f"reading {COMPAT_FOLDER} of the smoke image"):
             chunks, _ = container.get_archive(COMPAT_FOLDER)
-            archive = _bounded(chunks)
+            return tuple(_libraries(_Stream(chunks), loaded))
     except EnvcheckError as e:
         if "not found" in str(e):
             return ()  # no compat folder: the image uses the driver's libcuda
         return (CompatLibrary(path=COMPAT_FOLDER, error=str(e), loaded=loaded),)
-    if archive is None:
-        return (CompatLibrary(path=COMPAT_FOLDER, error="the folder is too large", loaded=loaded),)
-    return tuple(_libraries(archive, loaded))
 
 
-def _libraries(archive: bytes, loaded: bool) -> list[CompatLibrary]:
-    import io
-
+def _libraries(stream: _Stream, loaded: bool) -> list[CompatLibrary]:
+    """Each `libcuda.so.<version>` of the folder's tar stream, read one at a time (the other
+    libraries of the folder stream past unkept)."""
     found = []
     try:
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 name = posixpath.basename(member.name)
                 match = _LIBRARY.match(name)
@@ -66,20 +65,37 @@ def _libraries(archive: bytes, loaded: bool) -> list[CompatLibrary]:
                     found.append(CompatLibrary(path, match.group(1), error=str(e), loaded=loaded))
                     continue
                 found.append(CompatLibrary(path, match.group(1), note, loaded=loaded))
-    except tarfile.TarError as e:
-        return [CompatLibrary(path=COMPAT_FOLDER, error=f"unreadable archive: {e}", loaded=loaded)]
+    except (tarfile.TarError, _TooLarge) as e:
+        found.append(CompatLibrary(COMPAT_FOLDER, error=f"unreadable: {e}", loaded=loaded))
     return found
 
 
-def _bounded(chunks: Any) -> bytes | None:
-    """The archive's bytes, None past the bound."""
-    parts, size = [], 0
-    for chunk in chunks:
-        size += len(chunk)
-        if size > _MAX_ARCHIVE:
-            return None
-        parts.append(chunk)
-    return b"".join(parts)
+class _TooLarge(Exception):
+    """The archive ran past its bound."""
+
+
+class _Stream(io.RawIOBase):
+    """The engine's archive chunks as a file tarfile reads in stream mode, bounded."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks, self._left, self._read = chunks, b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._read += len(chunk)
+            if self._read > _MAX_ARCHIVE:
+                raise _TooLarge(f"{COMPAT_FOLDER} holds more than {_MAX_ARCHIVE >> 20} MiB")
+            self._left = chunk
+        n = min(len(buffer), len(self._left))
+        buffer[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n
 
 
 def _library_path(attrs: dict[str, Any]) -> list[str]:
