@@ -110,6 +110,27 @@ class DriverFacts:
 
 
 @record
+class GpuHealth:
+    """`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT,ECC` and the driver's recovery action: each
+    None where this GPU or driver cannot say (NOT_SUPPORTED on GeForce, on a GPU without ECC, on
+    a driver older than the query), which is no problem."""
+
+    remap_pending: bool | None = None  # a row remap waits for a GPU reset (A100 and newer)
+    remap_failure: bool | None = None  # a row could not be remapped: replace the GPU
+    retired_pages_pending: bool | None = None  # pages wait for a reset to be retired (older GPUs)
+    ecc_volatile_uncorrected: int | None = _count(
+        "uncorrectable ECC errors since the driver was loaded (volatile counter)"
+    )
+    recovery_action: str | None = field(
+        default=None,
+        metadata={
+            "description": "the driver's NVML_FI_DEV_GET_GPU_RECOVERY_ACTION without its prefix"
+            ' ("NONE", "GPU_RESET", "NODE_REBOOT", "DRAIN_P2P", "DRAIN_AND_RESET", …)'
+        },
+    )
+
+
+@record
 class GpuFacts:
     """`nvidia-smi --query-gpu=index,name,uuid,compute_cap,memory.total,mig.mode.current`."""
 
@@ -122,6 +143,10 @@ class GpuFacts:
     mig_instances: int | None = _count()  # MIG devices CUDA can use when MIG is on (nvitop's walk)
     process_query: str | None = (
         None  # which per-process query the driver supports ("v3", "v2", None)
+    )
+    health: GpuHealth | None = field(
+        default=None,
+        metadata={**OPTIONAL, "description": "memory health as NVML reports it; absent: not read"},
     )
 
 
@@ -165,6 +190,30 @@ class LibraryFacts:
 
 
 @record
+class CompatNote:
+    """The ELF note `.note.cuda.fwd_compatibility` of a CUDA forward-compatibility libcuda: the
+    JSON object NVIDIA writes there (NVIDIA/nvidia-container-toolkit
+    `cmd/nvidia-cdi-hook/cudacompat/cuda-elf-header.go` reads the same)."""
+
+    cuda: str | None = None  # "CUDA Version": the CUDA this libcuda brings, "13.1"
+    drivers: tuple[int, ...] = ()  # "Driver": the host driver branches it runs on, (535, 580)
+    devices: tuple[int, ...] = ()  # "Device": the device classes it supports (NVIDIA numbers)
+    format: int | None = None  # "Format"
+
+
+@record
+class CompatLibrary:
+    """A CUDA forward-compatibility libcuda (the cuda-compat package, `/usr/local/cuda/compat`)
+    on the host, with its note."""
+
+    path: str  # required: a library is a file
+    version: str | None = _checked("dotted")  # the driver it comes from, from its file name
+    note: CompatNote | None = None  # None: no note (older than the note, or not a compat libcuda)
+    loaded: bool = False  # on the loader's path (LD_LIBRARY_PATH), or the libcuda CUDA loaded
+    error: str | None = None  # why the file could not be read
+
+
+@record
 class PaddleFacts:
     """`python -c "import paddle; paddle.version.show()"`, read from the file without importing."""
 
@@ -194,6 +243,25 @@ class PaddleFacts:
             " or not recorded (a facts file saved before this field)."
         },
     )
+
+
+@record
+class NvidiaPin:
+    """One `Requires-Dist: nvidia-…` of an installed distribution (torch, vLLM, JAX, Paddle)."""
+
+    by: str  # the distribution that requires it, by its canonical name: "torch"
+    requirement: str  # as written: 'nvidia-cudnn-cu12==9.5.1.17; platform_system == "Linux"'
+    by_version: str | None = None  # the requiring distribution's version
+
+
+@record
+class NvidiaWheels:
+    """NVIDIA's `nvidia-*` wheels in the judged interpreter's site-packages, and who pins them:
+    `pip list | grep nvidia-` and each framework's `Requires-Dist`, read from the dist-info
+    folders without importing anything."""
+
+    installed: dict[str, str] = field(default_factory=dict)  # canonical name -> version
+    pins: tuple[NvidiaPin, ...] = ()
 
 
 @record
@@ -255,6 +323,22 @@ class HostFacts:
     wsl: WslFacts | None = field(
         default=None,
         metadata={**OPTIONAL, "description": "Windows Subsystem for Linux; null: not WSL"},
+    )
+    nvidia_wheels: NvidiaWheels | None = field(
+        default=None,
+        metadata={
+            **OPTIONAL,
+            "description": "nvidia-* wheels installed for the judged interpreter and the"
+            " distributions that pin them; absent: not read",
+        },
+    )
+    cuda_compat: tuple[CompatLibrary, ...] | None = field(
+        default=None,
+        metadata={
+            **OPTIONAL,
+            "description": "CUDA forward-compatibility libcuda files found on the host"
+            " (/usr/local/cuda/compat, LD_LIBRARY_PATH); absent: not looked for",
+        },
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from envcheck.contracts.facts import OPTIONAL
+from envcheck.contracts.facts import OPTIONAL, CompatLibrary
 from envcheck.contracts.record import field, record
 from envcheck.contracts.smoke_result import (
     Amp,
@@ -198,6 +198,8 @@ class ContainerInfo:
     swept: tuple[str, ...] | None = None  # leftovers of earlier runs removed first
     read_only_dropped: str | None = None  # the NVIDIA hook's error that made the root writable
     removed: bool | None = None  # the engine, asked on the way out, has no container of this run
+    # the image's CUDA forward-compatibility libcuda files, with their notes; None: not read
+    compat: tuple[CompatLibrary, ...] | None = field(default=None, metadata=OPTIONAL)
 
 
 @record

@@ -143,8 +143,10 @@ class HostProbe:
 
     def facts(self) -> HostFacts:
         from envcheck.contracts.facts import HostFacts, LibraryFacts
+        from envcheck.probe.cuda_compat import probe_cuda_compat
         from envcheck.probe.cuda_driver import driver_facts, finish_cuda_child
         from envcheck.probe.env_vars import probe_env, probe_machine
+        from envcheck.probe.nvidia_wheels import probe_nvidia_wheels
         from envcheck.probe.paddle_build import probe_paddle
         from envcheck.probe.wsl import probe_wsl
 
@@ -157,6 +159,7 @@ class HostProbe:
         except TimeoutError:
             cudart = cudnn = LibraryFacts(reason="the CUDA library probe did not finish")
         cuda_driver = driver_facts(finish_cuda_child(self._driver))  # the slowest, waited last
+        cuda_compat = probe_cuda_compat(self.env, cuda_driver.library)
         return HostFacts(
             driver=driver,
             gpus=gpus,
@@ -168,6 +171,8 @@ class HostProbe:
             env=probe_env(self.env),
             machine=probe_machine(),
             wsl=probe_wsl(self.env),
+            nvidia_wheels=probe_nvidia_wheels(self.target.site_packages),
+            cuda_compat=cuda_compat,
         )
 
 

@@ -188,6 +188,8 @@ def _cuda_version(nvml: ModuleType) -> str | None:
 
 
 def _read_gpu(nvml: ModuleType, index: int) -> GpuFacts:
+    from envcheck.probe.nvml_health import read_health  # its sibling, which reads through _optional
+
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     cc = _optional(nvml, nvml.nvmlDeviceGetCudaComputeCapability, handle)
     memory = _optional(nvml, nvml.nvmlDeviceGetMemoryInfo, handle)
@@ -201,6 +203,7 @@ def _read_gpu(nvml: ModuleType, index: int) -> GpuFacts:
         mig_mode=mig_mode,
         mig_instances=_mig_instances(nvml, handle) if mig_mode else None,
         process_query=_process_query(nvml, handle),
+        health=read_health(nvml, handle),
     )
 
 

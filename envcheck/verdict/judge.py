@@ -27,10 +27,13 @@ from envcheck.verdict.one_plan import settle
 from envcheck.verdict.rules.archs import check_build_archs
 from envcheck.verdict.rules.container import check_engine, check_image
 from envcheck.verdict.rules.cuda import check_cuda_driver_api, check_cuda_libraries
+from envcheck.verdict.rules.cuda_compat import check_cuda_compat
 from envcheck.verdict.rules.dlopen_names import check_unversioned_cudnn
 from envcheck.verdict.rules.driver import check_driver
 from envcheck.verdict.rules.driver_floor import check_driver_floor
 from envcheck.verdict.rules.env_vars import check_nvidia_visible_devices, check_visible_devices
+from envcheck.verdict.rules.frameworks import check_frameworks
+from envcheck.verdict.rules.gpu_health import check_gpu_health
 from envcheck.verdict.rules.gpu_support import check_gpu_support
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
 from envcheck.verdict.rules.installed import check_gpu_build_without_driver, check_installed_floor
@@ -98,11 +101,14 @@ CHECKS: tuple[Check, ...] = (
     check_gpu_support,
     check_driver_floor,
     check_gpus,
+    check_gpu_health,
     check_cuda_driver_api,
     check_cuda_libraries,
+    check_cuda_compat,
     check_unversioned_cudnn,
     check_paddle,
     check_installed_floor,
+    check_frameworks,
     check_gpu_build_without_driver,
     check_build_archs,
     check_visible_devices,

@@ -42,6 +42,24 @@ CUDNN_BUILDS: dict[str, tuple[str, int]] = {
     "9.19.0": ("libcudnn.so.9", 91900),  # the lent H100's pip cuDNN (tests/data/real-h100)
 }
 
+# The notes of two real compat libcuda files, as NVIDIA/nvidia-container-toolkit's own test reads
+# them from its testdata (cmd/nvidia-cdi-hook/cudacompat/cuda-elf-header_test.go): a profile's
+# `compat_libcuda` puts a fake libcuda carrying that note into /usr/local/cuda/compat.
+COMPAT_NOTES: dict[str, dict[str, Any]] = {
+    "575.57.08": {
+        "Format": 1,
+        "CUDA Version": "12.9",
+        "Driver": [535, 550, 560, 565, 570, 575],
+        "Device": [1, 2, 7, 8, 9, 10, 11, 12, 13, 14],
+    },
+    "590.44.01": {
+        "Format": 1,
+        "CUDA Version": "13.1",
+        "Driver": [535, 550, 570, 575, 580, 590],
+        "Device": [1, 2, 7, 8, 9, 10, 11, 12, 13, 14],
+    },
+}
+
 PROC_VERSION_TEXT = {
     # Formats from real /proc/driver/nvidia/version files (docs/facts/compat_facts.md §9).
     "proprietary": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {v}  Sat Aug 19 01:15:15 UTC 2023\n",
@@ -64,6 +82,9 @@ class FakeBuild:
     @property
     def cuda(self) -> Path:
         return self.root / "cuda" / "libcuda.so"
+
+    def compat(self, version: str) -> Path:
+        return self.root / f"compat-{version}" / "libcuda.so"
 
     def cudart(self, version: str) -> Path:
         return self.root / f"cudart-{version}" / CUDART_BUILDS[version][0]
@@ -100,6 +121,10 @@ def build(root: Path) -> FakeBuild:
     jobs += [
         (fake.cudnn(v), "fake_cudnn.c", [f"-DFAKE_CUDNN_VERSION={n}"])
         for v, (_, n) in CUDNN_BUILDS.items()
+    ]
+    jobs += [  # the note's JSON as a C string literal
+        (fake.compat(v), "fake_cuda_compat.c", [f"-DFAKE_COMPAT_NOTE={json.dumps(json.dumps(n))}"])
+        for v, n in COMPAT_NOTES.items()
     ]
     procs = []
     for out, source, defines in jobs:
@@ -166,15 +191,28 @@ def make_host(
         log = root / "var" / "log" / "kern.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PROFILES / host["kern_log"], log)
+    compat = _install_compat(fake, root, host.get("compat_libcuda"))
+    on_path = f"{compat}:" if compat and host.get("compat_on_path") else ""
     env = {
         "FAKE_NVIDIA_PROFILE": str(PROFILES / f"{profile}.toml"),
-        "LD_LIBRARY_PATH": f"{driver_dir}:{ld_dir}",
+        "LD_LIBRARY_PATH": f"{on_path}{driver_dir}:{ld_dir}",
         "ENVCHECK_DRIVER_ROOT": str(root),
         "FAKE_NVIDIA_SITE_PACKAGES": str(site),
     }
     if trace is not None:
         env["FAKE_NVIDIA_TRACE"] = str(trace)
     return env
+
+
+def _install_compat(fake: FakeBuild, root: Path, version: str | None) -> Path | None:
+    """The cuda-compat package's folder under the root, as the package lays it out:
+    libcuda.so.1 -> libcuda.so.<version> (`compat_libcuda`); None without one."""
+    if not version:
+        return None
+    folder = root / "usr" / "local" / "cuda" / "compat"
+    folder.mkdir(parents=True)
+    _link_versioned(fake.compat(version), folder, "libcuda.so", version)
+    return folder
 
 
 def _install_pci(root: Path, gpus: int, device_ids: list[str] | None = None) -> None:

@@ -29,6 +29,7 @@ from envcheck.smoke.plan import Fallback, Outcome, Plan, in_process_plan, plan_s
 from envcheck.smoke.runner.payload import WORKLOAD
 from envcheck.smoke.verdict.document import smoke_document
 from envcheck.smoke.verdict.failures import gpu_refused, image_unavailable
+from envcheck.smoke.verdict.image_compat import image_compat_findings
 from envcheck.smoke.verdict.judge import judge
 from envcheck.smoke.verdict.loaded import loaded_findings
 
@@ -63,6 +64,7 @@ def smoke_check(
         outcome = run_in_process(plan, options)
     findings += judge(plan, outcome)
     findings += loaded_findings(host, plan, outcome.result if outcome else None)
+    findings += image_compat_findings(host, outcome.raw.container if outcome else None)
     return smoke_document(plan, outcome), findings
 
 

@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
 from envcheck.contracts.errors import EnvcheckError
+from envcheck.contracts.facts import CompatLibrary
 from envcheck.contracts.smoke_report import ContainerInfo
 from envcheck.edges import activity, signals
 from envcheck.engine.docker_adapter import translate_errors
@@ -37,6 +38,7 @@ from envcheck.smoke.parse import OutputCollector, RawRun
 from envcheck.smoke.runner import ownership
 from envcheck.smoke.runner.attach import pump
 from envcheck.smoke.runner.container_spec import ContainerSpec, create_kwargs
+from envcheck.smoke.runner.image_compat import read_image_compat
 from envcheck.smoke.runner.ownership import MARK_LABEL
 
 if TYPE_CHECKING:
@@ -67,6 +69,7 @@ class SmokeContainer:
         self.container: Container | None = None
         self.swept: list[str] = []
         self.removed = False  # the engine, asked on the way out, has no container of this run
+        self.compat: tuple[CompatLibrary, ...] = ()  # the image's compat libcuda, read once created
 
     def __enter__(self) -> Self:
         activity.phase(f"creating the smoke container from {self.image_words}")
@@ -79,8 +82,10 @@ class SmokeContainer:
                 self.container = self.client.containers.create(
                     **create_kwargs(self.spec, self.run_id, ownership.owner_key(self.variables))
                 )
+            self.compat = read_image_compat(self.container)  # its image's files, before it runs
         except BaseException:
-            # a timeout or a signal may have cut the answer, not the create: remove by run id
+            # a timeout or a signal may have cut the answer, not the create, or come before the
+            # `with` holds the container (no __exit__ then): remove it by run id
             self._remove(quiet=True)
             raise
         return self
@@ -156,7 +161,10 @@ class SmokeContainer:
             oom_killed=exit_code == 137 and done and _oom_killed(container),
             # exit_code None without a timeout: the container vanished under us
             container=ContainerInfo(
-                container=container.short_id, run_id=self.run_id, swept=tuple(self.swept)
+                container=container.short_id,
+                run_id=self.run_id,
+                swept=tuple(self.swept),
+                compat=self.compat,
             ),
         )
 

@@ -18,6 +18,7 @@ from envcheck.verdict.fixes import (
 )
 from envcheck.verdict.gpu_groups import gpu_groups, index_span
 from envcheck.verdict.rules.driver import install_driver_fix
+from envcheck.verdict.rules.gpu_health import unhealthy
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
@@ -80,7 +81,9 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
                 layer="gpu",
                 index=g.index,
             )
-    yield from _passed_groups([g for g in rest if not (g.mig_mode and g.mig_instances == 0)])
+    yield from _passed_groups(
+        [g for g in rest if not (g.mig_mode and g.mig_instances == 0) and not unhealthy(g)]
+    )
 
 
 def _passed_groups(gpus: list[GpuFacts]) -> Iterable[Finding]:

@@ -339,3 +339,6 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev,
     *count = n;
     return NVML_SUCCESS;
 }
+
+/* The health queries (row remapping, page retirement, ECC, recovery action). */
+#include "fake_nvml_health.c"
