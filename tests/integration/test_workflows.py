@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from envcheck.cli import build_parser
+from tests.gate_steps import read_outputs
 from tests.paths import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -179,7 +180,7 @@ def test_scripts_take_inputs_through_env_only(path: Path) -> None:
     """No `${{ … }}` inside a script: an input with quotes or `$(…)` must stay data."""
     for name, script in _run_scripts(_yaml(path)).items():
         assert "${{" not in script, f"{path.name} step {name!r} interpolates an expression"
-        subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
+        _shellcheck(script, f"{path.name} step {name!r}")
 
 
 def test_gate_inputs_and_outputs() -> None:
@@ -202,7 +203,7 @@ def test_reports_are_uploaded_even_when_the_doctor_fails_and_then_the_job_fails(
     assert upload["if"].startswith("always()")
     assert names.index(upload["uses"]) < len(steps) - 1, "upload before the failing step"
     assert "steps.doctor.outputs.exit-code != '0'" in fail["if"]
-    assert 'exit "${EXIT_CODE:-3}"' in fail["run"]
+    assert 'exit "$code"' in fail["run"]
 
 
 def _fake_envcheck(tmp_path: Path, exit_code: int) -> Path:
@@ -252,7 +253,7 @@ def _run_doctor_step(
     )
     assert done.returncode == 0, done.stderr  # the doctor's status is an output, not a step failure
     argv = (tmp_path / "argv").read_text(encoding="utf-8").splitlines()
-    outputs = dict(line.split("=", 1) for line in output.read_text(encoding="utf-8").splitlines())
+    outputs = read_outputs(output.read_text(encoding="utf-8"))
     return argv, outputs
 
 
@@ -322,8 +323,14 @@ def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-@pytest.mark.parametrize("code", ["1", "6", ""], ids=["incompatible", "cpu-fallback", "no-output"])
-def test_fail_step_exits_with_envchecks_code(path: Path, code: str) -> None:
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [("1", 1), ("6", 6), ("", 3), ("00", 3), ("256", 3), ("1 ", 3), ("pass", 3)],
+    ids=["incompatible", "cpu-fallback", "no-output", "zero-spelt-00", "over-255", "blank", "word"],
+)
+def test_fail_step_exits_with_envchecks_code(path: Path, code: str, status: int) -> None:
+    """Only 1 to 255 is passed on; anything else is 3. Before: `00` (unequal to '0' for the
+    step's `if:`) reached `exit 00`, and the failing step exited 0."""
     script = _run_scripts(_yaml(path))["Fail on a broken runner"]
     done = subprocess.run(
         ["bash", "-c", script],
@@ -333,7 +340,7 @@ def test_fail_step_exits_with_envchecks_code(path: Path, code: str) -> None:
         text=True,
         timeout=30,
     )
-    assert done.returncode == int(code or 3)
+    assert done.returncode == status
     assert done.stdout.startswith("::error title=envcheck gate::envcheck doctor exited")
 
 
