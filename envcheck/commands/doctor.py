@@ -377,19 +377,17 @@ def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, Recorde
     report. Any unreadable, non-JSON or invalid document is a UsageError (exit 2) naming the file
     and the field (non-UTF-8, too deep, huge ints, invalid values). Here, at the edge:
     `envcheck.contracts.facts` stays pure."""
-    from envcheck.contracts.facts import FactsError, host_from_document
+    from envcheck.contracts.facts import FactsError, MissingSections, host_from_document
     from envcheck.contracts.saved_report import ReportDocumentError
     from envcheck.edges.userfiles import read_json
     from envcheck.verdict.recorded import recorded_smoke
 
-    doc = read_json(
-        path,
-        what="facts file",
-        hint="pass a saved `envcheck doctor --json` report or its `host` object",
-        env=env,
-    )
+    hint = "pass a saved `envcheck doctor --json` report or its `host` object"
+    doc = read_json(path, what="facts file", hint=hint, env=env)
     try:
         return host_from_document(doc), recorded_smoke(doc)
+    except MissingSections as e:
+        raise UsageError(f"facts file {path}: {e}", hint=hint) from e
     except (FactsError, ReportDocumentError) as e:
         raise UsageError(
             f"facts file {path}: {e}",
