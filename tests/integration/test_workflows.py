@@ -121,27 +121,79 @@ def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     assert done.returncode == 1 and "nope" in done.stdout
 
 
-def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path: Path) -> None:
-    """The YAML a team copies from the CI and fleet docs is valid (a trigger added where it shows
-    none)."""
-    docs = [(ROOT / "docs" / name).read_text(encoding="utf-8") for name in ("ci.md", "fleet.md")]
-    blocks = [b for doc in docs for b in re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL)]
-    assert len(blocks) >= 3
+def _yaml_blocks(doc: str) -> list[str]:
+    return re.findall(
+        r"```yaml\n(.*?)```", (ROOT / "docs" / doc).read_text(encoding="utf-8"), re.DOTALL
+    )
+
+
+def _lint_examples(tmp_path: Path, blocks: list[str]) -> None:
     folder = tmp_path / ".github" / "workflows"
-    folder.mkdir(parents=True)
-    # An example may call the gate as this repository does (`uses: ./.github/…`): actionlint
-    # then reads the real workflow and action, and checks the example's inputs against them.
+    folder.mkdir(parents=True, exist_ok=True)
+    # An example calls the gate as a repository holding it does (`uses: ./.github/…`):
+    # actionlint then reads the real workflow and action, and checks the inputs given them.
     shutil.copy(GATE, folder / GATE.name)
     shutil.copytree(ACTION.parent, tmp_path / ".github" / "actions" / ACTION.parent.name)
     paths = []
     for i, block in enumerate(blocks):
         path = folder / f"example-{i}.yml"
-        path.write_text(("" if block.startswith("on:") else "on: push\n") + block, encoding="utf-8")
+        path.write_text(block, encoding="utf-8")
         paths.append(path)
     # The examples' own runner labels, as a team would declare its self-hosted runners.
     config = tmp_path / ".github" / "actionlint.yaml"
     config.write_text("self-hosted-runner:\n  labels: [gpu, a100-01]\n", encoding="utf-8")
     _lint(*paths, cwd=tmp_path, config=config)
+
+
+def test_every_workflow_in_the_ci_docs_is_a_whole_file_actionlint_accepts_as_written(
+    tmp_path: Path,
+) -> None:
+    """Before: the snippets had no `on:` (the suite added one before linting them), and the
+    composite one pinned `image@` an empty digest. Each now names the file it is pasted as."""
+    github = [b for b in _yaml_blocks("ci.md") if b.startswith("# .github/workflows/")]
+    assert len(github) >= 2
+    for block in github:
+        assert {"name", "on", "jobs"} <= set(_yaml_text(block)), block
+    _lint_examples(tmp_path, github)
+
+
+def test_workflow_examples_in_the_fleet_docs_pass_actionlint(tmp_path: Path) -> None:
+    """The fleet docs show the jobs only: a trigger is added where a block shows none."""
+    blocks = _yaml_blocks("fleet.md")
+    assert blocks
+    _lint_examples(tmp_path, [b if b.startswith("on:") else "on: push\n" + b for b in blocks])
+
+
+def _yaml_text(text: str) -> Any:
+    doc = yaml.safe_load(text)
+    if isinstance(doc, dict) and True in doc:
+        doc["on"] = doc.pop(True)
+    return doc
+
+
+def test_the_ci_docs_tables_are_the_gate_files_own() -> None:
+    """The input table disagreed with action.yml; it is now written from it and gpu-gate.yml by
+    scripts/ci_inputs.py, and stays so."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import ci_inputs
+    finally:
+        sys.path.pop(0)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "ci_inputs.py"), "--check"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    action, gate = _yaml(ACTION), _yaml(GATE)
+    table = ci_inputs.tables(action, gate)
+    for name in {*action["inputs"], *gate["on"]["workflow_call"]["inputs"], *action["outputs"]}:
+        assert f"| `{name}` |" in table
+    doc = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    stale = doc.replace("| `registry` | ✓ | ✓ | `dockerhub` |", "| `registry` | ✓ | ✓ | `baidu` |")
+    assert stale != doc and ci_inputs.rewritten(stale, table) == doc
 
 
 # ----------------------------------------------------------------------------- ci.yml
@@ -617,3 +669,40 @@ def test_no_host_paddle_judges_no_interpreter_of_this_host() -> None:
     assert alone.returncode == 0 and json.loads(alone.stdout)["smoke"]["mode"] == "not-run"
     refused = envcheck("doctor", "--no-host-paddle", "--in-process")
     assert refused.returncode == 2 and "--no-host-paddle with --in-process" in refused.stderr
+
+
+# ----------------------------------------------------------------------------- GitLab CI
+
+GITLAB = ROOT / "deploy" / "gitlab" / "envcheck-gate.gitlab-ci.yml"
+# What a job may hold besides its own keys: GitLab's global keywords are not jobs.
+GITLAB_GLOBAL = {"stages", "variables", "default", "include", "workflow", "image", "services"}
+
+
+def test_the_gitlab_job_is_the_one_the_docs_show() -> None:
+    blocks = [b for b in _yaml_blocks("ci.md") if b.startswith("# .gitlab-ci.yml")]
+    assert blocks == [GITLAB.read_text(encoding="utf-8")]
+
+
+def test_the_gitlab_gate_is_a_pipeline_gitlab_accepts_with_the_exit_code_as_the_gate() -> None:
+    """The keys GitLab requires (a job's `script`, its `stage` among `stages`), the JUnit report
+    as `artifacts:reports:junit` kept when the job fails, and `train` only after the gate."""
+    doc = yaml.safe_load(GITLAB.read_text(encoding="utf-8"))
+    jobs = {name: job for name, job in doc.items() if name not in GITLAB_GLOBAL}
+    assert set(jobs) == {"envcheck-gate", "train"}
+    for name, job in jobs.items():
+        assert job["stage"] in doc["stages"], name
+        assert job["script"] and all(isinstance(line, str) for line in job["script"]), name
+    gate, train = jobs["envcheck-gate"], jobs["train"]
+    assert doc["stages"].index(gate["stage"]) < doc["stages"].index(train["stage"])
+    assert train["needs"] == ["envcheck-gate"] and "allow_failure" not in gate
+    (command,) = _envcheck_commands("\n".join(gate["script"]).replace(".envcheck-venv/bin/", ""))
+    args = _parses(command)
+    assert args.command == "doctor" and args.expect_gpu and args.json
+    assert gate["artifacts"]["when"] == "always"
+    assert gate["artifacts"]["reports"]["junit"] == args.junit
+    assert {args.junit, args.markdown} <= set(gate["artifacts"]["paths"])
+    # the doctor's status is the script's: nothing after it, nothing that swallows it
+    assert gate["script"][-1].split(" > ")[0].endswith(" --json")
+    assert "|| true" not in "\n".join(gate["script"])
+    _shellcheck("\n".join(gate["script"]), str(GITLAB))
+    assert "(paddle-envcheck)" in "\n".join(gate["script"])  # never another project's envcheck
