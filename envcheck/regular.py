@@ -29,7 +29,10 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = Tru
             raise OSError(errno.EFBIG, f"larger than {limit} bytes")
         os.set_blocking(fd, True)
         with open(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
+            # its size, not the limit: read(16 MiB) allocates 16 MiB, per report of a fleet
+            data = f.read(info.st_size + 1)
+            if len(data) > info.st_size:  # it grew since fstat, or has no size (/proc)
+                data += f.read(limit + 1 - len(data))
     finally:
         os.close(fd)
     if len(data) > limit:  # it grew since fstat
