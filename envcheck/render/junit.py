@@ -5,7 +5,7 @@ Layout (what Jenkins, GitLab, Azure DevOps and junitparser all import):
     <testsuites name="envcheck" tests failures errors skipped time>
       <testsuite name="envcheck doctor on HOST" hostname timestamp ...>   (one per host)
         <properties> verdict, exit_code, image, image_digest, envcheck_version </properties>
-        <testcase classname="LAYER" name="CHECK-ID">
+        <testcase classname="LAYER" name="CHECK-ID" time="SECONDS measured around the check">
           <failure message="MESSAGE" type="CHECK-ID">MESSAGE, Fix: FIX, observed values</failure>
 
 JUnit has no "warning" outcome: a warning is a passing test case whose `<system-out>` starts with
