@@ -185,6 +185,12 @@ def doctor_report() -> Schema:
                     "envcheck_version": STRING,
                     "generated_at": STRING,
                     "elapsed_s": {"type": "number"},
+                    "check_seconds": {
+                        "description": "Seconds measured around the check that made each"
+                        " finding, by finding id (the smoke's: its whole run): JUnit's times.",
+                        "type": "object",
+                        "additionalProperties": {"type": "number", "minimum": 0},
+                    },
                 },
             },
         },

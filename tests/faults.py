@@ -372,6 +372,8 @@ CLI_CASES: tuple[CliCase, ...] = (
                 {
                     "machine": {"hostname": "h\n::error::x[/bold]\x1b[2J"},
                     "driver": {"status": "absent"},
+                    "gpus": [],
+                    "paddle": {},
                 }
             ).encode(),
         ),

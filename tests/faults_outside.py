@@ -13,6 +13,9 @@ leaks, damaged files, hangs):
 - signals: SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 in the middle of an in-process smoke;
 - package-data: a missing or damaged known_packages.toml, and scripts/refresh_packages.py
   against a PyPI that is offline or answers with something that is not its JSON.
+- gate: the CI gate's shell steps fed hostile inputs (a line break, `$(…)`, quotes) with the real
+  envcheck judging a failing host; facts documents without what was observed; a FIFO where a
+  matrix TOML file or a named input should be;
 - fix: `fix --yes` on a read-only or full target, a record write out of space, a venv whose path
   is not UTF-8, a 4,046-character XDG_STATE_HOME, a --paddle-index holding ESC or U+202E.
 
@@ -57,6 +60,7 @@ SURFACES = (
     "signals",
     "package-data",
     "fix",
+    "gate",
 )
 TALLIES = {surface: Tally(surface) for surface in SURFACES}
 HANG_S = float(os.environ.get("ENVCHECK_FAULTS_HANG_S", "60"))  # far past any case: a fault
@@ -924,6 +928,44 @@ def signal_case(signum: signal.Signals, tmp: Path) -> None:
 SIGNALS = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
+def sigkill_leftover_case(tmp: Path) -> None:
+    """SIGKILL (never seen, so never cleaned up) once the in-process smoke's folder exists;
+    then a whole run in the same $TMPDIR, which must leave no smoke folder behind: its own
+    removed as always, the killed run's removed as its maker is gone."""
+    env = {**ENV, "TMPDIR": str(tmp)}
+    doctor = [sys.executable, "-m", "envcheck", "doctor", "--json", "--in-process"]
+    proc = subprocess.Popen(
+        doctor, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + HANG_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        if any(p.name.startswith("envcheck-smoke-") for p in tmp.iterdir()):
+            break
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    killed = [p.name for p in tmp.iterdir() if p.name.startswith("envcheck-smoke-")]
+    try:
+        again = subprocess.run(
+            doctor, env=env, cwd=tmp, capture_output=True, text=True, timeout=HANG_S, check=False
+        )
+        hung, err, code = False, again.stderr, again.returncode
+    except subprocess.TimeoutExpired:
+        hung, err, code = True, "", None
+    left = [p.name for p in tmp.iterdir() if p.name.startswith("envcheck-smoke-")]
+    for orphan in processes_mentioning(str(tmp)):  # the killed run's child, in its own session
+        os.kill(int(orphan.split(":", 1)[0]), signal.SIGKILL)
+    TALLIES["signals"].record(
+        "in-process-SIGKILL-then-a-run",
+        traceback_seen="Traceback" in err,
+        wrong_exit=not hung
+        and (code != 0 or not killed),  # the kill came while the folder was there
+        leaks=len(left),
+        hung=hung,
+        detail=f"killed left {killed}; the next run exit {code} left {left}; {err[-300:]!r}",
+    )
+
+
 # -- fix: the target and the state a repair writes ------------------------------------------------
 _DEAD_INDEX = "http://127.0.0.1:9"  # the discard port: nothing listens, refused at once
 
@@ -1024,6 +1066,115 @@ def fix_cases() -> Iterator[ProcessCase]:
         )
 
 
+# -- gate: no gate without evidence, no injection through inputs ----------------------------------
+def _facts_doc(doc: dict[str, Any]) -> Callable[[Path], dict[str, str]]:
+    def setup(tmp: Path) -> dict[str, str]:
+        (tmp / "facts.json").write_text(json.dumps(doc))
+        return {}
+
+    return setup
+
+
+def _fifo_at(name: str) -> Callable[[Path], dict[str, str]]:
+    def setup(tmp: Path) -> dict[str, str]:
+        (tmp / "facts.json").write_text(json.dumps(samples.healthy().to_json()))
+        if name == "matrix":
+            matrix = tmp / "matrix"
+            matrix.mkdir()
+            for source in (Path(__file__).resolve().parents[1] / "matrix").glob("*.toml"):
+                (matrix / source.name).write_bytes(source.read_bytes())
+            (matrix / "images.toml").unlink()
+            os.mkfifo(matrix / "images.toml")
+        else:
+            os.mkfifo(tmp / name)
+        return {"ENVCHECK_CACHE_DIR": ""}
+
+    return setup
+
+
+def gate_cases() -> Iterator[ProcessCase]:
+    for name, doc in (
+        ("facts-empty", {}),
+        ("facts-no-paddle", {"driver": {"status": "absent"}, "gpus": []}),
+        ("facts-empty-report", {"host": {}, "findings": []}),
+    ):
+        yield ProcessCase(
+            "gate",
+            name,
+            ("doctor", "--facts", "{tmp}/facts.json"),
+            (2,),
+            _facts_doc(doc),
+            stderr_has="section",
+        )
+    for name, args in (
+        ("matrix", ("doctor", "--facts", "{tmp}/facts.json", "--matrix", "{tmp}/matrix")),
+        ("named.json", ("doctor", "--facts", "{tmp}/named.json")),
+        (
+            "baseline.json",
+            ("doctor", "--facts", "{tmp}/facts.json", "--baseline", "{tmp}/baseline.json"),
+        ),
+        ("report.json", ("report", "{tmp}/facts.json", "{tmp}/report.json")),
+    ):
+        yield ProcessCase(
+            "gate",
+            f"fifo-as-{name.split('.')[0]}",
+            args,
+            (2,),
+            _fifo_at(name),
+            stderr_has="not a regular file: a FIFO",
+        )
+
+
+GATE_HOSTILE = {
+    "workflow-commands": "x\n::stop-commands::pwned\n::error::forged",
+    "forged-outputs": "x\nexit-code=0\nverdict=pass",
+    "substitutions": "$(touch PWNED)`touch PWNED`'\"; exit 0; #",
+}
+
+
+def gate_input_cases() -> Iterator[tuple[str, str, str]]:
+    """(action or gpu-gate, input, hostile value name)."""
+    for kind in ("action", "gpu-gate"):
+        names = ["paddle-version", "image", "registry", "baseline", "artifact-name", "extra-flags"]
+        if kind == "action":
+            names += ["training-python", "report-dir"]
+        for name in names:
+            for hostile in GATE_HOSTILE:
+                yield kind, name, hostile
+
+
+def gate_input_case(kind: str, name: str, hostile: str, tmp: Path) -> None:
+    """The gate's real steps (tests/gate_steps.py) with the real envcheck judging a failing host
+    and one input hostile: the job must fail, with no forged workflow command nor output."""
+    from tests.gate_steps import ACTION, GATE, forged, run_job
+
+    facts = tmp / "facts.json"
+    facts.write_text(json.dumps(samples.driver_upgraded_without_reboot().to_json()))
+    inputs = {"extra-flags": f"--facts {facts} --no-smoke"}
+    value = GATE_HOSTILE[hostile]
+    inputs[name] = f"{inputs.get(name, '')} {value}".strip()
+    envcheck = str(Path(sys.executable).parent / "envcheck")
+    try:
+        run = run_job(
+            ACTION if kind == "action" else GATE,
+            inputs,
+            tmp,
+            outputs={"install": {"envcheck": envcheck}},
+            skip=("install",),
+        )
+    except subprocess.TimeoutExpired:
+        TALLIES["gate"].record(f"{kind}-{name}-{hostile}", hung=True)
+        return
+    TALLIES["gate"].record(
+        f"{kind}-{name}-{hostile}",
+        traceback_seen="Traceback" in run.log,
+        wrong_exit=not run.failed or run.job_exit == 0,  # the gate went green
+        injected=bool(forged(run.log)),
+        leaks=len(list(tmp.rglob("PWNED"))),
+        detail=f"job exit {run.job_exit}; outputs {run.outputs}; log {run.log[-600:]!r}",
+    )
+
+
 def process_cases() -> list[ProcessCase]:
     return [
         *live_probe_cases(),
@@ -1036,6 +1187,7 @@ def process_cases() -> list[ProcessCase]:
         *refresh_packages_cases(),
         *helpful_error_cases(),
         *fix_cases(),
+        *gate_cases(),
     ]
 
 

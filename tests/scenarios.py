@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from envcheck.contracts.facts import REQUIRED_SECTIONS, HostFacts, to_dict
+
 A100 = {
     "index": 0,
     "name": "NVIDIA A100-SXM4-80GB",
@@ -107,8 +109,11 @@ def write(tmp_path: Path, doc: Any, name: str = "facts.json") -> str:
 
 
 def host(**layers: Any) -> dict[str, Any]:
+    """A facts document: the layers given, the rest as a host where nothing was seen (the
+    sections every facts document holds, at their defaults: unknown)."""
     base: dict[str, Any] = {
-        "machine": {"hostname": "gpu-01", "os": "Ubuntu 22.04", "arch": "x86_64"}
+        **{name: to_dict(getattr(HostFacts(), name)) for name in REQUIRED_SECTIONS},
+        "machine": {"hostname": "gpu-01", "os": "Ubuntu 22.04", "arch": "x86_64"},
     }
     return base | layers
 

@@ -292,7 +292,7 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
         probe.start(target, engine=endpoint)  # NVML, libraries, engine: while cuInit runs
     from envcheck.contracts.host_report import Report
     from envcheck.matrix.load import load_matrix
-    from envcheck.verdict.judge import Context, judge
+    from envcheck.verdict.judge import Context, timed_judge
     from envcheck.verdict.proof import expect_gpu_unproven, proof_of
 
     matrix = load_matrix(args.matrix, env.env)
@@ -312,24 +312,34 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
         image_subject=args.image is not None or not args.host_paddle,
         saved=args.facts is not None,
     )
-    findings: list[Finding] = judge(ctx)
+    findings, seconds = timed_judge(ctx, clock=time.perf_counter)
     smoke_doc = None
     if smoke_runs:
         from envcheck.smoke.runner.check import smoke_check
 
+        smoke_started = time.perf_counter()
         smoke_doc, smoke_findings = smoke_check(
             host, image, _smoke_options(args, gpus, target, endpoint, matrix, env)
+        )
+        # each smoke finding is judged from that one run (pull, start, training): its time
+        seconds |= dict.fromkeys(
+            (f.id for f in smoke_findings), time.perf_counter() - smoke_started
         )
         findings += smoke_findings
     if recorded is not None:  # a saved report judged again keeps what its smoke saw
         findings += recorded.findings
         smoke_doc = recorded.smoke
     proof = recorded.proof if recorded else proof_of(findings, smoke_asked=smoke_runs)
+    judged = time.perf_counter()
     unproven = expect_gpu_unproven(findings, proof) if args.expect_gpu else None
     if unproven is not None:
+        seconds[unproven.id] = time.perf_counter() - judged
         findings.append(unproven)
     if args.baseline:
-        findings += _drift(args.baseline, args.strict_drift, host, image, env)
+        drift_started = time.perf_counter()
+        drifted = _drift(args.baseline, args.strict_drift, host, image, env)
+        seconds |= dict.fromkeys((f.id for f in drifted), time.perf_counter() - drift_started)
+        findings += drifted
     from envcheck.verdict.one_plan import settle
 
     findings = settle(findings)  # the smoke's fixes meet the judge's: one plan
@@ -339,7 +349,8 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
         image=image,
         smoke=smoke_doc,
         proof=proof,
-        meta=_meta(matrix.path, started, matrix.newest_source) | {"fix_command": _fix_argv(args)},
+        meta=_meta(matrix.path, started, matrix.newest_source)
+        | {"fix_command": _fix_argv(args), "check_seconds": _rounded(seconds)},
     )
 
 
@@ -379,19 +390,17 @@ def read_facts_document(path: str, env: Environment) -> tuple[HostFacts, Recorde
     report. Any unreadable, non-JSON or invalid document is a UsageError (exit 2) naming the file
     and the field (non-UTF-8, too deep, huge ints, invalid values). Here, at the edge:
     `envcheck.contracts.facts` stays pure."""
-    from envcheck.contracts.facts import FactsError, host_from_document
+    from envcheck.contracts.facts import FactsError, MissingSections, host_from_document
     from envcheck.contracts.saved_report import ReportDocumentError
     from envcheck.edges.userfiles import read_json
     from envcheck.verdict.recorded import recorded_smoke
 
-    doc = read_json(
-        path,
-        what="facts file",
-        hint="pass a saved `envcheck doctor --json` report or its `host` object",
-        env=env,
-    )
+    hint = "pass a saved `envcheck doctor --json` report or its `host` object"
+    doc = read_json(path, what="facts file", hint=hint, env=env)
     try:
         return host_from_document(doc), recorded_smoke(doc)
+    except MissingSections as e:
+        raise UsageError(f"facts file {path}: {e}", hint=hint) from e
     except (FactsError, ReportDocumentError) as e:
         raise UsageError(
             f"facts file {path}: {e}",
@@ -453,6 +462,11 @@ def _drift(
 
     baseline = load_baseline(path, env)
     return compare_baseline(Report(host=host, findings=(), image=image), baseline, strict=strict)
+
+
+def _rounded(seconds: dict[str, float]) -> dict[str, float]:
+    """Each check's measured seconds, to the microsecond: what JUnit shows as its time."""
+    return {check: round(s, 6) for check, s in seconds.items()}
 
 
 def _meta(matrix_path: str, started: float, newest_source: str | None = None) -> dict[str, Any]:

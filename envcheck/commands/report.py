@@ -162,9 +162,9 @@ def read_reports(
 
     hosts: list[HostReport] = []
     errors: list[str] = []
-    for path, in_folder in paths:
+    for path, _ in paths:  # a named file and a folder's are read alike: regular files only
         try:
-            document = read_json(str(path), what="report", env=env, regular=in_folder)
+            document = read_json(str(path), what="report", env=env)
             mtime = None if str(path) == "-" else path.stat().st_mtime
             hosts.append(parse_report(SavedReport(str(path), document, mtime)))
         except OSError as e:

@@ -350,6 +350,10 @@ class MissingKey(FactsError):
     """A required key is absent: in a union of records, the variant the object is not."""
 
 
+class MissingSections(FactsError):
+    """A facts document lacks a section every document envcheck writes holds."""
+
+
 T = TypeVar("T")
 
 
@@ -617,14 +621,32 @@ def _short(value: Any) -> str:
     return shown if len(shown) <= 60 else f"{type(value).__name__} {shown[:57]}..."
 
 
+# What every document envcheck writes holds, and without which nothing was observed: `{}` read
+# as "all unknown" judged no driver, no GPU and no Paddle as a pass.
+REQUIRED_SECTIONS = ("driver", "gpus", "paddle")
+
+
 def host_from_document(doc: Any) -> HostFacts:
-    """Accept a bare `host` object or a whole saved report (`{"host": {...}, ...}`)."""
+    """Accept a bare `host` object or a whole saved report (`{"host": {...}, ...}`); either
+    must hold the REQUIRED_SECTIONS (MissingSections names the ones it lacks)."""
     is_report = (
         isinstance(doc, dict)
         and isinstance(doc.get("host"), dict)
         and ("findings" in doc or set(doc) == {"host"})
     )
-    return from_dict(HostFacts, doc["host"] if is_report else doc)
+    host = doc["host"] if is_report else doc
+    facts = from_dict(HostFacts, host)  # a wrong value is named first, where it is
+    if isinstance(host, dict):
+        missing = [name for name in REQUIRED_SECTIONS if name not in host]
+        if missing:
+            named = " and ".join(
+                [", ".join(missing[:-1]), missing[-1]] if missing[:-1] else missing
+            )
+            raise MissingSections(
+                f"no {named} section{'s' if len(missing) > 1 else ''}: nothing was observed "
+                f"without them (a facts document holds at least {', '.join(REQUIRED_SECTIONS)})"
+            )
+    return facts
 
 
 def usable_gpus(host: HostFacts) -> tuple[GpuFacts, ...]:

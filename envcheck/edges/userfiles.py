@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem, UsageError
+from envcheck.regular import file_kind as _kind
+from envcheck.regular import read_regular
 
 if TYPE_CHECKING:
     from envcheck.contracts.command_env import Environment
@@ -141,21 +143,6 @@ def _in_place(info: os.stat_result) -> bool:
     return stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode)
 
 
-def _kind(info: os.stat_result) -> str:
-    mode = info.st_mode
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISREG, "a regular file"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"  # pragma: no cover - every file type is listed above
-
-
 def _our_stream(path: str, streams: tuple[TextIO | None, TextIO | None]) -> TextIO | None:
     """Our stdout or stderr when `path` is the very file it writes to."""
     try:
@@ -232,19 +219,11 @@ def _umask() -> int:
 # -- reading ----------------------------------------------------------------------------------
 
 
-def read_json(
-    path: str,
-    *,
-    what: str,
-    hint: str | None = None,
-    env: Environment,
-    regular: bool = False,
-) -> Any:
+def read_json(path: str, *, what: str, hint: str | None = None, env: Environment) -> Any:
     """The JSON document at `path` (`-` = `env`'s stdin, the command's); any failure is a
-    UsageError naming `what`. `regular`: a file envcheck found itself (a folder's *.json), read
-    only if it is a regular file (`read_regular`); a path the user named may be a FIFO."""
+    UsageError naming `what`."""
     shown = path if path != "-" else "- (stdin)"
-    data = _read_bytes(path, what, hint, env.stdin, regular)
+    data = _read_bytes(path, what, hint, env.stdin)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -276,59 +255,39 @@ def stdin_bytes(stdin: TextIO, limit: int = -1) -> bytes:
 
 def read_bytes(path: str, stdin: TextIO | None, limit: int = MAX_DOCUMENT) -> bytes:
     """The bytes of a file the user named, `-` being `stdin` (a command's `env.stdin`; None:
-    closed): the one reader of them, whose callers word the errors. Raises OSError: the file's
-    own, EBADF for a closed stdin (or one closed under us), EFBIG over `limit` bytes."""
+    closed): the one reader of them, whose callers word the errors.
+
+    A named path must be a regular file (`read_regular`): a FIFO nobody writes to, a device or
+    a folder is refused at once, never waited on or read without end; `-` is how a stream comes
+    in (`--facts - < <(ssh gpu-01 envcheck doctor --json)`). A link to a regular file is
+    followed: the user named it, reading harms nothing through it, and `latest.json -> …` is
+    how saved reports are kept. Raises OSError: the file's own, EINVAL for not a regular file,
+    EBADF for a closed stdin (or one closed under us), EFBIG over `limit` bytes."""
+    if path != "-":
+        try:
+            return read_regular(path, limit)
+        except ValueError as e:  # a NUL in the path
+            raise OSError(errno.EINVAL, str(e)) from e
+    if stdin is None:
+        raise OSError(errno.EBADF, "stdin is closed")
     try:
-        if path == "-":
-            if stdin is None:
-                raise OSError(errno.EBADF, "stdin is closed")
-            data = stdin_bytes(stdin, limit + 1)
-        else:
-            with open(path, "rb") as f:
-                # A regular file's size first: read(16 MiB) allocates 16 MiB, per report.
-                size = os.fstat(f.fileno()).st_size
-                data = f.read(size + 1) if 0 < size <= limit else b""
-                if len(data) > size or not data:  # it grew, or no size (a FIFO, /dev/stdin)
-                    data += f.read(limit + 1 - len(data))
-    except ValueError as e:  # stdin closed under us, or a NUL in the path
-        raise OSError(errno.EBADF if path == "-" else errno.EINVAL, str(e)) from e
+        data = stdin_bytes(stdin, limit + 1)
+    except ValueError as e:  # stdin closed under us
+        raise OSError(errno.EBADF, str(e)) from e
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MiB")
     return data
 
 
-def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = True) -> bytes:
-    """The bytes of the regular file at `path`, at most `limit` of them: for every file envcheck
-    reads on its own (a Paddle version file, the docker client's config.json and context
-    meta.json, owner.key, a report folder's *.json). Opened with O_NONBLOCK, so a FIFO planted
-    there is refused at once instead of waited on forever, and checked with fstat before
-    a byte is read. Raises OSError: the file's own, ELOOP for a link when not `follow`, EINVAL
-    for not a regular file, EFBIG over `limit`."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-    fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, f"not a regular file: {_kind(info)}")
-        if info.st_size > limit:
-            raise OSError(errno.EFBIG, f"larger than {limit} bytes")
-        os.set_blocking(fd, True)
-        with open(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:  # it grew since fstat
-        raise OSError(errno.EFBIG, f"larger than {limit} bytes")
-    return data
-
-
-def _read_bytes(
-    path: str, what: str, hint: str | None, stdin: TextIO | None, regular: bool = False
-) -> bytes:
+def _read_bytes(path: str, what: str, hint: str | None, stdin: TextIO | None) -> bytes:
     shown = path if path != "-" else "- (stdin)"
     try:
-        return read_regular(path, MAX_DOCUMENT) if regular else read_bytes(path, stdin)
+        return read_bytes(path, stdin)
     except FileNotFoundError as e:
         raise UsageError(f"cannot read {what} {shown}: no such file", hint=hint) from e
     except OSError as e:
+        if e.errno == errno.EINVAL and str(e.strerror).startswith("not a regular file"):
+            hint = "name a regular file, or pass `-` and send the document on stdin" + (
+                f"; {hint}" if hint else ""
+            )
         raise UsageError(f"cannot read {what} {shown}: {e.strerror or e}", hint=hint) from e

@@ -255,7 +255,7 @@ def saved_login(registry: str) -> tuple[str, str] | None:
     from docker.credentials.errors import StoreError
     from docker.utils.config import find_config_file
 
-    from envcheck.edges.userfiles import read_regular
+    from envcheck.regular import read_regular
 
     path = find_config_file()
     try:

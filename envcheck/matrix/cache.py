@@ -29,9 +29,11 @@ from typing import Any
 from envcheck import __version__
 from envcheck.contracts.command_env import home
 from envcheck.digest import sha256
+from envcheck.regular import read_regular
 
 CACHE_DIR_VAR = "ENVCHECK_CACHE_DIR"  # "" turns the cache off
 _MAX_ENTRY = 4 * 1024 * 1024
+MAX_MATRIX_FILE = 4 * 1024 * 1024  # bytes; the largest shipped file is about 34 kB
 
 
 def read_toml(path: Path, variables: Mapping[str, str]) -> dict[str, Any]:
@@ -40,7 +42,7 @@ def read_toml(path: Path, variables: Mapping[str, str]) -> dict[str, Any]:
 
     Raises what `tomllib` and `open` raise (TOMLDecodeError, OSError, UnicodeDecodeError);
     errors are never cached."""
-    data = path.read_bytes()
+    data = read_regular(path, MAX_MATRIX_FILE)  # a FIFO named *.toml is refused, never waited on
     folder = cache_dir(variables)
     if folder is None:
         return _parse(data)

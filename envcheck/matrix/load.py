@@ -21,13 +21,14 @@ from typing import Any
 from envcheck.contracts.errors import MatrixError
 from envcheck.contracts.facts import read_fields
 from envcheck.contracts.record import fields
-from envcheck.matrix.cache import read_toml
+from envcheck.matrix.cache import MAX_MATRIX_FILE, read_toml
 from envcheck.matrix.crossrows import cross_check
 from envcheck.matrix.fields import type_name
 from envcheck.matrix.location import matrix_dir
 from envcheck.matrix.mirror import index_of, on_index
 from envcheck.matrix.model import Matrix, Registry
 from envcheck.matrix.schema import REQUIRED_TABLES, TABLES, Row
+from envcheck.regular import read_regular
 
 
 def load_matrix(
@@ -78,7 +79,9 @@ def _read_rows(
 def _read_toml(path: Path, problems: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
     try:
         return read_toml(path, environ)  # parsed TOML cached as JSON; validation below always runs
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:  # "not a regular file: a FIFO", "larger than … bytes", …
+        problems.append(f"{path.name}: cannot read: {e.strerror or e}")
+    except UnicodeDecodeError as e:
         problems.append(f"{path.name}: cannot read: {e}")
     except ValueError as e:  # tomllib.TOMLDecodeError, the one other read_toml raises; its
         # message ends "(at line L, column C)"; tomllib is imported by a cache miss only
@@ -138,7 +141,7 @@ def newest_source_read(root: Path) -> str | None:
     how current a verdict can be (a verdict from a matrix months old says so). None when it says
     none."""
     try:
-        text = (root / "README.md").read_text(encoding="utf-8", errors="replace")
+        text = read_regular(root / "README.md", MAX_MATRIX_FILE).decode("utf-8", "replace")
     except OSError:
         return None
     found = _NEWEST.search(text)

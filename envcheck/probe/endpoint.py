@@ -21,7 +21,7 @@ from envcheck.contracts.command_env import home
 from envcheck.contracts.errors import UsageError
 from envcheck.contracts.record import record
 from envcheck.digest import sha256
-from envcheck.edges.userfiles import read_regular
+from envcheck.regular import read_regular
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 _MAX_CLIENT_FILE = 1024 * 1024  # config.json, meta.json: a few KB each

@@ -14,8 +14,8 @@ import re
 from envcheck.contracts.facts import FactsError, PaddleFacts, from_dict, to_dict
 from envcheck.contracts.record import replace
 from envcheck.contracts.versions import VersionParseError, parse_arch_name
-from envcheck.edges.userfiles import read_regular
 from envcheck.probe.interpreter import Interpreter
+from envcheck.regular import read_regular
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
 _MAX_VERSION_FILE = 256 * 1024  # the real ones are about 1 KB

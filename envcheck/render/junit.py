@@ -5,7 +5,7 @@ Layout (what Jenkins, GitLab, Azure DevOps and junitparser all import):
     <testsuites name="envcheck" tests failures errors skipped time>
       <testsuite name="envcheck doctor on HOST" hostname timestamp ...>   (one per host)
         <properties> verdict, exit_code, image, image_digest, envcheck_version </properties>
-        <testcase classname="LAYER" name="CHECK-ID">
+        <testcase classname="LAYER" name="CHECK-ID" time="SECONDS measured around the check">
           <failure message="MESSAGE" type="CHECK-ID">MESSAGE, Fix: FIX, observed values</failure>
 
 JUnit has no "warning" outcome: a warning is a passing test case whose `<system-out>` starts with
@@ -67,7 +67,8 @@ def _suite(report: Report) -> ET.Element:
     if timestamp:
         suite.set("timestamp", timestamp)
     suite.append(_properties(report))
-    suite.extend(_testcase(f) for f in report.findings)
+    seconds = _check_seconds(report.meta)
+    suite.extend(_testcase(f, seconds.get(f.id)) for f in report.findings)
     return suite
 
 
@@ -86,8 +87,12 @@ def _properties(report: Report) -> ET.Element:
     return props
 
 
-def _testcase(finding: Finding) -> ET.Element:
-    case = ET.Element("testcase", classname=_xml(finding.layer), name=_xml(finding.id), time="0")
+def _testcase(finding: Finding, seconds: float | None) -> ET.Element:
+    """`time`: what was measured around the check that made the finding (the doctor's
+    `meta.check_seconds`); left out where nothing was (a report of an older envcheck)."""
+    case = ET.Element("testcase", classname=_xml(finding.layer), name=_xml(finding.id))
+    if seconds is not None:
+        case.set("time", f"{seconds:.6f}")
     if finding.severity == "fail":
         failure = ET.SubElement(
             case, "failure", message=_xml(finding.message), type=_xml(finding.id)
@@ -115,6 +120,19 @@ def _duration(meta: dict[str, Any]) -> float:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
             return float(value)
     return 0.0
+
+
+def _check_seconds(meta: dict[str, Any]) -> dict[str, float]:
+    """`meta.check_seconds` of a report, keeping only what is a number of seconds (a saved
+    report may hold anything)."""
+    found = meta.get("check_seconds")
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(check): float(s)
+        for check, s in found.items()
+        if isinstance(s, (int, float)) and not isinstance(s, bool) and 0 <= s < 1e9
+    }
 
 
 def _timestamp(meta: dict[str, Any]) -> str | None:

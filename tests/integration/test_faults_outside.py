@@ -69,6 +69,25 @@ def test_signal_case(signum: signal.Signals, tmp_path: Path) -> None:
     _no_new_failures("signals", before)
 
 
+@pytest.mark.docker
+def test_sigkill_leftover_case(tmp_path: Path) -> None:
+    before = len(fo.TALLIES["signals"].failures)
+    fo.sigkill_leftover_case(tmp_path)
+    _no_new_failures("signals", before)
+
+
+GATE_INPUTS = list(fo.gate_input_cases())
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "hostile"), GATE_INPUTS, ids=["-".join(c) for c in GATE_INPUTS]
+)
+def test_gate_input_case(kind: str, name: str, hostile: str, tmp_path: Path) -> None:
+    before = len(fo.TALLIES["gate"].failures)
+    fo.gate_input_case(kind, name, hostile, tmp_path)
+    _no_new_failures("gate", before)
+
+
 def test_zz_campaign_totals(capsys: pytest.CaptureFixture[str]) -> None:
     """Runs last (file order): per surface, every count but the cases' is zero."""
     with capsys.disabled():

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.contracts.errors import EnvcheckError
-from envcheck.edges import userfiles
 from envcheck.edges.userfiles import append_output
+from envcheck.regular import read_regular
 from tests import report_samples as samples
 from tests.inprocess import ENV, envcheck_process
 from tests.paddle_versions import VERSION_331_CU126, make_site
@@ -39,15 +39,15 @@ def test_read_regular_refuses_a_fifo_at_once(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     with pytest.raises(OSError, match="not a regular file: a FIFO"):
-        userfiles.read_regular(fifo, 1024)
+        read_regular(fifo, 1024)
 
 
 def test_read_regular_bounds_the_size(tmp_path: Path) -> None:
     big = tmp_path / "big"
     big.write_bytes(b"x" * 2048)
     with pytest.raises(OSError, match="larger than 1024 bytes"):
-        userfiles.read_regular(big, 1024)
-    assert userfiles.read_regular(big, 2048) == b"x" * 2048
+        read_regular(big, 1024)
+    assert read_regular(big, 2048) == b"x" * 2048
 
 
 def test_a_fifo_at_the_paddle_version_file_is_an_error_fact(tmp_path: Path) -> None:
@@ -159,3 +159,49 @@ def test_a_full_disk_leaves_the_step_summary_as_it_was(tmp_path: Path) -> None:
     )
     assert "cannot write the step summary" in run.stdout, run.stdout + run.stderr
     assert summary.read_text() == "## earlier step\n"
+
+
+# -- files a user names: regular files only, never waited on -----------------------------------
+
+
+def _matrix_with_a_fifo(tmp_path: Path) -> Path:
+    from tests.paths import ROOT
+
+    matrix = tmp_path / "matrix"
+    matrix.mkdir()
+    for source in (ROOT / "matrix").glob("*.toml"):
+        (matrix / source.name).write_bytes(source.read_bytes())
+    (matrix / "images.toml").unlink()
+    os.mkfifo(matrix / "images.toml")
+    return matrix
+
+
+def test_a_fifo_named_as_a_matrix_toml_is_exit_2_not_a_hang(tmp_path: Path) -> None:
+    """`path.read_bytes()` of a FIFO in the matrix folder waited for a writer forever."""
+    matrix = _matrix_with_a_fifo(tmp_path)
+    run = _doctor("--matrix", str(matrix), env={"ENVCHECK_CACHE_DIR": ""})
+    assert run.returncode == 2, run.stderr
+    assert "images.toml: cannot read: not a regular file: a FIFO" in run.stderr
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [("doctor", "--facts"), ("doctor", "--baseline"), ("report",), ("report", "--expect-hosts")],
+    ids=["facts", "baseline", "report", "expect-hosts"],
+)
+def test_a_fifo_a_user_names_is_exit_2_not_a_hang(tmp_path: Path, flag: tuple[str, ...]) -> None:
+    """Nothing writes to it: opened blocking, `doctor --facts FIFO` waited forever."""
+    fifo = tmp_path / "named.json"
+    os.mkfifo(fifo)
+    report = tmp_path / "gpu-node-1.json"
+    report.write_text(json.dumps(samples.healthy().to_json()), encoding="utf-8")
+    if flag[0] == "doctor":
+        extra = ("--facts", str(report)) if flag[1] == "--baseline" else ()
+        run = _doctor(*extra, *flag[1:], str(fifo), env={})
+    else:
+        args = (
+            ("report", str(fifo)) if len(flag) == 1 else ("report", str(report), flag[1], str(fifo))
+        )
+        run = envcheck_process(*args, timeout=HANG)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "named.json" in run.stderr and "not a regular file: a FIFO" in run.stderr

@@ -62,7 +62,8 @@ def test_a_warning_is_listed_above_the_verdict_and_envcheck_fix_under_it(
 ) -> None:
     facts = tmp_path / "host.json"
     facts.write_text(
-        '{"machine": {"arch": "x86_64"}, "paddle": {"status": "absent", "python": "/u/bin/python"}}'
+        '{"machine": {"arch": "x86_64"}, "driver": {}, "gpus": [],'
+        ' "paddle": {"status": "absent", "python": "/u/bin/python"}}'
     )
     run = envcheck(
         "doctor", "--facts", str(facts), "--no-smoke", env={**os.environ, "NO_COLOR": "1"}

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from envcheck.cli import build_parser
+from tests.gate_steps import read_outputs
 from tests.paths import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -120,27 +121,79 @@ def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     assert done.returncode == 1 and "nope" in done.stdout
 
 
-def test_workflow_examples_in_the_docs_pass_actionlint(tmp_path: Path) -> None:
-    """The YAML a team copies from the CI and fleet docs is valid (a trigger added where it shows
-    none)."""
-    docs = [(ROOT / "docs" / name).read_text(encoding="utf-8") for name in ("ci.md", "fleet.md")]
-    blocks = [b for doc in docs for b in re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL)]
-    assert len(blocks) >= 3
+def _yaml_blocks(doc: str) -> list[str]:
+    return re.findall(
+        r"```yaml\n(.*?)```", (ROOT / "docs" / doc).read_text(encoding="utf-8"), re.DOTALL
+    )
+
+
+def _lint_examples(tmp_path: Path, blocks: list[str]) -> None:
     folder = tmp_path / ".github" / "workflows"
-    folder.mkdir(parents=True)
-    # An example may call the gate as this repository does (`uses: ./.github/…`): actionlint
-    # then reads the real workflow and action, and checks the example's inputs against them.
+    folder.mkdir(parents=True, exist_ok=True)
+    # An example calls the gate as a repository holding it does (`uses: ./.github/…`):
+    # actionlint then reads the real workflow and action, and checks the inputs given them.
     shutil.copy(GATE, folder / GATE.name)
     shutil.copytree(ACTION.parent, tmp_path / ".github" / "actions" / ACTION.parent.name)
     paths = []
     for i, block in enumerate(blocks):
         path = folder / f"example-{i}.yml"
-        path.write_text(("" if block.startswith("on:") else "on: push\n") + block, encoding="utf-8")
+        path.write_text(block, encoding="utf-8")
         paths.append(path)
     # The examples' own runner labels, as a team would declare its self-hosted runners.
     config = tmp_path / ".github" / "actionlint.yaml"
     config.write_text("self-hosted-runner:\n  labels: [gpu, a100-01]\n", encoding="utf-8")
     _lint(*paths, cwd=tmp_path, config=config)
+
+
+def test_every_workflow_in_the_ci_docs_is_a_whole_file_actionlint_accepts_as_written(
+    tmp_path: Path,
+) -> None:
+    """Before: the snippets had no `on:` (the suite added one before linting them), and the
+    composite one pinned `image@` an empty digest. Each now names the file it is pasted as."""
+    github = [b for b in _yaml_blocks("ci.md") if b.startswith("# .github/workflows/")]
+    assert len(github) >= 2
+    for block in github:
+        assert {"name", "on", "jobs"} <= set(_yaml_text(block)), block
+    _lint_examples(tmp_path, github)
+
+
+def test_workflow_examples_in_the_fleet_docs_pass_actionlint(tmp_path: Path) -> None:
+    """The fleet docs show the jobs only: a trigger is added where a block shows none."""
+    blocks = _yaml_blocks("fleet.md")
+    assert blocks
+    _lint_examples(tmp_path, [b if b.startswith("on:") else "on: push\n" + b for b in blocks])
+
+
+def _yaml_text(text: str) -> Any:
+    doc = yaml.safe_load(text)
+    if isinstance(doc, dict) and True in doc:
+        doc["on"] = doc.pop(True)
+    return doc
+
+
+def test_the_ci_docs_tables_are_the_gate_files_own() -> None:
+    """The input table disagreed with action.yml; it is now written from it and gpu-gate.yml by
+    scripts/ci_inputs.py, and stays so."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import ci_inputs
+    finally:
+        sys.path.pop(0)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "ci_inputs.py"), "--check"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    action, gate = _yaml(ACTION), _yaml(GATE)
+    table = ci_inputs.tables(action, gate)
+    for name in {*action["inputs"], *gate["on"]["workflow_call"]["inputs"], *action["outputs"]}:
+        assert f"| `{name}` |" in table
+    doc = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    stale = doc.replace("| `registry` | ✓ | ✓ | `dockerhub` |", "| `registry` | ✓ | ✓ | `baidu` |")
+    assert stale != doc and ci_inputs.rewritten(stale, table) == doc
 
 
 # ----------------------------------------------------------------------------- ci.yml
@@ -179,7 +232,7 @@ def test_scripts_take_inputs_through_env_only(path: Path) -> None:
     """No `${{ … }}` inside a script: an input with quotes or `$(…)` must stay data."""
     for name, script in _run_scripts(_yaml(path)).items():
         assert "${{" not in script, f"{path.name} step {name!r} interpolates an expression"
-        subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
+        _shellcheck(script, f"{path.name} step {name!r}")
 
 
 def test_gate_inputs_and_outputs() -> None:
@@ -202,7 +255,7 @@ def test_reports_are_uploaded_even_when_the_doctor_fails_and_then_the_job_fails(
     assert upload["if"].startswith("always()")
     assert names.index(upload["uses"]) < len(steps) - 1, "upload before the failing step"
     assert "steps.doctor.outputs.exit-code != '0'" in fail["if"]
-    assert 'exit "${EXIT_CODE:-3}"' in fail["run"]
+    assert 'exit "$code"' in fail["run"]
 
 
 def _fake_envcheck(tmp_path: Path, exit_code: int) -> Path:
@@ -252,7 +305,7 @@ def _run_doctor_step(
     )
     assert done.returncode == 0, done.stderr  # the doctor's status is an output, not a step failure
     argv = (tmp_path / "argv").read_text(encoding="utf-8").splitlines()
-    outputs = dict(line.split("=", 1) for line in output.read_text(encoding="utf-8").splitlines())
+    outputs = read_outputs(output.read_text(encoding="utf-8"))
     return argv, outputs
 
 
@@ -322,8 +375,14 @@ def test_action_without_expect_gpu_and_with_a_report_dir(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("path", [ACTION, GATE], ids=["action", "gpu-gate"])
-@pytest.mark.parametrize("code", ["1", "6", ""], ids=["incompatible", "cpu-fallback", "no-output"])
-def test_fail_step_exits_with_envchecks_code(path: Path, code: str) -> None:
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [("1", 1), ("6", 6), ("", 3), ("00", 3), ("256", 3), ("1 ", 3), ("pass", 3)],
+    ids=["incompatible", "cpu-fallback", "no-output", "zero-spelt-00", "over-255", "blank", "word"],
+)
+def test_fail_step_exits_with_envchecks_code(path: Path, code: str, status: int) -> None:
+    """Only 1 to 255 is passed on; anything else is 3. Before: `00` (unequal to '0' for the
+    step's `if:`) reached `exit 00`, and the failing step exited 0."""
     script = _run_scripts(_yaml(path))["Fail on a broken runner"]
     done = subprocess.run(
         ["bash", "-c", script],
@@ -333,7 +392,7 @@ def test_fail_step_exits_with_envchecks_code(path: Path, code: str) -> None:
         text=True,
         timeout=30,
     )
-    assert done.returncode == int(code or 3)
+    assert done.returncode == status
     assert done.stdout.startswith("::error title=envcheck gate::envcheck doctor exited")
 
 
@@ -610,3 +669,40 @@ def test_no_host_paddle_judges_no_interpreter_of_this_host() -> None:
     assert alone.returncode == 0 and json.loads(alone.stdout)["smoke"]["mode"] == "not-run"
     refused = envcheck("doctor", "--no-host-paddle", "--in-process")
     assert refused.returncode == 2 and "--no-host-paddle with --in-process" in refused.stderr
+
+
+# ----------------------------------------------------------------------------- GitLab CI
+
+GITLAB = ROOT / "deploy" / "gitlab" / "envcheck-gate.gitlab-ci.yml"
+# What a job may hold besides its own keys: GitLab's global keywords are not jobs.
+GITLAB_GLOBAL = {"stages", "variables", "default", "include", "workflow", "image", "services"}
+
+
+def test_the_gitlab_job_is_the_one_the_docs_show() -> None:
+    blocks = [b for b in _yaml_blocks("ci.md") if b.startswith("# .gitlab-ci.yml")]
+    assert blocks == [GITLAB.read_text(encoding="utf-8")]
+
+
+def test_the_gitlab_gate_is_a_pipeline_gitlab_accepts_with_the_exit_code_as_the_gate() -> None:
+    """The keys GitLab requires (a job's `script`, its `stage` among `stages`), the JUnit report
+    as `artifacts:reports:junit` kept when the job fails, and `train` only after the gate."""
+    doc = yaml.safe_load(GITLAB.read_text(encoding="utf-8"))
+    jobs = {name: job for name, job in doc.items() if name not in GITLAB_GLOBAL}
+    assert set(jobs) == {"envcheck-gate", "train"}
+    for name, job in jobs.items():
+        assert job["stage"] in doc["stages"], name
+        assert job["script"] and all(isinstance(line, str) for line in job["script"]), name
+    gate, train = jobs["envcheck-gate"], jobs["train"]
+    assert doc["stages"].index(gate["stage"]) < doc["stages"].index(train["stage"])
+    assert train["needs"] == ["envcheck-gate"] and "allow_failure" not in gate
+    (command,) = _envcheck_commands("\n".join(gate["script"]).replace(".envcheck-venv/bin/", ""))
+    args = _parses(command)
+    assert args.command == "doctor" and args.expect_gpu and args.json
+    assert gate["artifacts"]["when"] == "always"
+    assert gate["artifacts"]["reports"]["junit"] == args.junit
+    assert {args.junit, args.markdown} <= set(gate["artifacts"]["paths"])
+    # the doctor's status is the script's: nothing after it, nothing that swallows it
+    assert gate["script"][-1].split(" > ")[0].endswith(" --json")
+    assert "|| true" not in "\n".join(gate["script"])
+    _shellcheck("\n".join(gate["script"]), str(GITLAB))
+    assert "(paddle-envcheck)" in "\n".join(gate["script"])  # never another project's envcheck

@@ -168,3 +168,37 @@ def test_control_characters_are_shown_not_dropped() -> None:
     )
     failure = ET.fromstring(junit_xml([report])).find("./testsuite/testcase/failure")
     assert failure is not None and failure.get("message") == "\\x1b[31mKilled\\x00"
+
+
+def test_each_testcase_carries_the_time_measured_around_its_check(tmp_path: Path) -> None:
+    """Before: every test case said `time="0"`. Now each carries the seconds the doctor measured
+    around the check that made it (`meta.check_seconds`), the smoke's its whole run."""
+    import json
+
+    from tests.inprocess import envcheck
+
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(samples.driver_upgraded_without_reboot().to_json()))
+    out = tmp_path / "envcheck.xml"
+    run = envcheck("doctor", "--facts", str(facts), "--json", "--junit", str(out))
+    measured = json.loads(run.stdout)["meta"]["check_seconds"]
+    cases = list(ET.parse(out).getroot().iter("testcase"))
+    assert cases and {c.get("name") for c in cases} == set(measured)
+    for case in cases:
+        seconds = measured[case.get("name")]
+        assert case.get("time") == f"{seconds:.6f}" and seconds > 0
+
+
+@pytest.mark.parametrize(
+    "check_seconds",
+    [None, "soon", {"driver.version-mismatch": -1}, {"driver.version-mismatch": True}],
+    ids=["older-envcheck", "not-an-object", "negative", "boolean"],
+)
+def test_a_time_nothing_measured_is_left_out_never_zero(check_seconds: object) -> None:
+    report = samples.driver_upgraded_without_reboot()
+    meta = {**report.meta, "check_seconds": check_seconds}
+    if check_seconds is None:
+        del meta["check_seconds"]
+    xml = ET.fromstring(junit_xml([Report(report.host, report.findings, report.image, meta=meta)]))
+    cases = list(xml.iter("testcase"))
+    assert cases and all("time" not in c.attrib for c in cases)

@@ -70,6 +70,7 @@ MODULES: dict[str, str] = {
     "envcheck.cli": "cli",
     "envcheck.entry": "cli",
     "envcheck.digest": "base",  # standard-library helpers every layer may use
+    "envcheck.regular": "base",
     # what the host and the workload agree on (the package's __init__ comes with it): the
     # workload's modules import it by a relative name inside the container, so it stays there
     "envcheck.smoke.workload": "protocol",

@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +27,7 @@ from envcheck.contracts.errors import EnvironmentProblem
 from envcheck.edges import activity, signals
 from envcheck.smoke.parse import OutputCollector, RawRun
 from envcheck.smoke.runner.payload import COMPANIONS
+from envcheck.smoke.runner.workdir import make_workdir, remove_dead_workdirs
 
 KILL_WAIT_S = 10.0
 
@@ -54,9 +54,10 @@ def run_subprocess(
     folder always removed: a signal between the folder's creation and the cleanup's taking charge
     of it (or during the cleanup) waits until the cleanup holds it."""
     workdir = None
+    remove_dead_workdirs()  # what a run killed with SIGKILL could not remove
     try:
         with signals.deferred():
-            workdir = tempfile.mkdtemp(prefix="envcheck-smoke-")
+            workdir = make_workdir()
         copy = Path(workdir) / "workload.py"
         shutil.copyfile(script, copy)
         for source, placed in COMPANIONS:  # the workload imports them from beside it
