@@ -151,6 +151,10 @@ HEALTHY = [
             {
                 # "arm cpu" with `pip install paddlepaddle==3.0.0`: Paddle's ARM wheels are aarch64
                 "machine": {"arch": "aarch64"},
+                # the thread says nothing of a driver or GPU: the sections a facts document must
+                # hold, at "not seen"
+                "driver": {"status": "unknown"},
+                "gpus": [],
                 "paddle": build("3.0.0", package="paddlepaddle"),
             },
         ),
