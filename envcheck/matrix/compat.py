@@ -181,9 +181,12 @@ def wheel_platform(os_name: str | None, machine_arch: str | None) -> str | None:
     """Where an installed wheel was built for, as the matrix's `archs_platform` spells it: the
     host's machine under its OS (`linux/amd64`; a saved report from Windows `windows/amd64`).
     None when the machine is unknown: no list measured elsewhere applies to it."""
+    windows = "windows" in (os_name or "").lower()
     platform = oci_platform(machine_arch)
     if platform is None:
-        return None
-    if "windows" in (os_name or "").lower():
+        # Paddle publishes its Windows wheels for win_amd64 only: a saved Windows report that
+        # left out the machine still holds an amd64 wheel
+        return "windows/amd64" if windows and not machine_arch else None
+    if windows:
         return platform.replace("linux/", "windows/", 1)
     return platform

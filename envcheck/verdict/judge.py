@@ -14,8 +14,9 @@ from packaging.version import InvalidVersion, Version
 from envcheck.contracts.facts import GpuFacts, HostFacts, unlisted_gpus, usable_gpus
 from envcheck.contracts.findings import Finding
 from envcheck.contracts.host_report import ImageChoice
-from envcheck.contracts.record import record
+from envcheck.contracts.record import record, replace
 from envcheck.contracts.remedy import Remedy
+from envcheck.image.assessment import gpu_compute_capability
 from envcheck.matrix.model import Matrix
 from envcheck.verdict.fixes import (
     NO_GPU_BUILD_YET,
@@ -74,7 +75,15 @@ class Context:
 
     @property
     def gpus(self) -> tuple[GpuFacts, ...]:
-        return usable_gpus(self.host)
+        """The GPUs the driver reports, each with its compute capability: the probe's, else the
+        matrix's for its name (gpus.toml), as the image choice reads it. A saved report that
+        names an RTX 3060 Ti without its CC is still judged against the build's archs."""
+        return tuple(
+            g
+            if g.compute_capability is not None
+            else replace(g, compute_capability=gpu_compute_capability(g, self.matrix))
+            for g in usable_gpus(self.host)
+        )
 
     @property
     def install_fix(self) -> Remedy:

@@ -201,13 +201,6 @@ HEALTHY = [
             },
         ),
         id="v100-525-gpu-310-variant-unknown",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="paddle.cpu-build FAIL 'paddlepaddle-gpu 3.1.0 is the CPU-only build on a host"
-            " with 1 NVIDIA GPU(s)': the rule takes a build whose CUDA is not recorded for a CPU"
-            " build (`if not p.cuda: _check_cpu_build`), although the package is paddlepaddle-gpu;"
-            " an unrecorded CUDA is unknown, not absent (the variant could be unverified, a warning)",
-        ),
     ),
 ]
 
@@ -231,12 +224,10 @@ BROKEN = [
         id="k80-222-post112",
         marks=pytest.mark.xfail(
             strict=True,
-            reason="exit 0 (warnings: driver.unverified, image.none): the arch rule skips a GPU"
-            " whose report names it but records no compute capability (`gpus = [g for g in"
-            " ctx.gpus if g.compute_capability]`) though gpus.toml names the K80 (3.7); and even"
-            " with 3.7 it only warns paddle.arch-unverified, because the matrix has no row older"
-            " than 2.5.2 and CUDA 11.2 can target sm_37: nothing it holds says 2.2.2 cu112 lacks"
-            " Kepler",
+            reason="exit 0 (paddle.arch-unverified, a warning): the K80's 3.7 now comes from its"
+            " name (gpus.toml), but the matrix has no row older than 2.5.2 and CUDA 11.2 can"
+            " target sm_37: nothing it holds says 2.2.2 cu112 lacks Kepler. Missing data, not a"
+            " wrong rule: a sourced row for the 2.2 line would decide it",
         ),
     ),
     pytest.param(
@@ -267,14 +258,6 @@ BROKEN = [
             },
         ),
         id="windows-rtx3060ti-222-cu102",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="verdict pass, exit 0: the arch rule skips a GPU recorded by name without a"
-            " compute capability (`gpus = [g for g in ctx.gpus if g.compute_capability]`), while"
-            " the matrix names an RTX 3060 Ti (gpus.toml 'RTX 3060': 8.6) and the image choice"
-            " uses that name; with 8.6 recorded the same host gets paddle.arch-missing (CUDA 10.2"
-            " cannot target sm_86)",
-        ),
     ),
     pytest.param(
         Case(
@@ -317,14 +300,6 @@ BROKEN = [
             },
         ),
         id="driver535-252-post120-no-cudnn",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="exit 0 (only cuda.runtime-unverified): check_cuda_libraries returns before"
-            " any cuDNN rule when the build's cuDNN is not recorded (`if ... not p.cudnn:"
-            " return`), though the host records cuDNN absent and the matrix's own row for 2.5.2"
-            " CUDA 12.0 says cuDNN 8.9.1; with that version recorded the same host gets"
-            " cudnn.missing FAIL",
-        ),
     ),
     pytest.param(
         Case(
@@ -352,15 +327,6 @@ BROKEN = [
             },
         ),
         id="windows-rtx5060-310-cu129",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="exit 0 (warnings: driver.unverified, image.none): the arch rule skips the GPU"
-            " (a name, no compute capability, though gpus.toml names 'RTX 5060': 12.0); with 12.0"
-            " recorded it still only warns paddle.arch-unverified, because the matrix's Windows"
-            " list for 3.1.0 cu129 (75 80 86 89) applies only when the machine's arch is known"
-            " (wheel_platform needs it) and the report says Windows 11 without it, though Paddle"
-            " publishes its Windows GPU wheels for amd64 only",
-        ),
     ),
     pytest.param(
         Case(
@@ -422,11 +388,6 @@ def test_a_broken_public_host_does_not_exit_0(case: Case) -> None:
     assert int(report.exit_status) != 0, f"{case.source}: {case.outcome}; envcheck: {found}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="paddle.build prints the build's cuDNN as Python's None ('paddlepaddle-gpu 2.2.2, CUDA"
-    " 11.2, cuDNN None') where the saved report does not record it",
-)
 def test_no_held_out_host_is_told_none() -> None:
     cases = [case for param in HEALTHY + BROKEN if isinstance(case := param.values[0], Case)]
     assert len(cases) == len(HEALTHY) + len(BROKEN)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from envcheck.contracts.findings import Finding, fail, passed, warn
+from envcheck.contracts.record import replace
 from envcheck.contracts.remedy import Instruction, Remedy, say, steps
 from envcheck.contracts.versions import VersionParseError, release_of
 from envcheck.verdict.fixes import (
@@ -58,8 +59,14 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         )
     yield from _check_runtime_for_build(ctx)
     p = ctx.host.paddle
-    if p.status != "ok" or not p.cuda or not p.cudnn:
+    if p.status != "ok" or not p.cuda:
         return
+    # a saved report without the build's cuDNN: the matrix's row for this build says it
+    row = None if p.cudnn else installed_build(ctx, p.cuda)
+    compiled = p.cudnn or (row.cudnn if row else None)
+    if not compiled:
+        return
+    p = replace(p, cudnn=compiled)
     dnn = ctx.host.cudnn
     if dnn.status == "unknown":  # a saved document without it: unknown is not absent
         yield warn(
@@ -75,17 +82,17 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
         yield fail(
             "cudnn.missing",
             f"Paddle {p.version} is built with cuDNN {p.cudnn} but no libcudnn can be loaded",
-            fix=_cudnn_fix(ctx),
+            fix=_cudnn_fix(ctx, compiled),
             layer="cuda",
             compiled=p.cudnn,
         )
         return
-    have, want = _release(dnn.version), _release(p.cudnn)
+    have, want = _release(dnn.version), _release(compiled)
     if have[0] != want[0]:
         yield fail(
             "cudnn.major-mismatch",
             f"cuDNN {dnn.version}{_at(dnn.path)} but Paddle {p.version} is built with cuDNN {p.cudnn}",
-            fix=_cudnn_fix(ctx),
+            fix=_cudnn_fix(ctx, compiled),
             layer="cuda",
             found=dnn.version,
             compiled=p.cudnn,
@@ -95,7 +102,7 @@ def check_cuda_libraries(ctx: Context) -> Iterable[Finding]:
             "cudnn.too-old",
             f"cuDNN {dnn.version} is older than the {p.cudnn} Paddle was built with "
             '(Paddle warns: "may cause serious incompatible bug")',
-            fix=_cudnn_fix(ctx),
+            fix=_cudnn_fix(ctx, compiled),
             layer="cuda",
             found=dnn.version,
             compiled=p.cudnn,
@@ -171,9 +178,10 @@ def _release(text: str) -> tuple[int, ...]:
         return (0, 0, 0)
 
 
-def _cudnn_fix(ctx: Context) -> Remedy:
+def _cudnn_fix(ctx: Context, cudnn: str) -> Remedy:
+    """`cudnn`: the build's, as recorded or as the matrix's row for it says."""
     p = ctx.host.paddle
-    cudnn, cuda, python = p.cudnn or "", p.cuda or "", target_python(ctx.host)
+    cuda, python = p.cuda or "", target_python(ctx.host)
     if p.with_pip_cuda_libraries:
         build = installed_build(ctx, cuda)
         again = matrix_install(build.pip, python, extra=("--force-reinstall",)) if build else None

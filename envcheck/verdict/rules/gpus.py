@@ -39,9 +39,7 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
     release = ctx.matrix.release(_target_paddle(ctx))
     floor = release.min_compute_capability if release else None
     low = [
-        g
-        for g in ctx.host.gpus
-        if g.compute_capability and floor and cc_below(g.compute_capability, floor)
+        g for g in ctx.gpus if g.compute_capability and floor and cc_below(g.compute_capability, floor)
     ]
     target = release.version if release else ""
     # The newest release (or the image's) dropping a GPU is a finding about that release: advice
@@ -70,7 +68,7 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
             indices=list(group.indices),
             compute_capability=group.compute_capability,
         )
-    rest = [g for g in ctx.host.gpus if g not in low]
+    rest = [g for g in ctx.gpus if g not in low]
     for g in rest:
         if g.mig_mode and g.mig_instances == 0:
             yield fail(

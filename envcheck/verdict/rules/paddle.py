@@ -56,12 +56,23 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
             fix=ctx.install_fix,
             layer="paddle",
         )
+    if not p.cuda and p.package == "paddlepaddle-gpu":  # a saved report that left it out
+        yield warn(
+            "paddle.cuda-unverified",
+            f"paddlepaddle-gpu {p.version} is installed, but the facts do not record its CUDA "
+            "variant: the driver, cuDNN and archs it needs are unverified",
+            fix=RECORD_ON_THAT_HOST_FIX if ctx.saved else ctx.install_fix,
+            layer="paddle",
+            package=p.package,
+            version=p.version,
+        )
+        return
     if not p.cuda:
         yield from _check_cpu_build(ctx)
         return
     yield passed(
         "paddle.build",
-        f"{p.package or 'paddle'} {p.version}, CUDA {p.cuda}, cuDNN {p.cudnn}",
+        f"{p.package or 'paddle'} {p.version}, CUDA {p.cuda}, cuDNN {p.cudnn or 'not recorded'}",
         layer="paddle",
         version=p.version,
         cuda=p.cuda,
