@@ -39,7 +39,9 @@ def check_gpus(ctx: Context) -> Iterable[Finding]:
     release = ctx.matrix.release(_target_paddle(ctx))
     floor = release.min_compute_capability if release else None
     low = [
-        g for g in ctx.gpus if g.compute_capability and floor and cc_below(g.compute_capability, floor)
+        g
+        for g in ctx.gpus
+        if g.compute_capability and floor and cc_below(g.compute_capability, floor)
     ]
     target = release.version if release else ""
     # The newest release (or the image's) dropping a GPU is a finding about that release: advice
