@@ -102,10 +102,10 @@ class PlainActivity:
         self._line(f"envcheck:   {_short(text)}")
 
     def failed(self, why: str) -> None:
-        self._line(
-            f"envcheck: {self._phase}: failed: {_short(why)}"
+        self._line(  # why whole: an engine's error cut at 160 characters hid the registry's end
+            f"envcheck: {self._phase}: failed: {visible(why)}"
             if self._phase
-            else f"envcheck: {_short(why)}"
+            else f"envcheck: {visible(why)}"
         )
 
     def pause(self) -> None:
@@ -180,7 +180,7 @@ class RichActivity:
         """`✗ <phase> (2.1 s): <why>` above the live line; the phase is over, never marked ✓."""
         self.console.print(
             f"[red]✗[/] {_escaped(self._phase)} [dim]({self.clock() - self._since:.1f} s)[/]: "
-            f"{_escaped(_short(why))}",
+            f"{_escaped(visible(why))}",
             soft_wrap=True,
         )
         self._phase, self._detail = "", ""
@@ -224,7 +224,7 @@ class BareActivity:
 
     def failed(self, why: str) -> None:
         """`✗ <phase> (2.1 s): <why>` on a line that stays."""
-        line = f"✗ {self._phase} ({self.clock() - self._since:.1f} s): {_short(why)}"
+        line = f"✗ {self._phase} ({self.clock() - self._since:.1f} s): {visible(why)}"
         self._phase = self._detail = ""
         self._write(f"\r{' ' * self._shown}\r{line}\n", 0)
         self.pause()

@@ -182,14 +182,16 @@ class RichDisplay:
             )
 
     def note(self, text: str) -> None:
+        # soft_wrap: one line however long (rich folded an engine's error mid-word at the
+        # terminal's width); the terminal wraps it, a copy of it stays whole
         if self.live.is_started:  # above the bars, which rich redraws below it
-            self.console.print(visible(text), markup=False, highlight=False)
+            self.console.print(visible(text), markup=False, highlight=False, soft_wrap=True)
             return
         # Before the bars (a registry that failed before any layer came): the activity's live
         # line is on the terminal, and a print from another console would land inside it.
         activity.step_aside()
         try:
-            self.console.print(visible(text), markup=False, highlight=False)
+            self.console.print(visible(text), markup=False, highlight=False, soft_wrap=True)
         finally:
             activity.step_back()
 
