@@ -150,6 +150,17 @@ class FleetSummary:
                 }
                 for g in self.problem_groups()
             ],
+            "causes": [  # the dashboard's lines: each root cause, every host holding it
+                {
+                    "id": c.id,
+                    "severity": c.severity,
+                    "count": len(c.hosts),
+                    "hosts": list(c.hosts),
+                    "fixes": [{"fix": v.fix, "hosts": list(v.hosts)} for v in c.variants],
+                    "message": c.message,
+                }
+                for c in self.causes()
+            ],
             "duplicates": [
                 {"hostname": d.hostname, "kept": d.kept, "ignored": list(d.ignored)}
                 for d in self.duplicates

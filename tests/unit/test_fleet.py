@@ -1065,6 +1065,10 @@ def test_over_26_real_reports_each_cause_counts_the_hosts_holding_it() -> None:
     holding = _holding(summary)
     counted = {c.id: set(c.hosts) for c in summary.causes()}
     assert counted == holding
+    causes = summary.to_json()["causes"]  # what a dashboard reads: the same counts
+    assert {c["id"]: (c["count"], set(c["hosts"])) for c in causes} == {
+        id_: (len(hosts), hosts) for id_, hosts in holding.items()
+    }
     assert max(len(h) for h in holding.values()) >= 7  # a cause most hosts share
     text = fleet_table_text(summary)
     for id_, hosts in holding.items():
