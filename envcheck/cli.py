@@ -60,7 +60,12 @@ def _unknown_flag(word: str, parser: argparse.ArgumentParser) -> NoReturn:
 
     typed = word.split("=", 1)[0]
     known = [flag for flag in parser._option_string_actions if flag.startswith("--")]
-    close = difflib.get_close_matches(typed, known, n=1, cutoff=0.6)
+    # Close in spelling, or the same letters swapped (--yse); never merely similar: `--bogus` is
+    # not a misspelt `--gpus`, nor `--pull` a `--no-pull`.
+    names = {flag[2:]: flag for flag in known}  # compared without the dashes all of them share
+    swapped = [flag for flag in known if sorted(flag) == sorted(typed)]
+    near = difflib.get_close_matches(typed[2:], list(names), n=1, cutoff=0.8)
+    close = swapped or [names[name] for name in near]
     where = f"`{parser.prog}`"
     if close:
         raise UsageError(

@@ -258,6 +258,15 @@ def test_a_mistyped_flag_gets_did_you_mean(argv: list[str], meant: str) -> None:
     assert rest == [f"envcheck: hint: see `{command} --help`"]
 
 
+@pytest.mark.parametrize(
+    ("argv"), [["doctor", "--bogus"], ["fix", "--pull"]], ids=["bogus", "pull"]
+)
+def test_a_flag_like_none_gets_no_guess(argv: list[str]) -> None:
+    """`--bogus` is no misspelt `--gpus`, nor `--pull` a `--no-pull` (its opposite)."""
+    error, _ = _said(run_envcheck(argv))
+    assert error == f"unknown flag {argv[1]!r} for `envcheck {argv[0]}`"
+
+
 def test_a_bad_value_is_one_line_with_the_range_not_the_usage() -> None:
     """Before: `not a number: 'abc'` and the doctor's usage, 7 rows of flags."""
     error, rest = _said(run_envcheck(["doctor", "--smoke-timeout", "abc"]))
