@@ -237,3 +237,11 @@ def test_no_color_progress_has_no_escape_sequence_at_all() -> None:
     assert "smoke: importing Paddle in the container" in out.getvalue()
     assert "\x1b" not in out.getvalue()
     assert [line for line in screen(out.getvalue()) if line] == []
+
+
+def test_no_color_pull_progress_is_plain_lines() -> None:
+    """Before: a pull under NO_COLOR drew rich's bars, escape sequences and colours."""
+    from envcheck.render.progress import PlainDisplay, RichDisplay, make_display
+
+    assert isinstance(make_display("auto", Tty(), {"NO_COLOR": "1"}), PlainDisplay)
+    assert isinstance(make_display("auto", Tty(), {}), RichDisplay)
