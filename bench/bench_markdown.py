@@ -1,10 +1,11 @@
 """The job summary as a person sees it: the Markdown of the recorded real H100 (Paddle 2.6.2,
-`--expect-gpu`: five failures, a crashed GPU smoke) and of a 26-host fleet, rendered with
+`--expect-gpu`: five failures, a crashed GPU smoke) and of a fleet of 26 real-world reports
+(tests/fleet_samples.py), rendered with
 python-markdown and laid out by headless Chromium (tests/browser.py, as the suite does), written
 as the pictures docs/ci.md and docs/fleet.md show:
 
     docs/job-summary.png     one host
-    docs/fleet-summary.png   a fleet: grouped problems, host ranges, each group's fix
+    docs/fleet-summary.png   a fleet: its root causes, host ranges, each cause's fixes
 
 Prints, per picture, each table's laid-out width against the room it has (wider means a
 horizontal scroll) and the check ids the browser broke over two lines. Nothing is asserted here
@@ -23,11 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests/ holds the browser helper and the report builders
 
-from envcheck.contracts.saved_report import SavedReport
 from envcheck.render.markdown import render_fleet_markdown
 from envcheck.verdict.fleet import merge_reports
-from tests import report_samples as samples
 from tests.browser import screenshot
+from tests.fleet_samples import real_fleet
 
 REAL_H100 = ROOT / "tests" / "data" / "real-h100" / "f-gpu262-expect.json"
 CHECK_ID = re.compile(r"[a-z0-9]+(?:\.[a-z0-9-]+)+")
@@ -45,10 +45,7 @@ def host_markdown() -> str:
 
 
 def fleet_markdown() -> str:
-    mix = samples.FLEET_MIX
-    reports = [mix[i % len(mix)](hostname=f"gpu{i:03d}") for i in range(1, 27)]
-    saved = [SavedReport(f"{r.host.machine.hostname}.json", r.to_json()) for r in reports]
-    return render_fleet_markdown(merge_reports(saved))
+    return render_fleet_markdown(merge_reports(real_fleet()))
 
 
 def main() -> None:

@@ -40,7 +40,39 @@ class _Parser(argparse.ArgumentParser):
     too gets its error document; argparse's own `error()` would print and exit."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message, hint=f"see `{self.prog} --help`; {self.format_usage().strip()}")
+        # One line and where to read more: the usage (7 rows for the doctor) buried the line
+        # that says what was wrong, and a value's range is in that line already.
+        raise UsageError(message, hint=f"see `{self.prog} --help`")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        flags = [word for word in extras if word.startswith("-") and word != "-"]
+        if flags and self._subparsers is None:  # a command's own parser: the flags it knows
+            _unknown_flag(flags[0], self)
+        return parsed, extras
+
+
+def _unknown_flag(word: str, parser: argparse.ArgumentParser) -> NoReturn:
+    """`--expct-gpu`: the nearest flag of this command, in one line."""
+    import difflib
+
+    typed = word.split("=", 1)[0]
+    known = [flag for flag in parser._option_string_actions if flag.startswith("--")]
+    # Close in spelling, or the same letters swapped (--yse); never merely similar: `--bogus` is
+    # not a misspelt `--gpus`, nor `--pull` a `--no-pull`.
+    names = {flag[2:]: flag for flag in known}  # compared without the dashes all of them share
+    swapped = [flag for flag in known if sorted(flag) == sorted(typed)]
+    near = difflib.get_close_matches(typed[2:], list(names), n=1, cutoff=0.8)
+    close = swapped or [names[name] for name in near]
+    where = f"`{parser.prog}`"
+    if close:
+        raise UsageError(
+            f"unknown flag {typed!r} for {where}: did you mean `{close[0]}`?",
+            hint=f"see `{parser.prog} --help`",
+        )
+    raise UsageError(f"unknown flag {typed!r} for {where}", hint=f"see `{parser.prog} --help`")
 
 
 class _TopParser(_Parser):

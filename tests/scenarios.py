@@ -37,6 +37,20 @@ V100 = {
     "memory_total_mib": 32768,
 }
 K80 = {"index": 0, "name": "Tesla K80", "compute_capability": "3.7", "memory_total_mib": 11441}
+P40 = {"index": 0, "name": "Tesla P40", "compute_capability": "6.1", "memory_total_mib": 24576}
+GTX1080 = {
+    "index": 0,
+    "name": "NVIDIA GeForce GTX 1080",
+    "compute_capability": "6.1",
+    "memory_total_mib": 8192,
+}
+RTX4090 = {
+    "index": 0,
+    "name": "NVIDIA GeForce RTX 4090",
+    "compute_capability": "8.9",
+    "memory_total_mib": 24564,
+}
+H20 = {"index": 0, "name": "NVIDIA H20", "compute_capability": "9.0", "memory_total_mib": 97871}
 
 PADDLE_331_CU126 = {
     "status": "ok",

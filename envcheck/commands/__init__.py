@@ -59,3 +59,14 @@ def stdout_format(args: argparse.Namespace, env: Environment, flags: tuple[str, 
             hint="give all but one of them a file path",
         )
     return takers[0] if takers else None
+
+
+def check_outputs(args: argparse.Namespace, env: Environment, flags: tuple[str, ...]) -> None:
+    """Every output file flag of `flags` that can be written, before any work: a UsageError
+    (exit 2) at once, not after the probes and the smoke."""
+    from envcheck.edges.userfiles import check_output
+
+    for flag in flags:
+        path = getattr(args, flag, None)
+        if path:
+            check_output(env.path(path), flag=f"--{flag.replace('_', '-')}", env=env)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck import __version__
-from envcheck.commands import add_choice_arguments, stdout_format
+from envcheck.commands import add_choice_arguments, check_outputs, stdout_format
 from envcheck.contracts.errors import UsageError
 from envcheck.contracts.exitcodes import EXIT_CODES_HELP
 
@@ -148,11 +148,13 @@ def register(sub: Any) -> None:
 
 
 def positive_seconds(text: str) -> float:
+    """Seconds more than 0 (a zero timeout would kill the smoke before it starts) and at most a
+    day; a bad value's error says that range, whatever it was (`abc` once got "not a number")."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 86400:  # a zero timeout would kill the smoke before it starts
+        value = float("nan")
+    if not 0 < value <= 86400:
         raise argparse.ArgumentTypeError(
             f"must be more than 0 and at most 86400 seconds (24 hours), got {text}"
         )
@@ -199,12 +201,13 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     # The CUDA driver child first: its cuInit (~0.2 s on an H100) is the slowest probe, and the
     # imports and the other probes overlap it. Whatever happens next, it is reaped.
     _resolve_paths(args, env)
+    check_outputs(args, env, OUTPUT_FLAGS)  # before any probe: not after the smoke
     options = options_of(args, env)
     with _host_probe(options, env) as probe:
         from envcheck.edges import activity
         from envcheck.render.activity import make_activity_display
 
-        to_stdout = stdout_format(args, env, ("junit", "markdown", "save_baseline"))
+        to_stdout = stdout_format(args, env, OUTPUT_FLAGS)
         # Progress on stderr while the slow parts run (a live line on a terminal, lines and a
         # heartbeat in a log, under --json too); stopped before the report takes stdout.
         with activity.showing(make_activity_display("none" if args.quiet else "auto", env)):
@@ -265,6 +268,7 @@ def _host_probe(options: DoctorOptions, env: Environment) -> Iterator[HostProbe 
 
 
 PATH_FLAGS = ("facts", "matrix", "junit", "markdown", "baseline", "save_baseline")
+OUTPUT_FLAGS = ("junit", "markdown", "save_baseline")
 
 
 def _resolve_paths(args: argparse.Namespace, env: Environment) -> None:

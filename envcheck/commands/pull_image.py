@@ -163,7 +163,7 @@ def _pull(
         plan,
         client=client,
         check=check,
-        display=make_display("none" if args.quiet else "auto", env.stderr),
+        display=make_display("none" if args.quiet else "auto", env.stderr, env.env),
         variables=env.env,
     )
 

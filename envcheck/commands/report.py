@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envcheck.commands import stdout_format
+from envcheck.commands import check_outputs, stdout_format
 from envcheck.contracts.errors import UsageError
 from envcheck.contracts.exitcodes import EXIT_CODES_HELP, ExitStatus
 
@@ -75,6 +75,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.render.annotations import emit_fleet_ci_outputs
     from envcheck.verdict.fleet import merge_reports
 
+    check_outputs(args, env, ("markdown", "junit"))  # before reading a thousand reports
     to_stdout = stdout_format(args, env, ("markdown", "junit"))
     expected = read_expected_hosts(env.path(args.expect_hosts), env) if args.expect_hosts else None
     paths, errors = expand_paths(args.files, env)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from envcheck.contracts.exitcodes import ExitStatus
@@ -25,6 +26,10 @@ Verdict = Literal["pass", "warn", "fail", "cpu-fallback", "wrong-results"]
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)  # in order of weight, the worst last
 
 CPU_FALLBACK_ID = "smoke.cpu-fallback"
+# --expect-gpu and nothing trained on a GPU: 6 where the host has a GPU it could have used, 1
+# where it has none it can use (the driver's or the GPU's finding says why) or no smoke was asked
+# for; never 5, which says a smoke ran and failed.
+UNPROVEN_ID = "smoke.gpu-unproven"
 WRONG_RESULTS_ID = "smoke.wrong-results"  # the GPU computed wrong numbers: worse than a fallback
 
 
@@ -128,13 +133,21 @@ def verdict_of(findings: tuple[Finding, ...] | list[Finding]) -> Verdict:
     return "pass"
 
 
+def gpu_usable(findings: Sequence[Finding]) -> bool:
+    """No driver or GPU check failed: the host has a GPU a smoke could have trained on."""
+    return not any(f.layer in ("driver", "gpu") and f.severity == "fail" for f in findings)
+
+
 def exit_status_of(findings: tuple[Finding, ...] | list[Finding]) -> ExitStatus:
     failed = [f for f in findings if f.severity == "fail"]
     if any(f.id == WRONG_RESULTS_ID for f in failed):
         return ExitStatus.WRONG_RESULTS
     if any(f.id == CPU_FALLBACK_ID for f in failed):
         return ExitStatus.CPU_FALLBACK
-    if any(f.family == "smoke" for f in failed):
+    unproven = any(f.id == UNPROVEN_ID and f.observed.get("proof") != "static" for f in failed)
+    if unproven and gpu_usable(findings):  # nothing ran on the GPU it has
+        return ExitStatus.CPU_FALLBACK
+    if any(f.family == "smoke" and f.id != UNPROVEN_ID for f in failed):
         return ExitStatus.SMOKE_FAILED
     if failed:
         return ExitStatus.INCOMPATIBLE

@@ -50,6 +50,34 @@ def write_output(path: str, text: str, *, flag: str, env: Environment) -> None:
         raise output_error(flag, path, e) from e
 
 
+def check_output(path: str, *, flag: str, env: Environment) -> None:
+    """Refuse now what `write_output` would refuse at the end (exit 2): a folder, a link, a
+    socket, a folder that is missing or not ours to write in. Checked before the doctor probes
+    anything: `--markdown DIR` once failed after the whole smoke. Writes nothing."""
+    if names_stdout(path, env) or _our_stream(path, (env.stderr, None)) is not None:
+        return
+    try:
+        info = _stat(path)
+    except OSError as e:
+        raise output_error(flag, path, e) from e
+    refused = _refused(path, flag, info)
+    if refused is not None:
+        raise refused
+    if info is not None and _in_place(info):  # a device or FIFO, written in place
+        return
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise UsageError(
+            f"cannot write {flag} {path}: no folder {folder}",
+            hint=f"create the folder, or give {flag} a path in one that exists",
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"cannot write {flag} {path}: the folder {folder} is not writable by this user",
+            hint=f"give {flag} a writable file path, or `-` for stdout",
+        )
+
+
 def names_stdout(path: str, env: Environment) -> bool:
     """`path` is `-`, or the very file `env`'s stdout, the command's, writes to."""
     return path == "-" or _our_stream(path, (env.stdout, None)) is not None
@@ -113,23 +141,33 @@ def _write(path: str, text: str, flag: str, streams: tuple[TextIO | None, TextIO
     if stream is not None:
         _write_stream(stream, text)
         return
-    link = os.lstat(path) if os.path.lexists(path) else None
     info = _stat(path)
+    refused = _refused(path, flag, info)
+    if refused is not None:
+        raise refused
     if info is not None and _in_place(info):
         _write_in_place(path, text, info)
-    elif link is not None and stat.S_ISLNK(link.st_mode):
+    else:
+        _write_atomically(Path(path), text)
+
+
+def _refused(path: str, flag: str, info: os.stat_result | None) -> UsageError | None:
+    """Why `path` (whose stat is `info`) is not written, as the module docstring's table says:
+    a symbolic link to anything but a device or FIFO, a directory, a socket, a block device."""
+    if info is not None and _in_place(info):
+        return None
+    if os.path.islink(path):
         target = "a missing file" if info is None else _kind(info)
-        raise UsageError(
+        return UsageError(
             f"refusing to write {flag} {path}: it is a symbolic link to {target}",
             hint="envcheck never replaces a link nor writes a file through one: name the target itself",
         )
-    elif info is None or stat.S_ISREG(info.st_mode):
-        _write_atomically(Path(path), text)
-    else:
-        raise UsageError(
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        return UsageError(
             f"cannot write {flag} {path}: it is {_kind(info)}",
             hint=f"give {flag} a file path, or `-` for stdout",
         )
+    return None
 
 
 def _stat(path: str) -> os.stat_result | None:

@@ -166,12 +166,13 @@ def pull_error(
         )
     if kind == "not-found":
         return ManifestNotFound(f"{ref}: not found on {registry} ({text})")
+    # The engine's words whole, in quotes, after the registry (or mirror) it was pulling from:
+    # they name a URL, a socket and an errno that a person searches for as they are.
+    said = f'pulling {ref} from {registry}: the engine said "{text}"'
     if kind == "transient":
         # A name that does not resolve will not resolve on a retry: straight to the mirror.
-        return RegistryUnavailable(
-            f"pulling {ref} from {registry}: {text}", retry="no such host" not in text.lower()
-        )
-    return PullFailed(f"pulling {ref}: the engine answered: {text}")
+        return RegistryUnavailable(said, retry="no such host" not in text.lower())
+    return PullFailed(said)
 
 
 @contextmanager

@@ -45,7 +45,7 @@ def ensure_image(
         )
     plan = plan_pull(parsed, matrix if matrix is not None else _shipped_matrix())
     activity.phase(f"pulling {ref} from {parsed.registry}: this engine does not have it yet")
-    display = make_display("none" if quiet else "auto", stream)
+    display = make_display("none" if quiet else "auto", stream, variables)
     try:
         result = pull_image(plan, client=client, display=display, variables=variables)
     except EnvcheckError as e:

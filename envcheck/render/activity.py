@@ -2,7 +2,11 @@
 
 - `RichActivity` (a terminal): one live line — spinner, the phase, its latest detail (the workload's
   own log line: Paddle imported, `step 31/60, 95.2 steps/s`…) and the seconds it has taken —
-  redrawn four times a second; each finished phase stays above it with its time.
+  redrawn four times a second and gone when the work is done: the report is the screen's (a
+  finished phase left a `✓` line, ten of them above a healthy report; a phase that fell back is
+  no success to tick). Only a failed phase stays, marked `✗` with why.
+- `BareActivity` (a terminal under NO_COLOR): the same line without a single escape sequence,
+  redrawn with a carriage return and cleared with spaces.
 - `PlainActivity` (a CI log, any stderr that is not a terminal): one line per phase and per
   detail, and `still <phase> (N s)` when nothing was said for `heartbeat` seconds
   (`ENVCHECK_HEARTBEAT_S`, default 10), so a hung smoke never looks like a dead job.
@@ -12,6 +16,8 @@ Outside text (the workload's lines) goes through the sanitiser and is never read
 
 from __future__ import annotations
 
+import io
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -38,7 +44,7 @@ def make_activity_display(kind: DisplayKind, env: Environment) -> ActivityDispla
     if kind == "auto":
         kind = "rich" if env.live(env.stderr) else "plain"
     if kind == "rich":
-        return RichActivity(env.stderr)
+        return BareActivity(env.stderr) if "NO_COLOR" in env.env else RichActivity(env.stderr)
     return PlainActivity(env.stderr, heartbeat_interval(env.env))
 
 
@@ -96,10 +102,10 @@ class PlainActivity:
         self._line(f"envcheck:   {_short(text)}")
 
     def failed(self, why: str) -> None:
-        self._line(
-            f"envcheck: {self._phase}: failed: {_short(why)}"
+        self._line(  # why whole: an engine's error cut at 160 characters hid the registry's end
+            f"envcheck: {self._phase}: failed: {visible(why)}"
             if self._phase
-            else f"envcheck: {_short(why)}"
+            else f"envcheck: {visible(why)}"
         )
 
     def pause(self) -> None:
@@ -163,10 +169,6 @@ class RichActivity:
         return self._spinner
 
     def phase(self, text: str) -> None:
-        if self._phase and self._running:
-            self.console.print(
-                f"[green]✓[/] {_escaped(self._phase)} [dim]({self.clock() - self._since:.1f} s)[/]"
-            )
         self._phase, self._detail, self._since = _short(text), "", self.clock()
         if not self._running:
             self.resume()
@@ -178,7 +180,7 @@ class RichActivity:
         """`✗ <phase> (2.1 s): <why>` above the live line; the phase is over, never marked ✓."""
         self.console.print(
             f"[red]✗[/] {_escaped(self._phase)} [dim]({self.clock() - self._since:.1f} s)[/]: "
-            f"{_escaped(_short(why))}",
+            f"{_escaped(visible(why))}",
             soft_wrap=True,
         )
         self._phase, self._detail = "", ""
@@ -196,6 +198,81 @@ class RichActivity:
 
     def stop(self) -> None:
         self.pause()
+
+
+class BareActivity:
+    """The live line without escape sequences (NO_COLOR: https://no-color.org asks for no colour;
+    a terminal that shows raw `ESC[2m` asked for less still): `\r`, the line, spaces over what
+    the last one left; redrawn each second so that the seconds count, cleared at the end."""
+
+    def __init__(self, stream: IO[str], clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream, self.clock = stream, clock
+        self._lock = threading.Lock()
+        self._phase = self._detail = ""
+        self._since = clock()
+        self._shown = 0  # the characters the line now on the screen has
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def phase(self, text: str) -> None:
+        self._phase, self._detail, self._since = _short(text), "", self.clock()
+        self.resume()
+
+    def detail(self, text: str) -> None:
+        self._detail = _short(text)
+        self._draw()
+
+    def failed(self, why: str) -> None:
+        """`✗ <phase> (2.1 s): <why>` on a line that stays."""
+        line = f"✗ {self._phase} ({self.clock() - self._since:.1f} s): {visible(why)}"
+        self._phase = self._detail = ""
+        self._write(f"\r{' ' * self._shown}\r{line}\n", 0)
+        self.pause()
+
+    def pause(self) -> None:
+        self._stopped.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+        self._thread = None
+        self._write(f"\r{' ' * self._shown}\r", 0)
+
+    def resume(self) -> None:
+        self._draw()
+        if self._thread is None and self._phase:
+            self._stopped = threading.Event()
+            self._thread = threading.Thread(target=self._tick, name="envcheck-line", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self.pause()
+
+    def _tick(self) -> None:
+        stopped = self._stopped
+        while not stopped.wait(1.0):
+            self._draw()
+
+    def _draw(self) -> None:
+        if not self._phase:
+            return
+        text = self._phase + (f" — {self._detail}" if self._detail else "")
+        text += f" ({self.clock() - self._since:.0f} s)"
+        text = text[: self._width() - 1]
+        self._write(f"\r{text}{' ' * max(0, self._shown - len(text))}", len(text))
+
+    def _width(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return 80
+
+    def _write(self, text: str, shown: int) -> None:
+        with self._lock:
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except (OSError, ValueError):
+                return  # stderr closed or full: progress is not worth failing the run for
+            self._shown = shown
 
 
 def _escaped(text: str) -> str:

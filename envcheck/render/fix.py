@@ -26,7 +26,9 @@ def render_fix(doc: dict[str, Any]) -> str:
     plan = doc["plan"]
     lines = [f"envcheck fix for {plan['python']}"]
     doctor = doc["doctor"]
-    lines.append(f"doctor: {doctor['verdict']} (exit {doctor['exit_code']})")
+    # No exit code of its own: this doctor ran no smoke, so after `doctor` said 6 (cpu-fallback)
+    # it said 1 here; the one code is the result's, below.
+    lines.append(f"doctor, static checks (no smoke): {doctor['verdict']}")
     lines += _findings(doctor)
     runs = [s for s in plan["steps"] if s["kind"] != "manual"]
     manual = [s for s in plan["steps"] if s["kind"] == "manual"]

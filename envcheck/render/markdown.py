@@ -4,7 +4,8 @@ Written to `--markdown FILE` and, under GitHub Actions, appended to `$GITHUB_STE
 Problems come first, each with its fix under it (a Fix column pushed the commands behind a
 horizontal scroll in a browser); the smoke has its own table; passed checks fold away in
 a `<details>` block, so the one screen a reviewer sees is the one that says what to do. A fleet
-lists its problems grouped, each with its hosts in Slurm's notation and its fix, then the hosts.
+leads with its root causes, each with how many hosts have it, which (Slurm's notation) and its
+fixes, then one row per host.
 `bench/bench_markdown.py` renders these in headless Chromium: `docs/job-summary.png`.
 """
 
@@ -24,7 +25,7 @@ from envcheck.render.smoke_runs import SMOKE_COLUMNS, number, smoke_row, smoke_r
 from envcheck.verdict.proof import proof_headline, proof_words
 
 if TYPE_CHECKING:
-    from envcheck.verdict.fleet import FleetSummary, ProblemGroup
+    from envcheck.verdict.fleet import Cause, FleetSummary
 
 SEVERITY_ICON: dict[Severity, str] = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
 VERDICT_ICON: dict[Verdict, str] = {
@@ -123,7 +124,7 @@ def render_fleet_markdown(summary: FleetSummary) -> str:
     proof = gpu_proof_words(summary)
     if proof:
         parts.append(_prose(proof) + ".")
-    parts += [_group_item(group) for group in summary.problem_groups(roots=True)]
+    parts += [_cause_item(cause) for cause in summary.causes()]
     if summary.hosts:
         parts.append(_fleet_table(summary))
     for dup in summary.duplicates:
@@ -171,37 +172,38 @@ def _what_to_type(report: Report) -> list[str]:
     return [f"**{_text(lines[0][0])}**", f"{fence}sh\n{body}\n{fence}"]
 
 
-def _group_item(group: ProblemGroup) -> str:
-    """A fleet's problem: how many hosts, which (Slurm's notation), the fix, one host's words."""
+def _cause_item(cause: Cause) -> str:
+    """A root cause of the fleet: how many hosts have it, which (Slurm's notation), its fix (or
+    its fixes, each with its hosts), one host's words."""
     from envcheck.render.table import HOST_LIST_CHARS, host_list
 
-    n = len(group.hosts)
-    hosts = _prose(host_list(group.hosts, HOST_LIST_CHARS))
-    item = f"- {SEVERITY_ICON[group.severity]} **{_code(group.id, cell=False)}** on {_plural(n, 'host')}: {hosts}"
-    if group.fix:
-        item += f"\n\n    **Fix:** {_prose(group.fix)}"
-    example = f"{'' if n == 1 else 'e.g. '}{group.hosts[0]}: {group.message}"
+    n = len(cause.hosts)
+    hosts = _prose(host_list(cause.hosts, HOST_LIST_CHARS))
+    item = f"- {SEVERITY_ICON[cause.severity]} **{_code(cause.id, cell=False)}** on {_plural(n, 'host')}: {hosts}"
+    (first, *others) = cause.variants
+    if not others and first.fix:
+        item += f"\n\n    **Fix:** {_prose(first.fix)}"
+    for variant in cause.variants if others else ():
+        on = _prose(host_list(variant.hosts, HOST_LIST_CHARS))
+        item += f"\n\n    **Fix** on {on}: {_prose(variant.fix or 'none given')}"
+    example = f"{'' if n == 1 else 'e.g. '}{cause.hosts[0]}: {cause.message}"
     return item + f"\n\n    {_prose(example)}"
 
 
 def _fleet_table(summary: FleetSummary) -> str:
-    header = ["Host", "Verdict", *summary.layers, "First problem"]
-    rows = []
-    for host in summary.hosts:
-        layers = host.layer_severities()
-        first = host.first_problem()
-        rows.append(
-            [
-                _text(host.label),
-                f"{VERDICT_ICON[host.verdict]} {host.verdict}",
-                *(
-                    SEVERITY_ICON[seen] if (seen := layers.get(layer)) else NOT_CHECKED
-                    for layer in summary.layers
-                ),
-                _code(first.id) if first else "",
-            ]
-        )
-    return _table(header, rows)
+    """One row per host: its verdict and its root causes; the page's width whatever the number
+    of layers (a column per layer was wider than a job summary)."""
+    from envcheck.verdict.fleet import root_problems
+
+    rows = [
+        [
+            _text(host.label),
+            f"{VERDICT_ICON[host.verdict]} {host.verdict} ({host.exit_code})",
+            ", ".join(_code(f.id) for f in root_problems(host)),
+        ]
+        for host in summary.hosts
+    ]
+    return _table(["Host", "Verdict (exit)", "Root causes"], rows)
 
 
 def smoke_section(smoke: SmokeDocument) -> str:

@@ -11,7 +11,8 @@ All write to stderr by default: stdout belongs to the result (`--json`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import IO, Any, ClassVar, Literal, Protocol
 
 from envcheck.contracts.command_env import isatty
@@ -33,13 +34,18 @@ class PullDisplay(Protocol):
     def stop(self) -> None: ...
 
 
-def make_display(kind: DisplayKind = "auto", stream: IO[str] | None = None) -> PullDisplay:
-    """`auto`: rich on a terminal, plain lines otherwise (CI logs); on `stream`, the command's
-    stderr (None: nowhere to show it)."""
+def make_display(
+    kind: DisplayKind = "auto",
+    stream: IO[str] | None = None,
+    variables: Mapping[str, str] = MappingProxyType({}),
+) -> PullDisplay:
+    """`auto`: rich on a terminal, plain lines otherwise (CI logs) and under NO_COLOR of the
+    command's `variables` (rich's bars are escape sequences); on `stream`, the command's stderr
+    (None: nowhere to show it)."""
     if kind == "none" or stream is None:
         return NullDisplay()
     if kind == "auto":
-        kind = "rich" if isatty(stream) else "plain"
+        kind = "rich" if isatty(stream) and "NO_COLOR" not in variables else "plain"
     return RichDisplay(stream) if kind == "rich" else PlainDisplay(stream)
 
 
@@ -182,14 +188,16 @@ class RichDisplay:
             )
 
     def note(self, text: str) -> None:
+        # soft_wrap: one line however long (rich folded an engine's error mid-word at the
+        # terminal's width); the terminal wraps it, a copy of it stays whole
         if self.live.is_started:  # above the bars, which rich redraws below it
-            self.console.print(visible(text), markup=False, highlight=False)
+            self.console.print(visible(text), markup=False, highlight=False, soft_wrap=True)
             return
         # Before the bars (a registry that failed before any layer came): the activity's live
         # line is on the terminal, and a print from another console would land inside it.
         activity.step_aside()
         try:
-            self.console.print(visible(text), markup=False, highlight=False)
+            self.console.print(visible(text), markup=False, highlight=False, soft_wrap=True)
         finally:
             activity.step_back()
 

@@ -1,15 +1,19 @@
-"""The fleet dashboard on a terminal or in a log: the problems grouped, then one line per host.
+"""The fleet dashboard on a terminal or in a log: the root causes, then one line per host.
 
-    1 host: driver.version-mismatch → reboot the machine (or reload the nvidia kernel modules) …
+    2 hosts: driver.version-mismatch → reboot the machine (or reload the nvidia kernel modules) …
+      gpu[002-003]
       e.g. gpu002: NVML: Driver/library version mismatch (user space 550.54.14, kernel …)
 
-    HOST    GPUS               DRIVER       CUDA  PADDLE        VERDICT  EXIT  FIRST FAILING CHECK
+    HOST    GPUS               DRIVER       CUDA  PADDLE        VERDICT  EXIT  PROBLEM
     gpu001  2x A100-SXM4-80GB  535.104.05   12.2  3.0.0 cu12.6  pass     0
     gpu002  2x A100-SXM4-80GB  535.104.05*  -     3.0.0 cu12.6  fail     1     driver.version-mismatch
 
-    2 hosts: 1 pass, 1 fail; exit 1
-    * the loaded kernel module's version: the user-space driver differs (reboot pending)
+    3 hosts: 1 pass, 2 fail; exit 1
+    * the loaded kernel module's version: the user-space driver differs (reboot)
 
+A cause counts every host that has it, whatever else the host has; its different fixes are listed
+under it with their hosts. On a terminal a cause is one line (`8 hosts: id on gpu[001-004,007] +4
+more → fix…`) and the causes take what the table leaves of 40 lines.
 One line per host at any terminal width, as `sinfo` does: when the columns do not fit,
 the widest of the host name, GPU, Paddle and check cells are shortened with `…` (a host name
 in its middle, which keeps its number), never broken over lines; the groups above name every
@@ -29,7 +33,7 @@ from envcheck.render.sanitize import visible
 if TYPE_CHECKING:
     from envcheck.contracts.host_report import Verdict
     from envcheck.contracts.saved_report import HostReport
-    from envcheck.verdict.fleet import FleetSummary, ProblemGroup
+    from envcheck.verdict.fleet import Cause, FleetSummary
 
 COLUMNS = ("HOST", "GPUS", "DRIVER", "CUDA", "PADDLE", "VERDICT", "EXIT", "PROBLEM")
 HOST_COLUMN = COLUMNS.index("HOST")
@@ -38,11 +42,13 @@ VERDICT_COLUMN = COLUMNS.index("VERDICT")
 CHECK_COLUMN = COLUMNS.index("PROBLEM")  # the host's first failing (else warning) check
 # The cells that may be shortened to fit a terminal, the fewest characters each keeps, and how
 # many more than the others it keeps while shortened (a check id says the most, then the host).
-SHORTEST = {HOST_COLUMN: 8, COLUMNS.index("GPUS"): 8, COLUMNS.index("PADDLE"): 12, CHECK_COLUMN: 9}
+SHORTEST = {HOST_COLUMN: 8, COLUMNS.index("GPUS"): 8, COLUMNS.index("PADDLE"): 13, CHECK_COLUMN: 9}
 PRECEDENCE = {HOST_COLUMN: 6, CHECK_COLUMN: 6}
 SHORTENABLE = tuple(SHORTEST)
 ELLIPSIS = "…"
 KERNEL_MODULE_MARK = "*"
+IMAGE_MARK = "†"  # the Paddle of the image the doctor chose: the host's Python has none
+BRANDS = ("NVIDIA ", "Tesla ", "GeForce ", "Quadro ")  # the model after them tells GPUs apart
 GAP = "  "
 INDENT = "  "  # a group's host list and its example, under the group's line
 UNKNOWN = "-"
@@ -55,6 +61,12 @@ STYLE: dict[Verdict, str] = {
 }
 HOST_LIST_LINES = 2  # on a terminal, a group's host list is cut after this many lines' worth
 HOST_LIST_CHARS = 400  # in a log
+HOST_BUDGET_FLOOR = 20  # a cause's hosts on a terminal: at least this much, else half the room
+# On a terminal the causes take what the table and totals leave of 40 lines, at least 4 (the
+# rest: `--verbose`, and a log, list every cause).
+SCREEN_LINES = 40
+MIN_CAUSE_LINES = 4
+MORE_HOSTS = " and {} more (`--json` lists them all)"
 
 Segment = tuple[str, str]  # text, rich style ("" = none)
 Line = list[Segment]
@@ -82,21 +94,25 @@ def fleet_table_text(
 
 
 def fleet_lines(summary: FleetSummary, width: int | None, *, verbose: bool = False) -> list[Line]:
-    """Each root cause (a host's first problem that no other one's fix resolves) with what to
-    do, then one line per host, then the totals. On a terminal a root cause takes one line, cut
-    to its width (a 30-host fleet fits ~40 lines of 80 columns); in a log, whole, with its hosts
-    in Slurm notation and one host's words. `verbose`: every problem of every host, so."""
-    lines: list[Line] = []
-    for group in summary.problem_groups(roots=not verbose):
-        compact = width is not None and not verbose
-        lines += [_root_line(group, width)] if compact else _group_lines(group, width)
-    if lines:
-        lines.append([])
+    """Each root cause with how many hosts have it, which, and what to do; then one line per
+    host, then the totals. On a terminal a cause takes one line, cut to its width (26 hosts fit
+    40 lines of 80 columns); in a log, whole, with its fixes below it when they differ per host
+    and one host's words. `verbose`: the follow-on problems too, so."""
     rows = [host_cells(host) for host in summary.hosts]
-    lines += _grid([list(COLUMNS), *rows], width, [h.verdict for h in summary.hosts])
-    lines.append([])
-    lines += [[(text, "")] for text in _footer(summary, width)]
-    return lines
+    table = _grid([list(COLUMNS), *rows], width, [h.verdict for h in summary.hosts])
+    footer: list[Line] = [[(text, "")] for text in _footer(summary, width)]
+    causes = summary.causes(every=verbose)
+    lines: list[Line] = []
+    if width is not None and not verbose:
+        room = max(MIN_CAUSE_LINES, SCREEN_LINES - len(table) - len(footer) - 2)
+        shown = causes if len(causes) <= room else causes[: room - 1]
+        lines += [_cause_line(cause, width) for cause in shown]
+        if len(shown) < len(causes):
+            left = len(causes) - len(shown)
+            lines.append([(f"and {left} more cause{'' if left == 1 else 's'} (`--verbose`)", "")])
+    else:
+        lines += [line for cause in causes for line in _cause_lines(cause, width)]
+    return [*lines, *([[]] if lines else []), *table, [], *footer]
 
 
 def host_cells(host: HostReport) -> list[str]:
@@ -119,11 +135,20 @@ def host_cells(host: HostReport) -> list[str]:
 
 
 def gpus_cell(host: HostReport) -> str:
-    """`2x A100-SXM4-80GB`; mixed models are each counted: `1x A100-SXM4-80GB + 1x T4`."""
-    names = Counter(
-        (g.name or "unknown GPU").removeprefix("NVIDIA ").strip() for g in host.report.host.gpus
-    )
+    """`2x A100-SXM4-80GB`; mixed models are each counted: `1x A100-SXM4-80GB + 1x T4`; one GPU
+    is its model alone (`RTX 5090`). The brand goes: `Tesla V100`, `Tesla T4` and `Tesla P40`
+    once all read `1x Tesl…` in a narrow column, RTX 4090 and 5090 `1x RTX …`."""
+    gpus = host.report.host.gpus
+    names = Counter(_model(g.name or "unknown GPU") for g in gpus)
+    if len(gpus) == 1:
+        return next(iter(names))
     return " + ".join(f"{n}x {name}" for name, n in names.items()) or UNKNOWN
+
+
+def _model(name: str) -> str:
+    for brand in BRANDS:
+        name = name.strip().removeprefix(brand)
+    return name.strip()
 
 
 def driver_cell(host: HostReport) -> str:
@@ -138,12 +163,13 @@ def driver_cell(host: HostReport) -> str:
 
 
 def paddle_cell(host: HostReport) -> str:
-    """`3.0.0 cu12.6` or `3.3.1 cpu` in the host's Python; else the image's, marked as such."""
+    """`3.0.0 cu12.6` or `3.3.1 cpu` in the host's Python; else the image's, marked `†` at the
+    end, where a cut to fit the column keeps it (`(image)` was the first thing cut)."""
     paddle, image = host.report.host.paddle, host.report.image
     if paddle.version:
         return f"{paddle.version} {f'cu{paddle.cuda}' if paddle.cuda else 'cpu'}"
     if image and image.paddle:
-        return f"{image.paddle} {f'cu{image.cuda}' if image.cuda else 'cpu'} (image)"
+        return f"{image.paddle} {f'cu{image.cuda}' if image.cuda else 'cpu'}{IMAGE_MARK}"
     return _status(paddle.status)
 
 
@@ -277,34 +303,47 @@ def _rstrip(line: Line) -> Line:
     return line
 
 
-def _root_line(group: ProblemGroup, width: int | None) -> Line:
-    """`4 hosts: driver.version-mismatch → reboot …`: one root cause and what to do, cut to
-    `width` (`--verbose` and a log print it whole; the table below names its hosts)."""
-    n = len(group.hosts)
-    count = f"{n} host{'' if n == 1 else 's'}: "
-    ident = visible(group.id)
-    action = f" → {visible(group.fix)}" if group.fix else ""
-    if width is not None:
-        action = shorten(action, max(0, width - len(count) - len(ident)))
-    return [(count, "bold"), (ident, STYLE[group.severity]), (action, "")]
+def _count(n: int) -> str:
+    return f"{n} host{'' if n == 1 else 's'}: "
 
 
-def _group_lines(group: ProblemGroup, width: int | None) -> list[Line]:
-    """`12 hosts: driver.version-mismatch → reboot …`, then which hosts, then one host's words."""
-    n = len(group.hosts)
-    head: Line = [
-        (f"{n} host{'' if n == 1 else 's'}: ", "bold"),
-        (visible(group.id), STYLE[group.severity]),
-    ]
-    if group.fix:
-        head.append((f" → {visible(group.fix)}", ""))
-    example = visible(f"{'' if n == 1 else 'e.g. '}{group.hosts[0]}: {group.message}")
-    words: list[Line] = [[(line, "dim")] for line in _prose(example, width)]
-    if n == 1:
-        return [head, *words]
+def _cause_line(cause: Cause, width: int | None) -> Line:
+    """`8 hosts: paddle.arch-unverified on gpu[001-004,007] +3 more → pin …`: one cause, its
+    hosts (cut between names) and its fix, or how many fixes it has, cut to `width`."""
+    count, ident = _count(len(cause.hosts)), visible(cause.id)
+    budget = max(HOST_BUDGET_FLOOR, ((width or 0) - len(count) - len(ident)) // 2)
+    hosts = f" on {host_list(cause.hosts, budget, more=' +{} more')}"
+    (fix, *others) = cause.variants
+    action = f" → {len(cause.variants)} fixes (`--verbose`)" if others else _arrow(fix.fix)
+    line: Line = [(count, "bold"), (ident, STYLE[cause.severity])]
+    room = None if width is None else max(0, width - len(count) - len(ident))
+    line.append((hosts if room is None else shorten(hosts, room), ""))
+    if room is not None:
+        action = shorten(action, max(0, room - len(hosts)))
+    return [*line, (action, "")]
+
+
+def _arrow(fix: str | None) -> str:
+    return f" → {visible(fix)}" if fix else ""
+
+
+def _cause_lines(cause: Cause, width: int | None) -> list[Line]:
+    """`12 hosts: driver.version-mismatch → reboot …`, then which hosts, its other fixes with
+    their hosts, then one host's words."""
+    n = len(cause.hosts)
+    head: Line = [(_count(n), "bold"), (visible(cause.id), STYLE[cause.severity])]
+    (first, *others) = cause.variants
+    if not others:
+        head.append((_arrow(first.fix), ""))
     budget = HOST_LIST_CHARS if width is None else HOST_LIST_LINES * width - len(INDENT)
-    hosts = _prose(host_list(group.hosts, budget), width, INDENT)
-    return [head, *([(line, "")] for line in hosts), *words]
+    lines = [head]
+    if n > 1:
+        lines += [[(line, "")] for line in _prose(host_list(cause.hosts, budget), width, INDENT)]
+    for variant in cause.variants if others else ():
+        on = host_list(variant.hosts, budget)
+        lines += [[(line, "")] for line in _prose(f"→ {visible(variant.fix or '')} ({on})", width)]
+    example = visible(f"{'' if n == 1 else 'e.g. '}{cause.hosts[0]}: {cause.message}")
+    return lines + [[(line, "dim")] for line in _prose(example, width)]
 
 
 def _prose(text: str, width: int | None, more: str = INDENT * 2) -> list[str]:
@@ -324,22 +363,23 @@ def _prose(text: str, width: int | None, more: str = INDENT * 2) -> list[str]:
     ) or [INDENT]
 
 
-def host_list(labels: tuple[str, ...], budget: int) -> str:
+def host_list(labels: tuple[str, ...], budget: int, *, more: str = MORE_HOSTS) -> str:
     """Slurm's notation (`gpu[001-012], login1`: what `--expect-hosts` reads back), cut between
-    names, never inside one, when longer than `budget` characters."""
+    names, never inside one, when longer than `budget` characters; `more` says how many are
+    left out."""
     from envcheck.verdict.hostlist import compressed_host_list
 
     shown: list[str] = []
     named = 0
     for part, count in compressed_host_list(labels):
-        more = len(labels) - named - count
-        tail = f" and {more} more (`--json` lists them all)" if more else ""
+        left = len(labels) - named - count
+        tail = more.format(left) if left else ""
         if shown and len(", ".join([*shown, visible(part)])) + len(tail) > budget:
             break
         shown.append(visible(part))
         named += count
     left = len(labels) - named
-    return ", ".join(shown) + (f" and {left} more (`--json` lists them all)" if left else "")
+    return ", ".join(shown) + (more.format(left) if left else "")
 
 
 def gpu_proof_words(summary: FleetSummary, width: int | None = None) -> str | None:
@@ -374,6 +414,8 @@ def _footer(summary: FleetSummary, width: int | None) -> list[str]:
     if any(driver_cell(h).endswith(KERNEL_MODULE_MARK) for h in summary.hosts if h.reported):
         lines.append(
             f"{KERNEL_MODULE_MARK} the loaded kernel module's version: the user-space driver "
-            "differs (reboot pending)"
+            "differs (reboot)"
         )
+    if any(paddle_cell(h).endswith(IMAGE_MARK) for h in summary.hosts if h.reported):
+        lines.append(f"{IMAGE_MARK} the Paddle of the image chosen: the host's Python has none")
     return lines

@@ -113,6 +113,9 @@ def grouped(report: Report) -> Iterator[tuple[str, str, list[Finding]]]:
 # the tag chosen and what trained are the report's news.
 COMPACT_LAYERS = frozenset({"driver", "gpu", "cuda", "paddle", "env", "engine"})
 OK_MARK = " — ok"
+# On a terminal a passed check's words take at most this many lines (a healthy smoke's took 7 of
+# 80 columns); --explain, --json and a log have them whole.
+PASS_LINES = 2
 
 
 def compact(name: str, items: list[Finding], explain: bool) -> bool:
@@ -163,9 +166,12 @@ def render_plain(
 Span = tuple[int, int, str]  # start, end, rich style
 
 
-def finding_lines(f: Finding, width: int | None) -> list[tuple[str, list[Span]]]:
+def finding_lines(
+    f: Finding, width: int | None, brief: bool = False
+) -> list[tuple[str, list[Span]]]:
     """A finding as lines, with where each style goes (plain ignores them): the mark, the id, the
-    message, then under a problem its fix. Prose wraps to `width`; a command never (wrap.py)."""
+    message, then under a problem its fix. Prose wraps to `width`; a command never (wrap.py).
+    `brief` (a terminal without --explain): a pass takes at most PASS_LINES, cut with `…`."""
     mark, ident = _MARK[f.severity], visible(f.id)
     prefix = f"  {mark}  {ident:<28} "
     head: list[Span] = [(2, 6, _STYLE[f.severity]), (8, 8 + len(ident), "dim")]
@@ -174,6 +180,8 @@ def finding_lines(f: Finding, width: int | None) -> list[tuple[str, list[Span]]]
         body = wrap(message, width, prefix, " " * len(prefix))
     else:  # too narrow for a column: the message under the id
         body = [prefix.rstrip(), *wrap(message, width, " " * 8, " " * 8)]
+    if brief and f.severity == "pass" and len(body) > PASS_LINES:
+        body = [*body[: PASS_LINES - 1], body[PASS_LINES - 1].rstrip() + " …"]
     lines = [(line, head if i == 0 else []) for i, line in enumerate(body)]
     if f.fix and f.severity != "pass":
         fix = wrap(message_text(f.fix), width, "        fix: ", " " * 13)
@@ -394,6 +402,9 @@ def loaded_lines(report: Report, explain: bool) -> list[str]:
         return []
     if not libs:
         return ["  loaded: no NVIDIA library (the smoke ran without CUDA)"]
+    if not (explain or any(f.layer == "smoke" and f.severity != "pass" for f in report.findings)):
+        said = (f"{lib.name} {lib.version or '?'} ({lib.source})" for lib in libs)
+        return ["  loaded: " + visible(", ".join(said))]  # healthy: one line, not a table
     lines = ["  loaded: library | version | from" + (" | path" if explain else "")]
     for lib in libs:
         cells = [lib.name, lib.version or "?", lib.source, *([lib.path] if explain else [])]
@@ -437,7 +448,7 @@ def render_rich(
         header = Text(title, style="bold").append(f": {facts}" if facts else "", style="dim")
         console.print(header.append(OK_MARK if one_line else "", style="green"))
         for f in [] if one_line else items:
-            for line, spans in finding_lines(f, console.width):
+            for line, spans in finding_lines(f, console.width, brief=not explain):
                 text = Text(line)
                 for start, end, style in spans:
                     text.stylize(style, start, end)

@@ -43,6 +43,25 @@ class ProblemGroup:
 
 
 @record
+class Variant:
+    """One of a cause's fixes and the hosts it is for."""
+
+    fix: str | None
+    hosts: tuple[str, ...]  # labels, in the fleet's order
+
+
+@record
+class Cause:
+    """A root cause of the fleet: one check, every host that has it, and its fixes."""
+
+    id: str
+    severity: Severity  # the worst any of its hosts has
+    hosts: tuple[str, ...]  # labels, in the fleet's order
+    variants: tuple[Variant, ...]  # the most common fix first
+    message: str  # the first host's, as an example: messages carry per-host values
+
+
+@record
 class FleetSummary:
     hosts: tuple[HostReport, ...]  # one per host, sorted by hostname
     duplicates: tuple[Duplicate, ...] = ()
@@ -77,16 +96,13 @@ class FleetSummary:
                 partial.append(host.label)
         return proven, total, tuple(partial)
 
-    def problem_groups(self, *, roots: bool = False) -> tuple[ProblemGroup, ...]:
+    def problem_groups(self) -> tuple[ProblemGroup, ...]:
         """Every problem of the fleet, identical ones (same check, severity and fix) together;
-        failures first, then the most widespread. `roots`: only each host's root cause (what
-        its PROBLEM cell names), so that every host is in exactly one group."""
+        failures first, then the most widespread. A host is in every group it has a problem of."""
         members: dict[tuple[str, Severity, str | None], list[tuple[HostReport, Finding]]] = {}
         for host in self.hosts:
             seen: set[tuple[str, Severity, str | None]] = set()
-            root = host.first_problem()
-            problems = [root] if roots and root else [] if roots else host.report.findings
-            for f in problems:
+            for f in host.report.findings:
                 key = (f.id, f.severity, f.fix)
                 if f.severity != "pass" and key not in seen:  # one per host, even if per GPU
                     seen.add(key)
@@ -98,6 +114,19 @@ class FleetSummary:
             ProblemGroup(id, severity, fix, tuple(h.label for h, _ in group), group[0][1].message)
             for (id, severity, fix), group in ordered
         )
+
+    def causes(self, *, every: bool = False) -> tuple[Cause, ...]:
+        """The fleet's root causes, one per check: each counts every host that has it, whatever
+        else that host has (a host with three root causes is in three), and its different fixes
+        (another interpreter's path, another driver floor) are its variants. Failures first,
+        then the most widespread; a follow-on problem (its fix is another's) is no cause, unless
+        `every` (`--verbose`: every problem of every host)."""
+        found: dict[str, list[tuple[HostReport, Finding]]] = {}
+        for host in self.hosts:
+            for f in root_problems(host, every=every):
+                found.setdefault(f.id, []).append((host, f))
+        causes = [_cause(id, members) for id, members in found.items()]
+        return tuple(sorted(causes, key=lambda c: (c.severity != "fail", -len(c.hosts), c.id)))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,11 +150,49 @@ class FleetSummary:
                 }
                 for g in self.problem_groups()
             ],
+            "causes": [  # the dashboard's lines: each root cause, every host holding it
+                {
+                    "id": c.id,
+                    "severity": c.severity,
+                    "count": len(c.hosts),
+                    "hosts": list(c.hosts),
+                    "fixes": [{"fix": v.fix, "hosts": list(v.hosts)} for v in c.variants],
+                    "message": c.message,
+                }
+                for c in self.causes()
+            ],
             "duplicates": [
                 {"hostname": d.hostname, "kept": d.kept, "ignored": list(d.ignored)}
                 for d in self.duplicates
             ],
         }
+
+
+def root_problems(host: HostReport, *, every: bool = False) -> list[Finding]:
+    """The host's problems that are causes, one per check: every failure or warning whose fix
+    is its own (not "resolved by the fix for …"); the follow-on ones where every problem is one,
+    or with `every`."""
+    problems = [f for f in host.report.findings if f.severity != "pass"]
+    roots = problems if every else [f for f in problems if f.follows is None] or problems
+    chosen: dict[str, Finding] = {}
+    for f in sorted(roots, key=lambda f: f.severity != "fail"):  # failing on one GPU fails it
+        chosen.setdefault(f.id, f)
+    return list(chosen.values())
+
+
+def _cause(id: str, members: list[tuple[HostReport, Finding]]) -> Cause:
+    by_fix: dict[str | None, list[str]] = {}
+    for host, f in members:
+        by_fix.setdefault(f.fix, []).append(host.label)
+    variants = sorted(by_fix.items(), key=lambda kv: -len(kv[1]))  # stable: first seen first
+    severity: Severity = "fail" if any(f.severity == "fail" for _, f in members) else "warn"
+    return Cause(
+        id,
+        severity,
+        tuple(h.label for h, _ in members),
+        tuple(Variant(fix, tuple(hosts)) for fix, hosts in variants),
+        members[0][1].message,
+    )
 
 
 def _gpus_json_of(summary: FleetSummary) -> tuple[int, int, list[str]]:

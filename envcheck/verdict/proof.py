@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from envcheck.contracts.findings import Finding, fail, warn
+from envcheck.contracts.findings import Finding, fail
+from envcheck.contracts.host_report import UNPROVEN_ID, gpu_usable
 from envcheck.contracts.remedy import steps
 from envcheck.verdict.fixes import SMOKE_NOT_SKIPPED_FIX, SMOKE_ON_THIS_HOST_FIX, SMOKE_WITH_GPU_FIX
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 Proof = Literal["gpu-trained", "cpu-trained", "static", "none"]
 SMOKE_PASS_ID = "smoke.pass"
-UNPROVEN_ID = "smoke.gpu-unproven"
 # The installed build's arch list is unknown (a nightly, or a build the matrix has no list of):
 # only a training run on the GPU can prove it.
 ARCH_UNVERIFIED_ID = "paddle.arch-unverified"
@@ -115,16 +115,20 @@ def _unwitnessed(findings: Sequence[Finding]) -> list[str]:
 
 
 def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | None:
-    """Under --expect-gpu with a smoke asked for, nothing trained on a GPU is a failure, never a
-    warning: the smoke's own failure when it has one, else this finding, which carries the
-    smoke's reasons (no engine, image unavailable, no Paddle) and their fixes."""
+    """Under --expect-gpu, nothing trained on a GPU is a failure, never a warning nor a pass:
+    the smoke's own failure when it has one, else this finding, which carries the smoke's reasons
+    (no engine, image unavailable, no Paddle) and their fixes. Its exit code (exit_status_of):
+    6 where the host has a GPU it could have trained on, 1 where it has none it can use (the
+    driver's or the GPU's finding says why) or the run was static (--no-smoke, --facts without a
+    recorded smoke): unverified."""
     if proof == "gpu-trained":
         return None
-    if proof == "static":  # never a pass under --expect-gpu: a failure where the
-        # build's arch coverage is unverified, else a warning
-        return _static_unproven(findings) or warn(
+    usable = gpu_usable(findings)
+    if proof == "static":
+        return _static_unproven(findings) or fail(
             UNPROVEN_ID,
-            "--expect-gpu: static checks only: nothing trained on a GPU (no smoke run)",
+            "--expect-gpu: unverified GPU: static checks only (no smoke ran), and only a "
+            "training run on the GPU proves it",
             fix=SMOKE_ON_THIS_HOST_FIX,
             layer="smoke",
             proof=proof,
@@ -142,6 +146,8 @@ def expect_gpu_unproven(findings: Sequence[Finding], proof: Proof) -> Finding | 
         )
     else:
         reason = "; ".join(f.message for f in why) or "no smoke training ran"
+    if not usable:
+        reason += "; and this host has no GPU it can use (see the driver and GPU checks)"
     remedies = list(dict.fromkeys(f.remedy for f in why if f.remedy))
     return fail(
         UNPROVEN_ID,

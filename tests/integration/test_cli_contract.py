@@ -19,7 +19,7 @@ from tests.scenarios import write
 @pytest.mark.parametrize(
     ("args", "code", "words"),
     [
-        (["doctor", "--json", "--bogus"], 2, "unrecognized arguments: --bogus"),
+        (["doctor", "--json", "--bogus"], 2, "unknown flag '--bogus' for `envcheck doctor`"),
         (["doctor", "--json", "--gpus", "a,b"], 2, "--gpus"),
         (["doctor", "--json", "--facts", "/no/such/facts.json"], 2, "/no/such/facts.json"),
         (["doctor", "--json", "--no-smoke", "--python", "/no/such/python"], 2, "--python"),
@@ -40,7 +40,7 @@ def test_json_errors_are_one_error_document(args: list[str], code: int, words: s
 
 def test_without_json_errors_stay_on_stderr() -> None:
     r = envcheck("doctor", "--bogus")
-    assert r.returncode == 2 and r.stdout == "" and "unrecognized arguments" in r.stderr
+    assert r.returncode == 2 and r.stdout == "" and "unknown flag '--bogus'" in r.stderr
 
 
 @pytest.mark.parametrize("mode", [[], ["--json"]], ids=["text", "json"])

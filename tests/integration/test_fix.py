@@ -466,7 +466,9 @@ def test_pull_is_no_flag_of_fix_the_pull_is_planned_without_asking() -> None:
     image it did nothing, and no release ever had it: an unknown flag like any other."""
     run = run_envcheck(["fix", "--pull"])
     assert run.returncode == 2 and run.stdout == ""
-    assert "unrecognized arguments: --pull" in run.stderr and "Traceback" not in run.stderr
+    assert (
+        "unknown flag '--pull' for `envcheck fix`\n" in run.stderr and "Traceback" not in run.stderr
+    )
 
 
 # -- what only a person can do -----------------------------------------------------------------

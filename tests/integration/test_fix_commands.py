@@ -10,7 +10,6 @@ indexes hold (envcheck/verdict/known_packages.toml), remove the conflicting Padd
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Callable
@@ -29,8 +28,8 @@ from envcheck.verdict.known_packages import known_packages
 from tests import scenarios as s
 from tests.fakenv import profile_names
 from tests.fix_commands import commands_of, pip_problems, shell_problems
+from tests.fleet_samples import recorded_hosts
 from tests.inprocess import doctor_process
-from tests.paths import DATA
 from tests.scenarios import JUDGE_HOSTS
 
 pytest_plugins = ("tests.fakenv",)
@@ -66,14 +65,6 @@ EXTRA_HOSTS: dict[str, dict[str, Any]] = {
         paddle={"status": "absent", "python": "/home/u/train/bin/python"},
     ),
 }
-
-
-def recorded_hosts() -> dict[str, dict[str, Any]]:
-    """The real machines' `host` objects: tests/data/hosts and the lent H100's reports."""
-    found = {p.name: json.loads(p.read_text()) for p in sorted((DATA / "hosts").glob("*.json"))}
-    for p in sorted((DATA / "real-h100").glob("[a-f]-*.json")):
-        found[p.name] = json.loads(p.read_text())["host"]
-    return found
 
 
 def judged(host_doc: dict[str, Any], expect_gpu: bool = False) -> Report:

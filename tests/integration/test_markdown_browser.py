@@ -21,6 +21,7 @@ from envcheck.render.markdown import render_fleet_markdown, render_markdown
 from envcheck.verdict.fleet import merge_reports
 from tests import report_samples as samples
 from tests.browser import measure
+from tests.fleet_samples import real_fleet
 from tests.paths import DATA
 
 pytestmark = pytest.mark.browser
@@ -106,3 +107,20 @@ def test_a_cpu_hosts_summary_never_claims_a_gpu_it_did_not_prove(mode: list[str]
     headline = text.splitlines()[0]
     assert "CPU host" in headline and "GPU" not in headline, headline
     assert re.search(r"(trained on|train \w+ on) (its |the )?GPU", text) is None, text
+
+
+def test_26_real_reports_lead_with_their_causes_and_fit_the_page() -> None:
+    """Before: a column per layer made the hosts' table wider than a job summary, and a host
+    was counted under its first problem only; now the causes come first, each with every host
+    that has it, and the one table fits."""
+    summary = merge_reports(real_fleet())
+    laid_out = measure(render_fleet_markdown(summary))
+    text = laid_out["text"]
+    causes = summary.causes()
+    for cause in causes:
+        assert f"{cause.id} on {len(cause.hosts)} host" in text, cause.id
+    last_cause = max(text.index(f"{c.id} on ") for c in causes)
+    assert last_cause < text.index("Host\tVerdict")
+    (table,) = laid_out["tables"]
+    assert table["scroll"] <= table["room"], table
+    assert [c for c in laid_out["wrapped_code"] if CHECK_ID.fullmatch(c)] == []

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.findings import Finding, fail, passed, warn
-from envcheck.verdict.proof import UNPROVEN_ID, expect_gpu_unproven, proof_of, proof_words
+from envcheck.contracts.host_report import UNPROVEN_ID, exit_status_of
+from envcheck.verdict.proof import expect_gpu_unproven, proof_of, proof_words
 from tests.inprocess import doctor_process
 
 pytest_plugins = ("tests.fakenv",)
@@ -50,10 +52,13 @@ def test_expect_gpu_is_satisfied_by_a_gpu_run() -> None:
 
 
 def test_under_expect_gpu_a_static_proof_is_not_a_pass() -> None:
-    """`--no-smoke --expect-gpu` (or `--facts` of a host object) proved nothing on a
-    GPU: a warning that says so, not a silent pass."""
+    """`--no-smoke --expect-gpu` (or `--facts` of a host object) proved nothing on a GPU. Before:
+    a warning, so a healthy host passed the GPU gate with exit 0; now a failure, exit 1
+    (unverified), not 5 (no smoke failed) nor 6 (nothing fell back)."""
     unproven = expect_gpu_unproven([], "static")
-    assert unproven is not None and (unproven.id, unproven.severity) == (UNPROVEN_ID, "warn")
+    assert unproven is not None and (unproven.id, unproven.severity) == (UNPROVEN_ID, "fail")
+    assert "unverified GPU" in unproven.message
+    assert exit_status_of([unproven]) == ExitStatus.INCOMPATIBLE
 
 
 def test_an_existing_smoke_failure_is_not_said_twice() -> None:
@@ -72,12 +77,14 @@ def h100(fake_nvidia: Callable[[str], dict[str, str]]) -> dict[str, str]:
 def test_expect_gpu_when_no_smoke_could_run_is_a_failure(
     h100: dict[str, str], sibling_venv: Path
 ) -> None:
-    """A healthy H100 host, but no engine and no Paddle in the target: before, WARN and exit 0."""
+    """A healthy H100 host, but no engine and no Paddle in the target: before, WARN and exit 0,
+    then exit 5, "smoke training failed", for a smoke that never started; now 6: nothing ran on
+    the GPU this host has."""
     python = str(sibling_venv / "bin" / "python")
     code, doc, _ = doctor_process(h100, "--expect-gpu", "--python", python)
     ids = {f["id"]: f for f in doc["findings"]}
     assert ids[UNPROVEN_ID]["severity"] == "fail", ids
-    assert doc["proof"] == "none" and doc["verdict"] == "fail" and code == 5
+    assert doc["proof"] == "none" and doc["verdict"] == "fail" and code == 6
     # without --expect-gpu the same run is an honest warning, and says it proved nothing
     code, doc, _ = doctor_process(h100, "--python", python)
     assert (
@@ -89,9 +96,10 @@ def test_expect_gpu_when_no_smoke_could_run_is_a_failure(
 
 @pytest.mark.fakegpu
 def test_no_smoke_keeps_the_static_tier_and_says_so(h100: dict[str, str]) -> None:
-    _, doc, _ = doctor_process(h100, "--expect-gpu", "--no-smoke")
+    code, doc, _ = doctor_process(h100, "--expect-gpu", "--no-smoke")
     unproven = {f["id"]: f["severity"] for f in doc["findings"]}.get(UNPROVEN_ID)
-    assert doc["proof"] == "static" and unproven == "warn"  # not a pass
+    # Before: a warning, and the healthy H100 passed the GPU gate; now unverified: exit 1
+    assert doc["proof"] == "static" and unproven == "fail" and code == 1
     run = subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--no-smoke", "--no-color"],
         env=h100,

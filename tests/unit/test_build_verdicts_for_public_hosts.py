@@ -18,13 +18,7 @@ from tests.inprocess import run_envcheck
 MATRIX = load_matrix()
 HUB = "docker.io/paddlepaddle/paddle"
 
-GTX1080 = {
-    "index": 0,
-    "name": "NVIDIA GeForce GTX 1080",
-    "compute_capability": "6.1",
-    "memory_total_mib": 8192,
-}
-H20 = {"index": 0, "name": "NVIDIA H20", "compute_capability": "9.0", "memory_total_mib": 97871}
+GTX1080, H20 = s.GTX1080, s.H20
 
 
 def paddle(version: str, cuda: str, cudnn: str, archs: list[int] | None = None) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from envcheck.contracts.command_env import Environment
 from envcheck.contracts.errors import UsageError
 from tests import report_samples as samples
 from tests import scenarios as s
-from tests.inprocess import ENV, envcheck, envcheck_process, run_envcheck
+from tests.inprocess import ENV, Result, envcheck, envcheck_process, run_envcheck
 from tests.scenarios import write
 
 
@@ -228,3 +228,93 @@ def test_an_in_process_run_leaves_the_process_as_it_found_it(tmp_path: Path) -> 
     r = run_envcheck(["doctor", "--help"])
     assert r.returncode == 0 and "--facts" in r.stdout  # argparse's own printing, captured
     assert (sys.stdin, sys.stdout, sys.stderr, signal.getsignal(signal.SIGTERM)) == before
+
+
+# -- errors that help: one line, what was wrong and what to do, before any probe --------------------
+def _said(run: Result) -> tuple[str, list[str]]:
+    """(the error, the other lines) of a refused command line: nothing but those on stderr."""
+    lines = run.stderr.splitlines()
+    assert run.returncode == 2 and lines[0].startswith("envcheck: error: "), run.stderr
+    return lines[0].removeprefix("envcheck: error: "), lines[1:]
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["doctor", "--expct-gpu"], "--expect-gpu"),
+        (["doctor", "--smoke-timout=30"], "--smoke-timeout"),
+        (["report", "--markdwn", "x.md", "r.json"], "--markdown"),
+        (["fix", "--yse"], "--yes"),
+    ],
+    ids=["doctor", "with-a-value", "report", "fix"],
+)
+def test_a_mistyped_flag_gets_did_you_mean(argv: list[str], meant: str) -> None:
+    """Before: `unrecognized arguments: --expct-gpu` and the top command's usage."""
+    error, rest = _said(run_envcheck(argv))
+    command = f"envcheck {argv[0]}"
+    typed = argv[1].split("=")[0]
+    assert error.startswith(f"unknown flag {typed!r} ")
+    assert error.endswith(f"for `{command}`: did you mean `{meant}`?"), error
+    assert rest == [f"envcheck: hint: see `{command} --help`"]
+
+
+@pytest.mark.parametrize(
+    ("argv"), [["doctor", "--bogus"], ["fix", "--pull"]], ids=["bogus", "pull"]
+)
+def test_a_flag_like_none_gets_no_guess(argv: list[str]) -> None:
+    """`--bogus` is no misspelt `--gpus`, nor `--pull` a `--no-pull` (its opposite)."""
+    error, _ = _said(run_envcheck(argv))
+    assert error == f"unknown flag {argv[1]!r} for `envcheck {argv[0]}`"
+
+
+def test_a_bad_value_is_one_line_with_the_range_not_the_usage() -> None:
+    """Before: `not a number: 'abc'` and the doctor's usage, 7 rows of flags."""
+    error, rest = _said(run_envcheck(["doctor", "--smoke-timeout", "abc"]))
+    assert error == (
+        "argument --smoke-timeout: must be more than 0 and at most 86400 seconds (24 hours), "
+        "got abc"
+    )
+    assert rest == ["envcheck: hint: see `envcheck doctor --help`"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "path", "words"),
+    [
+        ("--markdown", "{tmp}", "it is a directory"),
+        ("--junit", "{tmp}/no/such/folder/x.xml", "no folder"),
+        ("--save-baseline", "{tmp}/link", "it is a symbolic link"),
+    ],
+    ids=["markdown-a-folder", "junit-in-no-folder", "baseline-a-link"],
+)
+def test_an_output_that_cannot_be_written_fails_before_any_probe(
+    tmp_path: Path, flag: str, path: str, words: str
+) -> None:
+    """Before: `--markdown DIR` ran the whole doctor, its smoke included, then failed."""
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    target = path.format(tmp=tmp_path)
+    for command in (["doctor", flag, target], ["report", flag, target, str(tmp_path)]):
+        if command[0] == "report" and flag == "--save-baseline":
+            continue
+        run = run_envcheck(command)
+        error, _ = _said(run)
+        assert error.startswith(
+            (f"cannot write {flag} {target}", f"refusing to write {flag} {target}")
+        )
+        assert words in error
+        assert "probing" not in run.stderr and run.stdout == ""
+
+
+def test_expect_gpu_on_a_cpu_only_machine_says_so_and_asks_for_no_driver(tmp_path: Path) -> None:
+    """Before: `install the NVIDIA driver`, and `paddlepaddle 3.3.1 is the CPU-only build on a
+    host with 0 NVIDIA GPU(s)`: advice for a machine that has no GPU to drive."""
+    cpu_only = s.host(
+        driver={"status": "absent", "error": "NVML_ERROR_LIBRARY_NOT_FOUND", "gpus_present": 0},
+        paddle=s.PADDLE_331_CPU,
+    )
+    run = run_envcheck(["doctor", "--facts", write(tmp_path, cpu_only), "--expect-gpu", "--json"])
+    doc = json.loads(run.stdout)
+    problems = {f["id"]: f for f in doc["findings"] if f["severity"] != "pass"}
+    assert run.returncode == 1 and "paddle.cpu-build" not in problems
+    assert "CPU-only machine" in problems["driver.missing"]["message"]
+    assert "install the NVIDIA driver" not in run.stdout and "0 NVIDIA GPU(s)" not in run.stdout
+    assert "on a machine with an NVIDIA GPU" in problems["driver.missing"]["fix"]

@@ -147,3 +147,20 @@ def test_the_doctors_advice_and_the_plan_name_the_same_build_and_index(
         where = plan.wheel.index or plan.wheel.find_links  # None: PyPI's build (2.6 cu118)
         assert where is None or where.startswith(f"{base or PADDLE_INDEX}/packages/"), where
     assert host != "cpu" or (plan.wheel is not None and plan.wheel.kind == "cpu")
+
+
+def test_the_dry_run_says_one_exit_code_not_the_static_doctors_too() -> None:
+    """Before: `doctor: fail (exit 1)` right after `envcheck doctor` had said exit 6 (its smoke
+    fell back to the CPU; the fix's doctor runs none), then `result: … (exit 1)`."""
+    from envcheck.render.fix import render_fix
+
+    finding = {"severity": "fail", "id": "paddle.cpu-build", "message": "the CPU build"}
+    doc = {
+        "plan": {"python": "/v/bin/python", "steps": [], "expect": None},
+        "doctor": {"verdict": "fail", "exit_code": 1, "findings": [finding]},
+        "outcome": "manual-only",
+        "exit_code": 1,
+    }
+    text = render_fix(doc)
+    assert text.count("(exit ") == 1 and text.splitlines()[-1].endswith("(exit 1)")
+    assert "doctor, static checks (no smoke): fail" in text.splitlines()

@@ -24,6 +24,7 @@ from envcheck.verdict.fleet import merge_reports
 from envcheck.verdict.hostlist import HostListError, compress_host_list, parse_host_list
 from envcheck.verdict.one_plan import resolved_by
 from tests import report_samples as samples
+from tests.fleet_samples import real_fleet
 from tests.inprocess import run_envcheck
 from tests.paths import DATA
 
@@ -357,11 +358,11 @@ def test_a_fleet_of_26_takes_one_line_per_host_problems_first(
     # the root causes, one line each, come before the table, each id whole
     first_group = lines.index(next(line for line in lines if line.startswith("5 hosts: ")))
     assert first_group < lines.index(table[0])
-    roots = summary.problem_groups(roots=True)
+    roots = summary.causes()
     assert lines[: len(roots)] == [
         line
         for line in lines
-        if any(line.startswith(f"{len(g.hosts)} host") and f": {g.id} → " in line for g in roots)
+        if any(line.startswith(f"{len(c.hosts)} host") and f": {c.id} on " in line for c in roots)
     ]
     for i, host in enumerate(summary.hosts):  # each row's verdict and exit code are whole
         assert host.verdict in table[i + 1].split() and str(host.exit_code) in table[i + 1].split()
@@ -980,8 +981,9 @@ def test_problem_groups_are_root_causes_with_their_action() -> None:
     )
     hosts = [samples.report((follow, root), hostname=f"gpu{i}") for i in range(3)]
     summary = merge_reports([_saved(r) for r in hosts])
-    (group,) = summary.problem_groups(roots=True)
-    assert (group.id, group.fix, len(group.hosts)) == ("paddle.arch-missing", "pip install x", 3)
+    (cause,) = summary.causes()
+    assert (cause.id, len(cause.hosts)) == ("paddle.arch-missing", 3)
+    assert [v.fix for v in cause.variants] == ["pip install x"]
     text = fleet_table_text(summary)
     assert "resolved by" not in text
     assert "resolved by" in fleet_table_text(summary, verbose=True)  # every problem, there
@@ -1014,7 +1016,107 @@ def test_report_verbose_prints_every_problem_with_its_words(
     _, short, _ = _run(capsys, str(reports))
     code, verbose, _ = _run(capsys, "--verbose", str(reports))
     assert code == 5
-    # the recorded H100's follow-on problems: each its own group in --verbose only
-    assert "smoke.loaded-cudnn-shadowed →" in verbose
-    assert "smoke.loaded-cudnn-shadowed →" not in short
-    assert len(verbose.splitlines()) > len(short.splitlines())
+    # the recorded H100's problems each have a fix of their own: each is a cause, in both
+    assert "1 host: smoke.loaded-cudnn-shadowed →" in short
+    assert "h100.json: the host probe expected cuDNN 9.19.0" in verbose
+
+
+# ------------------------------------------------------------- causes: every host that has one
+
+
+def test_each_cause_counts_every_host_that_has_it_whatever_else_it_has() -> None:
+    """Before: a host counted under its first problem only, so `paddle.cpu-build` on three
+    hosts read "1 host" when two of them also had an older driver."""
+    old = fail("driver.too-old", "driver 470", fix="upgrade the driver", layer="driver")
+    cpu = fail("paddle.cpu-build", "CPU wheel", fix="pip install gpu", layer="paddle")
+    runtime = warn("engine.no-nvidia-runtime", "no runtime", fix="install it", layer="engine")
+    problems = {
+        "gpu001": (old, cpu, runtime),
+        "gpu002": (old, cpu),
+        "gpu003": (cpu, runtime),
+        "gpu004": (runtime,),
+    }
+    summary = merge_reports(
+        [_saved(samples.report(found, hostname=name)) for name, found in problems.items()]
+    )
+    lines = fleet_table_text(summary).splitlines()
+    assert lines[0] == "3 hosts: paddle.cpu-build → pip install gpu"
+    assert lines[1] == "  gpu[001-003]"
+    assert "2 hosts: driver.too-old → upgrade the driver" in lines
+    assert "3 hosts: engine.no-nvidia-runtime → install it" in lines
+    assert lines[lines.index("3 hosts: engine.no-nvidia-runtime → install it") + 1] == (
+        "  gpu[001,003-004]"
+    )
+
+
+def _holding(summary: Any) -> dict[str, set[str]]:
+    """Each check id -> the hosts whose saved report has it as a problem of its own (not one
+    another finding's fix resolves), read from the JSON the fleet was merged from."""
+    found: dict[str, set[str]] = {}
+    for host in summary.to_json()["hosts"]:
+        for problem in host["problems"]:
+            if not (problem["fix"] or "").startswith("resolved by"):
+                found.setdefault(problem["id"], set()).add(host["hostname"])
+    return found
+
+
+def test_over_26_real_reports_each_cause_counts_the_hosts_holding_it() -> None:
+    summary = merge_reports(real_fleet())
+    holding = _holding(summary)
+    counted = {c.id: set(c.hosts) for c in summary.causes()}
+    assert counted == holding
+    causes = summary.to_json()["causes"]  # what a dashboard reads: the same counts
+    assert {c["id"]: (c["count"], set(c["hosts"])) for c in causes} == {
+        id_: (len(hosts), hosts) for id_, hosts in holding.items()
+    }
+    assert max(len(h) for h in holding.values()) >= 7  # a cause most hosts share
+    text = fleet_table_text(summary)
+    for id_, hosts in holding.items():
+        n = len(hosts)
+        assert (
+            sum(
+                line.startswith(f"{n} host{'' if n == 1 else 's'}: {id_}")
+                for line in text.splitlines()
+            )
+            == 1
+        ), id_
+
+
+def test_one_finding_with_different_fixes_is_one_cause_with_its_fixes_below() -> None:
+    """Before: `driver.too-old` made three groups (an upgrade floor per host, a pip line per
+    interpreter), each "1 host"; now one cause of four hosts, each fix with its hosts under it."""
+    summary = merge_reports(real_fleet())
+    lines = fleet_table_text(summary).splitlines()
+    assert sum(": driver.too-old" in line for line in lines) == 1
+    head = lines.index("4 hosts: driver.too-old")
+    assert lines[head + 1] == "  gpu-node-[002,007-008,010]"
+    fixes = lines[head + 2 : head + 5]
+    assert all(line.startswith("  → ") and line.endswith(")") for line in fixes), fixes
+    assert "  → upgrade the driver to 525.60.13 or newer (gpu-node-[008,010])" in fixes
+
+
+def test_26_real_reports_fit_80_columns_in_40_lines_every_host_told_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: 47 lines; the V100, the T4 and the P40 all read `1x Tesl…`, RTX 4090 and 5090
+    `1x RTX …`, and `3.3.1 cu12.…` hid that the Paddle was the image's."""
+    summary = merge_reports(real_fleet())
+    lines = _terminal(summary, monkeypatch, 80)
+    assert len(lines) <= 40 and all(len(line) <= 80 for line in lines)
+    rows = {row.split()[0]: row for row in _table("\n".join(lines))[1:]}
+    assert len(rows) == 26
+    gpus = {name: rows[name].split("  ")[0].split(" ", 1)[1].strip() for name in rows}
+    for name, model in [
+        ("gpu-node-002", "T4"),
+        ("gpu-node-005", "V100"),
+        ("gpu-node-018", "P40"),
+        ("gpu-node-004", "RTX 5090"),
+        ("gpu-node-020", "RTX 4090"),
+    ]:
+        assert gpus[name].startswith(model), rows[name]
+    image_paddle = [name for name, row in rows.items() if "cu12.9†" in row]
+    assert image_paddle == ["gpu-node-011", "gpu-node-012", "gpu-node-013"]
+    assert "† the Paddle of the image chosen: the host's Python has none" in lines
+    # the causes come first, each one line naming its hosts, the failures first
+    causes = summary.causes()
+    assert lines[0].startswith(f"{len(causes[0].hosts)} hosts: {causes[0].id} on gpu-node-[")

@@ -16,18 +16,7 @@ MATRIX = load_matrix()
 HUB = "docker.io/paddlepaddle/paddle"
 CCR = "ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddle"
 
-GTX1080 = {
-    "index": 0,
-    "name": "NVIDIA GeForce GTX 1080",
-    "compute_capability": "6.1",
-    "memory_total_mib": 8192,
-}
-RTX4090 = {
-    "index": 0,
-    "name": "NVIDIA GeForce RTX 4090",
-    "compute_capability": "8.9",
-    "memory_total_mib": 24564,
-}
+GTX1080, RTX4090 = s.GTX1080, s.RTX4090
 ORIN = {"index": 0, "name": "Orin (nvgpu)", "compute_capability": "8.7", "memory_total_mib": 15656}
 PADDLE_252_CU117 = {
     "status": "ok",

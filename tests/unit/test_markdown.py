@@ -168,7 +168,7 @@ def test_no_passed_block_when_nothing_passed() -> None:
     assert "passed</summary>" not in md and "All 0 checks" not in md
 
 
-def test_fleet_summary_has_a_row_per_host_and_layer_columns() -> None:
+def test_fleet_summary_has_a_row_per_host_with_its_root_causes() -> None:
     docs = [
         samples.healthy(),
         samples.driver_upgraded_without_reboot(),
@@ -180,11 +180,11 @@ def test_fleet_summary_has_a_row_per_host_and_layer_columns() -> None:
     md = render_fleet_markdown(summary)
     assert md.startswith("## 🛑 envcheck fleet: 3 hosts — 1 pass, 1 fail, 1 cpu-fallback (exit 6)")
     header, *rows = _tables(md)[0]
-    assert header == ["Host", "Verdict", "driver", "gpu", "paddle", "smoke", "First problem"]
+    assert header == ["Host", "Verdict (exit)", "Root causes"]
     assert [r[0] for r in rows] == ["gpu-node-1", "gpu-node-3", "gpu-node-4"]
     node3 = rows[1]
-    assert node3[1] == "❌ fail" and node3[2] == "❌" and node3[3] == "—"
-    assert node3[-1] == "driver.version-mismatch"  # its words and fix are in the group above
+    assert node3[1] == "❌ fail (1)"
+    assert node3[-1] == "driver.version-mismatch"  # its words and fix are in the cause above
     group = next(i for i in _items(md) if i.startswith("❌ driver.version-mismatch"))
     assert group.split("\n") == [
         "❌ driver.version-mismatch on 1 host: gpu-node-3",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 from typing import Any
 
 from envcheck.contracts.pull_events import PullProgress
@@ -200,4 +201,47 @@ def test_a_failed_step_is_never_marked_done() -> None:
     assert not [line for line in lines if line.startswith("✓ pulling")], lines
     (failed,) = [line for line in lines if line.startswith("✗ pulling")]
     assert failed.endswith(": manifest unknown")
-    assert any(line.startswith("✓ smoke: starting") for line in lines)
+    assert not any("smoke:" in line for line in lines), lines  # done phases leave nothing
+
+
+def _doctor_phases(display: Any) -> None:
+    from envcheck.edges import activity
+
+    with activity.showing(display) as shown:
+        activity.phase("probing the host (driver, CUDA, Paddle, engine)")
+        activity.phase("smoke: importing Paddle in the container")
+        refresh = getattr(getattr(shown, "live", None), "refresh", None)
+        if refresh:
+            refresh()  # the spinner has drawn its line
+        activity.detail("step 31/60, 95.2 steps/s")
+        activity.phase("smoke: training on cpu (asked for gpu:0)")
+
+
+def test_progress_on_a_terminal_leaves_the_screen_to_the_report() -> None:
+    """Before: each finished phase stayed as a green `✓` line, ten above a healthy report (a
+    training that fell back to the CPU among them); now the live line goes when the work is."""
+    out = Tty()
+    _doctor_phases(_live_activity(out))
+    assert "smoke: importing Paddle" in out.getvalue()  # it was shown, live
+    assert [line for line in screen(out.getvalue()) if line] == []
+
+
+def test_no_color_progress_has_no_escape_sequence_at_all() -> None:
+    """Before: under NO_COLOR the live line still sent `ESC[1m`, `ESC[2m` and cursor moves."""
+    from envcheck.contracts.command_env import Environment
+    from envcheck.render.activity import make_activity_display
+
+    out = Tty()
+    env = Environment(io.StringIO(), Tty(), out, {"NO_COLOR": "1", "TERM": "xterm"}, Path("/"))
+    _doctor_phases(make_activity_display("auto", env))
+    assert "smoke: importing Paddle in the container" in out.getvalue()
+    assert "\x1b" not in out.getvalue()
+    assert [line for line in screen(out.getvalue()) if line] == []
+
+
+def test_no_color_pull_progress_is_plain_lines() -> None:
+    """Before: a pull under NO_COLOR drew rich's bars, escape sequences and colours."""
+    from envcheck.render.progress import PlainDisplay, RichDisplay, make_display
+
+    assert isinstance(make_display("auto", Tty(), {"NO_COLOR": "1"}), PlainDisplay)
+    assert isinstance(make_display("auto", Tty(), {}), RichDisplay)

@@ -117,3 +117,41 @@ def test_a_broken_engine_stream_is_an_environment_problem() -> None:
         translate_errors("starting the smoke"),
     ):
         raise requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead")
+
+
+def test_the_engines_words_are_quoted_whole_after_the_registry_they_came_from() -> None:
+    """Before: `pulling R: the engine answered: …` without the registry, and on a terminal the
+    words were folded mid-word and cut at 160 characters, the mirror's name with them."""
+    words = (
+        'Get "https://mirror.example.internal:5000/v2/": dial tcp 10.1.2.3:5000: connect: '
+        "connection refused (a long engine message that goes on past any terminal's width)"
+    )
+    for error in (
+        pull_error(words, ref=REF, registry="mirror.example.internal:5000"),
+        pull_error(
+            "failed to register layer: " + words, ref=REF, registry="mirror.example.internal:5000"
+        ),
+    ):
+        assert 'from mirror.example.internal:5000: the engine said "' in error.message
+        assert error.message.endswith(f'{words}"')
+
+
+def test_a_failed_step_and_a_pull_note_keep_the_engines_words_on_one_line() -> None:
+    from rich.console import Console
+
+    from envcheck.render.activity import PlainActivity
+    from envcheck.render.progress import RichDisplay
+    from tests.terminal import Tty
+
+    why = "could not pull R: pulling R from mirror.example.internal:5000: " + "x" * 300
+    out = Tty()
+    plain = PlainActivity(out)
+    plain.phase("pulling R")
+    plain.failed(why)
+    plain.stop()
+    assert why in out.getvalue()  # not cut at 160 characters
+    out = Tty()
+    display = RichDisplay(out, console=Console(file=out, force_terminal=True, width=80))
+    display.note(why)
+    display.stop()
+    assert why in out.getvalue()  # not folded at 80 columns

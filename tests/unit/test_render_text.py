@@ -157,3 +157,26 @@ def test_amp_and_compare_cpu_results_are_shown_or_why_they_were_skipped(render: 
     assert "compare-cpu on gpu:0: 812 steps/s here, 90.5 on the CPU: 9.0× the CPU" in text
     assert "compare-cpu on cpu: skipped: the run itself was on the CPU" in text
     assert "amp on cpu" not in text
+
+
+def test_a_passed_check_takes_two_rows_on_a_terminal_and_is_whole_with_explain() -> None:
+    """Before: a healthy smoke's words took 7 rows of 80 columns, a third of the screen."""
+    from envcheck.contracts.findings import passed
+    from envcheck.contracts.record import replace
+    from tests import report_samples as samples
+
+    words = (
+        "Paddle 3.3.1 trained in envcheck-test/paddle-cpu:3.3.1: cpu loss 0.694 → 0.217 in 60 "
+        "steps, 53.89 steps/s, 14/14 known answers right; no NVIDIA library mapped "
+        "(/proc/self/maps after the first step) (no GPU expected: the host has no usable GPU)"
+    )
+    base = samples.healthy()
+    healthy = replace(base, findings=(*base.findings, passed("smoke.pass", words, layer="smoke")))
+    brief, whole = io.StringIO(), io.StringIO()
+    render_rich(healthy, brief, width=80, color=False)
+    render_rich(healthy, whole, explain=True, width=80, color=False)
+    lines = brief.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if "smoke.pass" in line)
+    assert lines[start + 1].endswith(" …")  # the second row, cut
+    assert not lines[start + 2].startswith(" " * 10)  # and no third
+    assert "usable GPU)" not in brief.getvalue() and "usable GPU)" in whole.getvalue()

@@ -80,7 +80,7 @@ def _container_with_fallback(
         # one line in the report: the engine's last words (a missing tag: that it is missing,
         # the reference being in the line already); the whole error under --explain
         missing = isinstance(e, ManifestNotFound)
-        cause = "tag not found" if missing else e.message.rsplit(": ", 1)[-1]
+        cause = "tag not found" if missing else e.message.rsplit(": ", 1)[-1].strip('"')
         why = Fallback("image-unavailable", f"image {plan.image} unavailable ({cause})", detail)
         fallback = in_process_plan(host, image, options, fallback=why)
         return fallback, None, [image_unavailable(fallback, why)]

@@ -58,7 +58,15 @@ def check_driver(ctx: Context) -> Iterable[Finding]:
         return
     if d.status == "absent":
         message = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
-        if ctx.expect_gpu:
+        if ctx.expect_gpu and no_gpu_hardware(ctx):  # a CPU-only runner: no driver to install
+            yield fail(
+                "driver.missing",
+                f"--expect-gpu, but this is a CPU-only machine: {message} and no NVIDIA GPU on "
+                "its PCI bus",
+                fix=CPU_ONLY_MACHINE_FIX,
+                layer="driver",
+            )
+        elif ctx.expect_gpu:
             yield fail("driver.missing", message, fix=install_driver_fix(ctx), layer="driver")
         else:
             yield passed(
@@ -85,6 +93,19 @@ def check_driver(ctx: Context) -> Iterable[Finding]:
             reason=d.reason,
             kernel_module=d.kernel_module,
         )
+
+
+# Words, not a command: the gate is on the wrong machine, nothing on this one fixes it.
+CPU_ONLY_MACHINE_FIX = (
+    "run the --expect-gpu gate on a machine with an NVIDIA GPU (a GPU runner or node), or drop "
+    "--expect-gpu where no GPU is meant to be"
+)
+
+
+def no_gpu_hardware(ctx: Context) -> bool:
+    """No driver, and the PCI bus was read and holds no NVIDIA GPU: a CPU-only machine."""
+    d = ctx.host.driver
+    return d.status == "absent" and d.gpus_present == 0 and not ctx.host.gpus
 
 
 def install_driver_fix(ctx: Context) -> str:

@@ -20,6 +20,7 @@ from envcheck.verdict.fixes import (
     paddle_remedy,
     upgrade_driver_fix,
 )
+from envcheck.verdict.rules.driver import no_gpu_hardware
 from envcheck.verdict.rules.driver_floor import gpu_floors
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ def check_paddle(ctx: Context) -> Iterable[Finding]:
 def _check_cpu_build(ctx: Context) -> Iterable[Finding]:
     p = ctx.host.paddle
     gpus = len(ctx.gpus) or unlisted_gpus(ctx.host)
-    if gpus or ctx.expect_gpu:
+    # On a CPU-only machine the driver's finding says it all: no GPU build to install there.
+    if gpus or (ctx.expect_gpu and not no_gpu_hardware(ctx)):
         yield fail(
             "paddle.cpu-build",
             f"{p.package or 'paddlepaddle'} {p.version} is the CPU-only build on a host with "
