@@ -277,6 +277,7 @@ def _resolve_paths(args: argparse.Namespace, env: Environment) -> None:
 def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) -> Report:
     """`probe`: the host probe whose CUDA child runs (None: `--facts`, nothing is probed)."""
     # Imported here, not at start-up: `envcheck --version` and `--help` build every parser.
+    from envcheck.contracts.record import replace
     from envcheck.edges import activity
     from envcheck.probe.endpoint import resolve_endpoint
     from envcheck.probe.interpreter import resolve_interpreter
@@ -286,6 +287,8 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
     target = None if probe is None else resolve_interpreter(args.python, env.env)
+    if target is not None and args.python_reason:  # `envcheck fix` resolved it, and says why
+        target = replace(target, why=args.python_reason)
     endpoint = None if probe is None else resolve_endpoint(env.env)
     if probe is not None and target is not None:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
@@ -331,6 +334,9 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
     from envcheck.verdict.one_plan import settle
 
     findings = settle(findings)  # the smoke's fixes meet the judge's: one plan
+    from envcheck.verdict.subject import carry_subject, subject_python
+
+    findings = carry_subject(findings, subject_python(host, args.python))
     return Report(
         host=host,
         findings=tuple(findings),
