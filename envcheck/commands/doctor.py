@@ -334,16 +334,19 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
     from envcheck.verdict.one_plan import settle
 
     findings = settle(findings)  # the smoke's fixes meet the judge's: one plan
+    from envcheck.contracts.remedy import with_python
     from envcheck.verdict.subject import carry_subject, subject_python
 
-    findings = carry_subject(findings, subject_python(host, args.python))
+    subject = subject_python(host, args.python)  # every envcheck command printed names it
+    findings = carry_subject(findings, subject)
     return Report(
         host=host,
         findings=tuple(findings),
         image=image,
         smoke=smoke_doc,
         proof=proof,
-        meta=_meta(matrix.path, started, matrix.newest_source) | {"fix_command": _fix_argv(args)},
+        meta=_meta(matrix.path, started, matrix.newest_source)
+        | {"fix_command": list(with_python(_fix_argv(args), subject))},
     )
 
 
@@ -366,11 +369,10 @@ def _without_host_paddle(options: DoctorOptions, host: HostFacts) -> HostFacts:
 
 
 def _fix_argv(options: DoctorOptions) -> list[str]:
-    """The `envcheck fix` that repairs what this doctor judged: its interpreter, release and
-    matrix, as this command line named them."""
+    """The `envcheck fix` that repairs what this doctor judged: its release and matrix, as this
+    command line named them (the interpreter judged is added with the report's other commands)."""
     argv = ["envcheck", "fix"]
     for flag, value in (
-        ("--python", options.python),
         ("--paddle", options.paddle),
         ("--matrix", options.matrix),
     ):
