@@ -30,6 +30,12 @@ def _strings(doc: Any) -> Iterator[str]:
             yield from _strings(value)
 
 
+def _command_line(line: str) -> bool:
+    """A line that is a command, not a title ("envcheck fix for /venv/bin/python")."""
+    words = line.split()
+    return words[:1] == ["envcheck"] and (len(words) < 3 or words[2].startswith("-"))
+
+
 def envcheck_commands(output: str) -> list[str]:
     """The envcheck commands of a text, Markdown or JSON output: between backticks, alone on a
     line (the next steps, a shell block), an argv, or a bare one with flags inside a sentence."""
@@ -40,9 +46,7 @@ def envcheck_commands(output: str) -> list[str]:
     found: list[str] = []
     for text in texts:
         found += _SPAN.findall(text)
-        found += [
-            line.strip() for line in text.splitlines() if line.strip().startswith("envcheck ")
-        ]
+        found += [line.strip() for line in text.splitlines() if _command_line(line.strip())]
         # its first flag is all a bare one shows: `--python` there, the line or span is checked
         found += [c for c in _BARE.findall(_SPAN.sub("", text)) if not c.endswith(" --python")]
     commands = [c for c in found if c.split()[:1] == ["envcheck"] and c.split()[1:2] != []]
