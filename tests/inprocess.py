@@ -22,11 +22,20 @@ from typing import Any
 from envcheck.cli import main
 from envcheck.contracts.command_env import PROCESS_CWD, Environment
 
-# The test process's variables without the ones that change what the CLI prints.
+# The test process's variables without the ones that change what the CLI prints (an activated
+# environment is the interpreter judged: a test names its own).
 ENV = {
     k: v
     for k, v in os.environ.items()
-    if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "NO_COLOR")
+    if k
+    not in (
+        "GITHUB_ACTIONS",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_OUTPUT",
+        "NO_COLOR",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+    )
 }
 
 

@@ -23,7 +23,9 @@ def add_choice_arguments(group: argparse._ArgumentGroup, registry_note: str = ""
     group.add_argument(
         "--python",
         metavar="PATH",
-        help="the interpreter whose Paddle to inspect (default: this one)",
+        help="the interpreter whose Paddle to inspect (default: the active venv, else the "
+        "active conda environment, else envcheck's own if it has Paddle, else the first python3 "
+        "on PATH with Paddle)",
     )
     group.add_argument(
         "--paddle",

@@ -281,6 +281,7 @@ def _resolve_paths(args: argparse.Namespace, env: Environment) -> None:
 def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) -> Report:
     """`probe`: the host probe whose CUDA child runs (None: `--facts`, nothing is probed)."""
     # Imported here, not at start-up: `envcheck --version` and `--help` build every parser.
+    from envcheck.contracts.record import replace
     from envcheck.edges import activity
     from envcheck.probe.endpoint import resolve_endpoint
     from envcheck.probe.interpreter import resolve_interpreter
@@ -290,6 +291,8 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
     # The targets, resolved once: the Paddle probe and the smoke judge the same interpreter, the
     # engine probe and the smoke's client the same engine.
     target = None if probe is None else resolve_interpreter(args.python, env.env)
+    if target is not None and args.python_reason:  # `envcheck fix` resolved it, and says why
+        target = replace(target, why=args.python_reason)
     endpoint = None if probe is None else resolve_endpoint(env.env)
     if probe is not None and target is not None:
         activity.phase("probing the host (driver, CUDA, Paddle, engine)")
@@ -347,6 +350,11 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
     from envcheck.verdict.one_plan import settle
 
     findings = settle(findings)  # the smoke's fixes meet the judge's: one plan
+    from envcheck.contracts.remedy import with_python
+    from envcheck.verdict.subject import carry_subject, subject_python
+
+    subject = subject_python(host, args.python)  # every envcheck command printed names it
+    findings = carry_subject(findings, subject)
     return Report(
         host=host,
         findings=tuple(findings),
@@ -354,7 +362,10 @@ def _diagnose(args: DoctorOptions, env: Environment, probe: HostProbe | None) ->
         smoke=smoke_doc,
         proof=proof,
         meta=_meta(matrix.path, started, matrix.newest_source)
-        | {"fix_command": _fix_argv(args), "check_seconds": _rounded(seconds)},
+        | {
+            "fix_command": list(with_python(_fix_argv(args), subject)),
+            "check_seconds": _rounded(seconds),
+        },
     )
 
 
@@ -377,11 +388,10 @@ def _without_host_paddle(options: DoctorOptions, host: HostFacts) -> HostFacts:
 
 
 def _fix_argv(options: DoctorOptions) -> list[str]:
-    """The `envcheck fix` that repairs what this doctor judged: its interpreter, release and
-    matrix, as this command line named them."""
+    """The `envcheck fix` that repairs what this doctor judged: its release and matrix, as this
+    command line named them (the interpreter judged is added with the report's other commands)."""
     argv = ["envcheck", "fix"]
     for flag, value in (
-        ("--python", options.python),
         ("--paddle", options.paddle),
         ("--matrix", options.matrix),
     ):

@@ -9,7 +9,8 @@ from envcheck.contracts.record import record
 
 @record
 class DoctorOptions:
-    python: str | None = None  # the interpreter whose Paddle is judged (None: this one)
+    python: str | None = None  # the interpreter whose Paddle is judged (None: the one meant)
+    python_reason: str | None = None  # why `python` is judged, where a caller resolved it
     matrix: str | None = None  # a matrix folder, already resolved from the command's cwd
     paddle: str | None = None  # the release to choose the image for
     registry: str = "dockerhub"

@@ -234,6 +234,14 @@ class PaddleFacts:
     location: str | None = None
     python: str | None = None  # the target interpreter
     reason: str | None = None
+    python_reason: str | None = field(
+        default=None,
+        metadata={
+            "description": "Why `python` is the interpreter judged, in words: --python, the"
+            " active venv, the active conda environment, envcheck's own interpreter (and why);"
+            " None where not recorded (a facts file saved before this field)."
+        },
+    )
     # Both "paddlepaddle" and "paddlepaddle-gpu" overwrite each other's files.
     distributions: tuple[str, ...] = field(
         default=(),

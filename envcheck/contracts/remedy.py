@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
 from envcheck.contracts.record import record
 
+COMMAND = re.compile(r"`([^`\n]+)`")  # every command of a fix or message is between backticks
 _VARIABLE = re.compile(r"\$[A-Z_]+")  # a variable the person's shell expands: `$USER`
 Runner = Literal["pip", "root", "user"]
 RUNNERS: tuple[Runner, ...] = get_args(Runner)
@@ -180,3 +182,44 @@ def _step(doc: object, where: str) -> RemedyStep:
 def as_remedy(fix: Remedy | str | None) -> Remedy | None:
     """A rule's fix: a remedy as it is; words as one manual instruction."""
     return say(fix) if isinstance(fix, str) else fix
+
+
+# envcheck's commands that judge an interpreter: each takes `--python`
+JUDGING = frozenset({"doctor", "fix", "pull-image"})
+
+
+def with_python(argv: Sequence[str], python: str | None) -> tuple[str, ...]:
+    """An envcheck command that judges an interpreter, with the `--python` that names `python`:
+    pasted in another shell, under sudo or after `deactivate`, it judges the same one. Any other
+    command, or one that names its interpreter already, as it is."""
+    words = tuple(argv)
+    if (
+        not python
+        or len(words) < 2
+        or words[0] != "envcheck"
+        or words[1] not in JUDGING
+        or any(w == "--python" or w.startswith("--python=") for w in words)
+    ):
+        return words
+    return (*words[:2], "--python", python, *words[2:])
+
+
+def envcheck_line(python: str | None, *args: str) -> str:
+    """`envcheck ARGS` as a person types it, with the `--python` of `python`, quoted for the
+    shell: the hints that name a command in words."""
+    return shlex.join(with_python(("envcheck", *args), python))
+
+
+def in_words(text: str, python: str | None) -> str:
+    """`text` with each envcheck command between its backticks carrying the `--python` of
+    `python` (a hint, a finding's words)."""
+
+    def carried(span: str) -> str:
+        try:
+            argv = shlex.split(span)
+        except ValueError:  # not a command (an unclosed quote): left as written
+            return span
+        new = with_python(argv, python)
+        return span if new == tuple(argv) else shlex.join(new)
+
+    return COMMAND.sub(lambda m: f"`{carried(m.group(1))}`", text) if python else text

@@ -17,12 +17,13 @@ from envcheck.contracts.facts import usable_gpus
 from envcheck.contracts.findings import LAYERS, Finding
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
-from envcheck.contracts.remedy import Command, Remedy
+from envcheck.contracts.remedy import Command, Remedy, envcheck_line
 from envcheck.verdict.fixes import (
     NO_GPU_BUILD_YET,
     PADDLE_DISTRIBUTIONS,
     PipInstall,
 )
+from envcheck.verdict.subject import subject_python
 
 PIP_OVERRIDE = "--break-system-packages"  # pip's own PEP 668 override, the user's to give
 
@@ -280,7 +281,8 @@ def _pull_blocked(report: Report, bad: set[str]) -> str | None:
     if report.image is not None and report.image.kind == "gpu" and RUNTIME_MISSING in bad:
         return (
             "this engine cannot give a container a GPU until the NVIDIA Container Toolkit is "
-            "installed (a manual step); run `envcheck fix` again after it"
+            "installed (a manual step); run "
+            f"`{envcheck_line(subject_python(report.host), 'fix')}` again after it"
         )
     return None
 

@@ -14,7 +14,7 @@ import re
 from envcheck.contracts.facts import FactsError, PaddleFacts, from_dict, to_dict
 from envcheck.contracts.record import replace
 from envcheck.contracts.versions import VersionParseError, parse_arch_name
-from envcheck.probe.interpreter import Interpreter
+from envcheck.probe.interpreter import PADDLE_VERSION_FILE, Interpreter
 from envcheck.regular import read_regular
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", re.MULTILINE)
@@ -93,10 +93,15 @@ def installed_distributions(site_dir: str) -> list[str]:
 
 
 def probe_paddle(target: Interpreter) -> PaddleFacts:
-    """`pip show paddlepaddle-gpu paddlepaddle` + `paddle.version.show()`, from the files."""
+    """`pip show paddlepaddle-gpu paddlepaddle` + `paddle.version.show()`, from the files, with
+    why this interpreter is the one judged."""
+    return replace(_probe_paddle(target), python_reason=target.why or None)
+
+
+def _probe_paddle(target: Interpreter) -> PaddleFacts:
     python = target.python
     for site_dir in target.paths:
-        version_file = os.path.join(site_dir, "paddle", "version", "__init__.py")
+        version_file = os.path.join(site_dir, PADDLE_VERSION_FILE)
         try:
             text = read_regular(version_file, _MAX_VERSION_FILE).decode("utf-8", "replace")
         except (FileNotFoundError, NotADirectoryError):

@@ -76,10 +76,13 @@ def _layer_facts(host: HostFacts, layer: str) -> str:
         return f"{api}; {runtime}; {cudnn}"
     if layer == "paddle":
         p = h.paddle
+        # which interpreter was judged and why ("the active venv"), as the facts record it
+        why = f" ({p.python_reason})" if p.python_reason else ""
         if p.status != "ok":
-            return f"{p.status}: {p.reason or ''}".strip()
+            where = f" — {p.python}{why}" if p.python else ""
+            return f"{p.status}: {p.reason or ''}".strip() + where
         build = f"CUDA {p.cuda}, cuDNN {p.cudnn}" if p.cuda else "CPU build"
-        where = f" in {p.python}" if p.python else ""
+        where = f" in {p.python}{why}" if p.python else ""
         return f"{p.package} {p.version} ({build}){where}"
     if layer == "env":
         return (

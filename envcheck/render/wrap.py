@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from envcheck.verdict.fixes import COMMAND, commands_in
+from envcheck.contracts.remedy import COMMAND
+from envcheck.verdict.fixes import commands_in
 
 # A command with what is glued to it ("(`cmd`),"), else a plain word.
 _TOKEN = re.compile(r"[^\s`]*(?:`[^`\n]*`[^\s`]*)+|\S+")

@@ -4,7 +4,6 @@ tell the user two different things about the same change."""
 from __future__ import annotations
 
 import posixpath
-import re
 import shlex
 from collections.abc import Iterable
 from itertools import pairwise
@@ -16,6 +15,7 @@ from envcheck.contracts.facts import EngineFacts, HostFacts
 from envcheck.contracts.host_report import ImageChoice, Report
 from envcheck.contracts.record import record
 from envcheck.contracts.remedy import (
+    COMMAND,
     Command,
     Instruction,
     Remedy,
@@ -76,9 +76,6 @@ NO_GPU_BUILD_YET = steps(
     ),
     user("envcheck", "fix", "--yes", changes="installs the Paddle GPU build that fits them"),
 )
-
-
-COMMAND = re.compile(r"`([^`\n]+)`")  # every command of a fix or message is between backticks
 
 
 def commands_in(text: str) -> list[str]:

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record
-from envcheck.contracts.remedy import Command, Instruction, RemedyStep
+from envcheck.contracts.remedy import Command, Instruction, RemedyStep, with_python
 from envcheck.verdict.fixes import target_python
+from envcheck.verdict.subject import subject_python
 
 FIX_ARGV = ("envcheck", "fix", "--yes")
 
@@ -43,8 +44,10 @@ def next_steps(report: Report) -> NextSteps:
     out: list[RemedyStep] = []
     fix = None
     if plan.runs:
-        argv = report.meta.get("fix_command") or FIX_ARGV
-        fix = fix_command(tuple(str(a) for a in argv), [s.changes for s in plan.runs])
+        argv = tuple(str(a) for a in report.meta.get("fix_command") or FIX_ARGV)
+        fix = fix_command(
+            with_python(argv, subject_python(report.host)), [s.changes for s in plan.runs]
+        )
         out.append(fix)
     planned = {s.why for s in plan.steps}
     for step in plan.manual:

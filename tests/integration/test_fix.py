@@ -25,6 +25,7 @@ from envcheck.smoke.workload.protocol import CORRUPT_ENV
 from tests import fakenv, fix_env
 from tests.inprocess import ENV, envcheck_process, run_envcheck
 from tests.paths import ROOT
+from tests.subject_commands import uncarried
 
 pytest_plugins = ("tests.fakenv",)
 
@@ -522,3 +523,19 @@ def test_the_engine_is_asked_for_the_image_by_its_name(docker_client: Any, regis
     # the SDK's transport (TLS, ssh:// engines) gives the same answers, without docker_adapter
     assert _sdk_image_id(ref, endpoint, 5) == probe_image(ref, endpoint)
     assert _sdk_image_id(registry.ref("envcheck-test/never-pushed:1"), endpoint, 5) is None
+
+
+def test_with_a_venv_activated_the_fix_plans_into_it_and_names_it(
+    tmp_path: Path, variables: dict[str, str], index: str
+) -> None:
+    """`(train)` active, envcheck installed elsewhere: the fix planned an install into
+    envcheck's own venv. It plans into the activated one, says why, and every envcheck command
+    it prints names it."""
+    python = fix_env.make_venv(tmp_path / "train")
+    active = {k: v for k, v in variables.items() if k != "CONDA_PREFIX"}
+    active["VIRTUAL_ENV"] = str(tmp_path / "train")
+    code, doc = fix(active, "--paddle", "3.3.1", "--no-pull")
+    assert (code, doc["outcome"], doc["plan"]["python"]) == (0, "planned", python), doc
+    assert argvs(doc)[0][:4] == [python, "-m", "pip", "install"]
+    text = run_envcheck(["fix", "--paddle", "3.3.1", "--no-pull"], env=active).stdout
+    assert uncarried(text, python) == [], text

@@ -4,6 +4,7 @@ Paddle where a GPU is expected, so the smoke's own fixes meet the judge's."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from tests.fakenv import profile_names
 from tests.fix_consistency import contradictions
 from tests.inprocess import doctor_process
 from tests.paths import DATA
+from tests.subject_commands import uncarried
 
 pytest_plugins = ("tests.fakenv",)
 pytestmark = pytest.mark.fakegpu
@@ -53,7 +55,25 @@ def test_no_report_contradicts_itself(
     fake = fake_nvidia(profile)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | fake
     env["PYTHONPATH"] = fake["FAKE_NVIDIA_SITE_PACKAGES"]
-    assert contradictions(_findings(env, *mode, "--smoke-timeout", "120")) == []
+    doc = doctor_process(env, *mode, "--smoke-timeout", "120")[1]
+    assert contradictions(doc["findings"]) == []
+    assert uncarried(json.dumps(doc), doc["host"]["paddle"]["python"]) == []
+
+
+@pytest.mark.parametrize("profile", profile_names())
+def test_every_envcheck_command_names_the_python_given(
+    fake_nvidia: Callable[[str], dict[str, str]], profile: str, sibling_venv: Path
+) -> None:
+    """`--python` of a venv without Paddle on every fake host: each envcheck command the report
+    prints (`envcheck fix --yes` in a remedy, the fix's own command) names it."""
+    fake = fake_nvidia(profile)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | fake
+    env["PYTHONPATH"] = fake["FAKE_NVIDIA_SITE_PACKAGES"]
+    python = str(sibling_venv / "bin" / "python")
+    doc = doctor_process(env, "--no-smoke", "--python", python)[1]
+    assert doc["host"]["paddle"]["python"] == python
+    assert doc["meta"]["fix_command"][:4] == ["envcheck", "fix", "--python", python]
+    assert uncarried(json.dumps(doc), python) == []
 
 
 def test_the_checker_sees_two_plans() -> None:

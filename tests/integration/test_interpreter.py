@@ -9,13 +9,16 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from envcheck.contracts.errors import UsageError
 from envcheck.probe.interpreter import resolve_interpreter
+from tests.inprocess import ENV, assert_one_screen, run_envcheck
 from tests.paths import ROOT
+from tests.subject_commands import uncarried
 
 ENVCHECK = [sys.executable, "-m", "envcheck"]
 
@@ -134,7 +137,7 @@ def test_envcheck_in_pipx_judges_the_python3_a_shell_runs_not_its_own_venv(
     site = next(p for p in sys.path if p.startswith(sys.prefix) and p.endswith("site-packages"))
     root = str(ROOT)
     env = {
-        **os.environ,
+        **_inactive(os.environ),
         "PATH": f"{sys.prefix}/bin:/usr/bin:/bin",
         "PYTHONPATH": f"{root}:{site}",  # envcheck and its dependencies, as pipx installs them
     }
@@ -148,5 +151,48 @@ def test_envcheck_in_pipx_judges_the_python3_a_shell_runs_not_its_own_venv(
     )
     doc = json.loads(out.stdout)
     assert doc["host"]["paddle"]["python"] == f"{sys.prefix}/bin/python3", out.stderr
+    assert doc["host"]["paddle"]["python_reason"] == "the first python3 on PATH with Paddle"
     fixes = " ".join(f["fix"] or "" for f in doc["findings"])
     assert str(sibling_venv) not in fixes
+
+
+def _inactive(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables with no environment activated."""
+    return {k: v for k, v in env.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+
+
+@pytest.mark.parametrize(
+    ("variable", "why"),
+    [("VIRTUAL_ENV", "the active venv"), ("CONDA_PREFIX", "the active conda environment")],
+)
+def test_the_doctor_judges_the_activated_environment_not_its_own(
+    sibling_venv: Path, variable: str, why: str
+) -> None:
+    """`(train)` active, envcheck installed in another venv: the doctor said "Paddle is not
+    installed for .../envcheck-venv/bin/python3" of a venv nobody trains with. (A conda
+    environment is a prefix with its own bin/python, as this venv is.)"""
+    python = str(sibling_venv / "bin" / "python")
+    env = _inactive(ENV) | {variable: str(sibling_venv)}
+    run = run_envcheck(["doctor", "--no-smoke", "--json"], env=env)
+    paddle = json.loads(run.stdout)["host"]["paddle"]
+    assert (paddle["python"], paddle["status"], paddle["python_reason"]) == (python, "absent", why)
+    text = run_envcheck(["doctor", "--no-smoke"], env=env).stdout
+    assert f"{python} ({why})" in text
+    assert f"envcheck fix --python {python} --yes" in text and uncarried(text, python) == []
+
+
+def test_an_active_venv_outranks_conda_s(sibling_venv: Path, tmp_path: Path) -> None:
+    env = _inactive(ENV) | {"VIRTUAL_ENV": str(sibling_venv), "CONDA_PREFIX": str(tmp_path)}
+    target = resolve_interpreter(None, env)
+    assert (target.prefix, target.why) == (str(sibling_venv), "the active venv")
+
+
+def test_an_active_venv_that_is_not_a_python_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    _script(tmp_path / "bin", "echo hello\n")
+    run = run_envcheck(
+        ["doctor", "--no-smoke"], env=_inactive(ENV) | {"VIRTUAL_ENV": str(tmp_path)}
+    )
+    assert run.returncode == 2, run.stderr
+    assert_one_screen(run.stderr)
+    assert f"(the Python of VIRTUAL_ENV={tmp_path}) did not answer" in run.stderr

@@ -13,10 +13,11 @@ import sys
 from typing import Literal
 
 from envcheck.contracts.doctor_options import DoctorOptions
-from envcheck.contracts.errors import EnvironmentProblem, UsageError
+from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem, UsageError
 from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
+from envcheck.contracts.remedy import in_words
 from envcheck.fix.outcome import Change, FixOutcome, Outcome, Part, RecordInfo, Summary, overall
 from envcheck.fix.plan import FixPlan, ImageState, plan_fix
 from envcheck.fix.runner import apply
@@ -47,16 +48,27 @@ class FixOptions:
     unfinished: Unfinished = "refuse"
 
 
-def real_target(python: str | None, io: Io) -> Site:
-    """The interpreter that really runs, asked once (a shim resolved to its Python)."""
+def real_target(python: str | None, io: Io) -> tuple[Site, str]:
+    """The interpreter that really runs, asked once (a shim resolved to its Python), found as
+    the doctor finds it, and why it is the one (`--python`, the active venv, …)."""
     given = resolve_interpreter(python, io.variables)
-    return ask_site(given.python, io.variables, ())
+    return ask_site(given.python, io.variables, ()), given.why
 
 
 def fix_environment(options: FixOptions, io: Io) -> FixOutcome:
-    site = real_target(options.doctor.python, io)
+    site, why = real_target(options.doctor.python, io)
+    doctor = replace(
+        options.doctor, python=site.executable, python_reason=why or None, smoke=False, quiet=True
+    )
+    try:
+        return _fix(options, io, site, doctor)
+    except EnvcheckError as e:  # its hint's `envcheck fix --yes` fixes this very interpreter
+        e.hint = in_words(e.hint, site.executable) if e.hint else e.hint
+        raise
+
+
+def _fix(options: FixOptions, io: Io, site: Site, doctor: DoctorOptions) -> FixOutcome:
     python = site.executable
-    doctor = replace(options.doctor, python=python, smoke=False, quiet=True)
     folder = home(site.prefix)
     if options.unfinished != "refuse":
         part = finish_unfinished(folder, options.unfinished, io, doctor, python, site.prefix)
@@ -141,7 +153,9 @@ def _resolve(plan: FixPlan, options: FixOptions, io: Io) -> tuple[tuple[Change, 
 def _pull_argv(doctor: DoctorOptions) -> tuple[str, ...]:
     """The existing pull (`envcheck pull-image`: its checks, retries, progress and digest proof),
     run as a step like pip: what follows is `--image REF`."""
-    argv = (sys.executable, "-m", "envcheck", "pull-image", "--registry", doctor.registry)
+    argv: tuple[str, ...] = (sys.executable, "-m", "envcheck", "pull-image")
+    argv += ("--registry", doctor.registry)
+    argv += ("--python", doctor.python) if doctor.python else ()
     return (*argv, *(("--matrix", doctor.matrix) if doctor.matrix else ()))
 
 

@@ -31,6 +31,7 @@ from envcheck.contracts.errors import EnvironmentProblem, UsageError
 from envcheck.contracts.exitcodes import ExitStatus
 from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
+from envcheck.contracts.remedy import envcheck_line
 from envcheck.edges.signals import deferred, wait_for_signal
 from envcheck.fix.outcome import Change, Part, PartOutcome, Ran, RecordInfo, Rollback, Summary
 from envcheck.fix.plan import PIP_OVERRIDE, FixPlan
@@ -107,9 +108,9 @@ def refuse_unfinished(folder: Path, python: str, *, running: bool = True) -> Non
         )
     raise EnvironmentProblem(
         unfinished_words(journal),
-        hint=f"`envcheck fix --python {python} --rollback` puts the recorded state back from the "
-        f"record (no network); `envcheck fix --python {python} --resume` finishes the steps not "
-        "done and verifies them",
+        hint=f"`{envcheck_line(python, 'fix', '--rollback')}` puts the recorded state back from "
+        f"the record (no network); `{envcheck_line(python, 'fix', '--resume')}` finishes the "
+        "steps not done and verifies them",
     )
 
 
@@ -213,7 +214,10 @@ def _download(
     """The build and every dependency into the wheelhouse; which index answered, in words. An
     index that does not answer is named, and nothing has changed."""
     fetch, said = where_from(python, args, io, matrix)
-    again = "check the network or the mirror (--paddle-index), then run `envcheck fix --yes` again"
+    again = (
+        "check the network or the mirror (--paddle-index), then run "
+        f"`{envcheck_line(python, 'fix', '--yes')}` again"
+    )
     if fetch is None:
         raise EnvironmentProblem(f"{said}: nothing was changed", hint=again)
     wanted, _ = apply.requirements(fetch)
@@ -397,8 +401,9 @@ def _verify(journal: Journal, io: Io, doctor: DoctorOptions, ran: tuple[Ran, ...
     except KeyboardInterrupt:
         io.tell(
             "envcheck fix: interrupted during the verification: the environment is as planned "
-            "(every step applied), not verified; `envcheck fix --resume` verifies it, "
-            "`envcheck fix --rollback` puts the record back"
+            f"(every step applied), not verified; `{envcheck_line(journal.python, 'fix', '--resume')}`"
+            f" verifies it, `{envcheck_line(journal.python, 'fix', '--rollback')}` puts the record "
+            "back"
         )
         raise
     failed = verified.unproven(journal.expect, journal.python)
@@ -546,14 +551,14 @@ def finish_unfinished(
     if unfinished(folder) is None:  # before the lock: no folder is made for nothing
         raise UsageError(
             f"--{action}: no unfinished `envcheck fix` of {prefix}",
-            hint="nothing to finish: run `envcheck fix` to see the plan",
+            hint=f"nothing to finish: run `{envcheck_line(python, 'fix')}` to see the plan",
         )
     with held(folder, prefix):
         journal = unfinished(folder)
         if journal is None:
             raise UsageError(
                 f"--{action}: no unfinished `envcheck fix` of {prefix}",
-                hint="nothing to finish: run `envcheck fix` to see the plan",
+                hint=f"nothing to finish: run `{envcheck_line(python, 'fix')}` to see the plan",
             )
         io.tell(f"envcheck fix: found {unfinished_words(journal)}; --{action}")
         if action == "rollback":
@@ -566,7 +571,7 @@ def finish_unfinished(
             raise UsageError(
                 f"--resume: that fix stopped in its {journal.phase} phase, before a step it "
                 "could finish ran, or while rolling back",
-                hint=f"run `envcheck fix --python {python} --rollback`",
+                hint=f"run `{envcheck_line(python, 'fix', '--rollback')}`",
             )
         for step in journal.steps:
             if step.state != "done":
