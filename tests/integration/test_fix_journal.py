@@ -345,3 +345,41 @@ def test_a_link_where_the_journals_temporary_file_was_is_never_written_through(
     assert files(venv) == before
     closed = journal.read_journal(folder)
     assert closed is not None and closed.state == "rolled-back"
+
+
+# -- what is echoed -------------------------------------------------------------------------------
+
+
+def test_the_indexs_credentials_are_never_echoed(
+    tmp_path: Path, template: Path, stub_index: str
+) -> None:
+    """`--paddle-index http://user:TOKEN@host/…`: the plan, which index answered, each step as
+    it runs, pip's lines, the outcome and an error all say `user:****@`; the index is asked
+    with the credentials (it answers), and nothing prints the token."""
+    python = copy(template, tmp_path / "venv")
+    secret = "s3cret-t0ken"
+    mirror = stub_index.replace("http://", f"http://user:{secret}@")
+    dead = f"http://user:{secret}@127.0.0.1:9"
+    env = variables(tmp_path, stub_index, PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=dead)
+    said = []
+    for index, args in (
+        (mirror, ()),
+        (mirror, ("--json",)),
+        (mirror, ("--yes",)),
+        (dead, ("--yes", "--json")),
+    ):
+        run = subprocess.run(
+            [sys.executable, "-m", "envcheck", "fix", "--python", python, *ARGS, *args]
+            + ["--paddle-index", index],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=HANG_S,
+            check=False,
+        )
+        assert "Traceback" not in run.stderr, run.stderr
+        said.append(run.stdout + run.stderr)
+    assert all(secret not in text for text in said), said
+    assert f"answered by {stub_index.replace('http://', 'http://user:****@')}" in said[0]
+    assert "$ " in said[2] and "user:****@127.0.0.1" in said[2], said[2]
+    assert "user:****@127.0.0.1:9" in said[3], said[3]
