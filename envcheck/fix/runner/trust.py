@@ -297,7 +297,7 @@ def kept_manifest(journal: Journal) -> list[dict[str, Any]]:
 def check_record(journal: Journal) -> None:
     """Everything the rollback and the resume read, read and checked once before either
     changes anything."""
-    for name in journal.seals:
+    for name in sorted({"freeze.txt", *journal.seals}):  # the freeze is always recorded
         if name == KEPT_MANIFEST:
             kept_manifest(journal)
         else:
