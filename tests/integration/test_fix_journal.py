@@ -383,3 +383,21 @@ def test_the_indexs_credentials_are_never_echoed(
     assert f"answered by {stub_index.replace('http://', 'http://user:****@')}" in said[0]
     assert "$ " in said[2] and "user:****@127.0.0.1" in said[2], said[2]
     assert "user:****@127.0.0.1:9" in said[3], said[3]
+
+
+def test_a_file_that_differed_from_its_record_before_is_back_and_said_so(
+    tmp_path: Path, template: Path, stub_index: str
+) -> None:
+    """A kept file edited in place before the fix (no longer its RECORD hash): the rollback
+    puts those very bytes back, and the proof compares them with the kept copy, so it says the
+    environment is as it was, never "did NOT restore" over identical files."""
+    venv = tmp_path / "venv"
+    python = copy(template, venv)
+    metadata = next(venv.glob("lib/python*/site-packages/paddlepaddle-3.0.0.dist-info/METADATA"))
+    metadata.write_text(metadata.read_text() + "Summary: patched here\n")
+    before = files(venv)
+    code, out, _ = run_fix(variables(tmp_path, stub_index), python, "--yes")
+    doc = json.loads(out)
+    assert doc["outcome"] == "rolled-back", doc
+    assert doc["rollback"]["differences"] == [] and doc["rollback"]["files_match"], doc
+    assert code == doc["exit_code"] != 0 and files(venv) == before

@@ -148,19 +148,30 @@ def _remove(path: str) -> None:
         pass
 
 
-def differences(dists: Iterable[Dist]) -> list[str]:
-    """Where the target's files are not what each distribution's RECORD says: a file missing, or
-    its sha256 not the recorded one. [] when every file of every distribution is as recorded."""
+def differences(kept: Iterable[Kept], folder: Path) -> list[str]:
+    """Where the target's files are not the ones kept in the record (`folder`): a kept file
+    missing, or not byte for byte its kept copy; a kept link not pointing where it did. [] when
+    every kept file is back. The kept bytes are the proof, not RECORD: a file that differed from
+    its RECORD before the fix (edited, patched in place) is back when it is as it was."""
     found: list[str] = []
-    for dist in dists:
-        for path, mode, digest in dist.files:
-            if not mode or not digest:
-                continue
-            if not os.path.lexists(path):
-                found.append(f"{dist.name}: {path} is missing")
-            elif mode == "sha256" and _sha256(path) != digest:
-                found.append(f"{dist.name}: {path} differs from its RECORD")
+    for k in kept:
+        if k.link is not None:
+            if not os.path.islink(k.path) or os.readlink(k.path) != k.link:
+                found.append(f"{k.path} is not the link it was (-> {k.link})")
+            continue
+        copy = folder / "files" / k.copy
+        if not os.path.lexists(k.path):
+            found.append(f"{k.path} is missing")
+        elif not _same_file(k.path, str(copy)) and _sha256(k.path) != _sha256(str(copy)):
+            found.append(f"{k.path} differs from the kept file")
     return found
+
+
+def _same_file(path: str, other: str) -> bool:
+    try:
+        return os.path.samefile(path, other) and not os.path.islink(path)
+    except OSError:
+        return False
 
 
 def _sha256(path: str) -> str | None:

@@ -506,20 +506,22 @@ def _restore(journal: Journal, io: Io) -> Rollback:
     keeping = {k.path for k in kept}
     problems = keep.remove_files((p for p in journal.strays if p not in keeping), roots)
     problems += keep.restore(kept, folder / "kept")
+    problems += keep.differences(kept, folder / "kept")
     return _prove(journal, io, recorded, tuple(ran), problems)
 
 
 def _prove(
     journal: Journal, io: Io, recorded: str, ran: tuple[Ran, ...], problems: list[str]
 ) -> Rollback:
-    """Back as it was, by files: every kept distribution's RECORD hashes, present at its recorded
-    version, the freeze byte for byte, and nothing new from pip check."""
+    """Back as it was, by files: every kept file byte for byte (`problems` says which are not),
+    every distribution at its recorded version, the freeze byte for byte, and nothing new from
+    pip check."""
     python = journal.python
     old = apply.installed_versions(recorded)
     now = apply.freeze(python, io.variables)
     new = apply.installed_versions(now)
     site = ask_site(python, io.variables, journal.kept)
-    differences = list(problems) + keep.differences(site.dists)
+    differences = list(problems)
     for name in sorted(set(old) | set(new)):
         if old.get(name) != new.get(name):
             differences.append(
@@ -537,9 +539,15 @@ def _paths(site: Site) -> set[str]:
 def _state_words(rb: Rollback) -> str:
     if rb.complete:
         return "the environment is as it was (its files match the record)"
-    return "the rollback did NOT restore the record: " + "; ".join(
-        [*rb.differences[:5], *rb.new_problems[:5]]
-    )
+    if rb.differences:  # "did not restore" only where a file or a version differs
+        return "the rollback did NOT restore the record: " + "; ".join(
+            [*rb.differences[:5], *rb.new_problems[:5]]
+        )
+    if rb.new_problems:
+        return "every kept file is back as recorded, but pip check finds new problems: " + (
+            "; ".join(rb.new_problems[:5])
+        )
+    return "every kept file is back as recorded, but pip freeze differs from the record"
 
 
 def interrupted_words(rb: Rollback) -> str:
