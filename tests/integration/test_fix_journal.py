@@ -401,3 +401,41 @@ def test_a_file_that_differed_from_its_record_before_is_back_and_said_so(
     assert doc["outcome"] == "rolled-back", doc
     assert doc["rollback"]["differences"] == [] and doc["rollback"]["files_match"], doc
     assert code == doc["exit_code"] != 0 and files(venv) == before
+
+
+def test_an_old_style_editable_install_allowed_to_change_comes_back(tmp_path: Path) -> None:
+    """`setup.py develop` put `oldpkg` 1.0 here (an egg-link and an easy-install.pth line, no
+    RECORD). The new build needs oldpkg >= 2; `--allow-change oldpkg` lets pip replace it, and
+    the failed verification puts the editable install back: its egg-link, its line, its freeze."""
+    root = tmp_path / "index"
+    wheels = [
+        fix_env.stub_wheel(root / "wheels", "paddlepaddle", "3.3.1", requires=["oldpkg>=2"]),
+        fix_env.stub_wheel(root / "wheels", "oldpkg", "2.0"),
+    ]
+    fix_env.build_index(root, CPU_INDEX, wheels)
+    project = tmp_path / "project"
+    (project / "oldpkg").mkdir(parents=True)
+    (project / "oldpkg" / "__init__.py").write_text("")
+    (project / "setup.py").write_text(
+        'from setuptools import setup\nsetup(name="oldpkg", version="1.0", packages=["oldpkg"])\n'
+    )
+    venv = tmp_path / "venv"
+    python = fix_env.make_venv(venv)
+    subprocess.run(
+        [python, "setup.py", "develop"], cwd=project, check=True, capture_output=True, timeout=300
+    )
+    frozen = fix_env.freeze(python)
+    assert f"-e {project}" in frozen, frozen
+    before = files(venv)
+    with fix_env.serve(root) as url:
+        code, out, _ = run_fix(
+            variables(tmp_path, url), python, "--yes", "--allow-change", "oldpkg"
+        )
+    doc = json.loads(out)
+    assert [(c["name"], c["before"], c["after"]) for c in doc["changes"]] == [
+        ("oldpkg", "1.0", "2.0"),
+        ("paddlepaddle", None, "3.3.1"),
+    ], doc
+    assert doc["outcome"] == "rolled-back" and doc["rollback"]["freeze_matches"], doc
+    assert code == doc["exit_code"] != 0
+    assert fix_env.freeze(python) == frozen and files(venv) == before

@@ -18,9 +18,11 @@ import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from envcheck.contracts.record import record
 from envcheck.fix.runner.journal import Journal, problem, write_whole
-from envcheck.fix.runner.site import Dist
+from envcheck.fix.runner.site import Dist, Site
 from envcheck.fix.runner.trust import inside, kept_manifest
 
 MANIFEST = "manifest.json"
@@ -37,7 +39,9 @@ class Kept:
     hash: str | None = None  # "sha256=<urlsafe b64>" from RECORD
 
 
-def keep(dists: Sequence[Dist], folder: Path, prefix: str) -> list[Kept]:
+def keep(
+    dists: Sequence[Dist], folder: Path, prefix: str, copied: Sequence[str] = ()
+) -> list[Kept]:
     """Every existing file of `dists` inside `prefix` into `folder` (made here), with its
     manifest written last: a folder without one was never complete. A file outside the prefix
     (a system site-packages a venv sees) is none pip changes there, and none the rollback
@@ -52,11 +56,17 @@ def keep(dists: Sequence[Dist], folder: Path, prefix: str) -> list[Kept]:
                 continue
             seen.add(path)
             kept += _keep_one(path, f"{mode}={digest}" if mode and digest else None, files, kept)
+    for path in copied:  # files pip rewrites in place: a link would change with them
+        if path not in seen and inside(path, prefix):
+            seen.add(path)
+            kept += _keep_one(path, None, files, kept, link=False)
     write_whole(folder / MANIFEST, json.dumps([_doc(k) for k in kept]))
     return kept
 
 
-def _keep_one(path: str, digest: str | None, files: Path, kept: list[Kept]) -> list[Kept]:
+def _keep_one(
+    path: str, digest: str | None, files: Path, kept: list[Kept], *, link: bool = True
+) -> list[Kept]:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -70,12 +80,33 @@ def _keep_one(path: str, digest: str | None, files: Path, kept: list[Kept]) -> l
     name = str(len(kept))
     try:
         try:
+            if not link:
+                raise OSError(errno.EXDEV, "a copy asked for")
             os.link(path, files / name)
         except OSError:  # another file system, or links refused: a copy
-            shutil.copy2(path, files / name)
+            shutil.copy2(path, files / name, follow_symlinks=False)
     except OSError as e:
         raise problem(f"cannot keep {path} in the record", e) from e
     return [Kept(path, name, info.st_mode, None, digest)]
+
+
+def editable_links(site: Site, names: Iterable[str]) -> list[str]:
+    """An old-style editable install's own files (`setup.py develop`): `<name>.egg-link` and
+    the `easy-install.pth` line that puts its project on sys.path. No RECORD names them (its
+    metadata lives in the project), yet pip removes them; kept by copy, as pip rewrites
+    easy-install.pth in place."""
+    wanted = {canonicalize_name(n) for n in names}
+    found: list[str] = []
+    for folder in sorted({path for key, path in site.paths if key in ("purelib", "platlib")}):
+        links = [
+            p
+            for p in sorted(Path(folder).glob("*.egg-link"))
+            if canonicalize_name(p.stem) in wanted
+        ]
+        found += [str(p) for p in links]
+        if links and (Path(folder) / "easy-install.pth").is_file():
+            found.append(str(Path(folder) / "easy-install.pth"))
+    return found
 
 
 def load(journal: Journal) -> list[Kept]:

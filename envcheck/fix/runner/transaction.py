@@ -204,7 +204,7 @@ def _prepare(
     io.pause("keep")
     kept = sorted({c.name for c in changes if c.before is not None})
     site = ask_site(python, io.variables, kept)
-    keep.keep(site.dists, folder / "kept", site.prefix)
+    keep.keep(site.dists, folder / "kept", site.prefix, keep.editable_links(site, kept))
     journal.seal(KEPT_MANIFEST)
     added = sorted({c.name for c in changes if c.before is None})
     journal.kept, journal.added = kept, added
