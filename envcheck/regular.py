@@ -19,6 +19,13 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = Tru
     """The bytes of the regular file at `path`, at most `limit` of them. Raises OSError: the
     file's own, ELOOP for a link when not `follow`, EINVAL for not a regular file (its kind in
     the message: "not a regular file: a FIFO"), EFBIG over `limit`."""
+    return read_regular_stat(path, limit, follow=follow)[0]
+
+
+def read_regular_stat(
+    path: str | os.PathLike[str], limit: int, *, follow: bool = True
+) -> tuple[bytes, os.stat_result]:
+    """As `read_regular`, with the fstat of what was read (who owns it, who may write it)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
     try:
@@ -37,7 +44,7 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = Tru
         os.close(fd)
     if len(data) > limit:  # it grew since fstat
         raise OSError(errno.EFBIG, f"larger than {limit} bytes")
-    return data
+    return data, info
 
 
 def file_kind(info: os.stat_result) -> str:

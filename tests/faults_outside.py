@@ -17,7 +17,10 @@ leaks, damaged files, hangs):
   envcheck judging a failing host; facts documents without what was observed; a FIFO where a
   matrix TOML file or a named input should be;
 - fix: `fix --yes` on a read-only or full target, a record write out of space, a venv whose path
-  is not UTF-8, a 4,046-character XDG_STATE_HOME, a --paddle-index holding ESC or U+202E.
+  is not UTF-8, a 4,046-character XDG_STATE_HOME, a --paddle-index holding ESC or U+202E or a
+  token; a link, FIFO, device or oversized file where the fix's lock, journal or its temporary
+  file belongs; a journal copied with its venv, naming pip, a path outside the venv or a shell
+  step, another user's; a record gone.
 
 Only peers are fake (servers on loopback and unix sockets); envcheck, the docker SDK, the real
 engine and Paddle are the real ones. A process case runs under a timeout (a hang is counted,
@@ -31,6 +34,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -1039,7 +1043,161 @@ _FULL_RECORD = _in_namespace(  # the fix's folder is there: its first file write
 )
 
 
+# -- fix: the fix's own files, planted or forged ------------------------------------------------
+_VICTIM = "root's file\n"
+
+
+def _planted(plant: Callable[[Path, Path], None]) -> Callable[[Path], dict[str, str]]:
+    """A venv under `out` whose `.envcheck-fix/` holds what `plant(folder, victim)` puts there;
+    the victim a file outside `out` (a change to it is a damaged file)."""
+
+    def setup(tmp: Path) -> dict[str, str]:
+        from envcheck.fix.runner import journal
+
+        env = _fix_target(tmp)
+        (tmp / "victim").write_text(_VICTIM)
+        plant(journal.ensure_home(env["FIX_TARGET"]), tmp / "victim")
+        return env
+
+    return setup
+
+
+def _open_journal(venv: Path) -> Any:
+    """An open journal in `venv`, as a killed `fix --yes` leaves it (written by envcheck's own
+    code: a record with its freeze, one step started)."""
+    from envcheck.fix.runner import journal
+
+    folder = journal.ensure_home(str(venv))
+    record = folder / "records" / "r1"
+    record.mkdir()
+    python = str(venv / "bin" / "python")
+    journal.write_new(
+        record / "freeze.txt",
+        subprocess.check_output([python, "-m", "pip", "freeze", "--all"], text=True),
+    )
+    left = journal.open_journal(
+        folder,
+        python=python,
+        prefix=str(venv),
+        record_folder=str(record),
+        expect="cpu",
+        pip_flags=(),
+    )
+    left.phase = "apply"
+    return left
+
+
+def _forged(change: Callable[[Any, Path], None]) -> Callable[[Path], dict[str, str]]:
+    """An open journal that its writer (this user) changed by `change(journal, victim)` and
+    saved whole: trusted as envcheck's own, and still obeyed only where a plan could have
+    written it."""
+
+    def setup(tmp: Path) -> dict[str, str]:
+        env = _fix_target(tmp)
+        (tmp / "victim").write_text(_VICTIM)
+        left = _open_journal(Path(env["FIX_TARGET"]))
+        change(left, tmp / "victim")
+        left.save()
+        return env
+
+    return setup
+
+
+def _copied_journal(tmp: Path) -> dict[str, str]:
+    """`cp -a venvA venvB` of a venv a killed fix left; A outside `out` (a change is damage)."""
+    env = _fix_target(tmp)
+    a = tmp / "venvA"
+    subprocess.run(["cp", "-a", env["FIX_TARGET"], str(a)], check=True)
+    _open_journal(a).save()
+    subprocess.run(["rm", "-rf", env["FIX_TARGET"]], check=True)
+    subprocess.run(["cp", "-a", str(a), env["FIX_TARGET"]], check=True)
+    return env
+
+
+def _record_gone(tmp: Path) -> dict[str, str]:
+    env = _fix_target(tmp)
+    left = _open_journal(Path(env["FIX_TARGET"]))
+    left.save()
+    subprocess.run(["rm", "-rf", left.record], check=True)
+    return env
+
+
+def _victim_kept(tmp: Path, output: str) -> str | None:
+    return None if (tmp / "victim").read_text() == _VICTIM else "damaged: the victim changed"
+
+
+_TARGET = ("fix", "--python", "{tmp}/out/venv/bin/python", "--paddle", "3.3.1", "--no-pull")
+_TOKEN = "s3cret-t0ken"
+
+
+def own_file_cases() -> Iterator[ProcessCase]:
+    """A link, FIFO, device or oversized file where the lock or the journal belongs; a journal
+    copied, forged, or naming what a fix never touches; a record gone; an index's token."""
+    planted: dict[str, tuple[Callable[[Path, Path], None], tuple[str, ...]]] = {
+        "lock-symlink": (lambda f, v: (f / "lock").symlink_to(v), ("--yes",)),
+        "lock-fifo": (lambda f, v: os.mkfifo(f / "lock"), ("--yes",)),
+        "journal-fifo-dry-run": (lambda f, v: os.mkfifo(f / "journal.json"), ()),
+        "journal-symlink": (lambda f, v: (f / "journal.json").symlink_to(v), ("--rollback",)),
+        "journal-device": (
+            lambda f, v: os.mknod(f / "journal.json", 0o644 | stat.S_IFCHR, os.makedev(1, 5)),
+            (),
+        ),
+        "journal-oversized": (lambda f, v: os.truncate(_touched(f / "journal.json"), 65 << 20), ()),
+        "journal-tmp-symlink": (lambda f, v: (f / ".journal.json.tmp").symlink_to(v), ("--yes",)),
+    }
+    for name, (plant, args) in planted.items():
+        codes = (4, 7) if name == "journal-tmp-symlink" else (2,)  # that one runs, and rolls back
+        yield ProcessCase(
+            "fix", name, (*_TARGET, *args), codes, _planted(plant), check=_victim_kept
+        )
+    forged: dict[str, Callable[[Any, Path], None]] = {
+        "journal-names-pip": lambda j, v: j.kept.append("pip"),
+        "journal-stray-outside": lambda j, v: j.strays.append(str(v)),
+        "journal-step-runs-a-shell": _shell_step,
+        "journal-foreign-owner": lambda j, v: None,  # then the whole venv is chowned
+    }
+    for name, change in forged.items():
+        action = "--resume" if "step" in name else "--rollback"
+        setup = _forged(change)
+        if name == "journal-foreign-owner":  # the venv and its journal another user's
+            setup = _chowned(setup)
+        yield ProcessCase("fix", name, (*_TARGET, action), (2,), setup, check=_victim_kept)
+    yield ProcessCase(
+        "fix", "journal-copied-with-venv", (*_TARGET, "--rollback"), (2,), _copied_journal
+    )
+    yield ProcessCase("fix", "record-gone", (*_TARGET, "--rollback"), (2,), _record_gone)
+    yield ProcessCase(
+        "fix",
+        "index-credentials",
+        (*_TARGET, "--paddle-index", f"http://user:{_TOKEN}@127.0.0.1:9"),
+        (0, 1, 4, 5, 6),
+        _fix_target,
+        check=lambda tmp, out: "leak: the index token was echoed" if _TOKEN in out else None,
+    )
+
+
+def _shell_step(left: Any, victim: Path) -> None:
+    from envcheck.fix.runner.journal import JournalStep
+
+    left.steps.append(JournalStep(("/bin/sh", "-c", f"echo owned > {victim}"), "forged"))
+
+
+def _touched(path: Path) -> Path:
+    path.touch(mode=0o644)
+    return path
+
+
+def _chowned(setup: Callable[[Path], dict[str, str]]) -> Callable[[Path], dict[str, str]]:
+    def chowned(tmp: Path) -> dict[str, str]:
+        env = setup(tmp)
+        subprocess.run(["chown", "-R", "65534:65534", env["FIX_TARGET"]], check=True)
+        return env
+
+    return chowned
+
+
 def fix_cases() -> Iterator[ProcessCase]:
+    yield from own_file_cases()
     yield ProcessCase("fix", "read-only-target", (), (4,), _fix_target, argv=_READ_ONLY)
     yield ProcessCase("fix", "full-target", (), (4,), _fix_small, argv=_FULL)
     yield ProcessCase("fix", "record-write-out-of-space", (), (4,), _fix_small, argv=_FULL_RECORD)

@@ -105,9 +105,17 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
+    from envcheck.contracts.errors import EnvcheckError
     from envcheck.fix.runner.repair import fix_environment
+    from envcheck.render.sanitize import hide_credentials
 
-    outcome = fix_environment(_options(args, env), _io(args, env))
+    try:
+        outcome = fix_environment(_options(args, env), _io(args, env))
+    except EnvcheckError as e:  # its words may name the index: said without its credentials
+        e.message = hide_credentials(e.message)
+        e.hint = None if e.hint is None else hide_credentials(e.hint)
+        e.args = (e.message,)
+        raise
     _print(args, outcome, env)
     return outcome.exit_code
 
@@ -146,7 +154,7 @@ def _io(args: argparse.Namespace, env: Environment) -> Io:
     from envcheck.contracts.record import replace
     from envcheck.fix.runner.transaction import Io
     from envcheck.matrix.mirror import PADDLE_INDEX_ENV, paddle_index
-    from envcheck.render.sanitize import visible
+    from envcheck.render.sanitize import hide_credentials, visible
 
     variables = env.env
     if args.paddle_index:  # ENVCHECK_PADDLE_INDEX for this run: doctor, plan and steps agree
@@ -155,14 +163,14 @@ def _io(args: argparse.Namespace, env: Environment) -> Io:
         env = replace(env, env=variables)
 
     def tell(text: str) -> None:
-        print(visible(text), file=env.stderr, flush=True)
+        print(visible(hide_credentials(text)), file=env.stderr, flush=True)
 
     def say(text: str) -> None:
         if not args.quiet:
             tell(text)
 
     def echo(line: str) -> None:
-        print(f"  | {visible(line)}", file=env.stderr)
+        print(f"  | {visible(hide_credentials(line))}", file=env.stderr)
 
     return Io(
         variables,
@@ -173,10 +181,24 @@ def _io(args: argparse.Namespace, env: Environment) -> Io:
     )
 
 
+def _without_credentials(value: Any) -> Any:
+    """The outcome document with every index's credentials masked, wherever a URL is echoed
+    (the plan's argv, the doctor's fixes, which index answered, pip's tail)."""
+    from envcheck.render.sanitize import hide_credentials
+
+    if isinstance(value, str):
+        return hide_credentials(value)
+    if isinstance(value, list):
+        return [_without_credentials(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_credentials(v) for k, v in value.items()}
+    return value
+
+
 def _print(args: argparse.Namespace, outcome: FixOutcome, env: Environment) -> None:
     from envcheck.edges.streams import reader_may_leave
 
-    doc = outcome.to_json()
+    doc = _without_credentials(outcome.to_json())
     with reader_may_leave(env.stdout):
         if args.json:
             json.dump(doc, env.stdout, indent=2)

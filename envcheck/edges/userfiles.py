@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from envcheck.contracts.errors import EnvcheckError, EnvironmentProblem, UsageError
 from envcheck.regular import file_kind as _kind
-from envcheck.regular import read_regular
+from envcheck.regular import read_regular, read_regular_stat
 
 if TYPE_CHECKING:
     from envcheck.contracts.command_env import Environment
@@ -315,6 +315,82 @@ def read_bytes(path: str, stdin: TextIO | None, limit: int = MAX_DOCUMENT) -> by
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MiB")
     return data
+
+
+def read_own_file(path: str | os.PathLike[str], limit: int) -> tuple[bytes, os.stat_result]:
+    """A file envcheck wrote itself and reads back (a fix's journal, its record): a regular file,
+    bounded, never through a symbolic link (O_NOFOLLOW), with the fstat of what was read so the
+    caller can ask who owns it and who may write it. Raises OSError as `read_regular`."""
+    return read_regular_stat(path, limit, follow=False)
+
+
+def create_own_file(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
+    """A new file envcheck writes in a folder of its own: O_CREAT|O_EXCL|O_NOFOLLOW, so a name
+    already there (a planted link, FIFO, device or file) is EEXIST, never followed, truncated or
+    written through; synced. Raises OSError."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(path, flags, mode)
+    try:
+        _write_all(fd, data)
+    except BaseException:
+        os.close(fd)
+        Path(path).unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def replace_own_file(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
+    """`path` replaced whole or not at all: a fresh name in the same folder (mkstemp: O_EXCL,
+    O_NOFOLLOW), synced, its mode set, renamed over `path` (rename replaces a link itself,
+    never what it points to). No fixed temporary name: nothing to plant. Raises OSError."""
+    import tempfile
+
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, mode & ~_umask())
+        _write_all(fd, data)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, target)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+def make_own_folder(path: str | os.PathLike[str], mode: int = 0o755) -> os.stat_result:
+    """A folder envcheck keeps its own files in: made with `mode` where missing; what is there
+    must be a directory itself (lstat: a link to one is refused) that neither group nor others
+    may write. Its lstat, for the caller to ask who owns it. Raises OSError (ENOTDIR for a link
+    or a file, EPERM for a folder others may write)."""
+    try:
+        os.mkdir(path, mode)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else _kind(info)
+        raise OSError(errno.ENOTDIR, f"not a folder: {what}")
+    if info.st_mode & 0o022 and info.st_uid == os.geteuid():  # ours, made under umask 002
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~0o022)
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
+    if info.st_mode & 0o022:
+        mode = stat.S_IMODE(info.st_mode)
+        raise OSError(errno.EPERM, f"group or others may write it (mode {mode:o})")
+    return info
 
 
 def _read_bytes(path: str, what: str, hint: str | None, stdin: TextIO | None) -> bytes:

@@ -16,7 +16,7 @@ OUTCOME_WORDS = {
     "partly-fixed": "partly fixed: one part was fixed and verified, another failed (see parts)",
     "failed": "failed: the interpreter was not changed; nothing to roll back",
     "rolled-back": "rolled back: the environment is back as it was (every kept file matches its "
-    "RECORD, pip freeze matches the record byte for byte, pip check finds nothing new)",
+    "kept copy byte for byte, pip freeze matches the record byte for byte, pip check finds nothing new)",
     "rollback-incomplete": "the rollback did NOT restore the recorded state: what differs is "
     "listed above",
 }

@@ -58,3 +58,16 @@ def rich_safe(text: object, *, keep_lines: bool = False) -> str:
     from rich.markup import escape
 
     return escape(visible(text, keep_lines=keep_lines))
+
+
+# scheme://userinfo@ in a URL: an index's user name and token (`--paddle-index
+# https://user:token@mirror/…`) are the user's secret, for pip, never for a terminal or a report
+_CREDENTIALS = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/@\s:]*)(:[^/@\s]*)?@")
+
+
+def hide_credentials(text: str) -> str:
+    """`text` with each URL's password (or its lone token) replaced by `****`, as pip shows it:
+    `https://user:****@host/…`, `https://****@host/…`."""
+    return _CREDENTIALS.sub(
+        lambda m: f"{m[1]}{m[2]}:****@" if m[3] is not None else f"{m[1]}****@", text
+    )

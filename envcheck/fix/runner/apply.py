@@ -241,7 +241,7 @@ def probe_index(
     if urllib.parse.urlsplit(page).scheme not in ("http", "https"):
         return None  # a local folder or file: pip reads it, nothing to wait for
     try:
-        with _opener(page, variables).open(page, timeout=timeout) as answer:
+        with _opener(page, variables).open(_request(page), timeout=timeout) as answer:
             answer.read(1)
     except urllib.error.HTTPError as e:
         return f"answered {e.code} for {page}"
@@ -251,6 +251,25 @@ def probe_index(
             return f"did not answer within {timeout:g} s"
         return f"did not answer ({reason})"
     return None
+
+
+def _request(url: str) -> urllib.request.Request:
+    """The page asked as pip asks it: a `user:token@` in the URL sent as HTTP basic auth (urllib
+    would take it for part of the host name, and the index would seem not to answer)."""
+    import base64
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None:
+        return urllib.request.Request(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{parts.port}" if parts.port else ""
+    user = urllib.parse.unquote(parts.username)
+    secret = urllib.parse.unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{secret}".encode()).decode()
+    plain = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return urllib.request.Request(plain, headers={"Authorization": f"Basic {token}"})
 
 
 def _opener(url: str, variables: Mapping[str, str]) -> urllib.request.OpenerDirector:

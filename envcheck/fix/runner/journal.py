@@ -8,7 +8,11 @@ folder inside the target's real prefix, `<prefix>/.envcheck-fix/`, holding
                      files of what the fix removes or replaces
 
 The same venv through a symbolic link, under another user or `sudo`, is one prefix, so one lock
-and one journal. Every write is whole or absent (a temporary file, synced, renamed over).
+and one journal. Every write is whole or absent (a fresh temporary name, synced, renamed over).
+
+The journal records what happened; it never says what to do. It is read back only when it is
+envcheck's own (envcheck/fix/runner/trust.py): bound to this prefix, whole, written by this user
+or root; every command `--resume` runs is derived again from it and must be one a plan makes.
 """
 
 from __future__ import annotations
@@ -17,18 +21,22 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from envcheck.contracts.errors import EnvironmentProblem
+from envcheck.contracts.errors import EnvironmentProblem, UsageError
 from envcheck.contracts.record import field, record
+from envcheck.edges.userfiles import create_own_file, make_own_folder, replace_own_file
 
 FOLDER = ".envcheck-fix"
 JOURNAL = "journal.json"
 OPEN = "open"
+VERSION = 2  # 2: bound to its prefix, with a digest over its content (1 had neither)
+_LOCK_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 @record(frozen=False)
@@ -56,12 +64,21 @@ class Journal:
     added: list[str] = field(default_factory=list)  # distributions the plan installs anew
     strays: list[str] = field(default_factory=list)  # files an install may leave half-written
     kept: list[str] = field(default_factory=list)  # distributions whose files the record keeps
+    dev: int = 0  # the prefix's identity (st_dev, st_ino) when the journal was opened
+    ino: int = 0
+    seals: dict[str, str] = field(default_factory=dict)  # record file -> sha256, as written
 
     def to_json(self) -> dict[str, Any]:
+        from envcheck.fix.runner.trust import sealed
+
+        return sealed(self.body())
+
+    def body(self) -> dict[str, Any]:
+        """The journal's content and its binding, without its digest."""
         return {
-            "version": 1,
+            "version": VERSION,
+            "target": {"prefix": self.prefix, "dev": self.dev, "ino": self.ino},
             "python": self.python,
-            "prefix": self.prefix,
             "record": self.record,
             "phase": self.phase,
             "state": self.state,
@@ -72,6 +89,7 @@ class Journal:
             "added": self.added,
             "strays": self.strays,
             "kept": self.kept,
+            "seals": dict(sorted(self.seals.items())),
             "steps": [{"argv": list(s.argv), "what": s.what, "state": s.state} for s in self.steps],
         }
 
@@ -86,6 +104,13 @@ class Journal:
 
     def save(self) -> None:
         write_whole(Path(self.path), json.dumps(self.to_json(), indent=1))
+
+    def seal(self, name: str) -> None:
+        """Note the digest of the record's file `name` (relative to the record), just written:
+        what is read back later must be these bytes."""
+        from envcheck.fix.runner.trust import file_digest
+
+        self.seals[name] = file_digest(Path(self.record) / name)
 
     def enter(self, phase: str) -> None:
         self.phase = phase
@@ -103,12 +128,20 @@ def home(prefix: str) -> Path:
 
 
 def ensure_home(prefix: str) -> Path:
+    """The fix's folder, made where missing: a folder itself (never a link to one) that neither
+    group nor others may write, as is its `records/`."""
     folder = home(prefix)
-    try:
-        folder.mkdir(exist_ok=True)
-        (folder / "records").mkdir(exist_ok=True)
-    except OSError as e:
-        raise problem(f"cannot make {folder} to keep the fix's record and journal", e) from e
+    for where in (folder, folder / "records"):
+        try:
+            make_own_folder(where, 0o755)
+        except OSError as e:
+            if e.errno in (errno.ENOTDIR, errno.EPERM):
+                raise UsageError(
+                    f"refusing the fix's folder {where}: {e.strerror}",
+                    hint=f"envcheck keeps its journal there: remove {where} (it is not one "
+                    "envcheck made), then run envcheck fix again",
+                ) from e
+            raise problem(f"cannot make {where} to keep the fix's record and journal", e) from e
     return folder
 
 
@@ -121,54 +154,40 @@ def open_journal(
     expect: str | None,
     pip_flags: Sequence[str],
 ) -> Journal:
+    target = os.stat(folder.parent)
     journal = Journal(
         str(folder / JOURNAL),
         python,
-        prefix,
+        str(folder.parent),
         record_folder,
         pid=os.getpid(),
         started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         expect=expect,
         pip_flags=tuple(pip_flags),
+        dev=target.st_dev,
+        ino=target.st_ino,
     )
+    for name in RECORD_FILES:
+        if (Path(record_folder) / name).exists():
+            journal.seal(name)
     journal.save()
     return journal
 
 
-def read_journal(folder: Path) -> Journal | None:
-    """The journal left in `folder`; None when there is none. One that cannot be read is an
-    error naming it: it is the only account of what a fix did."""
-    path = folder / JOURNAL
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        return Journal(
-            str(path),
-            doc["python"],
-            doc["prefix"],
-            doc["record"],
-            [JournalStep(tuple(s["argv"]), s["what"], s["state"]) for s in doc["steps"]],
-            doc["phase"],
-            doc["state"],
-            doc["pid"],
-            doc["started"],
-            doc.get("expect"),
-            tuple(doc.get("pip_flags", ())),
-            list(doc.get("added", [])),
-            list(doc.get("strays", [])),
-            list(doc.get("kept", [])),
-        )
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise EnvironmentProblem(
-            f"the fix journal {path} cannot be read: {e}",
-            hint="look at it, and at the record it names; remove it once the environment is as "
-            "you want it",
-        ) from e
+RECORD_FILES = ("freeze.txt", "pip-check.txt")  # written before the journal, sealed in it
 
 
-def unfinished(folder: Path) -> Journal | None:
-    journal = read_journal(folder)
+def read_journal(folder: Path, python: str | None = None) -> Journal | None:
+    """The journal left in `folder` when it is envcheck's own, for this prefix (and `python`,
+    when given); None when there is none. Any other is refused (exit 2) with why: it is the
+    only account of what a fix did, and nothing in it is obeyed unchecked."""
+    from envcheck.fix.runner.trust import trusted
+
+    return trusted(folder / JOURNAL, python)
+
+
+def unfinished(folder: Path, python: str | None = None) -> Journal | None:
+    journal = read_journal(folder, python)
     return journal if journal is not None and journal.state == OPEN else None
 
 
@@ -177,12 +196,13 @@ def held(folder: Path, prefix: str) -> Iterator[None]:
     """One fix of this environment at a time, whoever runs it; refused at once, never queued."""
     path = folder / "lock"
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _LOCK_FLAGS, 0o644)
     except PermissionError:  # another user's lock: still the lock to meet (flock needs no write)
         fd = _read_only(path)
     except OSError as e:
-        raise problem(f"cannot open the fix's lock {path}", e) from e
+        raise lock_problem(path, e) from e
     try:
+        _regular_lock(fd, path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -203,18 +223,47 @@ def held(folder: Path, prefix: str) -> Iterator[None]:
 
 def _read_only(path: Path) -> int:
     try:
-        return os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY | _LOCK_FLAGS)
     except OSError as e:
-        raise problem(f"cannot open the fix's lock {path}", e) from e
+        raise lock_problem(path, e) from e
+
+
+def _regular_lock(fd: int, path: Path) -> None:
+    """The lock is a regular file: a FIFO or a device there is never waited on, written or
+    read (opened with O_NONBLOCK, refused on its fstat)."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise lock_problem(path, OSError(errno.EINVAL, "not a regular file"))
+    os.set_blocking(fd, True)
+
+
+def lock_problem(path: Path, e: OSError) -> EnvironmentProblem | UsageError:
+    """A link (ELOOP under O_NOFOLLOW) or a special file where the lock belongs is refused, exit
+    2: never followed, truncated or written through; anything else is the host's."""
+    if e.errno in (errno.ELOOP, errno.EINVAL):
+        why = "a symbolic link" if e.errno == errno.ELOOP else "not a regular file"
+        return UsageError(
+            f"refusing the fix's lock {path}: it is {why}, not the file envcheck makes",
+            hint=f"remove {path} (envcheck never follows or writes through it), then run "
+            "envcheck fix again",
+        )
+    return problem(f"cannot open the fix's lock {path}", e)
 
 
 def holder(folder: Path) -> str | None:
     """The pid of the fix holding this environment's lock now (asked without taking it); None
     when no fix holds it. Not to be asked while this process holds it."""
+    path = folder / "lock"
     try:
-        fd = os.open(folder / "lock", os.O_RDONLY)
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | _LOCK_FLAGS)
+    except FileNotFoundError:
         return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise lock_problem(path, e) from e
+        return None
+    _regular_lock(fd, path)
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -227,19 +276,19 @@ def holder(folder: Path) -> str | None:
 
 
 def write_whole(path: Path, text: str) -> None:
-    """Whole or not at all: a temporary file, synced, then renamed over."""
-    temporary = path.with_name(f".{path.name}.tmp")
+    """Whole or not at all: a fresh temporary name (O_EXCL), synced, then renamed over; no
+    group or other write."""
     try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
+        replace_own_file(path, text.encode("utf-8", "surrogateescape"), 0o644)
     except OSError as e:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+        raise problem(f"cannot write {path}", e) from e
+
+
+def write_new(path: Path, text: str) -> None:
+    """A record file, new in a record folder just made: never through a name already there."""
+    try:
+        create_own_file(path, text.encode("utf-8", "surrogateescape"), 0o644)
+    except OSError as e:
         raise problem(f"cannot write {path}", e) from e
 
 

@@ -45,8 +45,16 @@ from envcheck.fix.runner.journal import (
     open_journal,
     problem,
     unfinished,
+    write_new,
 )
 from envcheck.fix.runner.site import Site, ask_site
+from envcheck.fix.runner.trust import (
+    KEPT_MANIFEST,
+    NEVER_CHANGED,
+    check_record,
+    inside,
+    record_text,
+)
 
 # Tests only: hold the named phase open (a step is `step-N`) so that a test can signal the run
 # there, or change the world (stop the index) and let it go on by removing ENVCHECK_FIX_PAUSE_FILE.
@@ -97,15 +105,15 @@ def unfinished_words(journal: Journal) -> str:
 def refuse_unfinished(folder: Path, python: str, *, running: bool = True) -> None:
     """Before anything else: an open journal is a fix still running (`running`: asked of its
     lock), or one that was killed; say which and stop."""
-    journal = unfinished(folder)
-    if journal is None:
-        return
-    pid = holder(folder) if running else None
+    pid = holder(folder) if running else None  # a fix that runs is writing its journal now
     if pid is not None:
         raise EnvironmentProblem(
-            f"another `envcheck fix` (pid {pid}) is changing {journal.prefix}",
-            hint=f"wait for it to finish (its journal: {journal.path})",
+            f"another `envcheck fix` (pid {pid}) is changing {folder.parent}",
+            hint=f"wait for it to finish (its journal: {folder / 'journal.json'})",
         )
+    journal = unfinished(folder, python)
+    if journal is None:
+        return
     raise EnvironmentProblem(
         unfinished_words(journal),
         hint=f"`{envcheck_line(python, 'fix', '--rollback')}` puts the recorded state back from "
@@ -151,13 +159,13 @@ def _record(python: str, folder: Path, io: Io) -> Path:
     broken = apply.pip_check(python, io.variables)
     where = folder / "records" / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     try:
-        where.mkdir(parents=True)
-        (where / "freeze.txt").write_text(frozen, errors="surrogateescape")
-        (where / "pip-config.txt").write_text(config, errors="surrogateescape")
-        (where / "pip-check.txt").write_text("".join(f"{p}\n" for p in sorted(broken)))
-        (where / "target.txt").write_text(f"{python}\n", errors="surrogateescape")
+        where.mkdir(mode=0o755)
     except OSError as e:
         raise problem(f"cannot write the fix's record in {where} (nothing was changed)", e) from e
+    write_new(where / "freeze.txt", frozen)
+    write_new(where / "pip-config.txt", config)
+    write_new(where / "pip-check.txt", "".join(f"{p}\n" for p in sorted(broken)))
+    write_new(where / "target.txt", f"{python}\n")
     return where
 
 
@@ -197,7 +205,8 @@ def _prepare(
     io.pause("keep")
     kept = sorted({c.name for c in changes if c.before is not None})
     site = ask_site(python, io.variables, kept)
-    keep.keep(site.dists, folder / "kept")
+    keep.keep(site.dists, folder / "kept", site.prefix, keep.editable_links(site, kept))
+    journal.seal(KEPT_MANIFEST)
     added = sorted({c.name for c in changes if c.before is None})
     journal.kept, journal.added = kept, added
     journal.strays = _wheel_files(wheelhouse, added, site)
@@ -341,7 +350,9 @@ def _wheel_files(wheelhouse: Path, added: Iterable[str], site: Site) -> list[str
                 base = paths[kind]
             else:
                 rest = member
-            found.append(os.path.normpath(os.path.join(base, rest)))
+            path = os.path.normpath(os.path.join(base, rest))
+            if inside(path, site.prefix):  # no wheel installs outside; none is removed there
+                found.append(path)
     return found
 
 
@@ -426,8 +437,8 @@ def _drop_copies(journal: Journal) -> None:
 
 def _recorded_problems(journal: Journal) -> frozenset[str]:
     try:
-        text = (Path(journal.record) / "pip-check.txt").read_text()
-    except OSError:
+        text = record_text(journal, "pip-check.txt")
+    except UsageError:
         return frozenset()
     return frozenset(line for line in text.splitlines() if line)
 
@@ -481,37 +492,41 @@ def _save_if_possible(journal: Journal) -> None:
 
 def _restore(journal: Journal, io: Io) -> Rollback:
     python, folder = journal.python, Path(journal.record)
-    recorded = (folder / "freeze.txt").read_text(errors="surrogateescape")
+    recorded = record_text(journal, "freeze.txt")
+    kept = keep.load(journal)  # both checked before the first change
     old = apply.installed_versions(recorded)
     new = apply.installed_versions(apply.freeze(python, io.variables))
     # everything the fix touched goes, even at its recorded version (another build of it may
     # be there now), then the kept files come back: never a mix of two builds' files
     touched = set(journal.kept) | set(journal.added)
-    drop = sorted(n for n in new if old.get(n) != new[n] or n in touched)
+    drop = sorted(
+        n for n in new if (old.get(n) != new[n] or n in touched) and n not in NEVER_CHANGED
+    )
     ran: list[Ran] = []
     site = ask_site(python, io.variables, drop)
     roots = [path for _, path in site.paths]
     if drop:  # pip reads what to remove from their RECORD: no network
         ran.append(io.run((python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)))
         keep.prune_folders(_paths(site), roots)
-    kept = keep.load(folder / "kept")
     keeping = {k.path for k in kept}
     problems = keep.remove_files((p for p in journal.strays if p not in keeping), roots)
     problems += keep.restore(kept, folder / "kept")
+    problems += keep.differences(kept, folder / "kept")
     return _prove(journal, io, recorded, tuple(ran), problems)
 
 
 def _prove(
     journal: Journal, io: Io, recorded: str, ran: tuple[Ran, ...], problems: list[str]
 ) -> Rollback:
-    """Back as it was, by files: every kept distribution's RECORD hashes, present at its recorded
-    version, the freeze byte for byte, and nothing new from pip check."""
+    """Back as it was, by files: every kept file byte for byte (`problems` says which are not),
+    every distribution at its recorded version, the freeze byte for byte, and nothing new from
+    pip check."""
     python = journal.python
     old = apply.installed_versions(recorded)
     now = apply.freeze(python, io.variables)
     new = apply.installed_versions(now)
     site = ask_site(python, io.variables, journal.kept)
-    differences = list(problems) + keep.differences(site.dists)
+    differences = list(problems)
     for name in sorted(set(old) | set(new)):
         if old.get(name) != new.get(name):
             differences.append(
@@ -529,9 +544,15 @@ def _paths(site: Site) -> set[str]:
 def _state_words(rb: Rollback) -> str:
     if rb.complete:
         return "the environment is as it was (its files match the record)"
-    return "the rollback did NOT restore the record: " + "; ".join(
-        [*rb.differences[:5], *rb.new_problems[:5]]
-    )
+    if rb.differences:  # "did not restore" only where a file or a version differs
+        return "the rollback did NOT restore the record: " + "; ".join(
+            [*rb.differences[:5], *rb.new_problems[:5]]
+        )
+    if rb.new_problems:
+        return "every kept file is back as recorded, but pip check finds new problems: " + (
+            "; ".join(rb.new_problems[:5])
+        )
+    return "every kept file is back as recorded, but pip freeze differs from the record"
 
 
 def interrupted_words(rb: Rollback) -> str:
@@ -548,18 +569,19 @@ def finish_unfinished(
 ) -> Part:
     """An open journal left by a killed fix: `rollback` puts its record back; `resume` runs the
     steps not done and verifies (rolling back if that fails)."""
-    if unfinished(folder) is None:  # before the lock: no folder is made for nothing
+    if unfinished(folder, python) is None:  # before the lock: no folder is made for nothing
         raise UsageError(
             f"--{action}: no unfinished `envcheck fix` of {prefix}",
             hint=f"nothing to finish: run `{envcheck_line(python, 'fix')}` to see the plan",
         )
     with held(folder, prefix):
-        journal = unfinished(folder)
+        journal = unfinished(folder, python)
         if journal is None:
             raise UsageError(
                 f"--{action}: no unfinished `envcheck fix` of {prefix}",
                 hint=f"nothing to finish: run `{envcheck_line(python, 'fix')}` to see the plan",
             )
+        check_record(journal)  # a record gone or not the fix's: said before any change
         io.tell(f"envcheck fix: found {unfinished_words(journal)}; --{action}")
         if action == "rollback":
             rb = roll_back(journal, io)
