@@ -24,4 +24,5 @@ def all_rows(m: Matrix) -> list[Cited]:
         *m.builds,
         *m.images,
         *m.defects,
+        *m.cuda_libraries,
     ]

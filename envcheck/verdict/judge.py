@@ -31,6 +31,7 @@ from envcheck.verdict.rules.driver_floor import check_driver_floor
 from envcheck.verdict.rules.env_vars import check_nvidia_visible_devices, check_visible_devices
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
 from envcheck.verdict.rules.installed import check_gpu_build_without_driver, check_installed_floor
+from envcheck.verdict.rules.libraries import check_build_libraries, check_driver_api_loadable
 from envcheck.verdict.rules.paddle import check_paddle
 
 
@@ -72,7 +73,9 @@ CHECKS: tuple[Check, ...] = (
     check_driver_floor,
     check_gpus,
     check_cuda_driver_api,
+    check_driver_api_loadable,
     check_cuda_libraries,
+    check_build_libraries,
     check_unversioned_cudnn,
     check_paddle,
     check_installed_floor,

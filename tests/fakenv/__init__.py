@@ -226,11 +226,13 @@ driver, gpus = probe_driver(os.environ)
 t1 = time.perf_counter()
 from envcheck.probe.cuda_libs import probe_cuda
 sites = [p for p in [os.environ.get("FAKE_NVIDIA_SITE_PACKAGES")] if p]
-cuda_driver, cudart, cudnn = probe_cuda(sites, os.environ, timeout=float(sys.argv[1]))
+cuda_driver, cudart, cudnn, opened = probe_cuda(
+    sites, os.environ, timeout=float(sys.argv[1]), opens=True
+)
 t2 = time.perf_counter()
 print(json.dumps({"driver": to_dict(driver), "gpus": to_dict(gpus),
                   "cuda_driver": to_dict(cuda_driver), "cudart": to_dict(cudart),
-                  "cudnn": to_dict(cudnn), "seconds": {"nvml": t1 - t0, "cuda": t2 - t1}}))
+                  "cudnn": to_dict(cudnn), "opened": to_dict(opened), "seconds": {"nvml": t1 - t0, "cuda": t2 - t1}}))
 """
 
 
