@@ -122,18 +122,19 @@ def opened_file(lib: ctypes.CDLL) -> str | None:
 def open_by_name(name: str, folders: list[str]) -> Record:
     """dlopen `name` as Paddle's loader does: each of the build's folders, then the loader's
     search (LD_LIBRARY_PATH, the cache, the default folders). The loader's message when none
-    loads (a missing file, or a dependency of it that is missing)."""
+    loads (a missing file, or a dependency of it that is missing): a pip copy's first."""
+    failed: Record | None = None
     for folder in folders:
         path = os.path.join(folder, name)
         if os.path.exists(path):
             try:
                 return {"file": os.path.realpath(ctypes.CDLL(path)._name), "origin": "pip"}
             except OSError as e:
-                return {"error": str(e), "origin": "pip"}
+                failed = failed or {"error": str(e), "origin": "pip"}
     try:
         lib = ctypes.CDLL(name)
     except OSError as e:
-        return {"error": str(e)}
+        return failed or {"error": str(e)}
     return {"file": opened_file(lib), "origin": "loader"}
 
 

@@ -169,7 +169,10 @@ def test_aborting_cuinit_is_a_crash_with_its_signal(probed_host: Probed) -> None
 def test_no_libcuda_at_all_is_absent(probed_host: Probed) -> None:
     facts = probed_host("no-driver-pip")["cuda_driver"]
     assert (facts["status"], facts["error"]) == ("absent", None)
-    assert "no NVIDIA driver" in facts["reason"]
+    # the file and the loader's own words; whether a driver is here is NVML's to say (the
+    # judge tells a machine without one from an NVML without its libcuda)
+    assert "libcuda.so.1 cannot be loaded from" in facts["reason"]
+    assert "cannot open shared object file" in facts["reason"]
 
 
 @pytest.mark.fakegpu

@@ -202,3 +202,10 @@ def test_a_3x_pip_build_is_not_judged_by_the_2x_names() -> None:
         )
     )
     assert "cuda.library-missing" not in ids(r)
+
+
+def test_cublas_and_cublaslt_missing_together_are_one_finding_with_one_package() -> None:
+    r = doctor(t4_262(opened_libraries=opened("libcublas.so", "libcublasLt.so")))
+    f = the(r, "cuda.library-missing")
+    assert "cuBLAS as libcublas.so and cuBLASLt as libcublasLt.so" in f.message
+    assert fix_text(f).count("libcublas-dev-11-8") == 1

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck.contracts.facts import OpenedLibrary, PaddleFacts
 from envcheck.contracts.findings import Finding, fail, passed, warn
 from envcheck.contracts.libraries import DYNLOAD_STEMS
-from envcheck.contracts.remedy import Instruction, Remedy, aiming, root, steps, user
+from envcheck.contracts.remedy import Command, Instruction, Remedy, aiming, root, steps, user
 from envcheck.matrix.model import CudaLibrary
 from envcheck.matrix.provenance import plain_source
 from envcheck.matrix.scope import libraries_of_build, scope_label
@@ -132,13 +132,17 @@ def check_build_libraries(ctx: Context) -> Iterable[Finding]:
         return
     rows = libraries_of_build(ctx.matrix, p.version, p.cuda, pip)
     loaded: list[tuple[CudaLibrary, OpenedLibrary]] = []
+    missing: dict[str, list[tuple[CudaLibrary, list[OpenedLibrary]]]] = {}
     for row in rows:
         tried = [opened.get(name) for name in row.sonames]
         found = next((o for o in tried if o is not None and o.status == "ok"), None)
         if found is not None:
             loaded.append((row, found))
         elif all(o is not None for o in tried):
-            yield _missing(ctx, row, [o for o in tried if o is not None])
+            package = _package(row, p.cuda)
+            missing.setdefault(package, []).append((row, [o for o in tried if o is not None]))
+    for package, group in missing.items():
+        yield _missing(ctx, package, group)
     if loaded:
         names = ", ".join(f"{DYNLOAD_STEMS[r.library]} ({o.name})" for r, o in loaded)
         yield passed(
@@ -149,39 +153,65 @@ def check_build_libraries(ctx: Context) -> Iterable[Finding]:
         )
 
 
-def _missing(ctx: Context, row: CudaLibrary, tried: list[OpenedLibrary]) -> Finding:
+def _package(row: CudaLibrary, cuda: str) -> str:
+    """The row's package for the build's CUDA: `libcublas-dev-{cuda}` -> `libcublas-dev-11-8`."""
+    return row.toolkit_package.replace("{cuda}", "-".join(cuda.split(".")[:2]))
+
+
+def _missing(
+    ctx: Context, package: str, group: list[tuple[CudaLibrary, list[OpenedLibrary]]]
+) -> Finding:
+    """One finding per package: cuBLAS and cuBLASLt come (and go) together."""
     p = ctx.host.paddle
-    library = DYNLOAD_STEMS[row.library]
-    names = " or ".join(row.sonames)
-    loader = "; ".join(o.reason for o in tried if o.reason) or f"{names}: not found"
-    message = (
-        f"Paddle {p.version} (CUDA {p.cuda}) opens {library} as {names}, which cannot be loaded "
-        f'({loader}); Paddle: "The third-party dynamic library ({row.sonames[0]}) that Paddle '
-        f'depends on is not configured correctly"; {_names_from(row)}'
+    opens = " and ".join(
+        f"{DYNLOAD_STEMS[r.library]} as {' or '.join(r.sonames)}" for r, _ in group
     )
-    fix = _library_fix(ctx, row, p)
+    loader = "; ".join(o.reason or f"{o.name}: not found" for _, tried in group for o in tried)
+    first = group[0][0]
+    message = (
+        f"Paddle {p.version} (CUDA {p.cuda}) opens {opens}, which cannot be loaded ({loader}); "
+        f'Paddle: "The third-party dynamic library ({first.sonames[0]}) that Paddle depends on '
+        f'is not configured correctly"; {_names_from(first)}'
+    )
     # One GPU trains without NCCL; an unconfirmed row may warn, never fail.
-    one_gpu = row.library == "nccl" and len(ctx.host.gpus) <= 1
+    one_gpu = all(r.library == "nccl" for r, _ in group) and len(ctx.host.gpus) <= 1
     if one_gpu:
         message += "; needed only for training on more than one GPU"
-    report = warn if one_gpu or not row.confirmed else fail
+    report = warn if one_gpu or not all(r.confirmed for r, _ in group) else fail
     return report(
         "cuda.library-missing",
         message,
-        fix=fix,
+        fix=_library_fix(ctx, package, [r for r, _ in group]),
         layer="cuda",
-        library=row.library,
-        sonames=list(row.sonames),
-        source=row.source,
+        libraries=[r.library for r, _ in group],
+        sonames=[n for r, _ in group for n in r.sonames],
+        source=first.source,
     )
 
 
-def _library_fix(ctx: Context, row: CudaLibrary, p: PaddleFacts) -> Remedy:
-    """The versioned file the host has, linked to the name the build opens; else the toolkit's
-    package with that name (NVIDIA's CUDA apt repository); or the official image."""
-    cuda = "-".join((p.cuda or "").split(".")[:2])
-    package = row.toolkit_package.replace("{cuda}", cuda)
-    want = row.sonames[0]
+def _library_fix(ctx: Context, package: str, rows: list[CudaLibrary]) -> Remedy:
+    """The versioned files the host has, linked to the names the build opens; else the toolkit's
+    package with those names (NVIDIA's CUDA apt repository); or the official image."""
+    wanted = [r.sonames[0] for r in rows]
+    links = [link for want in wanted if (link := _link(ctx, want)) is not None]
+    install = root(
+        "apt-get",
+        "install",
+        "-y",
+        package,
+        changes=f"installs {', '.join(wanted)} from NVIDIA's CUDA apt repository",
+        alternative=bool(links),
+    )
+    goal = f"give this build the {' and '.join(wanted)} it opens"
+    if not links:
+        return aiming(goal, runtime_or_image_fix(steps(install)))
+    return aiming(
+        goal, steps(*links, root("ldconfig", changes="refreshes the loader's cache"), install)
+    )
+
+
+def _link(ctx: Context, want: str) -> Command | None:
+    """`ln -s` of a versioned file that loaded (`libcublas.so.11`) to the unversioned name."""
     versioned = next(
         (
             o
@@ -190,31 +220,14 @@ def _library_fix(ctx: Context, row: CudaLibrary, p: PaddleFacts) -> Remedy:
         ),
         None,
     )
-    link = (
-        root(
-            "ln",
-            "-s",
-            versioned.path,
-            f"{posixpath.dirname(versioned.path)}/{want}",
-            changes=f"gives the {versioned.name} that is there the name this build opens",
-        )
-        if versioned is not None and versioned.path and want.endswith(".so")
-        else None
-    )
-    install = root(
-        "apt-get",
-        "install",
-        "-y",
-        package,
-        changes=f"installs {DYNLOAD_STEMS[row.library]} with {want} from NVIDIA's CUDA apt "
-        "repository",
-        alternative=link is not None,
-    )
-    goal = f"give this build the {want} it opens"
-    if link is None:
-        return aiming(goal, runtime_or_image_fix(steps(install)))
-    return aiming(
-        goal, steps(link, root("ldconfig", changes="refreshes the loader's cache"), install)
+    if versioned is None or not versioned.path or not want.endswith(".so"):
+        return None
+    return root(
+        "ln",
+        "-s",
+        versioned.path,
+        f"{posixpath.dirname(versioned.path)}/{want}",
+        changes=f"gives the {versioned.name} that is there the name this build opens",
     )
 
 
