@@ -167,6 +167,14 @@ class PaddleFacts:
             " or not recorded (a facts file saved before this field)."
         },
     )
+    cuda_requirements: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "description": "The build's own nvidia-* requirements that apply on this machine"
+            " (its dist-info METADATA `Requires-Dist`, as `name==version`): the CUDA libraries a"
+            " pip-CUDA build brings; null when not read (no dist-info, a report saved before it)."
+        },
+    )
 
 
 @record

@@ -17,3 +17,14 @@ DYNLOAD_STEMS: dict[str, str] = {
     "cusparse": "cuSPARSE",
     "nccl": "NCCL",
 }
+
+# NVIDIA's pip package (its name without the `-cu12` of its CUDA family) -> the libraries above
+# it holds: what a pip-CUDA build's nvidia-* requirements bring.
+PIP_PACKAGES: dict[str, tuple[str, ...]] = {
+    "nvidia-cublas": ("cublas", "cublasLt"),
+    "nvidia-cufft": ("cufft",),
+    "nvidia-curand": ("curand",),
+    "nvidia-cusolver": ("cusolver",),
+    "nvidia-cusparse": ("cusparse",),
+    "nvidia-nccl": ("nccl",),
+}

@@ -5,12 +5,14 @@ the doctor fails a build that cannot load one, or an NVML without its libcuda.""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakenv import FakeBuild, empty_library, run_probes
 from tests.inprocess import doctor_process
 from tests.paddle_versions import VERSION_262_GPU, VERSION_331_CU126
 
@@ -95,3 +97,40 @@ def test_nvml_without_libcuda_beside_a_cpu_build_is_a_warning(
 ) -> None:
     _, doc, _ = doctor_process(host_env(fake_nvidia("a100-535-utility-only")), "--no-smoke")
     assert findings(doc)["cuda.libcuda-missing"]["severity"] == "warn"
+
+
+def test_a_pip_folder_comes_before_the_loaders_path(
+    fake_build: FakeBuild, fake_nvidia: Callable[[str], dict[str, str]]
+) -> None:
+    fake = fake_nvidia("t4-470-no-cublas")
+    pip = Path(fake["FAKE_NVIDIA_SITE_PACKAGES"]) / "nvidia" / "cufft" / "lib"
+    pip.mkdir(parents=True)
+    shutil.copyfile(empty_library(fake_build, "libcufft.so.10"), pip / "libcufft.so.10")
+    opened = {o["name"]: o for o in run_probes(fake, timeout=5.0)["opened"]}
+    assert opened["libcufft.so.10"]["origin"] == "pip"
+    assert opened["libcufft.so.10"]["path"] == str(pip / "libcufft.so.10")
+    assert opened["libcufft.so"]["origin"] == "loader"  # the unversioned name is not in pip's
+
+
+def test_a_pip_cuda_build_missing_its_required_cublas_fails_with_the_pin(
+    fake_build: FakeBuild, fake_nvidia: Callable[[str], dict[str, str]]
+) -> None:
+    fake = fake_nvidia("a100-535-utility-only")
+    env = host_env(fake, VERSION_331_CU126)
+    site = Path(fake["FAKE_NVIDIA_SITE_PACKAGES"])
+    (site / "nvidia" / "cudnn" / "lib").mkdir(
+        parents=True
+    )  # its cuDNN is there: only cuBLAS is not
+    shutil.copyfile(fake_build.cudnn("9.5.1"), site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+    dist = site / "paddlepaddle_gpu-3.3.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: paddlepaddle-gpu\nVersion: 3.3.1\n"
+        'Requires-Dist: nvidia-cublas-cu12==12.6.4.1; platform_system == "Linux"\n'
+    )
+    code, doc, _ = doctor_process(env, "--no-smoke")
+    assert doc["host"]["paddle"]["cuda_requirements"] == ["nvidia-cublas-cu12==12.6.4.1"]
+    f = findings(doc)["cuda.library-missing"]
+    assert code == 1 and f["severity"] == "fail"
+    assert "opens cuBLAS and cuBLASLt from nvidia-cublas-cu12==12.6.4.1" in f["message"]
+    assert "-m pip install nvidia-cublas-cu12==12.6.4.1" in f["fix"]

@@ -209,3 +209,79 @@ def test_cublas_and_cublaslt_missing_together_are_one_finding_with_one_package()
     f = the(r, "cuda.library-missing")
     assert "cuBLAS as libcublas.so and cuBLASLt as libcublasLt.so" in f.message
     assert fix_text(f).count("libcublas-dev-11-8") == 1
+
+
+# -- a pip-CUDA build (3.x): the names come from its own nvidia-* requirements --------------------
+
+PIP_REQUIREMENTS = ["nvidia-cublas-cu12==12.6.4.1", "nvidia-nccl-cu12==2.25.1"]
+PIP_DIR = "/srv/venv/lib/python3.11/site-packages/nvidia"
+
+
+def a100_331(opened_libraries: list[dict[str, Any]], gpus: int = 1) -> dict[str, Any]:
+    return s.host(
+        driver=s.driver("535.104.05", "12.2"),
+        gpus=[s.A100 | {"index": i} for i in range(gpus)],
+        paddle=s.PADDLE_331_CU126
+        | {"python": "/srv/venv/bin/python", "cuda_requirements": PIP_REQUIREMENTS},
+        cudnn=s.cudnn("9.5.1"),
+        opened_libraries=opened_libraries,
+    )
+
+
+def pip_lib(name: str, folder: str) -> dict[str, Any]:
+    return {"name": name, "status": "ok", "path": f"{PIP_DIR}/{folder}/lib/{name}", "origin": "pip"}
+
+
+def absent(name: str) -> dict[str, Any]:
+    error = f"{name}: cannot open shared object file: No such file or directory"
+    return {"name": name, "status": "absent", "reason": error}
+
+
+def test_a_pip_build_whose_cublas_package_is_gone_fails_with_its_own_pin() -> None:
+    r = doctor(
+        a100_331(
+            [
+                absent("libcublas.so"),
+                absent("libcublasLt.so"),
+                absent("libnccl.so"),
+                pip_lib("libnccl.so.2", "nccl"),
+            ]
+        )
+    )
+    f = the(r, "cuda.library-missing")
+    assert f.severity == "fail" and int(r.exit_status) == 1
+    assert "opens cuBLAS and cuBLASLt from nvidia-cublas-cu12==12.6.4.1" in f.message
+    assert "/srv/venv/bin/python -m pip install nvidia-cublas-cu12==12.6.4.1" in fix_text(f)
+    assert "NCCL (libnccl.so.2, pip)" in the(r, "cuda.libraries").message
+
+
+def test_a_pip_build_with_every_required_library_is_one_pass_line() -> None:
+    r = doctor(
+        a100_331(
+            [
+                absent("libcublas.so"),
+                pip_lib("libcublas.so.12", "cublas"),
+                absent("libcublasLt.so"),
+                pip_lib("libcublasLt.so.12", "cublas"),
+                absent("libnccl.so"),
+                pip_lib("libnccl.so.2", "nccl"),
+            ]
+        )
+    )
+    f = the(r, "cuda.libraries")
+    assert "cuBLAS (libcublas.so.12, pip)" in f.message
+    assert "names from the build's own requirements (nvidia-cublas-cu12==12.6.4.1" in f.message
+    assert "cuda.library-missing" not in ids(r)
+
+
+def test_a_pip_library_whose_dependency_is_missing_is_reinstalled() -> None:
+    broken = {
+        "name": "libcublas.so.12",
+        "status": "error",
+        "origin": "pip",
+        "reason": "libcublasLt.so.12: cannot open shared object file: No such file or directory",
+    }
+    r = doctor(a100_331([absent("libcublas.so"), broken, absent("libcublasLt.so")]))
+    f = next(f for f in r.findings if f.id == "cuda.library-missing")
+    assert "libcublasLt.so.12: cannot open shared object file" in f.message
+    assert "pip install --force-reinstall nvidia-cublas-cu12==12.6.4.1" in fix_text(f)

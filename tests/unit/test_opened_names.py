@@ -3,6 +3,7 @@ files under tmp_path and recorded child lines, no library loaded."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from envcheck.probe.cuda_driver import _parse_run
@@ -29,20 +30,17 @@ def test_every_name_a_folder_holds_and_the_unversioned_one_pip_folders_first(
 
 
 def test_the_childs_lines_read_as_loaded_absent_error_or_not_probed() -> None:
-    out = b"\n".join(
-        [
-            b'{"step": "open", "path": "libcublas.so", "begin": true}',
-            b'{"step": "open", "path": "libcublas.so", "error": "libcublas.so: cannot open shared'
-            b' object file: No such file or directory"}',
-            b'{"step": "open", "path": "libcusolver.so", "begin": true}',
-            b'{"step": "open", "path": "libcusolver.so", "error": "libnvJitLink.so.12: cannot'
-            b' open shared object file: No such file or directory"}',
-            b'{"step": "open", "path": "libcufft.so", "begin": true}',
-            b'{"step": "open", "path": "libcufft.so", "file": "/usr/local/cuda/lib64/libcufft.so'
-            b'.10.9.0.58", "origin": "loader"}',
-            b'{"step": "open", "path": "libnccl.so", "begin": true}',
-        ]
-    )
+    missing = "cannot open shared object file: No such file or directory"
+    lines: list[dict[str, str | bool]] = [
+        {"path": "libcublas.so", "begin": True},
+        {"path": "libcublas.so", "error": f"libcublas.so: {missing}"},
+        {"path": "libcusolver.so", "begin": True},
+        {"path": "libcusolver.so", "error": f"libnvJitLink.so.12: {missing}"},
+        {"path": "libcufft.so", "begin": True},
+        {"path": "libcufft.so", "file": "/usr/local/cuda/lib64/libcufft.so.10", "origin": "loader"},
+        {"path": "libnccl.so", "begin": True},
+    ]
+    out = "\n".join(json.dumps({"step": "open", **line}) for line in lines).encode()
     run = _parse_run(out, b"", -9, "timeout", 5.0)
     assert opened_library("libcublas.so", run).status == "absent"
     solver = opened_library("libcusolver.so", run)
@@ -51,3 +49,21 @@ def test_the_childs_lines_read_as_loaded_absent_error_or_not_probed() -> None:
     assert fft.status == "ok" and fft.origin == "loader" and fft.path
     nccl = opened_library("libnccl.so", run)
     assert nccl.status == "unknown" and "while loading it" in (nccl.reason or "")
+
+
+def test_a_pip_cuda_builds_own_requirements_are_read_with_their_markers(tmp_path: Path) -> None:
+    from envcheck.probe.interpreter import Interpreter
+    from envcheck.probe.paddle_build import probe_paddle
+    from tests.paddle_versions import VERSION_331_CU126, make_site
+
+    site = make_site(tmp_path, VERSION_331_CU126, "paddlepaddle_gpu-3.3.1")
+    (site / "paddlepaddle_gpu-3.3.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: paddlepaddle-gpu\nVersion: 3.3.1\n"
+        "Requires-Dist: numpy>=1.21\n"
+        'Requires-Dist: nvidia-cublas-cu12==12.6.4.1; platform_system == "Linux"\n'
+        'Requires-Dist: nvidia-cudnn-cu12==9.5.1.17; platform_system == "Windows"\n'
+        "Requires-Dist: nvidia-nccl-cu12 (==2.25.1)\n"
+    )
+    target = Interpreter("/srv/venv/bin/python", "/srv/venv", (str(site),), "3.11.2")
+    facts = probe_paddle(target)
+    assert facts.cuda_requirements == ("nvidia-cublas-cu12==12.6.4.1", "nvidia-nccl-cu12==2.25.1")

@@ -13,6 +13,7 @@ depends on is not configured correctly" (Paddle#78917, PaddleDetection#7089) and
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -20,12 +21,12 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.contracts.facts import OpenedLibrary, PaddleFacts
 from envcheck.contracts.findings import Finding, fail, passed, warn
-from envcheck.contracts.libraries import DYNLOAD_STEMS
+from envcheck.contracts.libraries import DYNLOAD_STEMS, PIP_PACKAGES
 from envcheck.contracts.remedy import Command, Instruction, Remedy, aiming, root, steps, user
 from envcheck.matrix.model import CudaLibrary
 from envcheck.matrix.provenance import plain_source
 from envcheck.matrix.scope import libraries_of_build, scope_label
-from envcheck.verdict.fixes import runtime_or_image_fix
+from envcheck.verdict.fixes import PipInstall, runtime_or_image_fix, target_python
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
@@ -130,6 +131,9 @@ def check_build_libraries(ctx: Context) -> Iterable[Finding]:
     opened = {o.name: o for o in ctx.host.opened_libraries}
     if not opened:
         return
+    if pip and p.cuda_requirements:
+        yield from _check_pip_build(ctx, opened, p.cuda_requirements)
+        return
     rows = libraries_of_build(ctx.matrix, p.version, p.cuda, pip)
     loaded: list[tuple[CudaLibrary, OpenedLibrary]] = []
     missing: dict[str, list[tuple[CudaLibrary, list[OpenedLibrary]]]] = {}
@@ -151,6 +155,70 @@ def check_build_libraries(ctx: Context) -> Iterable[Finding]:
             layer="cuda",
             libraries={o.name: o.path for _, o in loaded},
         )
+
+
+def _check_pip_build(
+    ctx: Context, opened: Mapping[str, OpenedLibrary], requirements: tuple[str, ...]
+) -> Iterable[Finding]:
+    """A pip-CUDA build opens its libraries from the nvidia-* packages it requires (FLAGS_cublas_dir
+    & co. point at site-packages/nvidia/*/lib), then by the same versioned names on the loader's
+    path: each library of each requirement must load from one or the other."""
+    p = ctx.host.paddle
+    loaded: list[tuple[str, OpenedLibrary]] = []
+    for requirement in requirements:
+        package = re.sub(r"-cu\d+$", "", requirement.split("==", 1)[0])
+        missing: list[str] = []
+        broken: list[OpenedLibrary] = []
+        for stem in PIP_PACKAGES.get(package, ()):
+            if f"lib{stem}.so" not in opened:
+                continue  # not probed: unknown
+            versioned = [o for o in opened.values() if re.fullmatch(rf"lib{stem}\.so\.\d+", o.name)]
+            ok = sorted((o for o in versioned if o.status == "ok"), key=lambda o: o.origin != "pip")
+            if ok:
+                loaded.append((stem, ok[0]))
+            else:
+                missing.append(stem)
+                broken += [o for o in versioned if o.status == "error"]
+        if missing:
+            yield _pip_missing(ctx, missing, requirement, broken)
+    if loaded:
+        names = ", ".join(f"{DYNLOAD_STEMS[stem]} ({o.name}, {o.origin})" for stem, o in loaded)
+        yield passed(
+            "cuda.libraries",
+            f"Paddle {p.version} (CUDA {p.cuda}) can open {names}; names from the build's own "
+            f"requirements ({', '.join(requirements)})",
+            layer="cuda",
+            libraries={o.name: o.path for _, o in loaded},
+        )
+
+
+def _pip_missing(
+    ctx: Context, stems: list[str], requirement: str, broken: list[OpenedLibrary]
+) -> Finding:
+    p = ctx.host.paddle
+    names = " and ".join(DYNLOAD_STEMS[stem] for stem in stems)
+    why = "; ".join(o.reason for o in broken if o.reason) or "; ".join(
+        f"no lib{stem}.so.N in its pip folder or on the loader's path" for stem in stems
+    )
+    python = target_python(ctx.host)
+    install = PipInstall(python, ("--force-reinstall", requirement) if broken else (requirement,))
+    one_gpu = stems == ["nccl"] and len(ctx.host.gpus) <= 1
+    message = (
+        f"Paddle {p.version} (CUDA {p.cuda}) opens {names} from {requirement}, its own "
+        f"requirement, which cannot be loaded ({why}); names from the build's own requirements"
+        + ("; needed only for training on more than one GPU" if one_gpu else "")
+    )
+    return (warn if one_gpu else fail)(
+        "cuda.library-missing",
+        message,
+        fix=aiming(
+            f"install the {requirement} this build requires",
+            steps(*install.commands(f"installs {requirement} into {python}")),
+        ),
+        layer="cuda",
+        libraries=stems,
+        requirement=requirement,
+    )
 
 
 def _package(row: CudaLibrary, cuda: str) -> str:
