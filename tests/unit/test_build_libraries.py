@@ -285,3 +285,10 @@ def test_a_pip_library_whose_dependency_is_missing_is_reinstalled() -> None:
     f = next(f for f in r.findings if f.id == "cuda.library-missing")
     assert "libcublasLt.so.12: cannot open shared object file" in f.message
     assert "pip install --force-reinstall nvidia-cublas-cu12==12.6.4.1" in fix_text(f)
+
+
+def test_nvml_without_libcuda_under_wsl2_offers_no_linux_driver_package() -> None:
+    wsl = s.driver("535.104.05", "12.2", library="/usr/lib/wsl/lib/libnvidia-ml.so.1")
+    r = doctor(s.host(driver=wsl, gpus=[s.T4], paddle=s.PADDLE_262_CU118, cuda_driver=NO_LIBCUDA))
+    text = fix_text(the(r, "cuda.libcuda-missing"))
+    assert "/usr/lib/wsl/lib/libcuda.so.1" in text and "libnvidia-compute" not in text

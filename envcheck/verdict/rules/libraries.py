@@ -107,7 +107,8 @@ def libcuda_fix(env: Mapping[str, str], nvml: str | None, version: str | None) -
                 f"libnvidia-compute-{branch}",
                 changes=f"where it is not there: reinstalls driver {branch}'s libcuda.so.1 (Ubuntu)",
             )
-            if branch.isdigit()
+            # WSL2's libcuda comes with the Windows driver (/usr/lib/wsl/lib), not a package
+            if branch.isdigit() and not (folder or "").startswith("/usr/lib/wsl/")
             else None,
             root("ldconfig", changes="refreshes the loader's cache, so it finds libcuda.so.1"),
             Instruction(
