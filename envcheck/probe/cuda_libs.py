@@ -139,27 +139,29 @@ def dynload_names(
     `lib<stem>.so.<major>` a folder on the loader's path or a pip folder holds."""
     ld = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d]
     homes = [os.path.join(h, sub) for h in _cuda_homes(env) for sub in ("lib64", "lib")]
-    cached = [name for name, _ in cache]
+    # /lib is /usr/lib on merged-/usr systems: each real folder once
+    folders = dict.fromkeys(os.path.realpath(f) for f in (*ld, *homes, *_DEFAULT_DIRS))
+    names = re.compile(rf"lib({'|'.join(DYNLOAD_STEMS)})\.so(?:\.\d+)?")
+    # One pass over each folder (/usr/lib/<triplet> holds thousands of files) and the cache.
+    found = [m for f in folders for n in _listing(f) if (m := names.fullmatch(n))]
+    found += [m for n, _ in cache if (m := names.fullmatch(n))]
     out = []
     for stem in DYNLOAD_STEMS:
-        pattern = re.compile(rf"lib{stem}\.so(?:\.\d+)?")
         pip = [
             os.path.join(sp, sub)
             for sp in site_packages
             for sub in (_PIP_DIRS[stem], "nvidia/cu13/lib")
             if os.path.isdir(os.path.join(sp, sub))
         ]
-        seen = [f"lib{stem}.so"]
-        for folder in (*pip, *ld, *homes, *_DEFAULT_DIRS):
-            seen += [n for n in _listing(folder) if pattern.fullmatch(n)]
-        seen += [n for n in cached if pattern.fullmatch(n)]
-        out += [(name, pip) for name in dict.fromkeys(seen)]
+        in_pip = [m for f in pip for n in _listing(f) if (m := names.fullmatch(n))]
+        versioned = {m.group(0) for m in (*in_pip, *found) if m.group(1) == stem}
+        out += [(name, pip) for name in (f"lib{stem}.so", *sorted(versioned - {f"lib{stem}.so"}))]
     return out
 
 
 def _listing(folder: str) -> list[str]:
     try:
-        return sorted(os.listdir(folder))
+        return os.listdir(folder)
     except OSError:
         return []
 
