@@ -26,4 +26,5 @@ def all_rows(m: Matrix) -> list[Cited]:
         *m.defects,
         *m.gpu_generations,
         *m.driver_branches,
+        *m.cuda_libraries,
     ]

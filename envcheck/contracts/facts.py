@@ -214,6 +214,18 @@ class CompatLibrary:
 
 
 @record
+class OpenedLibrary:
+    """One name a Paddle GPU build dlopens (`libcublas.so`, `libcufft.so.11`), opened in the probe's
+    child as Paddle's loader opens it: the build's pip folders first, then the loader's search."""
+
+    name: str  # required: the name is what was asked
+    status: Status = "unknown"  # ok: it loaded; absent: the loader could not open it
+    path: str | None = None  # the file that loaded, symlinks resolved
+    origin: Literal["pip", "loader"] | None = None  # a pip folder of the build, or dlopen's search
+    reason: str | None = None  # the loader's message (a missing file, or a missing dependency)
+
+
+@record
 class PaddleFacts:
     """`python -c "import paddle; paddle.version.show()"`, read from the file without importing."""
 
@@ -249,6 +261,14 @@ class PaddleFacts:
             "description": "The pip distributions that installed `paddle` (dist-info folders"
             " beside it), e.g. both paddlepaddle and paddlepaddle-gpu; empty when none was found"
             " or not recorded (a facts file saved before this field)."
+        },
+    )
+    cuda_requirements: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "description": "The build's own nvidia-* requirements that apply on this machine"
+            " (its dist-info METADATA `Requires-Dist`, as `name==version`): the CUDA libraries a"
+            " pip-CUDA build brings; null when not read (no dist-info, a report saved before it)."
         },
     )
 
@@ -324,6 +344,10 @@ class HostFacts:
     cuda_driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)
     cuda_runtime: LibraryFacts = field(default_factory=LibraryFacts)
     cudnn: LibraryFacts = field(default_factory=LibraryFacts)
+    # The other CUDA libraries the installed GPU build opens by name (cuBLAS, cuFFT, NCCL, ...),
+    # each name as the probe opened it; a name not here was not probed (a CPU build, a saved
+    # report older than the probe): unknown, never absent.
+    opened_libraries: tuple[OpenedLibrary, ...] = ()
     paddle: PaddleFacts = field(default_factory=PaddleFacts)
     engine: EngineFacts = field(default_factory=EngineFacts)
     env: dict[str, str] = field(default_factory=dict)

@@ -81,7 +81,7 @@ def _keys(row: Row) -> list[Any]:
         return [(cached_version(v["paddle"]), v["package"], cuda)]
     if row.table in ("toolkit", "arch_set", "release"):
         return [cached_version(v[ident[0]])]
-    return [v[ident[0]]]
+    return [tuple(v.get(k) for k in ident)]
 
 
 def _kind_problems(row: Row) -> list[str]:

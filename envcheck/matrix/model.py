@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from envcheck.contracts.libraries import DYNLOAD_STEMS
 from envcheck.contracts.record import field, record
 from envcheck.contracts.versions import parse_dotted, release_of
 from envcheck.matrix import fields as check
@@ -305,6 +306,27 @@ class Registry:
 
 
 @record
+class CudaLibrary:
+    """The names one CUDA library is opened by (`dlopen`, the first that loads wins) in the builds
+    of a release range and a CUDA family (`11` every CUDA 11 build, `12.0` the cu120 ones; the
+    longest that covers a build wins), with or without Paddle's pip CUDA libraries, and the
+    package of NVIDIA's CUDA apt repository that holds those names (`{cuda}`: the build's CUDA
+    as `11-8`)."""
+
+    library: str = field(metadata={"check": check.one_of(*DYNLOAD_STEMS), "ident": True})
+    releases: str = field(metadata={"check": check.specifier, "ident": True})  # "==2.*"
+    cuda: str = field(metadata={"check": check.dotted, "ident": True})  # "11", "12.0"
+    pip_cuda_libraries: bool = field(metadata={"check": check.boolean, "ident": True})
+    sonames: tuple[str, ...] = field(metadata={"check": check.texts})  # ("libcublas.so",)
+    toolkit_package: str = field(
+        metadata={"check": check.matching(r"[a-z0-9][a-z0-9.+-]*(\{cuda\})?", "a package name")}
+    )
+    source: str = field(metadata={"check": check.text})
+    confirmed: bool = field(metadata={"check": check.boolean})
+    note: str | None = field(default=None, metadata={"check": check.text})
+
+
+@record
 class Matrix:
     """The whole compatibility matrix, every table of `matrix/*.toml` validated.
 
@@ -331,6 +353,7 @@ class Matrix:
     driver_branches: tuple[DriverBranch, ...] = field(
         default=(), metadata={"table": "driver_branch"}
     )
+    cuda_libraries: tuple[CudaLibrary, ...] = field(default=(), metadata={"table": "cuda_library"})
 
     # -- CUDA and drivers -------------------------------------------------------------------
     def toolkit_min_driver(self, cuda: str) -> ToolkitDriver | None:

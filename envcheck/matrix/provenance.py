@@ -19,6 +19,7 @@ SourceKind = Literal[
     "Paddle's install docs",
     "Paddle's issue tracker",
     "build files",
+    "Paddle's source code",
 ]
 
 # Key prefix -> what it is. Checked in order; the first match names the kind.
@@ -28,6 +29,7 @@ _KINDS: tuple[tuple[re.Pattern[str], SourceKind], ...] = (
     (re.compile(r"^(D-|PD-|OCR-|PX-|ERNIE|PFORM|DOCS#|CONDA|SETUP)"), "Paddle's install docs"),
     (re.compile(r"^(ISSUES|PR\d|Paddle\w*#|[A-Za-z]+#\d)"), "Paddle's issue tracker"),
     (re.compile(r"^(CMAKE|CUDA\.cmake|CUDART|GPURES)"), "build files"),
+    (re.compile(r"^DYNLOAD"), "Paddle's source code"),
 )
 
 

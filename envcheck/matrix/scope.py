@@ -21,7 +21,14 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.contracts.record import record
 from envcheck.contracts.versions import VersionParseError, release_of
-from envcheck.matrix.model import ArchFact, Matrix, PaddleBuild, PaddleRelease, release_version
+from envcheck.matrix.model import (
+    ArchFact,
+    CudaLibrary,
+    Matrix,
+    PaddleBuild,
+    PaddleRelease,
+    release_version,
+)
 
 
 @record
@@ -61,14 +68,14 @@ def scope_label(releases: str) -> str:
     return f"releases {spec}"
 
 
-def covers_release(fact: ArchFact, paddle: str) -> bool:
+def covers_release(fact: ArchFact | CudaLibrary, paddle: str) -> bool:
     try:
         return SpecifierSet(fact.releases).contains(Version(paddle), prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
         return False
 
 
-def covers_cuda(fact: ArchFact, cuda: str) -> bool:
+def covers_cuda(fact: ArchFact | CudaLibrary, cuda: str) -> bool:
     try:
         want = release_of(fact.cuda)[: len(fact.cuda.split("."))]
         return release_of(cuda)[: len(want)] == want
@@ -191,3 +198,20 @@ def _compiled(archs: tuple[int, ...]) -> str:
 def _family(f: ArchFact) -> str:
     where = f", {f.platform}" if f.platform else ""
     return f"{scope_label(f.releases)}, CUDA {f.cuda} builds{where}"
+
+
+def libraries_of_build(
+    matrix: Matrix, paddle: str, cuda: str, pip_cuda_libraries: bool
+) -> tuple[CudaLibrary, ...]:
+    """The `[[cuda_library]]` rows that say which names a build opens: one per library, the row of
+    the narrowest CUDA scope that covers the build (`12.0` over `12`)."""
+    best: dict[str, CudaLibrary] = {}
+    for row in matrix.cuda_libraries:
+        if row.pip_cuda_libraries != pip_cuda_libraries:
+            continue
+        if not (covers_release(row, paddle) and covers_cuda(row, cuda)):
+            continue
+        held = best.get(row.library)
+        if held is None or len(row.cuda.split(".")) > len(held.cuda.split(".")):
+            best[row.library] = row
+    return tuple(best.values())

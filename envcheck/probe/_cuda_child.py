@@ -1,13 +1,17 @@
 """Child process of the CUDA probes: load NVIDIA libraries and report, one JSON line per step.
 
-Run by path as `python -I -S _cuda_child.py [--driver[=PATH]] [cudart=PATH | cudnn=PATH]...`
-(`--driver=PATH`: that libcuda file, the driver root's; `--driver`: libcuda.so.1 as dlopen finds it).
+Run by path as `python -I -S _cuda_child.py [--driver[=PATH]] [cudart=PATH | cudnn=PATH]...
+[open=NAME[:DIR...]]...` (`--driver=PATH`: that libcuda file, the driver root's; `--driver`:
+libcuda.so.1 as dlopen finds it; `open=NAME:DIR`: dlopen `DIR/NAME` for each folder given, then
+`NAME` as the loader finds it, the order Paddle's dynamic loader tries a library in).
 A broken driver can hang in cuInit or abort the process; each step prints
 `{"step": ..., "begin": true}` before it starts and its result after, flushed, so the parent
 knows which step never finished.
 
-Steps: "library" (one per path), "driver-load" (dlopen + cuDriverGetVersion), "driver" (cuInit).
-Library loads come first: they do not touch the driver, so a wedged cuInit cannot hide them.
+Steps: "library" (one per path), "open" (one per name), "driver-load" (dlopen +
+cuDriverGetVersion), "driver" (cuInit). Library loads come first: they do not touch the driver, so
+a wedged cuInit cannot hide them; the names come after cudart and cuDNN, so a library that is slow
+to map (cuBLASLt is hundreds of MB) cannot hide those two.
 
 Start-up is the cost that matters (the doctor has ~150 ms in all): only `ctypes`, `json`, `os`
 and `sys` are imported (`json` costs ~2 ms of the child's ~16 ms start, measured on 2 cores).
@@ -93,6 +97,47 @@ def library_version(kind: str, path: str) -> Record:
         return {"error": str(e)}
 
 
+class _LinkMap(ctypes.Structure):
+    # The head of glibc's `struct link_map` (<link.h>): enough for the file's name.
+    _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
+
+
+_RTLD_DI_LINKMAP = 2  # <dlfcn.h>
+
+
+def opened_file(lib: ctypes.CDLL) -> str | None:
+    """The file a handle was loaded from (dlinfo RTLD_DI_LINKMAP), symlinks resolved."""
+    try:
+        dlinfo = ctypes.CDLL(None).dlinfo
+        dlinfo.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+        entry = ctypes.POINTER(_LinkMap)()
+        if dlinfo(lib._handle, _RTLD_DI_LINKMAP, ctypes.byref(entry)) == 0 and entry:
+            name = entry.contents.l_name
+            return os.path.realpath(os.fsdecode(name)) if name else None
+    except (AttributeError, OSError, ValueError, ctypes.ArgumentError):
+        pass
+    return None
+
+
+def open_by_name(name: str, folders: list[str]) -> Record:
+    """dlopen `name` as Paddle's loader does: each of the build's folders, then the loader's
+    search (LD_LIBRARY_PATH, the cache, the default folders). The loader's message when none
+    loads (a missing file, or a dependency of it that is missing): a pip copy's first."""
+    failed: Record | None = None
+    for folder in folders:
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            try:
+                return {"file": os.path.realpath(ctypes.CDLL(path)._name), "origin": "pip"}
+            except OSError as e:
+                failed = failed or {"error": str(e), "origin": "pip"}
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError as e:
+        return failed or {"error": str(e)}
+    return {"file": opened_file(lib), "origin": "loader"}
+
+
 def error_name(lib: ctypes.CDLL, code: int) -> str:
     name = ctypes.c_char_p()
     try:
@@ -137,6 +182,12 @@ def main(argv: list[str]) -> int:
         if sep and kind in ("cudart", "cudnn"):
             emit({"step": "library", "path": path, "begin": True})
             emit({"step": "library", "path": path, **library_version(kind, path)})
+    for arg in argv[1:]:
+        kind, sep, spec = arg.partition("=")
+        if sep and kind == "open":
+            name, *folders = spec.split(":")
+            emit({"step": "open", "path": name, "begin": True})
+            emit({"step": "open", "path": name, **open_by_name(name, folders)})
     driver = [a.partition("=")[2] for a in argv[1:] if a.partition("=")[0] == "--driver"]
     if driver:
         emit({"step": "driver-load", "begin": True})

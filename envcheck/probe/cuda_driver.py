@@ -87,10 +87,13 @@ def driver_facts(run: ChildRun) -> CudaDriverFacts:
         return _not_finished(run, "driver-load", CudaDriverFacts())
     if loaded.get("absent"):
         looked_at = loaded.get("looked_at")
-        where = f"at {looked_at}" if looked_at else "on the loader path"
+        where = f"from {looked_at}" if looked_at else "from the loader path"
+        # Absent whatever NVML says: the judge knows whether NVML answered (a container without
+        # the driver's compute libraries, a loader path that misses them) or no driver is here.
+        detail = loaded.get("detail")
         return CudaDriverFacts(
             status="absent",
-            reason=f"libcuda.so.1 is not {where}: no NVIDIA driver is installed.",
+            reason=f"libcuda.so.1 cannot be loaded {where}" + (f" ({detail})" if detail else ""),
         )
     known = CudaDriverFacts(
         version=_cuda_version(loaded.get("version")), library=loaded.get("library")

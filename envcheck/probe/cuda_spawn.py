@@ -142,11 +142,13 @@ class Child:
 def start_cuda_child(
     request: dict[str, Any], env: Mapping[str, str], timeout: float
 ) -> Child | str:
-    """Start the child on `request` ({"driver": bool, "libraries": [{"kind", "path"}]}), its
+    """Start the child on `request` ({"driver": bool, "libraries": [{"kind", "path"}], "open":
+    [{"name", "folders"}]}), its
     deadline `timeout` seconds from now; a string says why it could not start. The child's
     variables are `env`, the command's: CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH and the driver
     root it meets are the ones the command was given."""
     args = [f"{lib['kind']}={lib['path']}" for lib in request.get("libraries", [])]
+    args += [":".join(("open=" + o["name"], *o["folders"])) for o in request.get("open", [])]
     if request.get("driver"):
         library = driver_library(CUDA_SONAME, env)
         args.append("--driver" if library is None else f"--driver={library}")

@@ -26,9 +26,18 @@ from envcheck.probe import early
 from envcheck.probe.cuda_spawn import CUINIT_BEGINS, TIMEOUT_S, Child, start_cuda_child
 
 if TYPE_CHECKING:
-    from envcheck.contracts.facts import DriverFacts, GpuFacts, HostFacts
+    from envcheck.contracts.facts import (
+        DriverFacts,
+        GpuFacts,
+        HostFacts,
+        LibraryFacts,
+        OpenedLibrary,
+        PaddleFacts,
+    )
     from envcheck.probe.endpoint import Endpoint
     from envcheck.probe.interpreter import Interpreter
+
+    Libraries = tuple[LibraryFacts, LibraryFacts, tuple[OpenedLibrary, ...]]
 
 T = TypeVar("T")
 _HEAD_START_S = 1.0  # the longest the library and engine probes let the driver child go first
@@ -102,7 +111,7 @@ class HostProbe:
         """Run every other probe while the driver initialises; `engine`: the resolved endpoint
         to read (None: the engine is not probed)."""
         from envcheck.contracts.facts import EngineFacts
-        from envcheck.probe import cuda_libs
+        from envcheck.probe import cuda_libs, paddle_build
         from envcheck.probe import engine as engine_probe  # see the class
 
         def probe_engine() -> EngineFacts:
@@ -114,12 +123,19 @@ class HostProbe:
             engine_probe.import_sdk()
         self.start_nvml()
         self.target = target
-        self._libraries = _Task(
-            "libraries",
-            lambda: self._after_cuinit_begins(
-                cuda_libs.probe_cuda_libraries, target.site_packages, self.env, self._timeout
-            ),
-        )
+
+        def probe_libraries() -> tuple[PaddleFacts, Libraries]:
+            # The build first (its version file, read as text): a GPU build's other libraries
+            # are opened too; a CPU build opens none of them.
+            paddle = paddle_build.probe_paddle(target)
+            gpu_build = paddle.status == "ok" and bool(paddle.cuda)
+            return paddle, self._after_cuinit_begins(
+                lambda: cuda_libs.probe_cuda_libraries(
+                    target.site_packages, self.env, self._timeout, opens=gpu_build
+                )
+            )
+
+        self._libraries = _Task("libraries", probe_libraries)
         self._engine = _Task("engine", probe_engine)
         return self
 
@@ -151,12 +167,13 @@ class HostProbe:
         from envcheck.probe.wsl import probe_wsl
 
         assert self.target is not None and self._nvml is not None, "start() the probe first"
-        paddle = probe_paddle(self.target)
         driver, gpus = self._nvml.result()
         engine = self._engine.result()
+        opened: tuple[OpenedLibrary, ...] = ()
         try:
-            cudart, cudnn = self._libraries.result(self._timeout * 3)
+            paddle, (cudart, cudnn, opened) = self._libraries.result(self._timeout * 3)
         except TimeoutError:
+            paddle = probe_paddle(self.target)
             cudart = cudnn = LibraryFacts(reason="the CUDA library probe did not finish")
         cuda_driver = driver_facts(finish_cuda_child(self._driver))  # the slowest, waited last
         cuda_compat = probe_cuda_compat(self.env, cuda_driver.library)
@@ -166,6 +183,7 @@ class HostProbe:
             cuda_driver=cuda_driver,
             cuda_runtime=cudart,
             cudnn=cudnn,
+            opened_libraries=opened,
             paddle=paddle,
             engine=engine,
             env=probe_env(self.env),

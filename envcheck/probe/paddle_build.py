@@ -77,6 +77,47 @@ def _archs(written: list[object]) -> tuple[int, ...]:
     return tuple(found)
 
 
+_REQUIRES = re.compile(
+    r"^Requires-Dist:\s*(nvidia-[A-Za-z0-9_.-]+)\s*\(?==\s*([^\s;)]+)\)?\s*(?:;(.*))?$",
+    re.MULTILINE,
+)
+_MAX_METADATA = 1024 * 1024
+
+
+def cuda_requirements(site_dir: str) -> tuple[str, ...] | None:
+    """`pip show -v paddlepaddle-gpu`'s nvidia-* requirements, pinned, that apply on this
+    machine (their markers: `platform_system == 'Linux' and platform_machine == 'x86_64'`);
+    None when the build's METADATA cannot be read."""
+    try:
+        entries = sorted(e for e in os.listdir(site_dir) if e.startswith("paddlepaddle_gpu-"))
+    except OSError:
+        return None
+    metadata = [os.path.join(site_dir, e, "METADATA") for e in entries if e.endswith(".dist-info")]
+    for path in metadata:
+        try:
+            text = read_regular(path, _MAX_METADATA).decode("utf-8", "replace")
+        except OSError:
+            continue
+        return tuple(
+            f"{name}=={version}"
+            for name, version, marker in _REQUIRES.findall(text)
+            if _applies(marker)
+        )
+    return None
+
+
+def _applies(marker: str) -> bool:
+    if not marker.strip():
+        return True
+    # imported here: only a pip-CUDA build's requirements need it
+    from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
+
+    try:
+        return Marker(marker).evaluate()
+    except (InvalidMarker, UndefinedEnvironmentName):
+        return True
+
+
 def installed_distributions(site_dir: str) -> list[str]:
     """`paddlepaddle` and/or `paddlepaddle-gpu` dist-info folders next to the `paddle` package."""
     found: list[str] = []
@@ -121,6 +162,8 @@ def _probe_paddle(target: Interpreter) -> PaddleFacts:
             python,
             tuple(dists),
         )
+        if facts.with_pip_cuda_libraries and facts.cuda:
+            facts = replace(facts, cuda_requirements=cuda_requirements(site_dir))
         if facts.version is None and len(dists) <= 1:
             return _unreadable(facts, f"unreadable {version_file}")
         return with_fatbin_archs(validated(facts, version_file))

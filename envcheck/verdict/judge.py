@@ -38,6 +38,7 @@ from envcheck.verdict.rules.gpu_health import check_gpu_health
 from envcheck.verdict.rules.gpu_support import check_gpu_support
 from envcheck.verdict.rules.gpus import check_expected_gpu, check_gpus
 from envcheck.verdict.rules.installed import check_gpu_build_without_driver, check_installed_floor
+from envcheck.verdict.rules.libraries import check_build_libraries, check_driver_api_loadable
 from envcheck.verdict.rules.paddle import check_paddle
 from envcheck.verdict.rules.wsl import check_wsl
 
@@ -112,8 +113,10 @@ CHECKS: tuple[Check, ...] = (
     check_gpus,
     check_gpu_health,
     check_cuda_driver_api,
+    check_driver_api_loadable,
     check_cuda_libraries,
     check_cuda_compat,
+    check_build_libraries,
     check_unversioned_cudnn,
     check_paddle,
     check_installed_floor,

@@ -279,6 +279,32 @@ def _install_libraries(fake: FakeBuild, host: Mapping[str, Any], site: Path, ld_
         _copy_into(fake.cudart(host["ld_cudart"]), ld_dir)
     if "ld_cudnn" in host:
         _copy_into(fake.cudnn(host["ld_cudnn"]), ld_dir)
+    # The other libraries a build opens by name (cuBLAS, cuFFT, NCCL, ...): files that load, with
+    # the soname of their name, on LD_LIBRARY_PATH (`ld_libs`) or under site-packages/nvidia
+    # (`pip_libs`, e.g. "cublas/lib/libcublas.so.12").
+    for name in host.get("ld_libs", ()):
+        _copy_into(empty_library(fake, name), ld_dir)
+    for relative in host.get("pip_libs", ()):
+        folder, name = (site / "nvidia" / relative).parent, Path(relative).name
+        _copy_into(empty_library(fake, name), folder)
+
+
+def empty_library(fake: FakeBuild, soname: str) -> Path:
+    """A shared library with nothing in it but its soname, compiled once per build: what dlopen
+    needs to open `soname`, which is all Paddle's loader asks of cuBLAS & co. before a call."""
+    out = fake.root / "empty" / soname
+    if not out.exists():
+        gcc = shutil.which("gcc")
+        if gcc is None:
+            raise FakeBuildError("gcc is not installed: the fake libraries cannot be built")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        built = out.with_name(f".{soname}.{os.getpid()}")  # parallel hosts: renamed whole
+        cmd = [gcc, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(built), "-x", "c", "-"]
+        done = subprocess.run(cmd, input=b"", capture_output=True, check=False)
+        if done.returncode:
+            raise FakeBuildError(f"{' '.join(cmd)}\n{done.stderr.decode()}")
+        built.replace(out)
+    return out
 
 
 def _copy_into(built: Path, directory: Path) -> None:
@@ -296,11 +322,13 @@ driver, gpus = probe_driver(os.environ)
 t1 = time.perf_counter()
 from envcheck.probe.cuda_libs import probe_cuda
 sites = [p for p in [os.environ.get("FAKE_NVIDIA_SITE_PACKAGES")] if p]
-cuda_driver, cudart, cudnn = probe_cuda(sites, os.environ, timeout=float(sys.argv[1]))
+cuda_driver, cudart, cudnn, opened = probe_cuda(
+    sites, os.environ, timeout=float(sys.argv[1]), opens=True
+)
 t2 = time.perf_counter()
 print(json.dumps({"driver": to_dict(driver), "gpus": to_dict(gpus),
                   "cuda_driver": to_dict(cuda_driver), "cudart": to_dict(cudart),
-                  "cudnn": to_dict(cudnn), "seconds": {"nvml": t1 - t0, "cuda": t2 - t1}}))
+                  "cudnn": to_dict(cudnn), "opened": to_dict(opened), "seconds": {"nvml": t1 - t0, "cuda": t2 - t1}}))
 """
 
 

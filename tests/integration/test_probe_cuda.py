@@ -169,7 +169,10 @@ def test_aborting_cuinit_is_a_crash_with_its_signal(probed_host: Probed) -> None
 def test_no_libcuda_at_all_is_absent(probed_host: Probed) -> None:
     facts = probed_host("no-driver-pip")["cuda_driver"]
     assert (facts["status"], facts["error"]) == ("absent", None)
-    assert "no NVIDIA driver" in facts["reason"]
+    # the file and the loader's own words; whether a driver is here is NVML's to say (the
+    # judge tells a machine without one from an NVML without its libcuda)
+    assert "libcuda.so.1 cannot be loaded from" in facts["reason"]
+    assert "cannot open shared object file" in facts["reason"]
 
 
 @pytest.mark.fakegpu
@@ -206,7 +209,7 @@ def test_ld_library_path_order_decides_between_two_copies(
         d.mkdir()
         shutil.copy(fake_build.cudart(version), d)
     env = {"LD_LIBRARY_PATH": f"{first}:{second}", "PATH": os.defpath}
-    cudart, _ = cuda_libs.probe_cuda_libraries([], env, timeout=5.0)
+    cudart, _, _ = cuda_libs.probe_cuda_libraries([], env, timeout=5.0)
     ours = [c for c in cudart.candidates if c.origin == "LD_LIBRARY_PATH"]
     assert [(c.version, Path(c.path).parent) for c in ours] == [("12.2", first), ("12.9", second)]
     assert (cudart.version, cudart.origin) == ("12.2", "LD_LIBRARY_PATH")
@@ -223,7 +226,7 @@ def test_a_library_that_cannot_load_is_skipped_with_a_note(
     (broken / "libcudnn.so.9").write_bytes(b"not an ELF file")
     shutil.copy(fake_build.cudnn("9.5.1"), good)
     env = {"LD_LIBRARY_PATH": f"{broken}:{good}", "PATH": os.defpath}
-    _, cudnn = cuda_libs.probe_cuda_libraries([], env)
+    _, cudnn, _ = cuda_libs.probe_cuda_libraries([], env)
     assert (cudnn.status, cudnn.version, cudnn.path) == ("ok", "9.5.1", str(good / "libcudnn.so.9"))
     assert cudnn.candidates[0].error and "cannot be loaded" in (cudnn.reason or "")
 
@@ -240,7 +243,7 @@ def test_the_loader_cache_libraries_are_found_and_the_driver_root_hides_libcuda(
         "PATH": os.defpath,
         "ENVCHECK_DRIVER_ROOT": fake_nvidia("no-driver")["ENVCHECK_DRIVER_ROOT"],
     }
-    driver, cudart, cudnn = cuda_libs.probe_cuda([], env)
+    driver, cudart, cudnn, _ = cuda_libs.probe_cuda([], env)
     assert driver.status == "absent" and "driver" in (driver.reason or "")
     cache = cuda_libs.loader_cache()
     for spec, facts in ((cuda_libs.CUDART, cudart), (cuda_libs.CUDNN, cudnn)):

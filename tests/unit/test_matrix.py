@@ -33,7 +33,7 @@ SOURCE_TAGS = {
     "D-2.4", "D-2.5", "D-2.6", "D-3.0b", "D-dev", "PD-DOCS-now", "PD-IDX", "OCR-3.2", "OCR-3.0",
     "PX-3.1", "ERNIE", "PFORM", "CONDA", "SETUP", "CUDA.cmake-old", "PR52285", "PR78720",
     "PR79154", "PR79314", "PR79331", "GPURES", "PLACE", "DYNLOAD", "ENFORCE", "W-262", "W-331",
-    "ISSUES", "3P",
+    "ISSUES", "3P", "ISSUES-LIB", "NV-APT",
     # matrix-audit.md §0a
     "NV-CC", "NV-DEP13", "NVCC13", "NVCC12.8", "DOCS#7159", "DOCS#7426", "DOCS#7684", "PR79269",
     # compat_facts.md §11: GPU generations, driver branches, CUDA 13.3/13.4

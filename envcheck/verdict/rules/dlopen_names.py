@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
-
 from envcheck.contracts.facts import PaddleFacts
 from envcheck.contracts.findings import Finding, fail
 from envcheck.verdict.fixes import cudnn_link_fix
+from envcheck.verdict.rules.libraries import pip_cuda_libraries
 
 if TYPE_CHECKING:
     from envcheck.verdict.judge import Context
@@ -43,9 +42,4 @@ def check_unversioned_cudnn(ctx: Context) -> Iterable[Finding]:
 def _opens_unversioned(p: PaddleFacts) -> bool:
     """True for a build that dlopens the unversioned names: its record says it is not a pip-CUDA
     build, or it is a 2.x build (2.x records nothing and ships no nvidia-* requirements)."""
-    if p.with_pip_cuda_libraries is not None:
-        return not p.with_pip_cuda_libraries
-    try:
-        return Version(p.version or "").major < 3
-    except InvalidVersion:
-        return False
+    return pip_cuda_libraries(p) is False
