@@ -19,7 +19,7 @@ from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
 from envcheck.fix.outcome import Change, FixOutcome, Outcome, Part, RecordInfo, Summary, overall
 from envcheck.fix.plan import FixPlan, ImageState, plan_fix
-from envcheck.fix.runner import apply
+from envcheck.fix.runner import apply, pipstep
 from envcheck.fix.runner.journal import home
 from envcheck.fix.runner.site import Site, ask_site
 from envcheck.fix.runner.transaction import (
@@ -58,6 +58,7 @@ def fix_environment(options: FixOptions, io: Io) -> FixOutcome:
     python = site.executable
     doctor = replace(options.doctor, python=python, smoke=False, quiet=True)
     folder = home(site.prefix)
+    pipstep.settle(folder, io.tell)  # a pip step a killed fix left running: stopped, never raced
     if options.unfinished != "refuse":
         part = finish_unfinished(folder, options.unfinished, io, doctor, python, site.prefix)
         report = io.diagnose(doctor)

@@ -34,7 +34,7 @@ from envcheck.contracts.record import record, replace
 from envcheck.edges.signals import deferred, wait_for_signal
 from envcheck.fix.outcome import Change, Part, PartOutcome, Ran, RecordInfo, Rollback, Summary
 from envcheck.fix.plan import PIP_OVERRIDE, FixPlan
-from envcheck.fix.runner import apply, keep
+from envcheck.fix.runner import apply, keep, pipstep
 from envcheck.fix.runner.journal import (
     Journal,
     JournalStep,
@@ -65,11 +65,24 @@ class Io:
     echo: Callable[[str], None] | None
     diagnose: Callable[[DoctorOptions], Report]
 
-    def run(self, argv: Sequence[str]) -> Ran:
+    def run(self, argv: Sequence[str], record: str | None = None) -> Ran:
+        """One command; a pip step of the fix whose record is `record` holds the lock while it
+        runs and keeps its temporary folders in the record (envcheck.fix.runner.pipstep)."""
         self.say(f"envcheck fix: $ {' '.join(argv)}")
-        return apply.run_command(
-            argv, self.variables, self.echo, limit=apply.step_limit(self.variables)
-        )
+        if record is None:
+            return apply.run_command(
+                argv, self.variables, self.echo, limit=apply.step_limit(self.variables)
+            )
+        try:
+            return apply.run_command(
+                argv,
+                {**self.variables, **pipstep.variables(record)},
+                self.echo,
+                limit=apply.step_limit(self.variables),
+                inherit=pipstep.inherited(),
+            )
+        finally:
+            pipstep.after_step(record)
 
     def pause(self, phase: str) -> None:
         if self.variables.get(PAUSE_ENV) == phase:
@@ -121,7 +134,7 @@ def apply_interpreter(
     python = plan.python
     apply.refuse_externally_managed(python, request.pip_flags, io.variables)
     folder = ensure_home(site.prefix)
-    with held(folder, site.prefix):
+    with held(folder, site.prefix) as lock, pipstep.holding(lock):
         refuse_unfinished(folder, python, running=False)
         before = _record(python, folder, io)
         journal = open_journal(
@@ -136,8 +149,8 @@ def apply_interpreter(
         try:
             changes, said = _prepare(plan, request, io, journal, before)
         except BaseException:
+            _drop_copies(journal)  # first: a wheelhouse cut by a full disk frees it
             journal.close("nothing-changed")
-            _drop_copies(journal)
             raise
         return _apply(journal, io, request.doctor), info, changes, said
 
@@ -200,6 +213,8 @@ def _prepare(
     added = sorted({c.name for c in changes if c.before is None})
     journal.kept, journal.added = kept, added
     journal.strays = _wheel_files(wheelhouse, added, site)
+    changed = [p for d in site.dists for p, _, _ in d.files] + journal.strays
+    pipstep.note_stash(str(folder), pipstep.roots_of(changed, (p for _, p in site.paths)))
     journal.steps = [
         JournalStep(tuple(argv), step.changes) for argv, step in zip(commands, steps, strict=True)
     ]
@@ -218,7 +233,7 @@ def _download(
         raise EnvironmentProblem(f"{said}: nothing was changed", hint=again)
     wanted, _ = apply.requirements(fetch)
     argv = [python, "-m", "pip", "download", "--dest", str(wheelhouse), *apply.NETWORK, *fetch]
-    ran = io.run(argv)
+    ran = io.run(argv, str(wheelhouse.parent))
     if ran.code != 0:
         raise EnvironmentProblem(
             f"could not download {' '.join(wanted)} and its dependencies ({said}; pip exited "
@@ -366,7 +381,7 @@ def _run_steps(journal: Journal, io: Io, ran: list[Ran]) -> Ran | None:
         step.state = "started"
         journal.save()
         io.pause(f"step-{n}")
-        result = io.run(step.argv)
+        result = io.run(step.argv, journal.record)
         ran.append(result)
         step.state = "done" if result.code == 0 else "failed"
         if result.code != 0:
@@ -476,6 +491,7 @@ def _save_if_possible(journal: Journal) -> None:
 
 def _restore(journal: Journal, io: Io) -> Rollback:
     python, folder = journal.python, Path(journal.record)
+    cut = pipstep.clean(journal.record, journal.prefix, io.tell)  # a cut step's stash: not ours
     recorded = (folder / "freeze.txt").read_text(errors="surrogateescape")
     old = apply.installed_versions(recorded)
     new = apply.installed_versions(apply.freeze(python, io.variables))
@@ -487,11 +503,12 @@ def _restore(journal: Journal, io: Io) -> Rollback:
     site = ask_site(python, io.variables, drop)
     roots = [path for _, path in site.paths]
     if drop:  # pip reads what to remove from their RECORD: no network
-        ran.append(io.run((python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)))
+        argv = (python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)
+        ran.append(io.run(argv, journal.record))
         keep.prune_folders(_paths(site), roots)
     kept = keep.load(folder / "kept")
     keeping = {k.path for k in kept}
-    problems = keep.remove_files((p for p in journal.strays if p not in keeping), roots)
+    problems = cut + keep.remove_files((p for p in journal.strays if p not in keeping), roots)
     problems += keep.restore(kept, folder / "kept")
     return _prove(journal, io, recorded, tuple(ran), problems)
 
@@ -513,6 +530,7 @@ def _prove(
                 f"{name}: recorded {old.get(name) or 'absent'}, now {new.get(name) or 'absent'}"
             )
     differences += [p for p in journal.strays if os.path.lexists(p) and p not in _paths(site)]
+    differences += [f"{p}: pip's stash" for p in pipstep.leftovers(journal.record, journal.prefix)]
     broken = apply.pip_check(python, io.variables) - _recorded_problems(journal)
     return Rollback(ran, now == recorded, tuple(differences), tuple(sorted(broken)))
 
@@ -548,7 +566,7 @@ def finish_unfinished(
             f"--{action}: no unfinished `envcheck fix` of {prefix}",
             hint="nothing to finish: run `envcheck fix` to see the plan",
         )
-    with held(folder, prefix):
+    with held(folder, prefix) as lock, pipstep.holding(lock):
         journal = unfinished(folder)
         if journal is None:
             raise UsageError(
@@ -566,6 +584,12 @@ def finish_unfinished(
             raise UsageError(
                 f"--resume: that fix stopped in its {journal.phase} phase, before a step it "
                 "could finish ran, or while rolling back",
+                hint=f"run `envcheck fix --python {python} --rollback`",
+            )
+        problems = pipstep.clean(journal.record, prefix, io.tell)  # the cut step's stash first
+        if problems:
+            raise EnvironmentProblem(
+                "--resume: what the cut pip step left cannot be removed: " + "; ".join(problems),
                 hint=f"run `envcheck fix --python {python} --rollback`",
             )
         for step in journal.steps:

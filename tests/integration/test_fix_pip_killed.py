@@ -1,0 +1,230 @@
+"""A pip step cut short, by SIGKILL of envcheck (and of its pip) or by a signal during a hung step,
+with real pip, real venvs and the local wheels: the next run stops a pip step still running from
+a killed fix before it reads or changes anything, removes pip's own stash and temporary folders,
+and only then says the environment is back, proven by files (pip's stash counts as a difference).
+Also: pip's own variables that would send an install elsewhere are neutralised for every step.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envcheck.fix.runner import journal
+from tests import fix_env
+from tests.inprocess import ENV
+from tests.integration.test_fix_transaction import (
+    files,
+    fix,
+    fix_paused,
+    linked_copy,
+    real_index,
+    stub_index,
+    stub_root,
+    template,
+    variables,
+)
+
+__all__ = ["real_index", "stub_index", "stub_root", "template"]  # fixtures used by name
+SITE = Path("lib") / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+
+
+def _pip_of(python: str, verb: str) -> int | None:
+    """The pid of `python -m pip VERB …` running now, else None."""
+    needle = f"{python}\0-m\0pip\0{verb}\0".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_bytes().startswith(needle):
+                return int(entry.name)
+        except OSError:
+            continue
+    return None
+
+
+def _stashes(site: Path) -> list[str]:
+    return sorted(p.name for p in site.iterdir() if p.name.startswith("~"))
+
+
+def _until(what: str, ask: object, seconds: float = 600) -> object:
+    """Poll `ask()` until it answers something true (a bound on a wait, never a measure)."""
+    assert callable(ask)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        found = ask()
+        if found:
+            return found
+        time.sleep(0.0005)
+    raise AssertionError(f"never saw {what}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in "ZX"
+
+
+def test_sigkill_of_envcheck_and_its_pip_while_pip_uninstalls_paddle_leaves_no_stash(
+    tmp_path: Path, template: Path, stub_index: str
+) -> None:
+    """Killed (envcheck and its pip, as a cgroup kill does) while pip uninstalls the real Paddle:
+    pip's stash (`~addle/`, thousands of files) is in site-packages. The next --rollback removes
+    it and the venv is byte for byte as before, `~` names included."""
+    venv = tmp_path / "venv"
+    python = linked_copy(template, venv)
+    site = venv / SITE
+    before = files(venv)
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = variables(tmp_path, stub_index)
+    proc = fix_paused(env | {"ENVCHECK_FIX_PAUSE_FILE": str(hold)}, python, "step-2", "--yes")
+    hold.unlink()  # step 2 removes the CPU build: the real Paddle, its `paddle/` folder
+    pip = _until("pip uninstall", lambda: _pip_of(python, "uninstall"))
+    assert isinstance(pip, int)
+    _until("pip's stash", lambda: _stashes(site))
+    os.killpg(pip, signal.SIGKILL)
+    proc.kill()
+    proc.wait(timeout=60)
+    _until("pip's end", lambda: _gone(pip))
+    assert any(s.startswith("~addle") for s in _stashes(site)), _stashes(site)  # the case
+
+    code, doc, said = fix(env, python, "--rollback")
+    assert (code, doc["outcome"]) == (0, "rolled-back"), doc
+    assert "removed what the cut pip step left" in said and "~addle" in said, said
+    assert doc["rollback"]["files_match"], doc["rollback"]
+    assert _stashes(site) == []
+    assert files(venv) == before
+
+
+def test_sigkill_of_envcheck_while_pip_installs_the_next_run_stops_pip_before_rolling_back(
+    tmp_path: Path, real_index: str
+) -> None:
+    """envcheck alone killed while its pip installs the real Paddle: pip goes on in its own
+    session. The hinted --rollback finds the lock still held by that pip, stops it and waits for
+    it before anything else, then puts the record back: no pip runs after it, and the venv is
+    file for file as before."""
+    venv = tmp_path / "venv"
+    python = fix_env.make_venv(venv)
+    site = venv / SITE
+    before = files(venv)
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = variables(tmp_path, real_index)
+    proc = fix_paused(env | {"ENVCHECK_FIX_PAUSE_FILE": str(hold)}, python, "step-1", "--yes")
+    hold.unlink()
+    pip = _until("pip install", lambda: _pip_of(python, "install"))
+    assert isinstance(pip, int)
+    _until("Paddle's files arriving", (site / "paddle").exists)
+    proc.kill()
+    proc.wait(timeout=60)
+    assert not _gone(pip)  # the case: pip goes on without the fix that ran it
+
+    code, doc, said = fix(env, python, "--rollback")
+    assert "a pip step of a killed `envcheck fix` is still running" in said, said
+    assert _gone(pip) and _pip_of(python, "install") is None
+    assert (code, doc["outcome"]) == (0, "rolled-back"), doc
+    assert doc["rollback"]["files_match"], doc["rollback"]
+    assert files(venv) == before
+    assert journal.unfinished(journal.home(str(venv))) is None
+
+
+_HUNG = """
+import subprocess, sys
+from envcheck.edges.signals import unwind_on_signals
+from envcheck.fix.runner.apply import run_command
+step = (
+    "import subprocess, time; c = subprocess.Popen(['sleep', '600']); "
+    "print('started', c.pid, flush=True); time.sleep(600)"
+)
+with unwind_on_signals():
+    try:
+        ran = run_command([sys.executable, "-c", step], {}, print, limit=3600)
+    except KeyboardInterrupt as e:
+        print("interrupted:", e, flush=True)
+        raise SystemExit(130)
+    print("ended:", ran.code, ran.tail, flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("signals", "stops"),
+    [((signal.SIGTERM,), "SIGTERM"), ((signal.SIGINT, signal.SIGINT), "SIGINT")],
+    ids=["sigterm", "second-ctrl-c"],
+)
+def test_a_stop_signal_during_a_hung_step_stops_its_process_group(
+    signals: tuple[signal.Signals, ...], stops: str
+) -> None:
+    """A hung step under a bound of an hour: SIGTERM, or a second Ctrl-C, stops its process group
+    and the run unwinds (the fix then rolls back) instead of waiting out the bound."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HUNG],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    assert proc.stdout is not None
+    started = proc.stdout.readline().split()
+    assert started[:1] == ["started"], started
+    for signum in signals:
+        proc.send_signal(signum)
+        time.sleep(0.3)  # one signal, then the next: two presses, not one
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert f"interrupted: {stops}" in out, out
+    assert _until("the step's child ended", lambda: _gone(int(started[1])), 60)
+
+
+def test_pip_variables_that_send_an_install_elsewhere_are_neutralised(
+    tmp_path: Path, stub_index: str
+) -> None:
+    """PIP_TARGET, PIP_PREFIX and PIP_USER set in the environment: every pip step still installs
+    into the target venv, and nothing is written where they point."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    elsewhere = tmp_path / "elsewhere"
+    env = variables(
+        tmp_path,
+        stub_index,
+        PIP_TARGET=str(elsewhere / "target"),
+        PIP_PREFIX=str(elsewhere / "prefix"),
+        PIP_USER="1",
+        PYTHONUSERBASE=str(elsewhere / "user"),
+    )
+    _, doc, _ = fix(env, python, "--yes")
+    assert doc["outcome"] == "rolled-back", doc  # the stub's smoke cannot train: undone
+    installed = [r for r in doc["applied"] if r["argv"][3] == "install"]
+    assert installed and installed[0]["exit_code"] == 0, doc["applied"]
+    assert not elsewhere.exists() or list(elsewhere.rglob("*")) == [], list(elsewhere.rglob("*"))
+
+
+def test_a_failed_download_on_a_full_disk_removes_its_wheelhouse_and_closes_its_journal(
+    tmp_path: Path, real_index: str
+) -> None:
+    """The target on a small tmpfs: the record fits, Paddle's 186 MB wheel does not. The download
+    fails, its partial wheelhouse goes (the disk has its room back), the journal is closed, and
+    nothing in the venv changed."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=120m", "tmpfs", str(small)], check=True)
+    try:
+        python = fix_env.make_venv(small / "venv")
+        before = files(small / "venv")
+        code, doc, _ = fix(variables(tmp_path, real_index), python, "--yes")
+        assert code == 4 and "nothing was changed" in doc["error"]["message"], doc
+        home = journal.home(str(small / "venv"))
+        assert list(home.glob("records/*/wheelhouse")) == []
+        assert journal.unfinished(home) is None
+        assert files(small / "venv") == before
+        code, doc, _ = fix(variables(tmp_path, real_index), python)
+        assert doc["outcome"] == "planned", doc  # the next run plans afresh
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)
