@@ -228,3 +228,43 @@ def test_a_failed_download_on_a_full_disk_removes_its_wheelhouse_and_closes_its_
         assert doc["outcome"] == "planned", doc  # the next run plans afresh
     finally:
         subprocess.run(["umount", "-l", str(small)], check=True)
+
+
+# -- the target itself: what --yes refuses, said before ----------------------------------------
+
+SHARED = Path(sys.base_prefix)  # the Python the tests' venv was made from: a pyenv build
+
+
+def test_a_shared_interpreter_is_refused_by_yes_alone_and_the_dry_run_says_so(
+    tmp_path: Path, stub_index: str
+) -> None:
+    """A Python outside any venv or conda prefix (a hard-linked copy of a pyenv build here) is
+    every user's: the dry run says --yes would ask, `--yes` without a terminal refuses it before
+    anything is written, and --shared-interpreter lets it go."""
+    assert not (SHARED / "pyvenv.cfg").exists() and not (SHARED / "conda-meta").exists()
+    subprocess.run(["cp", "-al", str(SHARED), str(tmp_path / "shared")], check=True)
+    python = str(tmp_path / "shared" / "bin" / "python3")
+    env = variables(tmp_path, stub_index)
+    _, doc, _ = fix(env, python)
+    assert "--yes would ask before changing it" in doc["resolved_from"], doc["resolved_from"]
+    before = fix_env.freeze(python)
+    code, doc, _ = fix(env, python, "--yes")
+    assert code == 2, doc
+    assert "outside any virtual environment or conda prefix" in doc["error"]["message"]
+    assert "--shared-interpreter" in doc["error"]["hint"]
+    assert fix_env.freeze(python) == before
+    assert not (tmp_path / "shared" / journal.FOLDER).exists()
+    _, doc, _ = fix(env, python, "--yes", "--shared-interpreter")
+    assert doc["outcome"] == "rolled-back" and doc["rollback"]["files_match"], doc
+
+
+def test_the_dry_run_on_an_externally_managed_interpreter_says_what_yes_refuses() -> None:
+    """Debian's Python carries PEP 668's marker: the plan is shown, and with it that --yes will
+    refuse it and what to do instead (nothing is run against it)."""
+    python = "/usr/bin/python3"
+    marker = Path(f"/usr/lib/python3.{sys.version_info[1]}/EXTERNALLY-MANAGED")
+    assert marker.exists(), f"this machine's {python} is meant to be externally managed"
+    _, doc, _ = fix(ENV, python)
+    said = doc["resolved_from"]
+    assert "--yes would be refused" in said and "externally managed" in said, doc
+    assert "-m venv" in said

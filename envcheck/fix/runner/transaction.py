@@ -57,13 +57,15 @@ PAUSE_S = 60.0
 @record
 class Io:
     """What the transaction reads and says, given by the command: its variables, its progress
-    lines (quiet-aware), lines said whatever --quiet, pip's own lines, and the doctor."""
+    lines (quiet-aware), lines said whatever --quiet, pip's own lines, the doctor, and a
+    question asked at the terminal (None where there is none to ask at)."""
 
     variables: Mapping[str, str]
     say: Callable[[str], None]
     tell: Callable[[str], None]
     echo: Callable[[str], None] | None
     diagnose: Callable[[DoctorOptions], Report]
+    confirm: Callable[[str], bool] | None = None  # a yes/no question at a terminal; None: none
 
     def run(self, argv: Sequence[str], record: str | None = None) -> Ran:
         """One command; a pip step of the fix whose record is `record` holds the lock while it
