@@ -7,10 +7,14 @@ Also: pip's own variables that would send an install elsewhere are neutralised f
 
 from __future__ import annotations
 
+import json
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +24,8 @@ from envcheck.fix.runner import journal
 from tests import fix_env
 from tests.inprocess import ENV
 from tests.integration.test_fix_transaction import (
+    AS_NOBODY,
+    PY,
     files,
     fix,
     fix_paused,
@@ -268,3 +274,37 @@ def test_the_dry_run_on_an_externally_managed_interpreter_says_what_yes_refuses(
     said = doc["resolved_from"]
     assert "--yes would be refused" in said and "externally managed" in said, doc
     assert "-m venv" in said
+
+
+def test_what_sudo_wrote_is_given_back_so_the_owner_can_fix_again(stub_index: str) -> None:
+    """A venv `nobody` owns, fixed by root as `sudo envcheck fix --yes` does (SUDO_UID and
+    SUDO_GID set): the fix's folder and what pip wrote are nobody's again, and nobody's own
+    `fix --yes` then runs its transaction to the end instead of meeting root's files."""
+    base = Path(tempfile.mkdtemp(prefix="envcheck-sudo-"))
+    try:
+        base.chmod(0o755)
+        venv = base / "venv"
+        subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True, timeout=300)
+        nobody = pwd.getpwnam("nobody")
+        subprocess.run(["chown", "-R", f"{nobody.pw_uid}:{nobody.pw_gid}", str(venv)], check=True)
+        python = str(venv / "bin" / "python")
+        env = ENV | {"HOME": str(base), "ENVCHECK_PADDLE_INDEX": stub_index}
+        sudo = env | {"SUDO_UID": str(nobody.pw_uid), "SUDO_GID": str(nobody.pw_gid)}
+        _, doc, _ = fix(sudo, python, "--yes")
+        assert doc["outcome"] == "rolled-back", doc  # the stub's smoke cannot train
+        roots = [p for p in [venv, *venv.rglob("*")] if p.lstat().st_uid == 0]
+        assert roots == [], roots[:5]
+        run = subprocess.run(
+            [*AS_NOBODY, PY, "-m", "envcheck", "fix", "--json", "--python", python]
+            + ["--paddle", "3.3.1", "--no-pull", "--yes"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert "Traceback" not in run.stderr, run.stderr
+        doc = json.loads(run.stdout)
+        assert doc.get("outcome") == "rolled-back", doc
+    finally:
+        shutil.rmtree(base)

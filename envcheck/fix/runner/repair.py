@@ -20,7 +20,7 @@ from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
 from envcheck.fix.outcome import Change, FixOutcome, Outcome, Part, RecordInfo, Summary, overall
 from envcheck.fix.plan import FixPlan, ImageState, plan_fix
-from envcheck.fix.runner import apply, pipstep
+from envcheck.fix.runner import apply, owner, pipstep
 from envcheck.fix.runner.journal import home
 from envcheck.fix.runner.site import Site, ask_site
 from envcheck.fix.runner.transaction import (
@@ -57,6 +57,11 @@ def real_target(python: str | None, io: Io) -> Site:
 
 def fix_environment(options: FixOptions, io: Io) -> FixOutcome:
     site = real_target(options.doctor.python, io)
+    with owner.given_back(site.prefix):  # what root writes into a user's venv is theirs
+        return _fix(options, io, site)
+
+
+def _fix(options: FixOptions, io: Io, site: Site) -> FixOutcome:
     python = site.executable
     doctor = replace(options.doctor, python=python, smoke=False, quiet=True)
     folder = home(site.prefix)
