@@ -14,7 +14,11 @@ leaks, damaged files, hangs):
 - package-data: a missing or damaged known_packages.toml, and scripts/refresh_packages.py
   against a PyPI that is offline or answers with something that is not its JSON.
 - fix: `fix --yes` on a read-only or full target, a record write out of space, a venv whose path
-  is not UTF-8, a 4,046-character XDG_STATE_HOME, a --paddle-index holding ESC or U+202E.
+  is not UTF-8, a 4,046-character XDG_STATE_HOME, a --paddle-index holding ESC or U+202E; and its
+  pip steps (tests/faults_pipsteps.py): pip killed while it uninstalls Paddle (with envcheck) or
+  installs it (envcheck alone), a full disk during the download, a hung step and SIGTERM or a
+  second Ctrl-C, PIP_TARGET/PIP_PREFIX/PIP_USER set, root fixing a user's venv as sudo does, a
+  shared interpreter under --yes alone, the dry run on an externally managed one.
 
 Only peers are fake (servers on loopback and unix sockets); envcheck, the docker SDK, the real
 engine and Paddle are the real ones. A process case runs under a timeout (a hang is counted,
@@ -1024,6 +1028,12 @@ def fix_cases() -> Iterator[ProcessCase]:
         )
 
 
+def pipstep_cases() -> list[ProcessCase]:
+    from tests.faults_pipsteps import pipstep_cases as cases  # it builds on this module
+
+    return cases()
+
+
 def process_cases() -> list[ProcessCase]:
     return [
         *live_probe_cases(),
@@ -1036,6 +1046,7 @@ def process_cases() -> list[ProcessCase]:
         *refresh_packages_cases(),
         *helpful_error_cases(),
         *fix_cases(),
+        *pipstep_cases(),
     ]
 
 
