@@ -67,9 +67,11 @@ class Io:
     diagnose: Callable[[DoctorOptions], Report]
     confirm: Callable[[str], bool] | None = None  # a yes/no question at a terminal; None: none
 
-    def run(self, argv: Sequence[str], record: str | None = None) -> Ran:
+    def run(self, argv: Sequence[str], record: str | None = None, *, stash: bool = True) -> Ran:
         """One command; a pip step of the fix whose record is `record` holds the lock while it
-        runs and keeps its temporary folders in the record (envcheck.fix.runner.pipstep)."""
+        runs and (`stash`: a step that changes the target) keeps its temporary folders in the
+        record (envcheck.fix.runner.pipstep); a download keeps pip's default, not to need the
+        room of each wheel twice on the target's file system."""
         self.say(f"envcheck fix: $ {' '.join(argv)}")
         if record is None:
             return apply.run_command(
@@ -78,7 +80,7 @@ class Io:
         try:
             return apply.run_command(
                 argv,
-                {**self.variables, **pipstep.variables(record)},
+                {**self.variables, **(pipstep.variables(record) if stash else {})},
                 self.echo,
                 limit=apply.step_limit(self.variables),
                 inherit=pipstep.inherited(),
@@ -235,7 +237,7 @@ def _download(
         raise EnvironmentProblem(f"{said}: nothing was changed", hint=again)
     wanted, _ = apply.requirements(fetch)
     argv = [python, "-m", "pip", "download", "--dest", str(wheelhouse), *apply.NETWORK, *fetch]
-    ran = io.run(argv, str(wheelhouse.parent))
+    ran = io.run(argv, str(wheelhouse.parent), stash=False)
     if ran.code != 0:
         raise EnvironmentProblem(
             f"could not download {' '.join(wanted)} and its dependencies ({said}; pip exited "
