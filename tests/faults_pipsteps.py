@@ -148,23 +148,31 @@ def _sudo(tmp: Path) -> dict[str, str]:
     subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True, timeout=300)
     nobody = pwd.getpwnam("nobody")
     subprocess.run(["chown", "-R", f"{nobody.pw_uid}:{nobody.pw_gid}", str(venv)], check=True)
-    return _env(tmp, "stub") | {"NOBODY": str(nobody.pw_uid), "FIX_VENV": str(venv / "bin/python")}
+    env = _env(tmp, "stub")
+    sudo = {"SUDO_UID": str(nobody.pw_uid), "SUDO_GID": str(nobody.pw_gid)}
+    python = str(venv / "bin" / "python")
+    subprocess.run(  # root's fix, as `sudo envcheck fix --yes` runs it: before the case
+        _fix_argv(python, "--yes", "--quiet"),
+        env=ENV | env | sudo,
+        capture_output=True,
+        timeout=HANG_S * 10,
+        check=False,
+    )
+    return env | {"FIX_VENV": python}
 
 
 _AS_NOBODY = (
     "setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=+dac_read_search "
     "--ambient-caps=+dac_read_search"
 )
-_SUDO_THEN_OWNER = (  # root as `sudo` runs it, then the venv's owner: its own fix runs through
+_THE_OWNER = (  # after root's fix, the venv's owner: its own fix runs through
     "sh",
     "-c",
-    'V="$FIX_VENV" P="$0"; SUDO_UID=$NOBODY SUDO_GID=$NOBODY "$P" -m envcheck fix --python "$V" '
-    + " ".join(_FIX)
-    + " --yes --quiet >/dev/null 2>&1; exec "
+    "exec "
     + _AS_NOBODY
-    + ' "$P" -m envcheck fix --python "$V" '
+    + ' "$0" -m envcheck fix --python "$FIX_VENV" '
     + " ".join(_FIX)
-    + " --yes --json",
+    + " --yes --json --quiet",
 )
 
 
@@ -229,7 +237,7 @@ def pipstep_cases() -> list[ProcessCase]:
             _STUB_FAILS,
             _sudo,
             check=_owned,
-            argv=(*_SUDO_THEN_OWNER, sys.executable),
+            argv=(*_THE_OWNER, sys.executable),
         ),
     ]
 
