@@ -89,7 +89,8 @@ def _fix(options: FixOptions, io: Io, site: Site) -> FixOutcome:
     info: RecordInfo | None = None
     changes: tuple[Change, ...] = ()
     said: str | None = None
-    if plan.pip:
+    if plan.pip:  # PEP 668 first: its refusal names pip's own override
+        apply.refuse_externally_managed(python, options.pip_flags, io.variables)
         confirm_shared(site, options.shared, io)
         interpreter, info, changes, said = apply_interpreter(plan, request, io, site)
     image = _image_part(plan, doctor, io) if plan.pulled else None
