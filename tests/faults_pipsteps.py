@@ -245,7 +245,7 @@ def pipstep_cases() -> list[ProcessCase]:
 # -- pip cut half-way -------------------------------------------------------------------------
 
 
-def _pip_of(python: str, verb: str) -> int | None:
+def pip_of(python: str, verb: str) -> int | None:
     needle = f"{python}\0-m\0pip\0{verb}\0".encode()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -255,7 +255,7 @@ def _pip_of(python: str, verb: str) -> int | None:
     return None
 
 
-def _gone(pid: int) -> bool:
+def gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
@@ -311,7 +311,7 @@ def pip_killed_case(name: str, tmp: Path) -> None:
     deadline = time.monotonic() + HANG_S * 5
     pip = None
     while time.monotonic() < deadline and pip is None:
-        pip = _pip_of(python, verb)
+        pip = pip_of(python, verb)
     seen = False
     while pip is not None and time.monotonic() < deadline and not seen:
         if both:
@@ -332,7 +332,7 @@ def pip_killed_case(name: str, tmp: Path) -> None:
         timeout=HANG_S * 5,
         check=False,
     )
-    after_pip = pip is not None and not _gone(pip)
+    after_pip = pip is not None and not gone(pip)
     doc = json.loads(run.stdout or "{}")
     stash = [p.name for p in site.iterdir() if p.name.startswith("~")]
     TALLIES["fix"].record(
@@ -379,13 +379,13 @@ def hung_step_case(name: str) -> None:
         _, err = proc.communicate()
         hung = True
     deadline = time.monotonic() + HANG_S
-    while not _gone(child) and time.monotonic() < deadline:
+    while not gone(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     TALLIES["fix"].record(
         f"hung-step-{name}",
         traceback_seen="Traceback" in err,
         wrong_exit=not hung and proc.returncode != 130,
-        leaks=int(not _gone(child)),
+        leaks=int(not gone(child)),
         hung=hung,
-        detail=f"exit {proc.returncode}; child gone {_gone(child)}; {err[-300:]!r}",
+        detail=f"exit {proc.returncode}; child gone {gone(child)}; {err[-300:]!r}",
     )

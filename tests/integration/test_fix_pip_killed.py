@@ -22,6 +22,7 @@ import pytest
 
 from envcheck.fix.runner import journal
 from tests import fix_env
+from tests.faults_pipsteps import gone, pip_of
 from tests.inprocess import ENV
 from tests.integration.test_fix_transaction import (
     AS_NOBODY,
@@ -42,20 +43,6 @@ __all__ = ["real_index", "stub_index", "stub_root", "template"]  # fixtures used
 SITE = Path("lib") / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
 
 
-def _pip_of(python: str, verb: str) -> int | None:
-    """The pid of `python -m pip VERB …` running now, else None."""
-    needle = f"{python}\0-m\0pip\0{verb}\0".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "cmdline").read_bytes().startswith(needle):
-                return int(entry.name)
-        except OSError:
-            continue
-    return None
-
-
 def _stashes(site: Path) -> list[str]:
     return sorted(p.name for p in site.iterdir() if p.name.startswith("~"))
 
@@ -70,14 +57,6 @@ def _until(what: str, ask: object, seconds: float = 600) -> object:
             return found
         time.sleep(0.0005)
     raise AssertionError(f"never saw {what}")
-
-
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state in "ZX"
 
 
 def test_sigkill_of_envcheck_and_its_pip_while_pip_uninstalls_paddle_leaves_no_stash(
@@ -95,13 +74,13 @@ def test_sigkill_of_envcheck_and_its_pip_while_pip_uninstalls_paddle_leaves_no_s
     env = variables(tmp_path, stub_index)
     proc = fix_paused(env | {"ENVCHECK_FIX_PAUSE_FILE": str(hold)}, python, "step-2", "--yes")
     hold.unlink()  # step 2 removes the CPU build: the real Paddle, its `paddle/` folder
-    pip = _until("pip uninstall", lambda: _pip_of(python, "uninstall"))
+    pip = _until("pip uninstall", lambda: pip_of(python, "uninstall"))
     assert isinstance(pip, int)
     _until("pip's stash", lambda: _stashes(site))
     os.killpg(pip, signal.SIGKILL)
     proc.kill()
     proc.wait(timeout=60)
-    _until("pip's end", lambda: _gone(pip))
+    _until("pip's end", lambda: gone(pip))
     assert any(s.startswith("~addle") for s in _stashes(site)), _stashes(site)  # the case
 
     code, doc, said = fix(env, python, "--rollback")
@@ -128,16 +107,16 @@ def test_sigkill_of_envcheck_while_pip_installs_the_next_run_stops_pip_before_ro
     env = variables(tmp_path, real_index)
     proc = fix_paused(env | {"ENVCHECK_FIX_PAUSE_FILE": str(hold)}, python, "step-1", "--yes")
     hold.unlink()
-    pip = _until("pip install", lambda: _pip_of(python, "install"))
+    pip = _until("pip install", lambda: pip_of(python, "install"))
     assert isinstance(pip, int)
     _until("Paddle's files arriving", (site / "paddle").exists)
     proc.kill()
     proc.wait(timeout=60)
-    assert not _gone(pip)  # the case: pip goes on without the fix that ran it
+    assert not gone(pip)  # the case: pip goes on without the fix that ran it
 
     code, doc, said = fix(env, python, "--rollback")
     assert "a pip step of a killed `envcheck fix` is still running" in said, said
-    assert _gone(pip) and _pip_of(python, "install") is None
+    assert gone(pip) and pip_of(python, "install") is None
     assert (code, doc["outcome"]) == (0, "rolled-back"), doc
     assert doc["rollback"]["files_match"], doc["rollback"]
     assert files(venv) == before
@@ -188,7 +167,7 @@ def test_a_stop_signal_during_a_hung_step_stops_its_process_group(
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, out + err
     assert f"interrupted: {stops}" in out, out
-    assert _until("the step's child ended", lambda: _gone(int(started[1])), 60)
+    assert _until("the step's child ended", lambda: gone(int(started[1])), 60)
 
 
 @pytest.mark.parametrize("variable", ["PIP_TARGET", "PIP_PREFIX"])
