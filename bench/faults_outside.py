@@ -4,7 +4,9 @@ Runs tests/integration/test_faults_outside.py (live probes, the smoke's output, 
 registries read by envcheck and by the real dockerd, hostile fleets and GitHub files, a reader
 that leaves, damaged state, SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 and a SIGKILL whose leftovers the next
 run removes, the CI gate's shell steps under hostile inputs, facts documents without evidence, FIFOs
-where a matrix file or a named input should be) and prints one line per surface:
+where a matrix file or a named input should be, the fix and its pip steps: pip killed half-way, a
+full disk during the download, a hung step stopped, pip's variables pointing elsewhere, root fixing
+a user's venv, a shared or externally managed interpreter) and prints one line per surface:
 `fault campaign (engine): N cases, 0 tracebacks, 0 wrong exit codes, 0 injections, 0 leaks,
 0 files damaged, 0 hangs`, then the sum. The exit status is pytest's.
 """

@@ -9,7 +9,7 @@
 _shtab_envcheck_subparsers=(doctor fix pull-image report completion)
 
 _shtab_envcheck_doctor_option_strings=(-h --help --json --no-color --quiet --explain --junit --markdown --facts --matrix --python --paddle --registry --no-host-paddle --expect-gpu --no-smoke --in-process --image --no-pull --gpus --amp --compare-cpu --export --smoke-timeout --baseline --strict-drift --save-baseline)
-_shtab_envcheck_fix_option_strings=(-h --help --matrix --python --paddle --registry --image --no-pull --paddle-index --dry-run --yes --rollback --resume --break-system-packages --allow-change --smoke-timeout --json --quiet)
+_shtab_envcheck_fix_option_strings=(-h --help --matrix --python --paddle --registry --image --no-pull --paddle-index --dry-run --yes --rollback --resume --break-system-packages --shared-interpreter --allow-change --smoke-timeout --json --quiet)
 _shtab_envcheck_pull_image_option_strings=(-h --help --image --matrix --python --paddle --registry --dry-run --force --json --quiet)
 _shtab_envcheck_report_option_strings=(-h --help --json --verbose -v --markdown --junit --expect-hosts)
 _shtab_envcheck_completion_option_strings=(-h --help)
@@ -60,6 +60,7 @@ _shtab_envcheck_fix___yes_nargs=0
 _shtab_envcheck_fix___rollback_nargs=0
 _shtab_envcheck_fix___resume_nargs=0
 _shtab_envcheck_fix___break_system_packages_nargs=0
+_shtab_envcheck_fix___shared_interpreter_nargs=0
 _shtab_envcheck_fix___json_nargs=0
 _shtab_envcheck_fix___quiet_nargs=0
 _shtab_envcheck_pull_image__h_nargs=0

@@ -46,6 +46,7 @@ complete -c envcheck -n '__fish_seen_subcommand_from fix' -l yes -d 'apply the p
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l rollback -d 'an unfinished fix (killed, its session lost) was found: put back the state it recorded, from its record (no network)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l resume -d 'an unfinished fix was found: run the steps it did not finish, then verify them'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l break-system-packages -d 'pip\'s own PEP 668 override: allow an externally managed interpreter'
+complete -c envcheck -n '__fish_seen_subcommand_from fix' -l shared-interpreter -d 'allow --yes to change a Python outside any virtual environment or conda prefix (a system, pyenv or toolcache Python every user of it shares); without it, --yes asks at a terminal and refuses elsewhere'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l allow-change -x -d 'a package this environment holds that pip\'s resolver would change though the plan does not name it (e.g. a pinned protobuf): refused unless named here (repeat for each)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l smoke-timeout -x -d 'the verification smoke\'s limit (default: 300)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l json -d 'the plan and outcome as one document'

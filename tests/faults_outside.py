@@ -20,7 +20,11 @@ leaks, damaged files, hangs):
   is not UTF-8, a 4,046-character XDG_STATE_HOME, a --paddle-index holding ESC or U+202E or a
   token; a link, FIFO, device or oversized file where the fix's lock, journal or its temporary
   file belongs; a journal copied with its venv, naming pip, a path outside the venv or a shell
-  step, another user's; a record gone.
+  step, another user's; a record gone; and its pip steps (tests/faults_pipsteps.py): pip killed
+  while it uninstalls Paddle (with envcheck) or installs it (envcheck alone), a full disk during
+  the download, a hung step and SIGTERM or a second Ctrl-C, PIP_TARGET/PIP_PREFIX/PIP_USER set,
+  root fixing a user's venv as sudo does, a shared interpreter under --yes alone, the dry run on
+  an externally managed one.
 
 Only peers are fake (servers on loopback and unix sockets); envcheck, the docker SDK, the real
 engine and Paddle are the real ones. A process case runs under a timeout (a hang is counted,
@@ -1333,6 +1337,12 @@ def gate_input_case(kind: str, name: str, hostile: str, tmp: Path) -> None:
     )
 
 
+def pipstep_cases() -> list[ProcessCase]:
+    from tests.faults_pipsteps import pipstep_cases as cases  # it builds on this module
+
+    return cases()
+
+
 def process_cases() -> list[ProcessCase]:
     return [
         *live_probe_cases(),
@@ -1346,6 +1356,7 @@ def process_cases() -> list[ProcessCase]:
         *helpful_error_cases(),
         *fix_cases(),
         *gate_cases(),
+        *pipstep_cases(),
     ]
 
 

@@ -83,6 +83,13 @@ def register(sub: Any) -> None:
         help="pip's own PEP 668 override: allow an externally managed interpreter",
     )
     how.add_argument(
+        "--shared-interpreter",
+        action="store_true",
+        help="allow --yes to change a Python outside any virtual environment or conda prefix "
+        "(a system, pyenv or toolcache Python every user of it shares); without it, --yes asks "
+        "at a terminal and refuses elsewhere",
+    )
+    how.add_argument(
         "--allow-change",
         metavar="NAME",
         action="append",
@@ -144,6 +151,7 @@ def _options(args: argparse.Namespace, env: Environment) -> FixOptions:
         pip_flags=(PIP_OVERRIDE,) if args.break_system_packages else (),
         allow=frozenset(canonicalize_name(n) for n in args.allow_change),
         unfinished="rollback" if args.rollback else "resume" if args.resume else "refuse",
+        shared=args.shared_interpreter,
     )
 
 
@@ -172,12 +180,21 @@ def _io(args: argparse.Namespace, env: Environment) -> Io:
     def echo(line: str) -> None:
         print(f"  | {visible(hide_credentials(line))}", file=env.stderr)
 
+    def confirm(question: str) -> bool:
+        print(visible(question), end="", file=env.stderr, flush=True)
+        assert env.stdin is not None
+        return env.stdin.readline().strip().lower() in ("y", "yes")
+
+    from envcheck.contracts.command_env import isatty
+
+    asks = env.stdin is not None and isatty(env.stdin) and isatty(env.stderr)
     return Io(
         variables,
         say,
         tell,
         None if args.quiet else echo,
         lambda options: diagnose(options, env),
+        confirm if asks else None,
     )
 
 

@@ -55,6 +55,7 @@ class _State:
     installed = False
     deferring = 0  # depth of nested deferred() blocks
     pending: int | None = None  # a signal that arrived inside deferred()
+    stop: int | None = None  # inside deferred(): a second signal, or one that is not SIGINT
     raised = False  # the run is unwinding
     cleaned: ClassVar[list[str]] = []  # what the unwinding removed or stopped, in words
 
@@ -63,6 +64,8 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if _State.raised:
         return
     if _State.deferring:
+        if _State.pending is not None or signum != signal.SIGINT:
+            _State.stop = _State.stop or signum
         _State.pending = _State.pending or signum
         return
     _State.raised = True
@@ -96,6 +99,8 @@ def deferred() -> Iterator[None]:
     if not _State.installed or threading.current_thread() is not threading.main_thread():
         yield
         return
+    if not _State.deferring:
+        _State.stop = None
     _State.deferring += 1
     try:
         yield
@@ -105,6 +110,13 @@ def deferred() -> Iterator[None]:
             signum, _State.pending = _State.pending, None
             _State.raised = True
             raise Interrupted(signum)  # the signal outranks a failure in the block
+
+
+def stop_asked() -> int | None:
+    """Inside `deferred()`: the signal that asks to stop what the block waits on rather than wait
+    for it (a second Ctrl-C, or any other ending signal: SIGTERM is a scheduler's last word
+    before its SIGKILL); None while nothing or only a first Ctrl-C has arrived."""
+    return _State.stop
 
 
 def unwinding() -> bool:

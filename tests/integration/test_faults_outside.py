@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests import faults_outside as fo
+from tests import faults_pipsteps as fps
 
 PROCESS_CASES = fo.process_cases()
 SMOKE_OUTPUTS = list(fo.smoke_output_cases())
@@ -86,6 +87,20 @@ def test_gate_input_case(kind: str, name: str, hostile: str, tmp_path: Path) -> 
     before = len(fo.TALLIES["gate"].failures)
     fo.gate_input_case(kind, name, hostile, tmp_path)
     _no_new_failures("gate", before)
+
+
+@pytest.mark.parametrize("name", fps.KILLS)
+def test_pip_killed_case(name: str, tmp_path: Path) -> None:
+    before = len(fo.TALLIES["fix"].failures)
+    fps.pip_killed_case(name, tmp_path)
+    _no_new_failures("fix", before)
+
+
+@pytest.mark.parametrize("name", list(fps.STOPS))
+def test_hung_step_case(name: str) -> None:
+    before = len(fo.TALLIES["fix"].failures)
+    fps.hung_step_case(name)
+    _no_new_failures("fix", before)
 
 
 def test_zz_campaign_totals(capsys: pytest.CaptureFixture[str]) -> None:

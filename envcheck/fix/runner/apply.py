@@ -3,9 +3,11 @@
 the resolver what an install would change (`--dry-run --report`), run a step, and `pip check`.
 
 pip runs in a session of its own (a Ctrl-C at the terminal does not reach it) under
-`signals.deferred()`: a signal waits for the running pip to finish, never cuts it half-way. A pip
-that outlives its bound is killed with its whole process group. Only the target's pip is ever
-run; never `sudo`.
+`signals.deferred()`: a first Ctrl-C waits for the running pip to finish, never cuts it half-way;
+a second one, or SIGTERM (a scheduler's last word before its SIGKILL), stops the step's process
+group at once, as does outliving its bound, and the fix rolls back. pip's own variables that send
+an install elsewhere or change what it installs (PIP_TARGET, PIP_PREFIX, PIP_USER, …) are
+neutralised for every pip command. Only the target's pip is ever run; never `sudo`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from packaging.utils import canonicalize_name
 
 from envcheck.contracts.errors import EnvironmentProblem, UsageError
 from envcheck.contracts.record import record
-from envcheck.edges.signals import deferred
+from envcheck.edges.signals import deferred, stop_asked
 from envcheck.fix.outcome import Change, Ran
 from envcheck.fix.plan import PIP_OVERRIDE
 
@@ -38,7 +40,25 @@ READ_LIMIT_S = 120.0  # a read-only pip command (freeze, config, check, a dry ru
 INDEX_TIMEOUT_S = 5.0  # an index that does not answer the first request in this is given up on
 TAIL_LINES = 15
 LIMIT_ENV = "ENVCHECK_FIX_STEP_LIMIT"  # seconds; a smaller bound for a slow or hung pip
-QUIET_PIP = {"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+# Set to pip's "no" for every pip command: an environment variable outranks pip.conf, so where the
+# user's environment or configuration sets one of these the install still goes into the target's
+# own site-packages, with the plan's packages and nothing else.
+NEUTRAL = {
+    **{f"PIP_{name}": "" for name in ("TARGET", "PREFIX", "ROOT", "SRC", "REPORT")},
+    **{f"PIP_{name}": "" for name in ("REQUIREMENT", "CONSTRAINT", "EDITABLE")},
+    **{
+        f"PIP_{name}": "0"
+        for name in (
+            "USER",
+            "UPGRADE",
+            "FORCE_REINSTALL",
+            "IGNORE_INSTALLED",
+            "NO_DEPS",
+            "DRY_RUN",
+        )
+    },
+}
+QUIET_PIP = {**NEUTRAL, "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 # pip's own bounds on the network: a black-holed index is given up on in seconds, not minutes
 NETWORK = ("--timeout", "10", "--retries", "1")
 _VALUED = {"-i", "--index-url", "-f", "--find-links", "--extra-index-url", "-c", "--constraint"}
@@ -96,12 +116,16 @@ def run_command(
     echo: Callable[[str], None] | None = None,
     *,
     limit: float = STEP_LIMIT_S,
+    inherit: Sequence[int] = (),
 ) -> Ran:
     """Run one step to its end (or its bound): its own session, output kept (its tail) and
-    echoed line by line; past `limit` seconds it is killed with everything it started."""
+    echoed line by line; past `limit` seconds, or on a signal that asks to stop (a second
+    Ctrl-C, SIGTERM), it is killed with everything it started. `inherit`: file descriptors the
+    step keeps open (the environment's lock: held as long as the step runs)."""
     started = time.monotonic()
     lines: list[str] = []
     killed = False
+    why = f"after {limit:g} s"
     with deferred():
         proc = subprocess.Popen(
             list(argv),
@@ -110,16 +134,20 @@ def run_command(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**variables, **QUIET_PIP},
+            pass_fds=tuple(inherit),
         )
         assert proc.stdout is not None
         pending = b""
         with proc.stdout:
             while True:
                 left = started + limit - time.monotonic()
-                if left <= 0:
+                asked = stop_asked()
+                if left <= 0 or asked is not None:
+                    if asked is not None:
+                        why = f"on {signal.Signals(asked).name}, asked to stop"
                     killed = _kill_group(proc.pid)
                     break
-                ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
+                ready, _, _ = select.select([proc.stdout], [], [], min(left, 0.2))
                 if not ready:
                     continue
                 chunk = os.read(proc.stdout.fileno(), 65536)
@@ -134,7 +162,8 @@ def run_command(
                         echo(line)
         code = proc.wait()
     if killed:
-        lines.append(f"envcheck: killed after {limit:g} s with its process group (hung)")
+        hung = " (hung)" if why.startswith("after") else ""
+        lines.append(f"envcheck: killed {why} with its process group{hung}")
     tail = "\n".join(lines[-TAIL_LINES:])
     return Ran(tuple(argv), code, round(time.monotonic() - started, 3), tail, killed)
 

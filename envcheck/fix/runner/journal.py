@@ -192,8 +192,9 @@ def unfinished(folder: Path, python: str | None = None) -> Journal | None:
 
 
 @contextmanager
-def held(folder: Path, prefix: str) -> Iterator[None]:
-    """One fix of this environment at a time, whoever runs it; refused at once, never queued."""
+def held(folder: Path, prefix: str) -> Iterator[int]:
+    """One fix of this environment at a time, whoever runs it; refused at once, never queued.
+    Gives the locked file's descriptor (a pip step inherits it: envcheck.fix.runner.pipstep)."""
     path = folder / "lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | _LOCK_FLAGS, 0o644)
@@ -216,7 +217,7 @@ def held(folder: Path, prefix: str) -> Iterator[None]:
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except OSError:
             pass  # the pid is a courtesy to the next one; the lock is what counts
-        yield
+        yield fd
     finally:
         os.close(fd)  # releases the lock
 

@@ -9,6 +9,7 @@ asked for its `sys.executable`): that interpreter is the one planned for, change
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Literal
 
@@ -20,7 +21,7 @@ from envcheck.contracts.record import record, replace
 from envcheck.contracts.remedy import in_words
 from envcheck.fix.outcome import Change, FixOutcome, Outcome, Part, RecordInfo, Summary, overall
 from envcheck.fix.plan import FixPlan, ImageState, plan_fix
-from envcheck.fix.runner import apply
+from envcheck.fix.runner import apply, owner, pipstep
 from envcheck.fix.runner.journal import home
 from envcheck.fix.runner.site import Site, ask_site
 from envcheck.fix.runner.transaction import (
@@ -46,6 +47,7 @@ class FixOptions:
     pip_flags: tuple[str, ...] = ()
     allow: frozenset[str] = frozenset()
     unfinished: Unfinished = "refuse"
+    shared: bool = False  # --shared-interpreter: a Python outside any venv or conda prefix
 
 
 def real_target(python: str | None, io: Io) -> tuple[Site, str]:
@@ -61,7 +63,8 @@ def fix_environment(options: FixOptions, io: Io) -> FixOutcome:
         options.doctor, python=site.executable, python_reason=why or None, smoke=False, quiet=True
     )
     try:
-        return _fix(options, io, site, doctor)
+        with owner.given_back(site.prefix):  # what root writes into a user's venv is theirs
+            return _fix(options, io, site, doctor)
     except EnvcheckError as e:  # its hint's `envcheck fix --yes` fixes this very interpreter
         e.hint = in_words(e.hint, site.executable) if e.hint else e.hint
         raise
@@ -70,6 +73,7 @@ def fix_environment(options: FixOptions, io: Io) -> FixOutcome:
 def _fix(options: FixOptions, io: Io, site: Site, doctor: DoctorOptions) -> FixOutcome:
     python = site.executable
     folder = home(site.prefix)
+    pipstep.settle(folder, io.tell)  # a pip step a killed fix left running: stopped, never raced
     if options.unfinished != "refuse":
         part = finish_unfinished(folder, options.unfinished, io, doctor, python, site.prefix)
         report = io.diagnose(doctor)
@@ -87,13 +91,15 @@ def _fix(options: FixOptions, io: Io, site: Site, doctor: DoctorOptions) -> FixO
         image=image_state(options, report, io),
     )
     if not options.apply or not plan.runs:
-        return _dry_run(plan, report, options, io)
+        return _dry_run(plan, report, options, io, site)
     request = Request(doctor, options.pip_flags, options.allow)
     interpreter: Part | None = None
     info: RecordInfo | None = None
     changes: tuple[Change, ...] = ()
     said: str | None = None
-    if plan.pip:
+    if plan.pip:  # PEP 668 first: its refusal names pip's own override
+        apply.refuse_externally_managed(python, options.pip_flags, io.variables)
+        confirm_shared(site, options.shared, io)
         interpreter, info, changes, said = apply_interpreter(plan, request, io, site)
     image = _image_part(plan, doctor, io) if plan.pulled else None
     outcome, code = overall(interpreter, image)
@@ -111,7 +117,36 @@ def _fix(options: FixOptions, io: Io, site: Site, doctor: DoctorOptions) -> FixO
     )
 
 
-def _dry_run(plan: FixPlan, report: Report, options: FixOptions, io: Io) -> FixOutcome:
+SHARED_FLAG = "--shared-interpreter"
+
+
+def shared_words(site: Site) -> str | None:
+    """Why the target is an interpreter shared by everything that runs it (outside any venv or
+    conda prefix: a system, pyenv or toolcache Python), in words; None for a venv or conda env."""
+    if site.venv or os.path.isdir(os.path.join(site.prefix, "conda-meta")):
+        return None
+    return (
+        f"{site.executable} is outside any virtual environment or conda prefix (its prefix "
+        f"{site.prefix} is shared by everything that runs it)"
+    )
+
+
+def confirm_shared(site: Site, allowed: bool, io: Io) -> None:
+    """A shared interpreter is changed only when asked for by name (--shared-interpreter), or
+    confirmed at a terminal; `--yes` alone refuses it before anything is written."""
+    why = shared_words(site)
+    if why is None or allowed:
+        return
+    if io.confirm is not None and io.confirm(f"envcheck fix: {why}; change it anyway? [y/N] "):
+        return
+    raise UsageError(
+        f"{why}: envcheck fix does not change it unasked; nothing was changed",
+        hint=f"use a virtual environment (`{site.executable} -m venv /path/to/venv`, then "
+        f"--python /path/to/venv/bin/python), or pass {SHARED_FLAG} with --yes",
+    )
+
+
+def _dry_run(plan: FixPlan, report: Report, options: FixOptions, io: Io, site: Site) -> FixOutcome:
     """The plan, and every package it would change as pip's resolver says, asked of the index
     now: which one answers is said before anything is promised."""
     outcome: Outcome
@@ -122,7 +157,23 @@ def _dry_run(plan: FixPlan, report: Report, options: FixOptions, io: Io) -> FixO
     else:
         outcome, code = "nothing-to-fix", int(ExitStatus.OK)
     changes, said = _resolve(plan, options, io) if plan.pip else ((), None)
+    refused = _refused(plan, options, io, site) if plan.pip else None
+    if refused is not None:
+        said = f"{said}; {refused}" if said else refused
     return FixOutcome(plan, Summary.of(report), True, outcome, code, changes, said)
+
+
+def _refused(plan: FixPlan, options: FixOptions, io: Io, site: Site) -> str | None:
+    """What `--yes` would refuse about the target itself, said by the dry run: an externally
+    managed interpreter (PEP 668), a shared one."""
+    try:
+        apply.refuse_externally_managed(plan.python, options.pip_flags, io.variables)
+    except UsageError as e:
+        return f"--yes would be refused: {e.message} ({e.hint})"
+    why = shared_words(site)
+    if why is not None and not options.shared:
+        return f"--yes would ask before changing it, and refuse without a terminal: {why} (pass {SHARED_FLAG} with --yes to allow it)"
+    return None
 
 
 def _resolve(plan: FixPlan, options: FixOptions, io: Io) -> tuple[tuple[Change, ...], str]:

@@ -35,7 +35,7 @@ from envcheck.contracts.remedy import envcheck_line
 from envcheck.edges.signals import deferred, wait_for_signal
 from envcheck.fix.outcome import Change, Part, PartOutcome, Ran, RecordInfo, Rollback, Summary
 from envcheck.fix.plan import PIP_OVERRIDE, FixPlan
-from envcheck.fix.runner import apply, keep
+from envcheck.fix.runner import apply, keep, pipstep
 from envcheck.fix.runner.journal import (
     Journal,
     JournalStep,
@@ -66,19 +66,36 @@ PAUSE_S = 60.0
 @record
 class Io:
     """What the transaction reads and says, given by the command: its variables, its progress
-    lines (quiet-aware), lines said whatever --quiet, pip's own lines, and the doctor."""
+    lines (quiet-aware), lines said whatever --quiet, pip's own lines, the doctor, and a
+    question asked at the terminal (None where there is none to ask at)."""
 
     variables: Mapping[str, str]
     say: Callable[[str], None]
     tell: Callable[[str], None]
     echo: Callable[[str], None] | None
     diagnose: Callable[[DoctorOptions], Report]
+    confirm: Callable[[str], bool] | None = None  # a yes/no question at a terminal; None: none
 
-    def run(self, argv: Sequence[str]) -> Ran:
+    def run(self, argv: Sequence[str], record: str | None = None, *, stash: bool = True) -> Ran:
+        """One command; a pip step of the fix whose record is `record` holds the lock while it
+        runs and (`stash`: a step that changes the target) keeps its temporary folders in the
+        record (envcheck.fix.runner.pipstep); a download keeps pip's default, not to need the
+        room of each wheel twice on the target's file system."""
         self.say(f"envcheck fix: $ {' '.join(argv)}")
-        return apply.run_command(
-            argv, self.variables, self.echo, limit=apply.step_limit(self.variables)
-        )
+        if record is None:
+            return apply.run_command(
+                argv, self.variables, self.echo, limit=apply.step_limit(self.variables)
+            )
+        try:
+            return apply.run_command(
+                argv,
+                {**self.variables, **(pipstep.variables(record) if stash else {})},
+                self.echo,
+                limit=apply.step_limit(self.variables),
+                inherit=pipstep.inherited(),
+            )
+        finally:
+            pipstep.after_step(record)
 
     def pause(self, phase: str) -> None:
         if self.variables.get(PAUSE_ENV) == phase:
@@ -130,7 +147,7 @@ def apply_interpreter(
     python = plan.python
     apply.refuse_externally_managed(python, request.pip_flags, io.variables)
     folder = ensure_home(site.prefix)
-    with held(folder, site.prefix):
+    with held(folder, site.prefix) as lock, pipstep.holding(lock):
         refuse_unfinished(folder, python, running=False)
         before = _record(python, folder, io)
         journal = open_journal(
@@ -145,8 +162,8 @@ def apply_interpreter(
         try:
             changes, said = _prepare(plan, request, io, journal, before)
         except BaseException:
+            _drop_copies(journal)  # first: a wheelhouse cut by a full disk frees it
             journal.close("nothing-changed")
-            _drop_copies(journal)
             raise
         return _apply(journal, io, request.doctor), info, changes, said
 
@@ -210,6 +227,8 @@ def _prepare(
     added = sorted({c.name for c in changes if c.before is None})
     journal.kept, journal.added = kept, added
     journal.strays = _wheel_files(wheelhouse, added, site)
+    changed = [p for d in site.dists for p, _, _ in d.files] + journal.strays
+    pipstep.note_stash(str(folder), pipstep.roots_of(changed, (p for _, p in site.paths)))
     journal.steps = [
         JournalStep(tuple(argv), step.changes) for argv, step in zip(commands, steps, strict=True)
     ]
@@ -231,7 +250,7 @@ def _download(
         raise EnvironmentProblem(f"{said}: nothing was changed", hint=again)
     wanted, _ = apply.requirements(fetch)
     argv = [python, "-m", "pip", "download", "--dest", str(wheelhouse), *apply.NETWORK, *fetch]
-    ran = io.run(argv)
+    ran = io.run(argv, str(wheelhouse.parent), stash=False)
     if ran.code != 0:
         raise EnvironmentProblem(
             f"could not download {' '.join(wanted)} and its dependencies ({said}; pip exited "
@@ -381,7 +400,7 @@ def _run_steps(journal: Journal, io: Io, ran: list[Ran]) -> Ran | None:
         step.state = "started"
         journal.save()
         io.pause(f"step-{n}")
-        result = io.run(step.argv)
+        result = io.run(step.argv, journal.record)
         ran.append(result)
         step.state = "done" if result.code == 0 else "failed"
         if result.code != 0:
@@ -494,6 +513,7 @@ def _restore(journal: Journal, io: Io) -> Rollback:
     python, folder = journal.python, Path(journal.record)
     recorded = record_text(journal, "freeze.txt")
     kept = keep.load(journal)  # both checked before the first change
+    cut = pipstep.clean(journal.record, journal.prefix, io.tell)  # a cut step's stash: not ours
     old = apply.installed_versions(recorded)
     new = apply.installed_versions(apply.freeze(python, io.variables))
     # everything the fix touched goes, even at its recorded version (another build of it may
@@ -506,10 +526,11 @@ def _restore(journal: Journal, io: Io) -> Rollback:
     site = ask_site(python, io.variables, drop)
     roots = [path for _, path in site.paths]
     if drop:  # pip reads what to remove from their RECORD: no network
-        ran.append(io.run((python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)))
+        argv = (python, "-m", "pip", "uninstall", "-y", *journal.pip_flags, *drop)
+        ran.append(io.run(argv, journal.record))
         keep.prune_folders(_paths(site), roots)
     keeping = {k.path for k in kept}
-    problems = keep.remove_files((p for p in journal.strays if p not in keeping), roots)
+    problems = cut + keep.remove_files((p for p in journal.strays if p not in keeping), roots)
     problems += keep.restore(kept, folder / "kept")
     problems += keep.differences(kept, folder / "kept")
     return _prove(journal, io, recorded, tuple(ran), problems)
@@ -533,6 +554,7 @@ def _prove(
                 f"{name}: recorded {old.get(name) or 'absent'}, now {new.get(name) or 'absent'}"
             )
     differences += [p for p in journal.strays if os.path.lexists(p) and p not in _paths(site)]
+    differences += [f"{p}: pip's stash" for p in pipstep.leftovers(journal.record, journal.prefix)]
     broken = apply.pip_check(python, io.variables) - _recorded_problems(journal)
     return Rollback(ran, now == recorded, tuple(differences), tuple(sorted(broken)))
 
@@ -574,7 +596,7 @@ def finish_unfinished(
             f"--{action}: no unfinished `envcheck fix` of {prefix}",
             hint=f"nothing to finish: run `{envcheck_line(python, 'fix')}` to see the plan",
         )
-    with held(folder, prefix):
+    with held(folder, prefix) as lock, pipstep.holding(lock):
         journal = unfinished(folder, python)
         if journal is None:
             raise UsageError(
@@ -594,6 +616,12 @@ def finish_unfinished(
                 f"--resume: that fix stopped in its {journal.phase} phase, before a step it "
                 "could finish ran, or while rolling back",
                 hint=f"run `{envcheck_line(python, 'fix', '--rollback')}`",
+            )
+        problems = pipstep.clean(journal.record, prefix, io.tell)  # the cut step's stash first
+        if problems:
+            raise EnvironmentProblem(
+                "--resume: what the cut pip step left cannot be removed: " + "; ".join(problems),
+                hint=f"run `envcheck fix --python {python} --rollback`",
             )
         for step in journal.steps:
             if step.state != "done":
