@@ -24,7 +24,7 @@ import pytest
 
 from envcheck.fix.runner import journal
 from tests import fix_env
-from tests.integration.test_fix_transaction import (
+from tests.fix_transactions import (
     ARGS,
     CPU_INDEX,
     files,

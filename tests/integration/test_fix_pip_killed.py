@@ -23,8 +23,7 @@ import pytest
 from envcheck.fix.runner import journal
 from tests import fix_env
 from tests.faults_pipsteps import gone, pip_of
-from tests.inprocess import ENV
-from tests.integration.test_fix_transaction import (
+from tests.fix_transactions import (
     AS_NOBODY,
     PY,
     files,
@@ -38,6 +37,7 @@ from tests.integration.test_fix_transaction import (
     template,
     variables,
 )
+from tests.inprocess import ENV
 
 __all__ = ["real_index", "stub_index", "stub_root", "template"]  # fixtures used by name
 SITE = Path("lib") / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
