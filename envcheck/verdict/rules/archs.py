@@ -16,7 +16,7 @@ from envcheck.matrix.builds import plain_archs_source
 from envcheck.matrix.compat import arch_supported, wheel_platform
 from envcheck.matrix.scope import ArchEvidence, arch_evidence
 from envcheck.verdict.fixes import PROVE_WITH_SMOKE_FIX, RECORD_ON_THAT_HOST_FIX, arch_build_fix
-from envcheck.verdict.gpu_groups import gpu_groups
+from envcheck.verdict.gpu_groups import GpuGroup, gpu_groups
 from envcheck.verdict.proof import ARCH_UNVERIFIED_ID
 from envcheck.verdict.rules.paddle import installed_build
 from envcheck.verdict.verified_variant import verified_build_fix
@@ -52,18 +52,13 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
         doubt = _doubtful(evidence, sm, off_list) if not own_list else None
         if (sm in absent or off_list) and doubt is not None:
             # an unconfirmed fact can warn, never fail: only the build itself or the smoke decides
-            yield warn(
-                ARCH_UNVERIFIED_ID,
-                f"{group.label} (sm_{sm}): arch coverage unverified: an unconfirmed fact says "
-                f"Paddle {p.version} (CUDA {p.cuda}) lacks it ({doubt}); only the build's own "
-                "list or the smoke training can decide",
-                fix=prove,
-                layer="paddle",
-                index=group.indices[0],
-                indices=list(group.indices),
-                compute_capability=cc,
-                facts=list(facts),
-                detail=f"decided by: {decided} (unconfirmed: a warning, not a failure)",
+            yield _unverified(
+                group,
+                f"an unconfirmed fact says Paddle {p.version} (CUDA {p.cuda}) lacks it ({doubt}); "
+                "only the build's own list or the smoke training can decide",
+                f"decided by: {decided} (unconfirmed: a warning, not a failure)",
+                prove,
+                facts,
             )
         elif sm in absent or off_list:
             listed = " ".join(map(str, archs or ()))
@@ -87,18 +82,13 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
                 detail=f"decided by: {decided}",
             )
         elif not verified:
-            yield warn(
-                ARCH_UNVERIFIED_ID,
-                f"{group.label} (sm_{sm}): arch coverage unverified: {_what_is_missing(ctx)}"
-                f"{_newer_than_known(ctx, sm)}; {origin} includes sm_{sm}, the build itself "
-                "may not: only the smoke training can prove it",
-                fix=prove,
-                layer="paddle",
-                index=group.indices[0],
-                indices=list(group.indices),
-                compute_capability=cc,
-                facts=list(facts),
-                detail=f"decided by: {decided}",
+            yield _unverified(
+                group,
+                f"{_what_is_missing(ctx)}{_newer_than_known(ctx, sm)}; {origin} includes "
+                f"sm_{sm}, the build itself may not: only the smoke training can prove it",
+                f"decided by: {decided}",
+                prove,
+                facts,
             )
         else:
             yield passed(
@@ -112,6 +102,24 @@ def check_build_archs(ctx: Context) -> Iterable[Finding]:
                 facts=list(facts),
                 detail=f"decided by: {decided}",
             )
+
+
+def _unverified(
+    group: GpuGroup, why: str, detail: str, fix: str, facts: tuple[str, ...]
+) -> Finding:
+    """`paddle.arch-unverified` for one set of identical GPUs: what is not known, and why."""
+    sm = sm_of(group.compute_capability)
+    return warn(
+        ARCH_UNVERIFIED_ID,
+        f"{group.label} (sm_{sm}): arch coverage unverified: {why}",
+        fix=fix,
+        layer="paddle",
+        index=group.indices[0],
+        indices=list(group.indices),
+        compute_capability=group.compute_capability,
+        facts=list(facts),
+        detail=detail,
+    )
 
 
 def _what_is_missing(ctx: Context) -> str:
