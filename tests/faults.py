@@ -262,11 +262,14 @@ def _symlink(name: str, target: str) -> Callable[[Path], None]:
 
 
 def _machine(arch: str) -> Callable[[Path], None]:
-    """The good facts, on a machine of another architecture."""
+    """The good facts, on a machine of another architecture, with no Paddle installed: no
+    official build exists there, and nothing installed can train (a build from source that is
+    installed would decide the verdict instead: tests/unit/test_platforms.py)."""
 
     def write(tmp: Path) -> None:
         doc = full_facts()
         doc["machine"]["arch"] = arch
+        doc["paddle"] = {"status": "absent"}
         (tmp / "f.json").write_text(json.dumps(doc))
 
     return write
