@@ -172,6 +172,8 @@ class RichActivity:
         self._phase, self._detail, self._since = _short(text), "", self.clock()
         if not self._running:
             self.resume()
+        else:  # drawn as it begins: a phase shorter than a refresh tick is still seen once
+            self.live.refresh()
 
     def detail(self, text: str) -> None:
         self._detail = _short(text)
