@@ -242,7 +242,8 @@ def _manual(report: Report, resolved: set[str]) -> list[Step]:
     driver_floor = report.image is not None and report.image.min_driver is not None
 
     def order(f: Finding) -> int:
-        if f.remedy == NO_GPU_BUILD_YET:
+        # its words, not the whole remedy: the doctor carries the subject's --python into it
+        if f.remedy is not None and f.remedy.steps[:1] == NO_GPU_BUILD_YET.steps[:1]:
             return len(rank) + 1
         if f.id == "image.none" and driver_floor:
             return rank["driver"]

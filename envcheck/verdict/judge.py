@@ -59,9 +59,15 @@ class Context:
 
     @property
     def installed_decides(self) -> bool:
-        """The environment in front of us holds a readable Paddle build and no image is the
-        subject: that build, not the newest release or its image, decides the verdict."""
-        return self.host.paddle.status == "ok" and not self.image_subject
+        """The environment in front of us holds a readable Paddle build that can train here and
+        no image is the subject: that build, not the newest release or its image, decides."""
+        p = self.host.paddle
+        if p.status != "ok" or self.image_subject:
+            return False
+        # a CPU build where NVIDIA GPUs are cannot train on them (paddle.cpu-build): what to
+        # move to is then the question, and no image for this host is part of the answer
+        gpu_build = bool(p.cuda) or p.package == "paddlepaddle-gpu"
+        return gpu_build or not (self.gpus or unlisted_gpus(self.host))
 
     def about_another_release(self, release: str | None) -> bool:
         """A finding about `release` (the image's, or the newest) is advice, not the verdict:

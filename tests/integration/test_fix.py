@@ -494,7 +494,7 @@ def test_a_driver_too_old_for_every_build_leaves_only_manual_steps(gpu_host: Any
     ]
     assert "upgrade the NVIDIA driver to >= 525.60.13" in steps[0]["changes"]
     assert "nvidia-ctk runtime configure" in steps[1]["changes"]
-    assert "then `envcheck fix --yes`" in steps[2]["changes"]
+    assert f"then `envcheck fix --python {sys.executable} --yes`" in steps[2]["changes"]
     assert (doc["plan"]["wheel"], doc["plan"]["expect"], doc["plan"]["image"]) == (None, None, None)
 
     run = envcheck_process("fix", "--paddle", "3.3.1", env=env, timeout=600)

@@ -264,3 +264,13 @@ def test_the_builds_own_list_outranks_the_release_floor() -> None:
         cudnn=s.cudnn("8.6.0"),
     )
     assert severities(doctor(without))["paddle.cc-too-low"] == "fail"
+
+
+def test_a_cpu_wheel_on_a_gpu_host_makes_no_image_a_failure_again() -> None:
+    # the installed CPU build cannot train on the T4 (paddle.cpu-build): what to move to is the
+    # question, and the driver upgrade that no image for this host needs is part of the answer
+    report = doctor(
+        s.host(driver=s.driver("418.87.01", "10.1"), gpus=[s.T4], paddle=s.PADDLE_331_CPU)
+    )
+    found = severities(report)
+    assert found["paddle.cpu-build"] == "fail" and found["image.none"] == "fail"
