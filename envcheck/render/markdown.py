@@ -199,7 +199,9 @@ def _fleet_table(summary: FleetSummary) -> str:
         [
             _text(host.label),
             f"{VERDICT_ICON[host.verdict]} {host.verdict} ({host.exit_code})",
-            ", ".join(_code(f.id) for f in root_problems(host)),
+            # one id a line: a browser breaks inline code at its hyphen ("driver.minor-" /
+            # "compat") when a cell wraps, and an id is copied whole
+            "<br>".join(_code(f.id) for f in root_problems(host)),
         ]
         for host in summary.hosts
     ]

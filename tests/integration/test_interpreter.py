@@ -119,7 +119,7 @@ def test_a_bug_in_the_cuda_probe_is_a_bug_not_a_timeout(monkeypatch: pytest.Monk
     from envcheck.probe import cuda_libs
     from envcheck.probe.host import start_host_probe
 
-    def broken(*_: object) -> None:
+    def broken(*_: object, **__: object) -> None:
         raise KeyError("a bug in the probe")
 
     monkeypatch.setattr(cuda_libs, "probe_cuda_libraries", broken)  # the library thread
