@@ -54,7 +54,9 @@ def test_the_real_h100_with_262_names_its_cause_above_the_verdict_and_fix_under_
     assert "  WARN  smoke.loaded-cudnn-shadowed: by hand (below)" in rows
     tail = _after_verdict(run.stdout)
     assert run.stdout.splitlines()[-len(tail) - 1] == "Proof: none: the smoke training failed"
-    assert tail[:3] == ["Verdict: FAIL (exit 5)", "Next, in order:", "  envcheck fix --yes"]
+    assert tail[:2] == ["Verdict: FAIL (exit 5)", "Next, in order:"]
+    # the judged interpreter, as the saved report names it, is the fix's subject
+    assert tail[2].startswith("  envcheck fix --python /") and tail[2].endswith(" --yes")
 
 
 def test_a_warning_is_listed_above_the_verdict_and_envcheck_fix_under_it(
@@ -74,7 +76,7 @@ def test_a_warning_is_listed_above_the_verdict_and_envcheck_fix_under_it(
     ]
     assert _after_verdict(run.stdout)[1:] == [
         "Next: envcheck fix does all of it (without --yes it shows its plan):",
-        "  envcheck fix --yes",
+        "  envcheck fix --python /u/bin/python --yes",
     ]
 
 
