@@ -156,7 +156,7 @@ class _Log:
 
     def __enter__(self) -> Callable[[str], None]:
         with contextlib.suppress(OSError):
-            self.file = open(self.path, "a", encoding="utf-8", errors="replace")
+            self.file = open(self.path, "a", 1, encoding="utf-8", errors="replace")
         return self.write
 
     def write(self, line: str) -> None:
