@@ -360,7 +360,7 @@ def test_sigterm_during_the_verification_leaves_the_plan_applied_and_says_so(
     python = fix_env.make_venv(tmp_path / "venv")
     code, said = _fix_until(variables, python, "envcheck fix: verifying", "smoke training")
     assert code == 130, said
-    assert "the environment is as planned (every step applied), not verified" in said
+    assert "the environment is as planned (every step applied), not verified" in said, said
     assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()
 
 

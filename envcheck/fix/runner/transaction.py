@@ -504,11 +504,11 @@ def _run_steps(journal: Journal, io: Io, ran: list[Ran]) -> Ran | None:
 
 
 def _verify(journal: Journal, io: Io, doctor: DoctorOptions, ran: tuple[Ran, ...]) -> Part:
-    io.say(
-        f"envcheck fix: verifying: a smoke training under {journal.python} (on the "
-        f"{(journal.expect or 'cpu').upper()})"
-    )
-    try:
+    try:  # a signal as soon as this is said is one during the verification
+        io.say(
+            f"envcheck fix: verifying: a smoke training under {journal.python} (on the "
+            f"{(journal.expect or 'cpu').upper()})"
+        )
         io.pause("verify")
         options = replace(
             doctor,
