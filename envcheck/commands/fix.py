@@ -107,7 +107,11 @@ def register(sub: Any) -> None:
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="the plan and outcome as one document")
-    out.add_argument("--quiet", action="store_true", help="no progress and no pip output on stderr")
+    out.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (pip's own output is in the record's pip.log)",
+    )
     p.set_defaults(run=run)
 
 

@@ -552,5 +552,6 @@ def test_the_fix_keeps_its_state_inside_the_target(tmp_path: Path, stub_index: s
     home = journal.home(str(tmp_path / "venv"))
     assert doc["record"]["folder"].startswith(f"{home}/records/")
     assert doc["record"]["journal"] == str(home / "journal.json")
+    assert "$ " in Path(doc["record"]["pip_log"]).read_text()  # pip's steps, logged in the record
     assert (home / "lock").exists()
     shutil.rmtree(home)

@@ -36,6 +36,7 @@ from envcheck.contracts.record import record, replace
 from envcheck.contracts.remedy import envcheck_line
 from envcheck.edges.signals import deferred, wait_for_signal
 from envcheck.fix.outcome import (
+    PIP_LOG,
     Change,
     FixOutcome,
     Part,
@@ -72,7 +73,6 @@ from envcheck.fix.runner.trust import (
 PAUSE_ENV = "ENVCHECK_FIX_PAUSE"
 PAUSE_FILE_ENV = "ENVCHECK_FIX_PAUSE_FILE"
 PAUSE_S = 60.0
-LOG = "pip.log"  # in the record: every pip step's output, the terminal shows one line a step
 
 
 @record
@@ -110,7 +110,7 @@ class Io:
             ran = apply.run_command(argv, self.variables, self.echo, limit=limit)
             self.say(step_line(ran))
             return ran
-        log = Path(record) / LOG
+        log = Path(record) / PIP_LOG  # the terminal shows one line a step
         try:
             with _Log(log) as write:
                 write(f"$ {' '.join(argv)}")
