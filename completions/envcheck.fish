@@ -50,7 +50,7 @@ complete -c envcheck -n '__fish_seen_subcommand_from fix' -l shared-interpreter 
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l allow-change -x -d 'a package this environment holds that pip\'s resolver would change though the plan does not name it (e.g. a pinned protobuf): refused unless named here (repeat for each)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l smoke-timeout -x -d 'the verification smoke\'s limit (default: 300)'
 complete -c envcheck -n '__fish_seen_subcommand_from fix' -l json -d 'the plan and outcome as one document'
-complete -c envcheck -n '__fish_seen_subcommand_from fix' -l quiet -d 'no progress and no pip output on stderr'
+complete -c envcheck -n '__fish_seen_subcommand_from fix' -l quiet -d 'no progress on stderr (pip\'s own output is in the record\'s pip.log)'
 complete -c envcheck -n '__fish_seen_subcommand_from pull-image' -s h -l help -d 'show this help message and exit'
 complete -c envcheck -n '__fish_seen_subcommand_from pull-image' -l image -x -d 'pull this image reference instead of the selected one'
 complete -c envcheck -n '__fish_seen_subcommand_from pull-image' -l matrix -x -a '(__fish_complete_directories)' -d 'compatibility matrix folder (default: ENVCHECK_MATRIX, else the shipped one)'

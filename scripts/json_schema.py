@@ -285,6 +285,11 @@ def fix_report() -> Schema:
                     " it runs and marked after; an open one is an unfinished fix",
                     **STRING,
                 },
+                "pip_log": {
+                    "description": "the output of every pip step the fix ran (the terminal shows"
+                    " one line a step, and a failed step's last lines)",
+                    **STRING,
+                },
             },
         },
     )

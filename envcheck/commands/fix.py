@@ -107,7 +107,11 @@ def register(sub: Any) -> None:
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="the plan and outcome as one document")
-    out.add_argument("--quiet", action="store_true", help="no progress and no pip output on stderr")
+    out.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (pip's own output is in the record's pip.log)",
+    )
     p.set_defaults(run=run)
 
 
@@ -116,14 +120,15 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from envcheck.fix.runner.repair import fix_environment
     from envcheck.render.sanitize import hide_credentials
 
+    shown: list[str] = []  # the plan, said before the first step (text output only)
     try:
-        outcome = fix_environment(_options(args, env), _io(args, env))
+        outcome = fix_environment(_options(args, env), _io(args, env, shown))
     except EnvcheckError as e:  # its words may name the index: said without its credentials
         e.message = hide_credentials(e.message)
         e.hint = None if e.hint is None else hide_credentials(e.hint)
         e.args = (e.message,)
         raise
-    _print(args, outcome, env)
+    _print(args, outcome, env, bool(shown))
     return outcome.exit_code
 
 
@@ -155,9 +160,10 @@ def _options(args: argparse.Namespace, env: Environment) -> FixOptions:
     )
 
 
-def _io(args: argparse.Namespace, env: Environment) -> Io:
-    """The transaction's voice: progress and pip's lines on stderr, every one made visible
-    (pip relays what an index sends, escape codes included)."""
+def _io(args: argparse.Namespace, env: Environment, shown: list[str]) -> Io:
+    """The transaction's voice: the plan on stdout before its first step (text output), then
+    progress on stderr, one line a step, every one made visible (pip relays what an index
+    sends, escape codes included)."""
     from envcheck.commands.doctor import diagnose
     from envcheck.contracts.record import replace
     from envcheck.fix.runner.transaction import Io
@@ -185,6 +191,18 @@ def _io(args: argparse.Namespace, env: Environment) -> Io:
         assert env.stdin is not None
         return env.stdin.readline().strip().lower() in ("y", "yes")
 
+    def show(outcome: FixOutcome) -> None:
+        from envcheck.edges.streams import reader_may_leave
+        from envcheck.render.fix import render_plan
+
+        if args.json:  # the one document, at the end
+            return
+        shown.append("plan")
+        with reader_may_leave(env.stdout):
+            lines = render_plan(_without_credentials(outcome.to_json()))
+            env.stdout.write("".join(f"{line}\n" for line in lines))
+            env.stdout.flush()
+
     from envcheck.contracts.command_env import isatty
 
     asks = env.stdin is not None and isatty(env.stdin) and isatty(env.stderr)
@@ -195,6 +213,7 @@ def _io(args: argparse.Namespace, env: Environment) -> Io:
         None if args.quiet else echo,
         lambda options: diagnose(options, env),
         confirm if asks else None,
+        show,
     )
 
 
@@ -212,7 +231,9 @@ def _without_credentials(value: Any) -> Any:
     return value
 
 
-def _print(args: argparse.Namespace, outcome: FixOutcome, env: Environment) -> None:
+def _print(
+    args: argparse.Namespace, outcome: FixOutcome, env: Environment, plan_shown: bool
+) -> None:
     from envcheck.edges.streams import reader_may_leave
 
     doc = _without_credentials(outcome.to_json())
@@ -223,4 +244,5 @@ def _print(args: argparse.Namespace, outcome: FixOutcome, env: Environment) -> N
         else:
             from envcheck.render.fix import render_fix
 
-            env.stdout.write(render_fix(doc))
+            shown = plan_shown and not args.quiet  # each step said as it ended
+            env.stdout.write(render_fix(doc, plan_shown=plan_shown, steps_shown=shown))

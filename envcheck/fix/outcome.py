@@ -17,6 +17,7 @@ from envcheck.fix.plan import FixPlan
 from envcheck.verdict.proof import Proof
 
 SCHEMA_VERSION = 1
+PIP_LOG = "pip.log"  # in the record: the output of every pip step the fix ran
 
 Outcome = Literal[
     "nothing-to-fix",
@@ -150,6 +151,7 @@ class RecordInfo:
             "wheelhouse": f"{self.folder}/wheelhouse",
             "kept": f"{self.folder}/kept",
             "journal": self.journal,
+            "pip_log": f"{self.folder}/{PIP_LOG}",
         }
 
 

@@ -78,6 +78,8 @@ class _Run:
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     attempts: int = 0
+    tries: int = 0  # every try of a registry read or pull, the first ones included
+    waits: list[float] = field(default_factory=list)  # each wait between tries, as measured
 
 
 def pull_image(
@@ -265,6 +267,7 @@ def _stream(run: _Run, source: Reference, remote: RemoteImage) -> PullProgress:
 
 def _retrying(action: Callable[[], T], what: str, run: _Run) -> T:
     for attempt in range(1, run.retry.attempts + 1):
+        run.tries += 1
         try:
             return action()
         except (RegistryUnavailable, PullFailed) as e:
@@ -276,7 +279,9 @@ def _retrying(action: Callable[[], T], what: str, run: _Run) -> T:
                 f"{what} failed ({e.message}); try {attempt + 1}/{run.retry.attempts} "
                 f"in {delay:g} s"
             )
+            slept = time.monotonic()
             run.sleep(delay)
+            run.waits.append(time.monotonic() - slept)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -330,9 +335,20 @@ def _final_error(
     )
     return type(first)(
         f"could not pull {plan.requested}: {tried}",
-        hint=first.hint
-        or "check the network and the registry; envcheck retried "
-        f"{run.retry.attempts} times per registry with backoff",
+        hint=first.hint or f"check the network and the registry; {_tried(run)}",
+    )
+
+
+def _tried(run: _Run) -> str:
+    """What envcheck tried, as it happened: how many tries and the waits between them, measured
+    (never the policy's promise: an error waiting cannot help is not retried)."""
+    if not run.waits:
+        return (
+            f"envcheck tried {run.tries} time(s) without retrying: waiting cannot help this error"
+        )
+    return (
+        f"envcheck tried {run.tries} times, waiting {sum(run.waits):.1f} s in all between tries "
+        f"(backoff: {', '.join(f'{w:.2g}' for w in run.waits)} s)"
     )
 
 

@@ -22,7 +22,18 @@ OUTCOME_WORDS = {
 }
 
 
-def render_fix(doc: dict[str, Any]) -> str:
+def render_fix(doc: dict[str, Any], *, plan_shown: bool = False, steps_shown: bool = False) -> str:
+    """The whole outcome; `plan_shown`: its plan was said before the first step (render_plan),
+    `steps_shown`: each step was said as it ended, so neither is said again."""
+    lines = [] if plan_shown else render_plan(doc)
+    lines += _applied(doc, steps_shown)
+    lines.append(f"result: {OUTCOME_WORDS[doc['outcome']]} (exit {doc['exit_code']})")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def render_plan(doc: dict[str, Any]) -> list[str]:
+    """The plan: the doctor's findings, the steps in order, every package that changes, the
+    manual steps, the image, and where the state before it is recorded."""
     plan = doc["plan"]
     lines = [f"envcheck fix for {plan['python']}"]
     doctor = doc["doctor"]
@@ -48,9 +59,12 @@ def render_fix(doc: dict[str, Any]) -> str:
     if image is not None:
         said = {True: "present", False: "absent", None: "unknown"}[image["present"]]
         lines.append(f"image: {image['ref']}: {said} ({visible(image['why'])})")
-    lines += _applied(doc)
-    lines.append(f"result: {OUTCOME_WORDS[doc['outcome']]} (exit {doc['exit_code']})")
-    return "".join(f"{line}\n" for line in lines)
+    if "record" in doc:
+        record = doc["record"]
+        lines.append(f"recorded before: {visible(record['folder'])} (journal {record['journal']})")
+    for note in doc.get("notes", []):
+        lines.append(f"note: {visible(note)}")
+    return lines
 
 
 def _manual_lines(n: int, step: dict[str, Any]) -> list[str]:
@@ -102,14 +116,9 @@ def _then(plan: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     )
 
 
-def _applied(doc: dict[str, Any]) -> list[str]:
+def _applied(doc: dict[str, Any], steps_shown: bool) -> list[str]:
     lines: list[str] = []
-    if "record" in doc:
-        record = doc["record"]
-        lines.append(f"recorded before: {visible(record['folder'])} (journal {record['journal']})")
-    for note in doc.get("notes", []):
-        lines.append(f"note: {visible(note)}")
-    for ran in doc.get("applied", []):
+    for ran in [] if steps_shown else doc.get("applied", []):
         lines.append(
             f"ran: {visible(shlex.join(ran['argv']))} -> exit {ran['exit_code']} "
             f"({ran['seconds']} s)"
@@ -125,7 +134,7 @@ def _applied(doc: dict[str, Any]) -> list[str]:
     for name, part in doc.get("parts", {}).items():
         lines.append(f"part {name}: {part['outcome']} (exit {part['exit_code']})")
     if "rollback" in doc:
-        for ran in doc["rollback"]["ran"]:
+        for ran in [] if steps_shown else doc["rollback"]["ran"]:
             lines.append(
                 f"rollback: {visible(shlex.join(ran['argv']))} -> exit {ran['exit_code']} "
                 f"({ran['seconds']} s)"

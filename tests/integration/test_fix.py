@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -295,29 +296,24 @@ def test_a_gpu_build_the_index_lacks_is_refused_before_anything_changes(
     assert fix_env.freeze(python) == before
 
 
-def _fix_until(
-    variables: dict[str, str], python: str, start: str, words: str
-) -> tuple[int | None, str]:
-    """`fix --yes` in a process of its own, sent SIGTERM at the first stderr line that starts
-    with `start` and holds `words`: (its exit status, all it said on stderr)."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "envcheck",
-            "fix",
-            "--python",
-            python,
-            "--paddle",
-            "3.3.1",
-            "--no-pull",
-            "--yes",
-        ],
+def _fix_process(variables: dict[str, str], python: str) -> subprocess.Popen[str]:
+    """`fix --yes` in a process of its own."""
+    argv = ["fix", "--python", python, "--paddle", "3.3.1", "--no-pull", "--yes"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "envcheck", *argv],
         env=variables,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _fix_until(
+    variables: dict[str, str], python: str, start: str, words: str
+) -> tuple[int | None, str]:
+    """`fix --yes` in a process of its own, sent SIGTERM at the first stderr line that starts
+    with `start` and holds `words`: (its exit status, all it said on stderr)."""
+    proc = _fix_process(variables, python)
     assert proc.stderr is not None
     seen = []
     for line in proc.stderr:
@@ -329,6 +325,16 @@ def _fix_until(
     return proc.returncode, "".join(seen) + (rest or "")
 
 
+def _installing(venv: Path) -> bool:
+    """The fix's install step runs: its record's log holds the step's command and pip's first
+    line after it (pip's output goes there, not to the terminal)."""
+    for log in (journal.home(str(venv)) / "records").glob("*/pip.log"):
+        _, step, after = log.read_text().partition(" -m pip install --no-index ")
+        if step and after.count("\n") >= 2:
+            return True
+    return False
+
+
 def test_sigterm_while_pip_installs_waits_for_it_then_rolls_back(
     tmp_path: Path, variables: dict[str, str]
 ) -> None:
@@ -336,8 +342,14 @@ def test_sigterm_while_pip_installs_waits_for_it_then_rolls_back(
     back and the run says so, with the interrupted exit status (130)."""
     python = fix_env.make_venv(tmp_path / "venv")
     before = fix_env.freeze(python)
-    code, said = _fix_until(variables, python, "envcheck fix: $ ", " install ")
-    assert code == 130, said
+    proc = _fix_process(variables, python)
+    for _ in range(6000):  # a wait for the step to start, bounded; never a measure of speed
+        if _installing(tmp_path / "venv") or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    said = proc.communicate(timeout=600)[1]
+    assert proc.returncode == 130, said
     assert "rolled back, the environment is as it was" in said
     assert fix_env.freeze(python) == before
 
@@ -348,7 +360,7 @@ def test_sigterm_during_the_verification_leaves_the_plan_applied_and_says_so(
     python = fix_env.make_venv(tmp_path / "venv")
     code, said = _fix_until(variables, python, "envcheck fix: verifying", "smoke training")
     assert code == 130, said
-    assert "the environment is as planned (every step applied), not verified" in said
+    assert "the environment is as planned (every step applied), not verified" in said, said
     assert "paddlepaddle==3.3.1" in fix_env.freeze(python).splitlines()
 
 

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -433,9 +434,12 @@ def _ends(stat: Path) -> bool:
     return False
 
 
-def test_what_pip_relays_from_an_index_is_echoed_visible(tmp_path: Path, stub_root: Path) -> None:
+def test_what_pip_relays_from_an_index_goes_to_the_log_never_raw_to_the_terminal(
+    tmp_path: Path, stub_root: Path
+) -> None:
     """An index whose link carries a terminal escape (a window title, a bidi override) in its
-    query: pip prints the link as it is; every line echoed on stderr is made visible."""
+    query: pip prints the link as it is, into the record's log; the terminal gets one line a
+    step, and nothing it shows carries the escape."""
     root = tmp_path / "index"
     project = root / CPU_INDEX / "paddlepaddle"
     project.mkdir(parents=True)
@@ -451,9 +455,81 @@ def test_what_pip_relays_from_an_index_is_echoed_visible(tmp_path: Path, stub_ro
             ["fix", "--python", python, *ARGS, "--yes"], env=variables(tmp_path, url)
         )
     assert "Traceback" not in run.stderr, run.stderr
-    # pip printed the link (HTML dropped the BEL); every escape in it is made visible
-    assert "Downloading" in run.stderr and "whl?\\x1b]0;owned\\u202e" in run.stderr, run.stderr
+    assert "Downloading" not in run.stderr and "✓ install paddlepaddle==3.3.1" in run.stderr
+    # pip printed the link (HTML dropped the BEL) into the log, as it is
+    log = _record(tmp_path / "venv") / "pip.log"
+    assert "whl?\x1b]0;owned\u202e" in log.read_text(), log.read_text()
     assert "\x1b" not in run.stderr + run.stdout and "\u202e" not in run.stderr + run.stdout
+
+
+def _record(venv: Path) -> Path:
+    """The one record a fix left in `venv`."""
+    (folder,) = (journal.home(str(venv)) / "records").iterdir()
+    return folder
+
+
+def _fix_text(env: dict[str, str], python: str) -> list[str]:
+    """`fix --yes` as a person sees it: its stdout and stderr in the order they were written."""
+    run = subprocess.run(
+        [PY, "-m", "envcheck", "fix", "--python", python, *ARGS, "--yes"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert "Traceback" not in run.stdout, run.stdout
+    return run.stdout.splitlines()
+
+
+def test_yes_says_its_plan_before_the_first_step_and_a_step_a_line(
+    tmp_path: Path, stub_index: str
+) -> None:
+    """A fresh venv fixed against a local index: the plan (its steps, the packages that change,
+    the record) comes before the first step runs, each step is one line as it ends, pip's own
+    output is in the record's log, and the whole of it fits 40 lines."""
+    python = fix_env.make_venv(tmp_path / "venv")
+    lines = _fix_text(variables(tmp_path, stub_index), python)
+    text = "\n".join(lines)
+    steps = [n for n, line in enumerate(lines) if line.startswith(("  ✓ ", "  ✗ "))]
+    assert steps, text
+    before = lines[: steps[0]]
+    assert "plan (in order):" in before, text
+    assert "  paddlepaddle: absent -> 3.3.1" in before, text
+    assert any(line.startswith("recorded before: ") for line in before), text
+    assert lines[steps[0]].startswith("  ✓ install paddlepaddle==3.3.1  "), text
+    assert text.count("plan (in order):") == 1, text  # said once, not again at the end
+    assert not any(w in text for w in ("Collecting", "Downloading", "Successfully")), text
+    assert (
+        "Successfully installed paddlepaddle-3.3.1"
+        in (_record(tmp_path / "venv") / "pip.log").read_text()
+    )
+    assert lines[-1].startswith("result: rolled back"), text  # the stub cannot train
+    assert len(lines) <= 40, f"{len(lines)} lines:\n{text}"
+
+
+def test_a_failing_step_shows_pips_last_lines_and_where_its_log_is(tmp_path: Path) -> None:
+    """A wheel that pip downloads and resolves but refuses to install (a file of it would land
+    outside the environment): the step's line says it failed, pip's own last lines follow, then
+    the log that holds all of it; the environment is put back."""
+    wheel = fix_env.stub_wheel(tmp_path / "wheels", "paddlepaddle", "3.3.1")
+    with zipfile.ZipFile(wheel, "a") as zf:
+        zf.writestr("../../escaped.txt", "outside\n")
+    root = tmp_path / "index"
+    fix_env.build_index(root, CPU_INDEX, [wheel])
+    python = fix_env.make_venv(tmp_path / "venv")
+    with fix_env.serve(root) as url:
+        lines = _fix_text(variables(tmp_path, url), python)
+    text = "\n".join(lines)
+    (n,) = [n for n, line in enumerate(lines) if line.startswith("  ✗ install paddlepaddle")]
+    assert "(exit 1)" in lines[n], text
+    log = _record(tmp_path / "venv") / "pip.log"
+    assert f"    pip's whole output: {log}" in lines, text
+    shown = [line.removeprefix("    | ") for line in lines[n + 1 :] if line.startswith("    | ")]
+    assert shown and shown[-1] in log.read_text(), text
+    assert any("outside" in line for line in shown), text  # pip's own words for why
+    assert lines[-1].startswith("result: rolled back"), text
 
 
 @pytest.mark.parametrize("bad", ["\x1b]0;owned\x07", "\u202e"])
@@ -476,5 +552,6 @@ def test_the_fix_keeps_its_state_inside_the_target(tmp_path: Path, stub_index: s
     home = journal.home(str(tmp_path / "venv"))
     assert doc["record"]["folder"].startswith(f"{home}/records/")
     assert doc["record"]["journal"] == str(home / "journal.json")
+    assert "$ " in Path(doc["record"]["pip_log"]).read_text()  # pip's steps, logged in the record
     assert (home / "lock").exists()
     shutil.rmtree(home)

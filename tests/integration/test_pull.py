@@ -279,6 +279,10 @@ def test_a_dead_registry_fails_cleanly_after_retries(fresh: Fresh, docker_client
         pull_image(PullPlan(ref), client=docker_client, retry=FAST)
     assert "connection refused" in info.value.message.lower() and info.value.status == 4
     assert fresh.local(str(ref)) is None
+    # what was tried, as it happened: four tries, and the three waits between them (backoff)
+    hint = info.value.hint or ""
+    assert "envcheck tried 4 times, waiting " in hint, hint
+    assert hint.endswith(" s)") and len(hint.rpartition("(backoff: ")[2].split(", ")) == 3, hint
 
 
 def test_a_failed_pull_in_the_smoke_says_so_and_is_never_marked_done(

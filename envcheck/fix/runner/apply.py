@@ -38,7 +38,7 @@ ASK_TIMEOUT_S = 30.0
 STEP_LIMIT_S = 3600.0  # a pip step that runs longer is hung: killed with its process group
 READ_LIMIT_S = 120.0  # a read-only pip command (freeze, config, check, a dry run)
 INDEX_TIMEOUT_S = 5.0  # an index that does not answer the first request in this is given up on
-TAIL_LINES = 15
+TAIL_LINES = 20  # a failed step's last lines, shown with where its whole log is
 LIMIT_ENV = "ENVCHECK_FIX_STEP_LIMIT"  # seconds; a smaller bound for a slow or hung pip
 # Set to pip's "no" for every pip command: an environment variable outranks pip.conf, so where the
 # user's environment or configuration sets one of these the install still goes into the target's
@@ -61,7 +61,10 @@ NEUTRAL = {
 QUIET_PIP = {**NEUTRAL, "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 # pip's own bounds on the network: a black-holed index is given up on in seconds, not minutes
 NETWORK = ("--timeout", "10", "--retries", "1")
-_VALUED = {"-i", "--index-url", "-f", "--find-links", "--extra-index-url", "-c", "--constraint"}
+_VALUED = {
+    *("-i", "--index-url", "-f", "--find-links", "--extra-index-url", "-c", "--constraint"),
+    *("-d", "--dest", "--timeout", "--retries", "--report"),
+}
 _ASK = (
     "import json, os, sys, sysconfig; m = os.path.join(sysconfig.get_path('stdlib'), "
     "'EXTERNALLY-MANAGED'); print(json.dumps({'prefix': sys.prefix, 'venv': sys.prefix != "

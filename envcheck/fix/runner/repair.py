@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import Literal
 
 from envcheck.contracts.doctor_options import DoctorOptions
@@ -25,6 +26,7 @@ from envcheck.fix.runner import apply, owner, pipstep
 from envcheck.fix.runner.journal import home
 from envcheck.fix.runner.site import Site, ask_site
 from envcheck.fix.runner.transaction import (
+    Announce,
     Io,
     Request,
     apply_interpreter,
@@ -100,7 +102,11 @@ def _fix(options: FixOptions, io: Io, site: Site, doctor: DoctorOptions) -> FixO
     if plan.pip:  # PEP 668 first: its refusal names pip's own override
         apply.refuse_externally_managed(python, options.pip_flags, io.variables)
         confirm_shared(site, options.shared, io)
-        interpreter, info, changes, said = apply_interpreter(plan, request, io, site)
+        interpreter, info, changes, said = apply_interpreter(
+            plan, request, io, site, _announcer(plan, report, io)
+        )
+    elif io.show is not None:  # a pull alone: its plan said before it runs
+        io.show(FixOutcome(plan, Summary.of(report), False, "planned", int(report.exit_status)))
     image = _image_part(plan, doctor, io) if plan.pulled else None
     outcome, code = overall(interpreter, image)
     return FixOutcome(
@@ -115,6 +121,27 @@ def _fix(options: FixOptions, io: Io, site: Site, doctor: DoctorOptions) -> FixO
         interpreter,
         image,
     )
+
+
+def _announcer(plan: FixPlan, report: Report, io: Io) -> Announce | None:
+    """The plan as the dry run says it (its steps, every package that changes, the record and
+    what was kept), given to `io.show` before the first step."""
+    show = io.show
+    if show is None:
+        return None
+
+    def announce(
+        changes: tuple[Change, ...], said: str, info: RecordInfo, kept: Sequence[str]
+    ) -> None:
+        notes = (f"kept before the first change: the files of {', '.join(kept)}",) if kept else ()
+        code = int(report.exit_status)
+        show(
+            FixOutcome(
+                plan, Summary.of(report), False, "planned", code, changes, said, info, notes=notes
+            )
+        )
+
+    return announce
 
 
 SHARED_FLAG = "--shared-interpreter"

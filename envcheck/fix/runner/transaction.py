@@ -17,12 +17,14 @@ outright (SIGKILL, a lost ssh session) leaves its journal open: the next run fin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from packaging.utils import canonicalize_name
 
@@ -33,7 +35,17 @@ from envcheck.contracts.host_report import Report
 from envcheck.contracts.record import record, replace
 from envcheck.contracts.remedy import envcheck_line
 from envcheck.edges.signals import deferred, wait_for_signal
-from envcheck.fix.outcome import Change, Part, PartOutcome, Ran, RecordInfo, Rollback, Summary
+from envcheck.fix.outcome import (
+    PIP_LOG,
+    Change,
+    FixOutcome,
+    Part,
+    PartOutcome,
+    Ran,
+    RecordInfo,
+    Rollback,
+    Summary,
+)
 from envcheck.fix.plan import PIP_OVERRIDE, FixPlan
 from envcheck.fix.runner import apply, keep, pipstep
 from envcheck.fix.runner.journal import (
@@ -75,27 +87,50 @@ class Io:
     echo: Callable[[str], None] | None
     diagnose: Callable[[DoctorOptions], Report]
     confirm: Callable[[str], bool] | None = None  # a yes/no question at a terminal; None: none
+    show: Callable[[FixOutcome], None] | None = None  # the plan, said before its first step
 
-    def run(self, argv: Sequence[str], record: str | None = None, *, stash: bool = True) -> Ran:
-        """One command; a pip step of the fix whose record is `record` holds the lock while it
-        runs and (`stash`: a step that changes the target) keeps its temporary folders in the
-        record (envcheck.fix.runner.pipstep); a download keeps pip's default, not to need the
-        room of each wheel twice on the target's file system."""
-        self.say(f"envcheck fix: $ {' '.join(argv)}")
+    def run(
+        self,
+        argv: Sequence[str],
+        record: str | None = None,
+        *,
+        stash: bool = True,
+        step: bool = True,
+    ) -> Ran:
+        """One command, said in one line as it ends (what it did, how long it took; `step`
+        false: only where it failed, a preparation said before the plan). A pip step
+        of the fix whose record is `record` writes its output to the record's log (`pip.log`),
+        not the terminal: where it fails, the log's last lines and its path are said. It holds
+        the lock while it runs and (`stash`: a step that changes the target) keeps its
+        temporary folders in the record (envcheck.fix.runner.pipstep); a download keeps pip's
+        default, not to need the room of each wheel twice on the target's file system."""
+        limit = apply.step_limit(self.variables)
         if record is None:
-            return apply.run_command(
-                argv, self.variables, self.echo, limit=apply.step_limit(self.variables)
-            )
+            self.say(f"envcheck fix: $ {' '.join(argv)}")
+            ran = apply.run_command(argv, self.variables, self.echo, limit=limit)
+            self.say(step_line(ran))
+            return ran
+        log = Path(record) / PIP_LOG  # the terminal shows one line a step
         try:
-            return apply.run_command(
-                argv,
-                {**self.variables, **(pipstep.variables(record) if stash else {})},
-                self.echo,
-                limit=apply.step_limit(self.variables),
-                inherit=pipstep.inherited(),
-            )
+            with _Log(log) as write:
+                write(f"$ {' '.join(argv)}")
+                ran = apply.run_command(
+                    argv,
+                    {**self.variables, **(pipstep.variables(record) if stash else {})},
+                    write,
+                    limit=limit,
+                    inherit=pipstep.inherited(),
+                )
+                write(f"-> exit {ran.code} after {ran.seconds:.1f} s\n")
         finally:
             pipstep.after_step(record)
+        if step or ran.code != 0:
+            self.say(step_line(ran))
+        if ran.code != 0:
+            for line in ran.tail.splitlines():
+                self.say(f"    | {line}")
+            self.say(f"    pip's whole output: {log}")
+        return ran
 
     def pause(self, phase: str) -> None:
         if self.variables.get(PAUSE_ENV) == phase:
@@ -108,6 +143,53 @@ class Request:
     doctor: DoctorOptions  # the doctor's choices, its `python` the resolved real interpreter
     pip_flags: tuple[str, ...] = ()
     allow: frozenset[str] = frozenset()  # canonical names a change may touch though unasked
+
+
+class _Log:
+    """The record's log, appended a line at a time. A log that cannot be written (a full disk:
+    the rollback that frees it must still run) loses its lines, never the step: the step's
+    last lines are kept by the step itself."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file: TextIO | None = None
+
+    def __enter__(self) -> Callable[[str], None]:
+        with contextlib.suppress(OSError):
+            self.file = open(self.path, "a", 1, encoding="utf-8", errors="replace")
+        return self.write
+
+    def write(self, line: str) -> None:
+        if self.file is None:
+            return
+        try:
+            self.file.write(f"{line}\n")
+        except OSError:
+            self.__exit__()
+
+    def __exit__(self, *_: object) -> None:
+        file, self.file = self.file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
+
+
+def step_line(ran: Ran) -> str:
+    """A step as it ended: `  ✓ install paddlepaddle==3.3.1  1.2 s`, `✗` and its exit status
+    where it failed."""
+    mark, how = ("✓", "") if ran.code == 0 else ("✗", f" (exit {ran.code})")
+    return f"  {mark} {step_words(ran.argv)}{how}  {ran.seconds:.1f} s"
+
+
+def step_words(argv: Sequence[str]) -> str:
+    """What a command does, in a few words: pip's verb and what it names (`install
+    paddlepaddle==3.3.1`), the image a pull brings, else the command itself."""
+    if len(argv) > 3 and tuple(argv[1:3]) == ("-m", "pip"):
+        wanted, _ = apply.requirements(argv[4:])
+        return " ".join([argv[3], *wanted])
+    if "pull-image" in argv:
+        return f"pull {argv[-1]}"
+    return " ".join(argv)
 
 
 def unfinished_words(journal: Journal) -> str:
@@ -139,11 +221,16 @@ def refuse_unfinished(folder: Path, python: str, *, running: bool = True) -> Non
     )
 
 
+Announce = Callable[[tuple[Change, ...], str, RecordInfo, Sequence[str]], None]
+
+
 def apply_interpreter(
-    plan: FixPlan, request: Request, io: Io, site: Site
+    plan: FixPlan, request: Request, io: Io, site: Site, announce: Announce | None = None
 ) -> tuple[Part, RecordInfo, tuple[Change, ...], str]:
     """The interpreter's transaction for `plan` (it has pip steps): (its part of the outcome,
-    where its record is, every package it changed, which index answered in words)."""
+    where its record is, every package it changed, which index answered in words). Once all is
+    in hand, before the first change, `announce` is given what will change, which index
+    answered, the record and the packages whose files were kept."""
     python = plan.python
     apply.refuse_externally_managed(python, request.pip_flags, io.variables)
     folder = ensure_home(site.prefix)
@@ -165,6 +252,8 @@ def apply_interpreter(
             _drop_copies(journal)  # first: a wheelhouse cut by a full disk frees it
             journal.close("nothing-changed")
             raise
+        if announce is not None:
+            announce(changes, said, info, journal.kept)
         return _apply(journal, io, request.doctor), info, changes, said
 
 
@@ -250,7 +339,11 @@ def _download(
         raise EnvironmentProblem(f"{said}: nothing was changed", hint=again)
     wanted, _ = apply.requirements(fetch)
     argv = [python, "-m", "pip", "download", "--dest", str(wheelhouse), *apply.NETWORK, *fetch]
-    ran = io.run(argv, str(wheelhouse.parent), stash=False)
+    io.say(
+        f"envcheck fix: fetching {' '.join(wanted)} and its dependencies into the record "
+        "(nothing changes before the plan is said)"
+    )
+    ran = io.run(argv, str(wheelhouse.parent), stash=False, step=False)
     if ran.code != 0:
         raise EnvironmentProblem(
             f"could not download {' '.join(wanted)} and its dependencies ({said}; pip exited "
@@ -411,11 +504,11 @@ def _run_steps(journal: Journal, io: Io, ran: list[Ran]) -> Ran | None:
 
 
 def _verify(journal: Journal, io: Io, doctor: DoctorOptions, ran: tuple[Ran, ...]) -> Part:
-    io.say(
-        f"envcheck fix: verifying: a smoke training under {journal.python} (on the "
-        f"{(journal.expect or 'cpu').upper()})"
-    )
-    try:
+    try:  # a signal as soon as this is said is one during the verification
+        io.say(
+            f"envcheck fix: verifying: a smoke training under {journal.python} (on the "
+            f"{(journal.expect or 'cpu').upper()})"
+        )
         io.pause("verify")
         options = replace(
             doctor,
@@ -485,6 +578,7 @@ def roll_back(journal: Journal, io: Io) -> Rollback:
     try:
         with deferred():
             journal.phase = "rollback"
+            io.say(f"envcheck fix: rolling back to the record {journal.record}")
             _save_if_possible(journal)  # on a full disk the rollback itself makes room
             io.pause("rollback")
             rb = _restore(journal, io)
